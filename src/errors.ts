@@ -1,0 +1,113 @@
+/**
+ * @module GuardError, its codes, and the OpenAI-style error bodies every HTTP surface returns.
+ */
+
+/** Why the guard refused or withheld an answer. */
+export type GuardErrorCode =
+  /** The prompt plus its output reserve does not fit the model's real KV pool; no upstream call was made. */
+  | 'context_length_exceeded'
+  /** The upstream answered, but the answer failed verification and was withheld (see the incident id). */
+  | 'response_quarantined'
+  /** The upstream failed (error, timeout, malformed or truncated stream); nothing unverified was released. */
+  | 'upstream_error'
+  /** The request itself is malformed (shape, types, size, encoding). */
+  | 'invalid_request'
+  /** A guard could not run (tokenizer, crypto, store), so the answer is withheld rather than released unchecked. */
+  | 'guard_unavailable'
+
+const DEFAULT_STATUS: Record<GuardErrorCode, number> = {
+  context_length_exceeded: 400,
+  response_quarantined: 502,
+  upstream_error: 502,
+  invalid_request: 400,
+  guard_unavailable: 503,
+}
+
+const ERROR_TYPE: Record<GuardErrorCode, string> = {
+  context_length_exceeded: 'invalid_request_error',
+  response_quarantined: 'server_error',
+  upstream_error: 'server_error',
+  invalid_request: 'invalid_request_error',
+  guard_unavailable: 'server_error',
+}
+
+/** Options of a {@link GuardError} beyond its code and message. */
+export interface GuardErrorOptions {
+  /** HTTP status; defaults per code (400, 502, 502, 400, 503). */
+  status?: number
+  /** Quarantine record id, for `response_quarantined`. */
+  incidentId?: string
+  /** The request field at fault, when there is one (OpenAI's `param`). */
+  param?: string
+  /** The original error (kept for logs; never sent to clients). */
+  cause?: unknown
+}
+
+/**
+ * A request the guard blocked or an answer it withheld. The message is safe to show to the client:
+ * it never holds prompt text, canaries or secrets.
+ *
+ * @example
+ * try { await ai.run(model, inputs) } catch (e) {
+ *   if (e instanceof GuardError && e.code === 'response_quarantined') console.log(e.incidentId)
+ * }
+ */
+export class GuardError extends Error {
+  override readonly name = 'GuardError'
+  readonly code: GuardErrorCode
+  readonly status: number
+  readonly incidentId?: string
+  readonly param?: string
+
+  constructor(code: GuardErrorCode, message: string, options: GuardErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = code
+    this.status = options.status ?? DEFAULT_STATUS[code]
+    if (options.incidentId !== undefined) this.incidentId = options.incidentId
+    if (options.param !== undefined) this.param = options.param
+  }
+}
+
+/** The body of an OpenAI-style error response. */
+export interface ErrorBody {
+  error: {
+    message: string
+    type: string
+    code: GuardErrorCode | string
+    param: string | null
+    incident_id?: string
+  }
+}
+
+/**
+ * The OpenAI-style body for a guard error.
+ *
+ * @example
+ * return Response.json(errorBody(err), { status: err.status })
+ */
+export function errorBody(error: GuardError): ErrorBody {
+  const body: ErrorBody = {
+    error: {
+      message: error.message,
+      type: ERROR_TYPE[error.code],
+      code: error.code,
+      param: error.param ?? null,
+    },
+  }
+  if (error.incidentId !== undefined) body.error.incident_id = error.incidentId
+  return body
+}
+
+/**
+ * Any thrown value as a GuardError: guard errors pass through; anything else is an unexpected
+ * failure inside a guard, reported as `guard_unavailable` with the original kept as `cause`.
+ *
+ * @example
+ * catch (e) { const err = asGuardError(e); return Response.json(errorBody(err), { status: err.status }) }
+ */
+export function asGuardError(error: unknown): GuardError {
+  if (error instanceof GuardError) return error
+  return new GuardError('guard_unavailable', 'A guard could not run; the answer was withheld.', {
+    cause: error,
+  })
+}
