@@ -1,0 +1,20 @@
+/**
+ * @module Canaries: mint / verify (token), inject the echo directive (inject), check the echo (echo),
+ * scan and strip output (scan). WebCrypto only; runs unchanged in workerd and Node 22.
+ */
+export { type EchoMatch, type EchoOptions, matchEcho } from './echo'
+export { buildEchoDirective, injectCanary } from './inject'
+export { CanaryScanner, type Finding, type ScanResult, scanText } from './scan'
+export {
+  CANARY_ALPHABET,
+  CANARY_BODY_LENGTH,
+  CANARY_LENGTH,
+  CANARY_PATTERN,
+  CANARY_PREFIX,
+  type CanaryInspection,
+  type CanaryKey,
+  importCanaryKey,
+  inspectCanary,
+  mintCanary,
+  tenantTag,
+} from './token'

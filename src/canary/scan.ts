@@ -1,0 +1,171 @@
+/**
+ * @module Scanning model output for canaries, streaming and per channel: strip this request's own
+ * canary, withhold and report any other canary that verifies under our key, report look-alikes.
+ *
+ * Why streaming with a hold-back: a leaked canary of another request is proof that this answer was
+ * built from someone else's KV pages (the incident), and it may arrive split across any number of
+ * events or tokens. The scanner therefore holds back only a tail that could still grow into a canary
+ * (a case-insensitive prefix of `cnry_` + base32, at most 28 chars) and releases everything else at
+ * once, so no canary ever leaves in pieces and the reply is delayed by at most 28 characters.
+ * Candidates are found at every `cnry_` position, overlaps included, so a look-alike cannot swallow
+ * the start of a real canary. Findings never carry the token text: reports and logs must not become
+ * a way to replay another tenant's canary.
+ */
+import type { Channel } from '../stream/frames'
+import { CANARY_LENGTH, CANARY_PREFIX, type CanaryKey, inspectCanary } from './token'
+
+/** A canary-shaped token in the output that is not this request's own canary. */
+export interface Finding {
+  /** `foreign`: verifies under our key but belongs to another request; `lookalike`: does not verify. */
+  kind: 'foreign' | 'lookalike'
+  channel: Channel
+  /** The tenant tag (hex) of a foreign canary: whose prompt leaked. */
+  tenantTag?: string
+  /** The nonce (hex) of a foreign canary: which request leaked (re-derivable from its request id). */
+  nonce?: string
+}
+
+/** Text that may be released now, and what was found in it. */
+export interface ScanResult {
+  release: string
+  findings: Finding[]
+}
+
+const START = /cnry_/gi
+const BODY = /^[0-9a-hjkmnp-tv-z]{24}$/i
+/** A suffix that could still become a canary (at most CANARY_LENGTH - 1 chars). */
+const PARTIAL = /^c(?:n(?:r(?:y(?:_[0-9a-hjkmnp-tv-z]{0,23})?)?)?)?$/i
+const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/i
+
+/**
+ * Scan `buffer`: every complete candidate is classified; own and foreign ones are cut out; unless
+ * `final`, the longest suffix that could still become a canary is held.
+ */
+async function scanBuffer(
+  key: CanaryKey,
+  own: string | undefined,
+  channel: Channel,
+  buffer: string,
+  final: boolean,
+): Promise<{ release: string; hold: string; findings: Finding[] }> {
+  const findings: Finding[] = []
+  const cuts: [number, number][] = []
+  const start = new RegExp(START.source, START.flags)
+  for (let m = start.exec(buffer); m !== null; m = start.exec(buffer)) {
+    const at = m.index
+    start.lastIndex = at + 1 // overlapping candidates
+    if (at + CANARY_LENGTH > buffer.length) break // incomplete: every later one is too
+    const token = buffer.slice(at, at + CANARY_LENGTH)
+    if (!BODY.test(token.slice(CANARY_PREFIX.length))) continue
+    if (own !== undefined && token.toLowerCase() === own) {
+      cuts.push([at, at + CANARY_LENGTH])
+      continue
+    }
+    const info = await inspectCanary(key, token)
+    if (info.ours) {
+      findings.push({ kind: 'foreign', channel, tenantTag: info.tenantTag, nonce: info.nonce })
+      cuts.push([at, at + CANARY_LENGTH])
+    } else findings.push({ kind: 'lookalike', channel })
+  }
+  const cutEnd = cuts.reduce((end, [, to]) => Math.max(end, to), 0)
+  let holdAt = buffer.length
+  if (!final) {
+    for (let i = Math.max(cutEnd, buffer.length - (CANARY_LENGTH - 1)); i < buffer.length; i++) {
+      if (PARTIAL.test(buffer.slice(i))) {
+        holdAt = i
+        break
+      }
+    }
+  }
+  let release = ''
+  let from = 0
+  for (const [at, to] of cuts) {
+    if (at > from) release += buffer.slice(from, at)
+    from = Math.max(from, to)
+  }
+  if (holdAt > from) release += buffer.slice(from, holdAt)
+  return { release, hold: buffer.slice(Math.max(holdAt, from)), findings }
+}
+
+/**
+ * A streaming canary scanner, one hold-back tail per channel. `push` returns the text that may be
+ * released now (own canary stripped, foreign canaries withheld) and the findings; `end` flushes a
+ * channel. Calls are serialised internally, so concurrent pushes cannot interleave a channel's state.
+ * Pass no `own` canary for requests that were not injected (tools, JSON mode): then every canary that
+ * verifies is foreign.
+ *
+ * @example
+ * const scanner = new CanaryScanner(key, canary)
+ * const { release, findings } = await scanner.push('content', delta)
+ * if (findings.some((f) => f.kind === 'foreign')) quarantine()
+ * else emit(release)
+ * const last = await scanner.end('content')
+ */
+export class CanaryScanner {
+  readonly #key: CanaryKey
+  readonly #own: string | undefined
+  readonly #tails = new Map<Channel, string>()
+  #queue: Promise<unknown> = Promise.resolve()
+
+  constructor(key: CanaryKey, own?: string | null) {
+    if (own !== undefined && own !== null && !EXACT.test(own)) {
+      throw new Error('own must be a canary minted by mintCanary')
+    }
+    this.#key = key
+    this.#own = own?.toLowerCase() ?? undefined
+  }
+
+  /** Scan the next text of `channel`. */
+  push(channel: Channel, text: string): Promise<ScanResult> {
+    return this.#serial(() => this.#scan(channel, text, false))
+  }
+
+  /** Flush `channel`: release its held tail (which can no longer become a canary). */
+  end(channel: Channel): Promise<ScanResult> {
+    return this.#serial(() => this.#scan(channel, '', true))
+  }
+
+  /** Characters currently held back on `channel`. */
+  held(channel: Channel): number {
+    return this.#tails.get(channel)?.length ?? 0
+  }
+
+  #serial(task: () => Promise<ScanResult>): Promise<ScanResult> {
+    const run = this.#queue.then(task)
+    this.#queue = run.catch(() => undefined)
+    return run
+  }
+
+  async #scan(channel: Channel, text: string, final: boolean): Promise<ScanResult> {
+    const buffer = (this.#tails.get(channel) ?? '') + text
+    const { release, hold, findings } = await scanBuffer(
+      this.#key,
+      this.#own,
+      channel,
+      buffer,
+      final,
+    )
+    if (hold === '') this.#tails.delete(channel)
+    else this.#tails.set(channel, hold)
+    return { release, findings }
+  }
+}
+
+/**
+ * One-shot scan of a whole (non-stream) text: own canary stripped, foreign canaries withheld and
+ * reported, look-alikes reported and kept.
+ *
+ * @example
+ * const { text, findings } = await scanText(key, canary, 'content', answer.response)
+ */
+export async function scanText(
+  key: CanaryKey,
+  own: string | null | undefined,
+  channel: Channel,
+  text: string,
+): Promise<{ text: string; findings: Finding[] }> {
+  const scanner = new CanaryScanner(key, own)
+  const first = await scanner.push(channel, text)
+  const last = await scanner.end(channel)
+  return { text: first.release + last.release, findings: [...first.findings, ...last.findings] }
+}

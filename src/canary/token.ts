@@ -1,0 +1,210 @@
+/**
+ * @module Canary tokens: minted per request with HMAC-SHA-256 (WebCrypto) so that any canary found in
+ * any output can be verified as ours and attributed to a tenant, statelessly.
+ *
+ * Why: in the incident, decode read KV pages that prefill never wrote, so answers carried other
+ * customers' prompts. A canary placed in every prompt turns that into evidence: finding a canary that
+ * verifies under our key but is not this request's proves cross-request leakage, and its tenant tag
+ * says whose prompt leaked — no lookup table, no state.
+ *
+ * Layout: `cnry_` + 24 chars of lowercase Crockford base32 (`0-9a-hjkmnp-tv-z`, no i l o u) encoding
+ * 15 bytes = nonce (5) ‖ tenant tag (3) ‖ MAC (7); {@link CANARY_LENGTH} = 29 chars.
+ * - MAC, 56 bits: first 7 bytes of HMAC(key, "canary\0" ‖ nonce ‖ tag). A forger without the key
+ *   succeeds with probability 2^-56 per try, and a random look-alike verifies with the same odds.
+ * - Nonce, 40 bits: first 5 bytes of HMAC(key, "request\0" + requestId), so a canary can be
+ *   re-derived from (and bound to) its request id; by the birthday bound, two requests share a nonce
+ *   after ~2^20 requests of the same tenant, which only makes two canaries equal (both still ours).
+ * - Tenant tag, 24 bits: first 3 bytes of HMAC(key, "tenant\0" + tenant), in hex for reports. It
+ *   attributes, it does not authenticate (the MAC does): tags of different tenants collide 2^-24.
+ * The lowercase Crockford alphabet keeps the token one "word" for tokenizers and unambiguous to read.
+ * Measured with gpt-tokenizer o200k_base over 2,000 minted canaries (test/canary/token.test.ts):
+ * 13 to 21 tokens, about 17 on average — a negligible prompt and output cost.
+ */
+
+/** Every canary starts with this. */
+export const CANARY_PREFIX = 'cnry_'
+
+/** Length of a canary: the prefix plus 24 base32 chars. */
+export const CANARY_LENGTH = 29
+
+/** Crockford base32, lowercase (no i, l, o, u). */
+export const CANARY_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'
+
+/** Number of base32 chars after the prefix. */
+export const CANARY_BODY_LENGTH = 24
+
+/**
+ * Matches every canary this guard mints (global, case-insensitive). No leading word boundary, so a
+ * canary glued to other text (`xcnry_…`) is still caught. It is global and so stateful under
+ * `test`/`exec`: prefer `text.matchAll(CANARY_PATTERN)` or `text.replace(CANARY_PATTERN, …)`.
+ *
+ * @example
+ * for (const m of text.matchAll(CANARY_PATTERN)) console.log(m.index)
+ */
+export const CANARY_PATTERN = /cnry_[0-9a-hjkmnp-tv-z]{24}/gi
+
+const NONCE_BYTES = 5
+const TAG_BYTES = 3
+const MAC_BYTES = 7
+const MIN_SECRET_BYTES = 32
+
+const utf8 = new TextEncoder()
+
+/** The HMAC key behind an opaque handle: callers can pass it around but never read it. */
+const keys = new WeakMap<CanaryKey, CryptoKey>()
+
+/** An imported canary secret (opaque; create with {@link importCanaryKey}). */
+export interface CanaryKey {
+  readonly kind: 'canary-key'
+}
+
+/**
+ * Import the canary secret as an HMAC-SHA-256 key. Throws a plain `Error` naming `secret` when it is
+ * shorter than 32 bytes of UTF-8 (a short secret would make the 56-bit MAC the weaker part).
+ *
+ * @example
+ * const key = await importCanaryKey(env.GUARD_SECRET)
+ */
+export async function importCanaryKey(secret: string): Promise<CanaryKey> {
+  if (typeof secret !== 'string' || utf8.encode(secret).length < MIN_SECRET_BYTES) {
+    throw new Error(`secret must be a string of at least ${MIN_SECRET_BYTES} bytes (UTF-8)`)
+  }
+  const cryptoKey = await crypto.subtle.importKey(
+    'raw',
+    utf8.encode(secret),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  )
+  const handle: CanaryKey = Object.freeze({ kind: 'canary-key' as const })
+  keys.set(handle, cryptoKey)
+  return handle
+}
+
+async function hmac(key: CanaryKey, ...parts: Uint8Array[]): Promise<Uint8Array> {
+  const cryptoKey = keys.get(key)
+  if (cryptoKey === undefined) throw new Error('not a CanaryKey from importCanaryKey')
+  const length = parts.reduce((n, p) => n + p.length, 0)
+  const message = new Uint8Array(length)
+  let offset = 0
+  for (const part of parts) {
+    message.set(part, offset)
+    offset += part.length
+  }
+  return new Uint8Array(await crypto.subtle.sign('HMAC', cryptoKey, message))
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** 15 bytes → 24 base32 chars (120 bits, no padding). */
+function encodeBase32(bytes: Uint8Array): string {
+  let out = ''
+  let buffer = 0
+  let bits = 0
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      bits -= 5
+      out += CANARY_ALPHABET[(buffer >> bits) & 31]
+    }
+    buffer &= (1 << bits) - 1
+  }
+  return out
+}
+
+/** 24 base32 chars → 15 bytes, or undefined when a char is outside the alphabet. */
+function decodeBase32(text: string): Uint8Array | undefined {
+  const out = new Uint8Array((text.length * 5) / 8)
+  let buffer = 0
+  let bits = 0
+  let index = 0
+  for (const char of text) {
+    const value = CANARY_ALPHABET.indexOf(char)
+    if (value === -1) return undefined
+    buffer = (buffer << 5) | value
+    bits += 5
+    if (bits >= 8) {
+      bits -= 8
+      out[index++] = (buffer >> bits) & 0xff
+    }
+    buffer &= (1 << bits) - 1
+  }
+  return out
+}
+
+async function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
+  return (await hmac(key, utf8.encode(`tenant\0${tenant}`))).slice(0, TAG_BYTES)
+}
+
+async function macBytes(key: CanaryKey, nonce: Uint8Array, tag: Uint8Array): Promise<Uint8Array> {
+  return (await hmac(key, utf8.encode('canary\0'), nonce, tag)).slice(0, MAC_BYTES)
+}
+
+/**
+ * The tenant tag (6 hex chars) a tenant's canaries carry; compare it with a finding's `tenantTag` to
+ * know whose prompt leaked.
+ *
+ * @example
+ * if (finding.tenantTag === (await tenantTag(key, 'acme'))) console.log('acme leaked')
+ */
+export async function tenantTag(key: CanaryKey, tenant: string): Promise<string> {
+  return hex(await tagBytes(key, tenant))
+}
+
+/**
+ * Mint the canary of one request: deterministic in (key, requestId, tenant), so it can be
+ * re-derived from a quarantine record without storing it.
+ *
+ * @example
+ * const canary = await mintCanary(key, { requestId: crypto.randomUUID(), tenant: 'acme' })
+ * // 'cnry_' + 24 base32 chars
+ */
+export async function mintCanary(
+  key: CanaryKey,
+  request: { requestId: string; tenant: string },
+): Promise<string> {
+  const nonce = (await hmac(key, utf8.encode(`request\0${request.requestId}`))).slice(
+    0,
+    NONCE_BYTES,
+  )
+  const tag = await tagBytes(key, request.tenant)
+  const mac = await macBytes(key, nonce, tag)
+  const body = new Uint8Array(NONCE_BYTES + TAG_BYTES + MAC_BYTES)
+  body.set(nonce, 0)
+  body.set(tag, NONCE_BYTES)
+  body.set(mac, NONCE_BYTES + TAG_BYTES)
+  return CANARY_PREFIX + encodeBase32(body)
+}
+
+/** What {@link inspectCanary} learned about a token. */
+export type CanaryInspection = { ours: false } | { ours: true; tenantTag: string; nonce: string }
+
+const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/
+
+/**
+ * Whether `token` (exactly one canary-shaped string, any case) was minted under `key`; if so, its
+ * tenant tag and nonce (hex). The MAC is compared in constant time. Look-alikes (wrong shape, wrong
+ * MAC) answer `{ ours: false }` and never throw.
+ *
+ * @example
+ * const info = await inspectCanary(key, found)
+ * if (info.ours && found.toLowerCase() !== own) report(info.tenantTag)
+ */
+export async function inspectCanary(key: CanaryKey, token: string): Promise<CanaryInspection> {
+  if (typeof token !== 'string') return { ours: false }
+  const lower = token.toLowerCase()
+  if (!EXACT.test(lower)) return { ours: false }
+  const body = decodeBase32(lower.slice(CANARY_PREFIX.length))
+  if (body === undefined) return { ours: false }
+  const nonce = body.slice(0, NONCE_BYTES)
+  const tag = body.slice(NONCE_BYTES, NONCE_BYTES + TAG_BYTES)
+  const given = body.slice(NONCE_BYTES + TAG_BYTES)
+  const expected = await macBytes(key, nonce, tag)
+  let diff = 0
+  for (let i = 0; i < MAC_BYTES; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0)
+  if (diff !== 0) return { ours: false }
+  return { ours: true, tenantTag: hex(tag), nonce: hex(nonce) }
+}

@@ -1,0 +1,378 @@
+/**
+ * @module The two Workers AI answer formats (chat-completions chunks and legacy `{response}`), read as
+ * text channels and rewritten in the upstream's own format — for streams and for whole answers.
+ *
+ * Why channels: GLM-5.3 is a reasoning model and reasoning leaks as much as content, and tool-call
+ * arguments are model-written text too (the incident's foreign text could land in any of them). The
+ * guard therefore scans and rewrites every text the model wrote, per channel, and leaves every other
+ * field (ids, usage, padding, finish reasons) exactly as the upstream sent it. Shapes it cannot read
+ * fail closed as `upstream_error`: text the guard cannot see is text it cannot release.
+ */
+import { GuardError } from '../errors'
+import type { Usage } from '../upstream'
+import type { SseEvent } from './sse'
+
+/** `chat`: OpenAI `chat.completion(.chunk)` objects; `legacy`: Workers AI `{ response, usage? }`. */
+export type StreamFormat = 'chat' | 'legacy'
+
+/** A stream of model-written text: reasoning, visible content, or the arguments of tool call `n`. */
+export type Channel = 'reasoning' | 'content' | `tool:${number}`
+
+/** One decoded stream event with its texts per channel. */
+export interface Frame {
+  /** The event as received. */
+  event: SseEvent
+  /** `data: [DONE]`, the end-of-stream marker. */
+  done: boolean
+  /** The parsed data (absent for `[DONE]`). */
+  json?: Record<string, unknown>
+  /** Absent for `[DONE]`. */
+  format?: StreamFormat
+  /** The texts this event carries, per channel (only channels present in the event). */
+  texts: Partial<Record<Channel, string>>
+  /** `choices[0].finish_reason` (chat), `finish_reason` (legacy), when the event has the key. */
+  finishReason?: string | null
+  usage?: Usage
+}
+
+type Json = Record<string, unknown>
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function malformed(message: string): GuardError {
+  // Never include payload text: it may be another tenant's prompt.
+  return new GuardError('upstream_error', message)
+}
+
+/** The tool-channel name for tool call index `n`. */
+function toolChannel(index: number): Channel {
+  return `tool:${index}`
+}
+
+/** Index `n` of a `tool:n` channel, or undefined for other channels. */
+function toolIndex(channel: Channel): number | undefined {
+  if (!channel.startsWith('tool:')) return undefined
+  const n = Number(channel.slice(5))
+  if (!Number.isInteger(n) || n < 0) throw new Error(`invalid tool channel ${channel}`)
+  return n
+}
+
+/**
+ * A text-bearing value as a string: strings as-is; objects (Workers AI returns JSON-mode answers and
+ * some tool arguments as parsed objects) as their JSON text, so a canary inside them is still seen.
+ */
+function asText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value
+  if (value === undefined || value === null) return undefined
+  if (typeof value === 'object') return JSON.stringify(value)
+  return undefined
+}
+
+/** The inverse of {@link asText}: an object-valued field gets its (rewritten) JSON text parsed back. */
+function fromText(original: unknown, text: string): unknown {
+  if (typeof original !== 'object' || original === null) return text
+  try {
+    return JSON.parse(text)
+  } catch (cause) {
+    throw new GuardError('upstream_error', 'A rewritten structured field is no longer JSON.', {
+      cause,
+    })
+  }
+}
+
+function usageOf(json: Json): Usage | undefined {
+  return isObject(json.usage) ? (json.usage as Usage) : undefined
+}
+
+/**
+ * The single choice of a chat object. More than one choice fails closed: the guard verifies one
+ * answer per request, and an unverified second choice could carry anything.
+ */
+function onlyChoice(json: Json): Json | undefined {
+  const choices = json.choices
+  if (!Array.isArray(choices)) throw malformed('The upstream chat answer has no choices array.')
+  if (choices.length > 1) throw malformed('The upstream returned more than one choice.')
+  const choice = choices[0]
+  if (choice === undefined) return undefined
+  if (!isObject(choice)) throw malformed('The upstream chat answer has a malformed choice.')
+  return choice
+}
+
+function detectFormat(json: Json): StreamFormat | undefined {
+  if ('choices' in json) return 'chat'
+  if ('response' in json || 'tool_calls' in json) return 'legacy'
+  return undefined
+}
+
+/** Texts of a chat `delta` or `message` (same fields). */
+function chatTexts(body: Json): Partial<Record<Channel, string>> {
+  const texts: Partial<Record<Channel, string>> = {}
+  const reasoning = asText(body.reasoning_content)
+  if (reasoning !== undefined) texts.reasoning = reasoning
+  const content = asText(body.content)
+  if (content !== undefined) texts.content = content
+  const calls = body.tool_calls
+  if (Array.isArray(calls)) {
+    calls.forEach((call, position) => {
+      if (!isObject(call)) throw malformed('The upstream returned a malformed tool call.')
+      const index = typeof call.index === 'number' ? call.index : position
+      const fn = call.function
+      if (!isObject(fn)) return
+      const args = asText(fn.arguments)
+      if (args !== undefined) texts[toolChannel(index)] = (texts[toolChannel(index)] ?? '') + args
+    })
+  }
+  return texts
+}
+
+/** Texts of a legacy object: `response`, and `tool_calls[n].arguments`. */
+function legacyTexts(json: Json): Partial<Record<Channel, string>> {
+  const texts: Partial<Record<Channel, string>> = {}
+  const response = asText(json.response)
+  if (response !== undefined) texts.content = response
+  const calls = json.tool_calls
+  if (Array.isArray(calls)) {
+    calls.forEach((call, position) => {
+      if (!isObject(call)) throw malformed('The upstream returned a malformed tool call.')
+      const args = asText(call.arguments)
+      if (args !== undefined) texts[toolChannel(position)] = args
+    })
+  }
+  return texts
+}
+
+/**
+ * Parse one SSE event of a Workers AI stream. Throws `GuardError('upstream_error')` when the data is
+ * neither `[DONE]` nor a JSON object (the message never quotes the payload).
+ *
+ * @example
+ * const frame = parseFrame({ data: '{"response":"Hel"}' })
+ * frame.format        // 'legacy'
+ * frame.texts.content // 'Hel'
+ */
+export function parseFrame(event: SseEvent): Frame {
+  if (event.data.trim() === '[DONE]') return { event, done: true, texts: {} }
+  let json: unknown
+  try {
+    json = JSON.parse(event.data)
+  } catch (cause) {
+    throw new GuardError(
+      'upstream_error',
+      'The upstream stream carried an event that is not JSON.',
+      {
+        cause,
+      },
+    )
+  }
+  if (!isObject(json))
+    throw malformed('The upstream stream carried an event that is not an object.')
+  const frame: Frame = { event, done: false, json, texts: {} }
+  const usage = usageOf(json)
+  if (usage !== undefined) frame.usage = usage
+  const format = detectFormat(json)
+  if (format === undefined) return frame
+  frame.format = format
+  if (format === 'chat') {
+    const choice = onlyChoice(json)
+    if (choice !== undefined) {
+      const delta = choice.delta ?? choice.message
+      if (delta !== undefined && delta !== null) {
+        if (!isObject(delta)) throw malformed('The upstream chat chunk has a malformed delta.')
+        frame.texts = chatTexts(delta)
+      }
+      if ('finish_reason' in choice) frame.finishReason = choice.finish_reason as string | null
+    }
+  } else {
+    frame.texts = legacyTexts(json)
+    if ('finish_reason' in json) frame.finishReason = json.finish_reason as string | null
+  }
+  return frame
+}
+
+/** Write `texts` into a chat `delta`/`message` object in place (the caller owns a copy). */
+function writeChat(body: Json, texts: Partial<Record<Channel, string>>): void {
+  for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
+    if (text === undefined) continue
+    if (channel === 'reasoning') body.reasoning_content = fromText(body.reasoning_content, text)
+    else if (channel === 'content') body.content = fromText(body.content, text)
+    else {
+      const index = toolIndex(channel) as number
+      const calls: unknown[] = Array.isArray(body.tool_calls) ? body.tool_calls : []
+      body.tool_calls = calls
+      const matching = calls.filter(
+        (call, position) =>
+          isObject(call) && (typeof call.index === 'number' ? call.index : position) === index,
+      ) as Json[]
+      if (matching.length === 0) {
+        calls.push({ index, function: { arguments: text } })
+        continue
+      }
+      // Several entries for one index in a single chunk: the text goes to the first, the rest empty.
+      matching.forEach((call, k) => {
+        const fn = isObject(call.function) ? call.function : {}
+        call.function = fn
+        fn.arguments = fromText(fn.arguments, k === 0 ? text : '')
+      })
+    }
+  }
+}
+
+/** Write `texts` into a legacy object in place (the caller owns a copy). */
+function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void {
+  for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
+    if (text === undefined) continue
+    if (channel === 'content') json.response = fromText(json.response, text)
+    else if (channel === 'reasoning') {
+      if (text !== '') throw new Error('the legacy format has no reasoning channel')
+    } else {
+      const index = toolIndex(channel) as number
+      const calls = json.tool_calls
+      const call = Array.isArray(calls) ? calls[index] : undefined
+      if (!isObject(call)) {
+        if (text !== '') throw new Error(`the legacy answer has no tool call ${index}`)
+        continue
+      }
+      call.arguments = fromText(call.arguments, text)
+    }
+  }
+}
+
+/**
+ * The frame's event with the given channels' text replaced (`''` empties a channel; channels absent
+ * from `texts` keep their text); every other field is kept. Used to re-emit held or stripped text in
+ * the upstream's own format.
+ *
+ * @example
+ * const frame = parseFrame({ data: '{"response":"cnry_… Hello","p":"abc"}' })
+ * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
+ */
+export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
+  if (frame.json === undefined || frame.format === undefined) {
+    if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
+      throw new Error('cannot put text into an event that has no text format')
+    }
+    return frame.event
+  }
+  const json = structuredClone(frame.json)
+  if (frame.format === 'chat') {
+    const choice = onlyChoice(json)
+    if (choice === undefined) throw new Error('cannot put text into a chat chunk without a choice')
+    const key = isObject(choice.delta) || !isObject(choice.message) ? 'delta' : 'message'
+    const body = isObject(choice[key]) ? (choice[key] as Json) : {}
+    choice[key] = body
+    writeChat(body, texts)
+  } else writeLegacy(json, texts)
+  const event: SseEvent = { ...frame.event, data: JSON.stringify(json) }
+  return event
+}
+
+/**
+ * A new delta event in the template's format carrying only `texts` (used to flush held text at the
+ * end of a stream). Chat: a chunk with the template's `id`, `object`, `created`, `model` and
+ * `choices[0].delta` holding the texts, tool channels as `tool_calls[{index, function:{arguments}}]`.
+ * Legacy: `{ response }` (legacy streams have no reasoning or tool deltas; those throw).
+ *
+ * @example
+ * textEvent(parseFrame({ data: '{"response":"a","p":"x"}' }), { content: 'held' })
+ * // { data: '{"response":"held"}' }
+ */
+export function textEvent(template: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
+  const source = template.json
+  if (source === undefined || template.format === undefined) {
+    throw new Error('textEvent needs a template frame with a known format')
+  }
+  if (template.format === 'legacy') {
+    for (const channel of Object.keys(texts) as Channel[]) {
+      if (channel !== 'content' && texts[channel]) {
+        throw new Error(`the legacy stream format cannot carry the ${channel} channel`)
+      }
+    }
+    return { data: JSON.stringify({ response: texts.content ?? '' }) }
+  }
+  const delta: Json = {}
+  if (texts.reasoning !== undefined) delta.reasoning_content = texts.reasoning
+  if (texts.content !== undefined) delta.content = texts.content
+  const tools = (Object.keys(texts) as Channel[])
+    .map((channel) => [toolIndex(channel), texts[channel]] as const)
+    .filter(
+      (pair): pair is readonly [number, string] => pair[0] !== undefined && pair[1] !== undefined,
+    )
+    .sort((a, b) => a[0] - b[0])
+  if (tools.length > 0) {
+    delta.tool_calls = tools.map(([index, args]) => ({ index, function: { arguments: args } }))
+  }
+  const chunk: Json = {}
+  for (const key of ['id', 'object', 'created', 'model']) {
+    if (key in source) chunk[key] = source[key]
+  }
+  chunk.choices = [{ index: 0, delta, finish_reason: null }]
+  return { data: JSON.stringify(chunk) }
+}
+
+/** The texts of a whole (non-stream) answer. */
+export interface OutputTexts {
+  format: StreamFormat
+  texts: Partial<Record<Channel, string>>
+  usage?: Usage
+  finishReason?: string | null
+}
+
+/**
+ * Read every model-written text of a non-stream answer: chat `choices[0].message.{content,
+ * reasoning_content, tool_calls[n].function.arguments}`, legacy `response` and
+ * `tool_calls[n].arguments`. Object-valued fields (JSON mode, structured arguments) are read as their
+ * JSON text. Unknown shapes throw `GuardError('upstream_error')`.
+ *
+ * @example
+ * readTexts({ response: 'Hi', usage: { prompt_tokens: 3 } })
+ * // { format: 'legacy', texts: { content: 'Hi' }, usage: { prompt_tokens: 3 } }
+ */
+export function readTexts(output: unknown): OutputTexts {
+  if (!isObject(output)) throw malformed('The upstream answer is not an object.')
+  const format = detectFormat(output)
+  if (format === undefined) throw malformed('The upstream answer has an unknown shape.')
+  const result: OutputTexts = { format, texts: {} }
+  const usage = usageOf(output)
+  if (usage !== undefined) result.usage = usage
+  if (format === 'legacy') {
+    result.texts = legacyTexts(output)
+    if ('finish_reason' in output) result.finishReason = output.finish_reason as string | null
+    return result
+  }
+  const choice = onlyChoice(output)
+  if (choice === undefined) return result
+  const message = choice.message
+  if (message !== undefined && message !== null) {
+    if (!isObject(message)) throw malformed('The upstream chat answer has a malformed message.')
+    result.texts = chatTexts(message)
+  }
+  if ('finish_reason' in choice) result.finishReason = choice.finish_reason as string | null
+  return result
+}
+
+/**
+ * A deep copy of a non-stream answer with the given channels' text replaced (see {@link readTexts}
+ * for the fields). Unknown shapes throw `GuardError('upstream_error')`.
+ *
+ * @example
+ * replaceTexts({ response: 'cnry_… Hi' }, { content: 'Hi' }) // { response: 'Hi' }
+ */
+export function replaceTexts(output: unknown, texts: Partial<Record<Channel, string>>): unknown {
+  const { format } = readTexts(output)
+  const copy = structuredClone(output) as Json
+  if (format === 'legacy') {
+    writeLegacy(copy, texts)
+    return copy
+  }
+  const choice = onlyChoice(copy)
+  if (choice === undefined) {
+    if (Object.values(texts).some((t) => t)) throw malformed('The upstream answer has no choice.')
+    return copy
+  }
+  const message = isObject(choice.message) ? choice.message : {}
+  choice.message = message
+  writeChat(message, texts)
+  return copy
+}

@@ -1,0 +1,249 @@
+/**
+ * @module Server-sent events: a streaming byte→event decoder and an event→byte encoder, per the WHATWG
+ * "event stream interpretation" rules, as TransformStreams that keep backpressure.
+ *
+ * Why it is this strict: the guard must see every byte of the upstream answer exactly once, in order,
+ * whatever the network split. A canary cut across two TCP reads, or a multi-byte character cut in half,
+ * must not slip past the scanner, and a malformed or truncated stream must never be mistaken for a
+ * complete answer (the incident's leaking streams looked perfectly normal on the wire). So: a fatal
+ * UTF-8 decoder (invalid bytes error the stream), a byte bound per event (an upstream cannot make the
+ * guard buffer without limit), and an explicit `truncated` flag for a trailing event that never ended.
+ */
+
+/** One dispatched server-sent event. `event` and `id` are present only when that event carried them. */
+export interface SseEvent {
+  data: string
+  event?: string
+  id?: string
+}
+
+/** Options of {@link sseDecoder}. */
+export interface SseDecoderOptions {
+  /**
+   * Largest event, in UTF-8 bytes of its lines (comments included), before the stream errors.
+   * @default 1048576 (1 MiB)
+   */
+  maxEventBytes?: number
+}
+
+/**
+ * A byte→event TransformStream that also reports, once its writable side has closed, whether the
+ * input ended inside an unfinished event (bytes after the last blank line that never got one).
+ */
+export interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> {
+  /**
+   * `true` after flush when the input ended inside an unfinished event: a partial line, fields with no
+   * terminating blank line, or an incomplete UTF-8 sequence. Such an event is dropped (per spec), so a
+   * consumer must treat the answer as cut short. `false` before the stream has closed.
+   */
+  readonly truncated: boolean
+}
+
+/** Default of {@link SseDecoderOptions.maxEventBytes}. */
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
+
+/** UTF-8 length of a string, without allocating (lone surrogates count as the 3-byte U+FFFD). */
+function utf8Length(text: string): number {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x80) bytes += 1
+    else if (unit < 0x800) bytes += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4
+        i++
+      } else bytes += 3
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/** The per-stream parser state; pure, so the TransformStream wrapper stays trivial. */
+class SseParser {
+  readonly #maxEventBytes: number
+  readonly #utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+  /** The current, not yet terminated line. */
+  #line = ''
+  /** A CR ended the previous chunk: a LF at the start of the next one belongs to it (CRLF). */
+  #skipLf = false
+  #data: string[] = []
+  #event: string | undefined
+  #id: string | undefined
+  /** Any line (field or comment) since the last blank line. */
+  #open = false
+  #eventBytes = 0
+  truncated = false
+
+  constructor(maxEventBytes: number) {
+    this.#maxEventBytes = maxEventBytes
+  }
+
+  push(bytes: Uint8Array, emit: (event: SseEvent) => void): void {
+    let text: string
+    try {
+      text = this.#utf8.decode(bytes, { stream: true })
+    } catch (cause) {
+      throw new Error('SSE stream is not valid UTF-8', { cause })
+    }
+    this.#feed(text, emit)
+  }
+
+  end(): void {
+    let rest = ''
+    try {
+      rest = this.#utf8.decode()
+    } catch {
+      // An incomplete multi-byte sequence at EOF: the stream was cut inside the last (unfinished) event.
+      this.truncated = true
+    }
+    if (rest !== '' || this.#line !== '' || this.#open) this.truncated = true
+  }
+
+  #feed(text: string, emit: (event: SseEvent) => void): void {
+    let start = 0
+    if (this.#skipLf) {
+      this.#skipLf = false
+      if (text.charCodeAt(0) === 10) start = 1
+    }
+    for (let i = start; i < text.length; i++) {
+      const unit = text.charCodeAt(i)
+      if (unit !== 10 && unit !== 13) continue
+      this.#grow(text.slice(start, i))
+      const line = this.#line
+      this.#line = ''
+      if (unit === 13) {
+        if (i + 1 === text.length) this.#skipLf = true
+        else if (text.charCodeAt(i + 1) === 10) i++
+      }
+      start = i + 1
+      this.#processLine(line, emit)
+    }
+    if (start < text.length) this.#grow(text.slice(start))
+  }
+
+  /** Append to the current line, enforcing the per-event byte bound before anything is buffered. */
+  #grow(piece: string): void {
+    if (piece === '') return
+    this.#eventBytes += utf8Length(piece)
+    if (this.#eventBytes > this.#maxEventBytes) {
+      throw new Error(`SSE event exceeds maxEventBytes (${this.#maxEventBytes} bytes)`)
+    }
+    this.#line += piece
+  }
+
+  #processLine(line: string, emit: (event: SseEvent) => void): void {
+    if (line === '') {
+      this.#dispatch(emit)
+      return
+    }
+    this.#open = true
+    this.#eventBytes += 1 // the line terminator
+    if (line.charCodeAt(0) === 58) return // ':' comment
+    const colon = line.indexOf(':')
+    const field = colon === -1 ? line : line.slice(0, colon)
+    let value = colon === -1 ? '' : line.slice(colon + 1)
+    if (value.charCodeAt(0) === 32) value = value.slice(1)
+    switch (field) {
+      case 'data':
+        this.#data.push(value)
+        break
+      case 'event':
+        this.#event = value
+        break
+      case 'id':
+        // Per spec an id containing NULL is ignored.
+        if (!value.includes('\0')) this.#id = value
+        break
+      default:
+        // `retry` and unknown fields are ignored, as the spec says.
+        break
+    }
+  }
+
+  #dispatch(emit: (event: SseEvent) => void): void {
+    const data = this.#data
+    const event = this.#event
+    const id = this.#id
+    this.#data = []
+    this.#event = undefined
+    this.#id = undefined
+    this.#open = false
+    this.#eventBytes = 0
+    // Per spec an event with an empty data buffer (no data line at all) is not dispatched.
+    if (data.length === 0) return
+    const out: SseEvent = { data: data.join('\n') }
+    if (event !== undefined && event !== '') out.event = event
+    if (id !== undefined) out.id = id
+    emit(out)
+  }
+}
+
+/**
+ * Decode a byte stream of server-sent events. Accepts LF, CRLF and CR line ends split anywhere,
+ * joins multi-line `data:` with `\n`, drops comments and `retry:`, keeps `event:`/`id:` per event.
+ * Errors the stream on invalid UTF-8 or an event over `maxEventBytes`; see `truncated`.
+ *
+ * @example
+ * const decoder = sseDecoder()
+ * const reader = response.body!.pipeThrough(decoder).getReader()
+ * for (let r = await reader.read(); !r.done; r = await reader.read()) handle(r.value.data)
+ * if (decoder.truncated) throw new Error('upstream stream was cut short')
+ */
+export function sseDecoder(options: SseDecoderOptions = {}): SseDecoderStream {
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES
+  if (!Number.isInteger(maxEventBytes) || maxEventBytes < 1) {
+    throw new Error('maxEventBytes must be a positive integer')
+  }
+  const parser = new SseParser(maxEventBytes)
+  const stream = new TransformStream<Uint8Array, SseEvent>({
+    transform(chunk, controller) {
+      parser.push(chunk, (event) => controller.enqueue(event))
+    },
+    flush() {
+      parser.end()
+    },
+  })
+  Object.defineProperty(stream, 'truncated', { get: () => parser.truncated, enumerable: true })
+  return stream as SseDecoderStream
+}
+
+/** A field value that would break the framing (a line break) cannot be encoded faithfully. */
+function checkField(name: string, value: string): string {
+  if (/[\r\n]/.test(value)) throw new Error(`SSE ${name} must not contain a line break`)
+  return value
+}
+
+/**
+ * Serialise one event: `event:` and `id:` lines when present, then one `data:` line per line of
+ * `data` (any of CRLF, CR, LF splits), then the blank line. Always a single space after the colon,
+ * so a leading space in the data survives a round trip through {@link sseDecoder}.
+ *
+ * @example
+ * encodeSseEvent({ data: '{"response":"hi"}' }) // 'data: {"response":"hi"}\n\n'
+ * encodeSseEvent({ data: 'a\nb', event: 'x' })  // 'event: x\ndata: a\ndata: b\n\n'
+ */
+export function encodeSseEvent(event: SseEvent): string {
+  let out = ''
+  if (event.event !== undefined) out += `event: ${checkField('event', event.event)}\n`
+  if (event.id !== undefined) out += `id: ${checkField('id', event.id)}\n`
+  for (const line of event.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`
+  return `${out}\n`
+}
+
+/**
+ * Encode events as SSE bytes (UTF-8), one output chunk per event.
+ *
+ * @example
+ * const body = events.pipeThrough(sseEncoder())
+ * return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+ */
+export function sseEncoder(): TransformStream<SseEvent, Uint8Array> {
+  const utf8 = new TextEncoder()
+  return new TransformStream<SseEvent, Uint8Array>({
+    transform(event, controller) {
+      controller.enqueue(utf8.encode(encodeSseEvent(event)))
+    },
+  })
+}
