@@ -1,0 +1,172 @@
+/**
+ * @module SimConfig: every knob of the leaky inference simulator, its defaults and its validation.
+ */
+
+/**
+ * How the simulated engine treats a prompt longer than its real KV pool (see INCIDENT.md).
+ *
+ * - `fixed`: SGLang's normal path — reject with "Input length (N tokens) exceeds the maximum allowed length".
+ * - `pd-abort-leak`: the incident — the request is swapped for a one-token placeholder, decode reads pages
+ *   prefill never wrote (other tenants' prompts), and the client gets a fast HTTP 200.
+ * - `truncate`: SGLang `--allow-auto-truncate` — the end of the prompt is silently dropped.
+ * - `stale-pages`: late RDMA writes — the tail pages of an in-limit request are read before they land.
+ */
+export type SimMode = 'fixed' | 'pd-abort-leak' | 'truncate' | 'stale-pages'
+
+/** Every mode, in a stable order (for stats and validation). */
+export const SIM_MODES: readonly SimMode[] = ['fixed', 'pd-abort-leak', 'truncate', 'stale-pages']
+
+/** The simulator's configuration; every field can be changed at runtime with `configure(partial)`. */
+export interface SimConfig {
+  /** How over-length prompts (and, for `stale-pages`, in-limit ones) are served. @default 'pd-abort-leak' */
+  mode: SimMode
+  /** Real KV pool size in tokens, shared by every request of the engine. @default 681_280 */
+  poolTokens: number
+  /** Tokens per KV page (SGLang `page_size`). @default 64 */
+  pageSize: number
+  /** The advertised context window; a prompt above it is always rejected. @default 1_048_576 */
+  contextWindow: number
+  /** Prefill speed for uncached prompt tokens; `Infinity` = no wait at all. @default 50_000 */
+  prefillTokensPerSecond: number
+  /** Decode speed; `Infinity` = no wait at all. @default 200 */
+  decodeTokensPerSecond: number
+  /** Seeded multiplicative jitter on every wait, as a fraction (0.1 = ±10 %). @default 0 */
+  jitter: number
+  /** Seed of every pseudo-random choice (content, byte splits, jitter). @default 1 */
+  seed: number
+  /** In `stale-pages` mode: probability that a request's tail pages are read before they land. @default 1 */
+  staleRate: number
+  /** In `stale-pages` mode: fraction of a request's fresh pages left unwritten (at least one). @default 0.25 */
+  staleFraction: number
+  /** Probability that the model "slips" and does not follow a visible echo directive. @default 0 */
+  echoIgnoreRate: number
+  /** Probability that one SSE event's bytes are split at an awkward boundary. @default 0.5 */
+  splitRate: number
+  /** Generated tokens grouped into one SSE event. @default 3 */
+  tokensPerEvent: number
+  /** `max_tokens` when the request gives none. @default 256 */
+  defaultMaxTokens: number
+  /** Longest wait (ms) for free KV pages before a capacity error. @default 5_000 */
+  queueTimeoutMs: number
+  /** Keep fully written pages as a per-account prefix cache (SGLang radix cache). @default true */
+  prefixCache: boolean
+  /** Models answered in the legacy `{ response, usage }` format. @default ['@cf/meta/llama-3.1-8b-instruct'] */
+  legacyModels: string[]
+  /** `created` of the first response (Unix seconds); later ones add their ordinal, so bytes stay stable. */
+  createdEpoch: number
+}
+
+/**
+ * The defaults: the incident's published figures (window 1,048,576, pool 681,280) in the incident's mode.
+ *
+ * @example
+ * const engine = new SimEngine({ ...DEFAULT_SIM_CONFIG, mode: 'fixed' })
+ */
+export const DEFAULT_SIM_CONFIG: Readonly<SimConfig> = Object.freeze({
+  mode: 'pd-abort-leak',
+  poolTokens: 681_280,
+  pageSize: 64,
+  contextWindow: 1_048_576,
+  prefillTokensPerSecond: 50_000,
+  decodeTokensPerSecond: 200,
+  jitter: 0,
+  seed: 1,
+  staleRate: 1,
+  staleFraction: 0.25,
+  echoIgnoreRate: 0,
+  splitRate: 0.5,
+  tokensPerEvent: 3,
+  defaultMaxTokens: 256,
+  queueTimeoutMs: 5_000,
+  prefixCache: true,
+  legacyModels: Object.freeze(['@cf/meta/llama-3.1-8b-instruct']) as unknown as string[],
+  createdEpoch: 1_787_788_800,
+} satisfies SimConfig)
+
+type NumericKey = {
+  [K in keyof SimConfig]: SimConfig[K] extends number ? K : never
+}[keyof SimConfig]
+
+/** [min, max, integer?, Infinity allowed?] per numeric option. */
+const NUMERIC: Record<NumericKey, readonly [number, number, boolean, boolean]> = {
+  poolTokens: [1, 64 * 1024 * 1024, true, false],
+  pageSize: [1, 65_536, true, false],
+  contextWindow: [1, 64 * 1024 * 1024, true, false],
+  prefillTokensPerSecond: [Number.MIN_VALUE, Number.MAX_VALUE, false, true],
+  decodeTokensPerSecond: [Number.MIN_VALUE, Number.MAX_VALUE, false, true],
+  jitter: [0, 1, false, false],
+  seed: [-(2 ** 53), 2 ** 53, true, false],
+  staleRate: [0, 1, false, false],
+  staleFraction: [0, 1, false, false],
+  echoIgnoreRate: [0, 1, false, false],
+  splitRate: [0, 1, false, false],
+  tokensPerEvent: [1, 1_000, true, false],
+  defaultMaxTokens: [1, 1_048_576, true, false],
+  queueTimeoutMs: [0, 600_000, false, false],
+  createdEpoch: [0, 2 ** 40, true, false],
+}
+
+/**
+ * Validates a partial configuration (from RPC or JSON) and returns it typed. Rates may be given as the
+ * string `'Infinity'` or `null` (JSON has no Infinity). Throws a plain Error naming the bad option.
+ *
+ * @example
+ * engine.configure(parseSimConfig(await request.json()))
+ */
+export function parseSimConfig(input: unknown): Partial<SimConfig> {
+  if (input === undefined || input === null) return {}
+  if (typeof input !== 'object' || Array.isArray(input)) {
+    throw new Error('SimConfig must be an object')
+  }
+  const out: Partial<SimConfig> = {}
+  for (const [key, raw] of Object.entries(input as Record<string, unknown>)) {
+    if (key === 'mode') {
+      if (!SIM_MODES.includes(raw as SimMode)) {
+        throw new Error(`SimConfig.mode must be one of ${SIM_MODES.join(', ')}`)
+      }
+      out.mode = raw as SimMode
+    } else if (key === 'prefixCache') {
+      if (typeof raw !== 'boolean') throw new Error('SimConfig.prefixCache must be a boolean')
+      out.prefixCache = raw
+    } else if (key === 'legacyModels') {
+      if (!Array.isArray(raw) || !raw.every((m) => typeof m === 'string')) {
+        throw new Error('SimConfig.legacyModels must be an array of model names')
+      }
+      out.legacyModels = [...raw]
+    } else if (key in NUMERIC) {
+      const name = key as NumericKey
+      out[name] = parseNumber(name, raw)
+    } else {
+      throw new Error(`SimConfig has no option ${key}`)
+    }
+  }
+  return out
+}
+
+function parseNumber(name: NumericKey, raw: unknown): number {
+  const [min, max, integer, infinite] = NUMERIC[name]
+  const value = infinite && (raw === null || raw === 'Infinity') ? Number.POSITIVE_INFINITY : raw
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw new Error(`SimConfig.${name} must be a number`)
+  }
+  if (value === Number.POSITIVE_INFINITY && infinite) return value
+  if (value < min || value > max || (integer && !Number.isInteger(value))) {
+    throw new Error(`SimConfig.${name} must be ${integer ? 'an integer ' : ''}in [${min}, ${max}]`)
+  }
+  return value
+}
+
+/**
+ * A complete config: defaults, then `base`, then a validated `patch`.
+ *
+ * @example
+ * const config = resolveSimConfig(DEFAULT_SIM_CONFIG, { mode: 'fixed', poolTokens: 4096 })
+ */
+export function resolveSimConfig(base: Readonly<SimConfig>, patch?: Partial<SimConfig>): SimConfig {
+  const merged: SimConfig = { ...base, ...parseSimConfig(patch), legacyModels: [] }
+  merged.legacyModels = [...(patch?.legacyModels ?? base.legacyModels)]
+  if (merged.pageSize > merged.poolTokens) {
+    throw new Error('SimConfig.pageSize must not exceed SimConfig.poolTokens')
+  }
+  return merged
+}

@@ -1,0 +1,509 @@
+/**
+ * @module SimEngine: a deterministic stand-in for the Workers AI binding that reproduces the GLM-5.3
+ * cross-tenant KV-cache leak (INCIDENT.md). Pure TypeScript, no `cloudflare:*` import: Node can run it.
+ */
+import {
+  DEFAULT_SIM_CONFIG,
+  resolveSimConfig,
+  SIM_MODES,
+  type SimConfig,
+  type SimMode,
+} from './config'
+import { AI_ERROR, SimAiError, sglangLengthMessage } from './errors'
+import { generate } from './model'
+import { EMPTY_SLOT, KvPool, type PoolStats } from './pool'
+import { hashPage, hashString, mixSeed, PURPOSE, prng } from './random'
+import { renderPrompt, TemplateError } from './template'
+import { loadTokenizer } from './tokenizer'
+import {
+  type Answer,
+  type ChatCompletion,
+  chatCompletion,
+  chatEvents,
+  concatBytes,
+  type LegacyCompletion,
+  legacyCompletion,
+  legacyEvents,
+  splitEvent,
+  sseBytes,
+  type TimedEvent,
+} from './wire'
+
+export type { SimConfig, SimMode } from './config'
+
+/** What happened to a request. */
+export type SimOutcome =
+  /** Prefilled in full and answered from its own pages. */
+  | 'served'
+  /** Over the real limit in `pd-abort-leak`: swapped for a one-token placeholder, answered from stale pages. */
+  | 'placeholder'
+  /** Over the real limit in `truncate`: the end of the prompt was dropped. */
+  | 'truncated'
+  /** `stale-pages`: the tail pages were read before they were written. */
+  | 'stale'
+  /** Over the advertised window, or over the real limit in `fixed`/`stale-pages`. */
+  | 'rejected'
+  /** No KV pages came free in time. */
+  | 'capacity'
+  /** Malformed input. */
+  | 'invalid'
+
+/** One request as the engine saw it (for tests, the bench and `stats()`). */
+export interface SimRequestRecord {
+  ordinal: number
+  account: string
+  model: string
+  mode: SimMode
+  outcome: SimOutcome
+  /** cl100k tokens of the rendered prompt. */
+  promptTokens: number
+  /** What `usage.prompt_tokens` reports. */
+  reportedPromptTokens: number
+  /** Prompt tokens served from the prefix cache. */
+  cachedTokens: number
+  /** Prompt tokens prefill actually computed and wrote. */
+  prefilledTokens: number
+  /** Tokens decode read from its pages (stale ones included). */
+  visibleTokens: number
+  /** Pages held by the request. */
+  pages: number
+  /** Pages decode read before they were written. */
+  stalePages: number
+  /** Simulated prefill time. */
+  prefillMs: number
+  /** Echo token the model began its content with, if any. */
+  echoed: string | null
+}
+
+/** Pool figures and request counters. */
+export interface SimStats {
+  config: SimConfig
+  pool: PoolStats
+  requests: {
+    total: number
+    byMode: Record<SimMode, number>
+    byOutcome: Record<SimOutcome, number>
+  }
+  /** The most recent requests, newest last (at most 32). */
+  recent: SimRequestRecord[]
+}
+
+/** The binding's `run()` shape; `engine.binding(account)` returns one. */
+export interface SimBinding {
+  run(
+    model: string,
+    inputs: Record<string, unknown>,
+    options?: Record<string, unknown>,
+  ): Promise<unknown>
+}
+
+/** What `request()` returns: a completion object, or an SSE byte stream for `stream: true`. */
+export type SimResult = ChatCompletion | LegacyCompletion | ReadableStream<Uint8Array>
+
+/** A request as the engine takes it. */
+export interface SimRequest {
+  model: string
+  inputs: Record<string, unknown>
+  /** Owner of the prefix cache entries (the tenant). */
+  account: string
+  /** Force a wire format; by default `legacyModels` answer legacy, every other model chat. */
+  format?: 'chat' | 'legacy'
+}
+
+const OUTCOMES: readonly SimOutcome[] = [
+  'served',
+  'placeholder',
+  'truncated',
+  'stale',
+  'rejected',
+  'capacity',
+  'invalid',
+]
+
+/**
+ * The simulated inference engine: one KV pool shared by every request (and every account) it serves.
+ *
+ * @example
+ * const engine = new SimEngine({ mode: 'pd-abort-leak', poolTokens: 4096 })
+ * const ai = engine.binding('tenant-b')
+ * const out = await ai.run('@cf/zai-org/glm-5.3', { messages: [{ role: 'user', content: 'hi' }] })
+ */
+export class SimEngine {
+  private readonly base: SimConfig
+  private config: SimConfig
+  private pool: KvPool
+  private ordinal = 0
+  private byMode = zeroCounts(SIM_MODES)
+  private byOutcome = zeroCounts(OUTCOMES)
+  private recent: SimRequestRecord[] = []
+
+  constructor(config: Partial<SimConfig> = {}) {
+    this.base = resolveSimConfig(DEFAULT_SIM_CONFIG, config)
+    this.config = this.base
+    this.pool = new KvPool(this.config.poolTokens, this.config.pageSize)
+  }
+
+  /**
+   * Changes settings at runtime. A new pool size or page size empties the pool; everything else keeps
+   * its content (stale pages included).
+   */
+  configure(partial: Partial<SimConfig>): SimConfig {
+    const next = resolveSimConfig(this.config, partial)
+    if (next.poolTokens !== this.config.poolTokens || next.pageSize !== this.config.pageSize) {
+      this.pool.close()
+      this.pool = new KvPool(next.poolTokens, next.pageSize)
+    }
+    this.config = next
+    return { ...next }
+  }
+
+  /** Back to the constructor's config (plus `config`), an empty pool, and zeroed counters and ordinals. */
+  reset(config?: Partial<SimConfig>): SimConfig {
+    this.config = resolveSimConfig(this.base, config)
+    this.pool.close()
+    this.pool = new KvPool(this.config.poolTokens, this.config.pageSize)
+    this.ordinal = 0
+    this.byMode = zeroCounts(SIM_MODES)
+    this.byOutcome = zeroCounts(OUTCOMES)
+    this.recent = []
+    return { ...this.config }
+  }
+
+  /** Pool figures, request counters and the latest request records. */
+  stats(): SimStats {
+    return {
+      config: { ...this.config, legacyModels: [...this.config.legacyModels] },
+      pool: this.pool.stats(),
+      requests: {
+        total: this.ordinal,
+        byMode: { ...this.byMode },
+        byOutcome: { ...this.byOutcome },
+      },
+      recent: this.recent.map((r) => ({ ...r })),
+    }
+  }
+
+  /** The model's token count of a request (cl100k over the chat template), without running it. */
+  async countTokens(inputs: Record<string, unknown>): Promise<number> {
+    const tok = await loadTokenizer()
+    return tok.encode(renderPrompt(inputs)).length
+  }
+
+  /** An object with the binding's `run()` shape whose requests belong to `account`. */
+  binding(account = 'default'): SimBinding {
+    return {
+      run: (model, inputs, _options) => this.request({ model, inputs, account }),
+    }
+  }
+
+  /** Runs one request: admission, paging, prefill, decode, and the answer in the binding's format. */
+  async request(req: SimRequest): Promise<SimResult> {
+    const config = this.config
+    const pool = this.pool
+    const ordinal = this.ordinal++
+    this.byMode[config.mode]++
+    const record: SimRequestRecord = {
+      ordinal,
+      account: req.account,
+      model: req.model,
+      mode: config.mode,
+      outcome: 'served',
+      promptTokens: 0,
+      reportedPromptTokens: 0,
+      cachedTokens: 0,
+      prefilledTokens: 0,
+      visibleTokens: 0,
+      pages: 0,
+      stalePages: 0,
+      prefillMs: 0,
+      echoed: null,
+    }
+    const fail = (outcome: SimOutcome, error: Error): never => {
+      this.note({ ...record, outcome })
+      this.byOutcome[outcome]++
+      throw error
+    }
+    const tok = await loadTokenizer()
+    const inputs = req.inputs
+    if (typeof inputs !== 'object' || inputs === null) {
+      return fail('invalid', new SimAiError(AI_ERROR.invalidInput, 'inputs must be an object'))
+    }
+    let text: string
+    try {
+      text = renderPrompt(inputs)
+    } catch (error) {
+      if (!(error instanceof TemplateError)) throw error
+      return fail('invalid', new SimAiError(AI_ERROR.invalidInput, error.message))
+    }
+    const maxTokens = readMaxTokens(inputs, config.defaultMaxTokens)
+    if (maxTokens === undefined) {
+      return fail(
+        'invalid',
+        new SimAiError(AI_ERROR.invalidInput, 'max_tokens must be a positive integer'),
+      )
+    }
+    const format = req.format ?? (config.legacyModels.includes(req.model) ? 'legacy' : 'chat')
+    const tokens = tok.encode(text)
+    const n = tokens.length
+    record.promptTokens = n
+    if (n > config.contextWindow) {
+      return fail(
+        'rejected',
+        new SimAiError(
+          AI_ERROR.contextLength,
+          `The estimated number of input tokens (${n}) exceeded this model context window limit (${config.contextWindow}).`,
+        ),
+      )
+    }
+    const ps = pool.pageSize
+    // SGLang: max_req_input_len = min(context_len - 1, max_total_num_tokens - 1) - 5.
+    const limit = Math.min(config.contextWindow - 1, pool.totalPages * ps - 1) - 5
+    const over = n > limit
+    if (over && (config.mode === 'fixed' || config.mode === 'stale-pages')) {
+      return fail('rejected', new SimAiError(AI_ERROR.contextLength, sglangLengthMessage(n, limit)))
+    }
+
+    let pages: number[]
+    let length: number
+    let prefilled: number
+    const entries: { page: number; key: number }[] = []
+    if (over && config.mode === 'pd-abort-leak') {
+      // The incident: the request is replaced by a one-token placeholder, but decode still reserves
+      // pages for the whole original length, and prefill writes only the placeholder's page before
+      // signalling "transfer complete". Everything else decode reads is whatever those pages held.
+      record.outcome = 'placeholder'
+      try {
+        pages = await pool.acquire(
+          Math.min(Math.ceil(n / ps), pool.totalPages),
+          config.queueTimeoutMs,
+        )
+      } catch (error) {
+        return fail('capacity', error as Error)
+      }
+      pool.write(pages[0]!, 0, tokens, 0, 1)
+      length = Math.min(n, pages.length * ps)
+      prefilled = 1
+      record.reportedPromptTokens = n
+    } else {
+      length = over ? limit : n
+      if (over) record.outcome = 'truncated'
+      record.reportedPromptTokens = length
+      const root = hashString(`account:${req.account}`)
+      const match = config.prefixCache
+        ? pool.matchPrefix(root, tokens, Math.floor((length - 1) / ps))
+        : { pages: [], keys: [] }
+      let fresh: number[]
+      try {
+        fresh = await pool.acquire(
+          Math.ceil(length / ps) - match.pages.length,
+          config.queueTimeoutMs,
+        )
+      } catch (error) {
+        pool.release(match.pages, [])
+        return fail('capacity', error as Error)
+      }
+      pages = [...match.pages, ...fresh]
+      let stale = 0
+      const staleRand = prng(mixSeed(config.seed, ordinal, PURPOSE.stale))
+      if (config.mode === 'stale-pages' && fresh.length > 0 && staleRand() < config.staleRate) {
+        // A late RDMA write: "transfer complete" arrived before the tail chunks landed.
+        stale = Math.min(fresh.length, Math.max(1, Math.round(pages.length * config.staleFraction)))
+        record.outcome = 'stale'
+      }
+      record.stalePages = stale
+      const written = pages.length - stale
+      for (let j = match.pages.length; j < written; j++) {
+        pool.write(pages[j]!, 0, tokens, j * ps, Math.min((j + 1) * ps, length))
+      }
+      let parent = root
+      const fullWritten = Math.min(written, Math.floor(length / ps))
+      for (let j = 0; j < fullWritten; j++) {
+        const key = match.keys[j] ?? hashPage(parent, tokens, j * ps, (j + 1) * ps)
+        entries.push({ page: pages[j]!, key })
+        parent = key
+      }
+      record.cachedTokens = match.pages.length * ps
+      prefilled = length - record.cachedTokens
+    }
+    record.pages = pages.length
+    record.prefilledTokens = prefilled
+
+    const visible = readPages(pool, pages, length)
+    record.visibleTokens = visible.length
+    const output = generate(tok, {
+      visible,
+      seed: config.seed,
+      ordinal,
+      maxTokens,
+      reasoning: format === 'chat',
+      echoIgnoreRate: config.echoIgnoreRate,
+    })
+    record.echoed = output.echoed
+    const reasoningGroups = group(output.reasoningTokens, config.tokensPerEvent)
+    const contentGroups = group(output.contentTokens, config.tokensPerEvent)
+    const completion = output.reasoningTokens.length + output.contentTokens.length
+    const answer: Answer = {
+      id: `chatcmpl-sim${(config.seed >>> 0).toString(16)}-${ordinal}`,
+      created: config.createdEpoch + ordinal,
+      model: req.model,
+      reasoningDeltas: tok.decodeGroups(reasoningGroups),
+      contentDeltas: tok.decodeGroups(contentGroups),
+      finishReason: output.finishReason,
+      usage: {
+        prompt_tokens: record.reportedPromptTokens,
+        completion_tokens: completion,
+        total_tokens: record.reportedPromptTokens + completion,
+        prompt_tokens_details: { cached_tokens: record.cachedTokens },
+      },
+    }
+
+    const timing = prng(mixSeed(config.seed, ordinal, PURPOSE.timing))
+    const jitter = (): number => 1 + config.jitter * (2 * timing() - 1)
+    const prefillMs = waitMs(prefilled, config.prefillTokensPerSecond) * jitter()
+    record.prefillMs = prefillMs
+    const deltaDelays = [...reasoningGroups, ...contentGroups].map(
+      (g) => waitMs(g.length, config.decodeTokensPerSecond) * jitter(),
+    )
+    this.note(record)
+    this.byOutcome[record.outcome]++
+
+    let done = false
+    const finish = (): void => {
+      if (done) return
+      done = true
+      const extra =
+        record.outcome === 'placeholder'
+          ? []
+          : writeGenerated(pool, pages, length, [
+              ...output.reasoningTokens,
+              ...output.contentTokens,
+            ])
+      pool.release([...pages, ...extra], entries)
+    }
+
+    if (inputs.stream !== true) {
+      try {
+        await sleep(prefillMs + deltaDelays.slice(1).reduce((a, b) => a + b, 0))
+      } finally {
+        finish()
+      }
+      return format === 'chat' ? chatCompletion(answer) : legacyCompletion(answer)
+    }
+    const includeUsage = readIncludeUsage(inputs.stream_options)
+    const events =
+      format === 'chat'
+        ? chatEvents(answer, prefillMs, deltaDelays, includeUsage)
+        : legacyEvents(answer, prefillMs, deltaDelays)
+    return sseStream(
+      events,
+      prng(mixSeed(config.seed, ordinal, PURPOSE.split)),
+      config.splitRate,
+      finish,
+    )
+  }
+
+  private note(record: SimRequestRecord): void {
+    this.recent.push(record)
+    if (this.recent.length > 32) this.recent.shift()
+  }
+}
+
+/** Paces events by their decode delays and splits their bytes at seeded awkward boundaries. */
+function sseStream(
+  events: TimedEvent[],
+  rand: () => number,
+  splitRate: number,
+  finish: () => void,
+): ReadableStream<Uint8Array> {
+  let next = 0
+  let carry: Uint8Array | undefined
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const event = events[next++]
+      if (!event) {
+        if (carry) controller.enqueue(carry)
+        carry = undefined
+        finish()
+        controller.close()
+        return
+      }
+      await sleep(event.delayMs)
+      const split = splitEvent(concatBytes(carry, sseBytes(event.data)), rand, splitRate)
+      for (const piece of split.now) controller.enqueue(piece)
+      carry = split.carry
+    },
+    cancel() {
+      finish()
+    },
+  })
+}
+
+/** Tokens decode reads from its pages, in page-table order; never-written slots contribute nothing. */
+function readPages(pool: KvPool, pages: readonly number[], length: number): Uint32Array {
+  const ps = pool.pageSize
+  const out = new Uint32Array(length)
+  let k = 0
+  for (let j = 0; j < pages.length && j * ps < length; j++) {
+    const base = pages[j]! * ps
+    const end = Math.min(ps, length - j * ps)
+    for (let i = 0; i < end; i++) {
+      const t = pool.data[base + i]!
+      if (t !== EMPTY_SLOT) out[k++] = t
+    }
+  }
+  return out.subarray(0, k)
+}
+
+/** Decode writes its own tokens after the prompt; those pages are freed later, uncleared. */
+function writeGenerated(
+  pool: KvPool,
+  pages: readonly number[],
+  length: number,
+  generated: readonly number[],
+): number[] {
+  const ps = pool.pageSize
+  let done = 0
+  const slot = length % ps
+  if (slot !== 0 && pages.length > 0) {
+    done = Math.min(generated.length, ps - slot)
+    pool.write(pages[pages.length - 1]!, slot, generated, 0, done)
+  }
+  const extra = pool.takeFree(Math.ceil((generated.length - done) / ps))
+  for (const page of extra) {
+    const to = Math.min(generated.length, done + ps)
+    pool.write(page, 0, generated, done, to)
+    done = to
+  }
+  return extra
+}
+
+function group(tokens: readonly number[], size: number): number[][] {
+  const out: number[][] = []
+  for (let i = 0; i < tokens.length; i += size) out.push(tokens.slice(i, i + size))
+  return out
+}
+
+function waitMs(tokens: number, perSecond: number): number {
+  return Number.isFinite(perSecond) ? (tokens / perSecond) * 1000 : 0
+}
+
+/** Real timers; no timer at all for a zero wait (an infinite rate). */
+function sleep(ms: number): Promise<void> {
+  if (!(ms > 0)) return Promise.resolve()
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+function readMaxTokens(inputs: Record<string, unknown>, fallback: number): number | undefined {
+  const raw = inputs.max_completion_tokens ?? inputs.max_tokens
+  if (raw === undefined || raw === null) return fallback
+  return typeof raw === 'number' && Number.isInteger(raw) && raw > 0 ? raw : undefined
+}
+
+function readIncludeUsage(options: unknown): boolean {
+  if (typeof options !== 'object' || options === null) return true
+  return (options as Record<string, unknown>).include_usage !== false
+}
+
+function zeroCounts<K extends string>(keys: readonly K[]): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>
+}

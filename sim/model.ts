@@ -1,0 +1,143 @@
+/**
+ * @module The simulated "model": a deterministic function of the tokens actually in its KV pages.
+ *
+ * It never sees the request, only its pages, exactly like the decode GPUs in the incident: when those
+ * pages hold another tenant's prompt, its reasoning and its answer quote that prompt verbatim.
+ */
+import { mixSeed, type Prng, PURPOSE, prng, randomInt } from './random'
+import type { SimTokenizer } from './tokenizer'
+
+/** The echo directive a guard (or anyone) can put in a prompt; the LAST visible match wins. */
+export const ECHO_DIRECTIVE =
+  /begin your (?:reply|answer|response) with(?: the (?:code|token|marker))?\s*[:"'`]*\s*([A-Za-z0-9_-]+)/gi
+
+/** What decode sees and how much it may say. */
+export interface ModelInput {
+  /** Token ids read from the request's KV pages (never-written slots already skipped). */
+  visible: ArrayLike<number> & Iterable<number>
+  /** Engine seed. */
+  seed: number
+  /** The request's arrival ordinal on its engine. */
+  ordinal: number
+  /** Cap on reasoning + content tokens. */
+  maxTokens: number
+  /** Whether the model thinks aloud first (`reasoning_content`); legacy models do not. */
+  reasoning: boolean
+  /** Probability of not following a visible echo directive. */
+  echoIgnoreRate: number
+}
+
+/** What the model generated, as tokens (the wire format groups and decodes them). */
+export interface ModelOutput {
+  reasoningTokens: number[]
+  contentTokens: number[]
+  finishReason: 'stop' | 'length'
+  /** The echo token followed, if any (for stats and tests). */
+  echoed: string | null
+}
+
+const QUOTE_CHARS = 90
+const MARKER_LINE = /^<\|[a-z_]+\|>$/
+
+/**
+ * Generates reasoning and answer from the visible tokens alone.
+ *
+ * @example
+ * const out = generate(tok, { visible, seed: 1, ordinal: 0, maxTokens: 256, reasoning: true, echoIgnoreRate: 0 })
+ */
+export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
+  const text = tok.decode(input.visible)
+  const rand = prng(mixSeed(input.seed, input.ordinal, PURPOSE.content))
+  const echo = lastEcho(text)
+  const slipped = echo !== null && rand() < input.echoIgnoreRate
+  const quotes = pickQuotes(text, rand)
+  const q = (i: number): string => `“${quotes.middle[i] ?? quotes.first}”`
+
+  const reasoningText = input.reasoning
+    ? `Reading the context (${input.visible.length} tokens). It opens with “${quotes.first}”. ` +
+      `Further in: ${q(0)} … then ${q(1)}. It ends with “${quotes.last}”. ` +
+      (echo ? `I am asked to begin my reply with ${echo}. ` : '') +
+      'I will answer from this material.'
+    : ''
+  const contentText =
+    `${echo && !slipped ? `${echo} ` : ''}From the context → ${q(2)} … ${q(3)} … ` +
+    `and at the end: “${quotes.last}”. That is what the provided material says.`
+
+  const reasoningAll = reasoningText ? tok.encode(reasoningText) : []
+  const contentAll = tok.encode(contentText)
+  const reasoningBudget = Math.min(reasoningAll.length, Math.ceil(input.maxTokens / 2))
+  const reasoningTokens = reasoningAll.slice(0, reasoningBudget)
+  const contentTokens = contentAll.slice(0, input.maxTokens - reasoningTokens.length)
+  const cut =
+    reasoningTokens.length < reasoningAll.length || contentTokens.length < contentAll.length
+  return {
+    reasoningTokens,
+    contentTokens,
+    finishReason: cut ? 'length' : 'stop',
+    echoed: echo && !slipped ? echo : null,
+  }
+}
+
+/**
+ * The token of the last echo directive in `text`, or null.
+ *
+ * @example
+ * lastEcho('… Begin your reply with the code cnry_x1 …') // 'cnry_x1'
+ */
+export function lastEcho(text: string): string | null {
+  let found: string | null = null
+  for (const match of text.matchAll(ECHO_DIRECTIVE)) found = match[1] ?? found
+  return found
+}
+
+interface Quotes {
+  first: string
+  middle: string[]
+  last: string
+}
+
+/** First line, four seeded evenly spread lines, last line: leaked context shows up wherever it sits. */
+function pickQuotes(text: string, rand: Prng): Quotes {
+  const first = lineFrom(text, 0, 1) ?? ''
+  const last = lineFrom(text, text.length - 1, -1) ?? first
+  const middle: string[] = []
+  const spans = 4
+  for (let i = 0; i < spans; i++) {
+    const slot = text.length / (spans + 1)
+    const at = Math.floor(slot * (i + 1) + (rand() - 0.5) * slot * 0.5)
+    middle.push(lineFrom(text, Math.max(0, Math.min(text.length - 1, at)), 1) ?? first)
+  }
+  // A seeded start inside long lines, so quotes are spans, not always line heads.
+  return {
+    first: clip(first, 0),
+    middle: middle.map((line) => clip(line, line.length > QUOTE_CHARS ? randomInt(rand, 0, 8) : 0)),
+    last: clip(last, Math.max(0, last.length - QUOTE_CHARS)),
+  }
+}
+
+/** The first content line at or after (dir 1) / before (dir -1) `pos`, trimmed; marker lines skipped. */
+function lineFrom(text: string, pos: number, dir: 1 | -1): string | null {
+  let at = pos
+  for (let tries = 0; tries < 64 && at >= 0 && at < text.length; tries++) {
+    const start = text.lastIndexOf('\n', at - 1) + 1
+    let end = text.indexOf('\n', at)
+    if (end === -1) end = text.length
+    const line = text.slice(start, Math.min(end, start + 4 * QUOTE_CHARS)).trim()
+    if (line.length >= 3 && !MARKER_LINE.test(line)) return line
+    at = dir === 1 ? end + 1 : start - 2
+  }
+  return null
+}
+
+function clip(line: string, start: number): string {
+  let s = start
+  // Never start or end inside a surrogate pair: quotes must stay verbatim, valid text.
+  if (s > 0 && isLowSurrogate(line.charCodeAt(s))) s--
+  let e = Math.min(line.length, s + QUOTE_CHARS)
+  if (e < line.length && isLowSurrogate(line.charCodeAt(e))) e--
+  return line.slice(s, e)
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff
+}
