@@ -38,7 +38,11 @@ const OPEN = String.raw`\s>*_"'\x60“”‘’«(\[`
  * optional short single-line label ending in a separator or a space ("Code:", "**Canary -**").
  */
 const PREFIX = new RegExp(
-  String.raw`^[${OPEN}]*(?:\x60\x60\x60[\w+.-]*[ \t]*\r?\n[${OPEN}]*)?(?:[^\n\x60]{0,40}?(?:[:\-–—=]|\s)[${OPEN}]*)?$`,
+  String.raw`^[${OPEN}]*(?:\x60\x60\x60[\w+.-]*[ \t]*\r?\n[${OPEN}]*)?(?:[^\n\x60]{0,40}?(?:[:\-–—=]|[ \t])[${OPEN}]*)?$`,
+)
+/** What could still grow into a {@link PREFIX}: same shape, the label not yet ended. */
+const PARTIAL_PREFIX = new RegExp(
+  String.raw`^[${OPEN}]*(?:\x60\x60\x60[\w+.-]*[ \t]*(?:\r?\n[${OPEN}]*)?)?(?:[^\n\x60]{0,41}(?:(?:[:\-–—=]|[ \t])[${OPEN}]*)?)?$`,
 )
 /** What may follow the canary on its line. */
 const TRAIL = /^[*_"'`“”‘’»)\].,;!]*[ \t]*/
@@ -53,8 +57,28 @@ const PENDING: EchoMatch = { status: 'pending' }
 const MISSING: EchoMatch = { status: 'missing' }
 
 /**
+ * Whether more text could still turn `leading` into a valid echo: some split into a prefix that is
+ * (or, before the canary starts, may become) valid decoration, and a started canary that still ends
+ * within `max` characters. Deciding `missing` this early quarantines on the first tokens instead of
+ * after `max` characters, and gives the same verdict whatever the chunking.
+ */
+function couldStillEcho(leading: string, canary: string, max: number): boolean {
+  const lower = leading.toLowerCase()
+  const first = Math.max(0, leading.length - canary.length + 1)
+  for (let k = leading.length; k >= first; k--) {
+    if (k + canary.length > max) continue
+    if (!canary.startsWith(lower.slice(k))) continue
+    const prefix = leading.slice(0, k)
+    if (k === leading.length ? PARTIAL_PREFIX.test(prefix) : PREFIX.test(prefix)) return true
+  }
+  return false
+}
+
+/**
  * Whether `leading` — the visible reply text so far, from its start — opens with `canary`.
- * `final` says no more text will come. Case-insensitive.
+ * `final` says no more text will come. Case-insensitive. `missing` is decided as soon as no
+ * continuation could make a valid echo (e.g. the reply already opens with answer text), and at the
+ * latest once `maxLeadChars` characters are seen without one.
  *
  * @example
  * matchEcho('**Code:** `CNRY_…`\n\nParis is', canary, false) // { status: 'echoed', rest: '\nParis is' }
@@ -69,7 +93,9 @@ export function matchEcho(
 ): EchoMatch {
   const max = options.maxLeadChars ?? DEFAULT_MAX_LEAD_CHARS
   const index = leading.toLowerCase().indexOf(canary.toLowerCase())
-  if (index === -1) return final || leading.length >= max ? MISSING : PENDING
+  if (index === -1) {
+    return final || !couldStillEcho(leading, canary.toLowerCase(), max) ? MISSING : PENDING
+  }
   // Found, but too late: a model that read the prompt's end would have opened with it.
   if (index + canary.length > max) return MISSING
   const prefix = leading.slice(0, index)
