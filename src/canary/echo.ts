@@ -28,7 +28,12 @@ export type EchoMatch =
   /** The reply does not open with this request's canary. */
   | { status: 'missing' }
 
-/** Default of {@link EchoOptions.maxLeadChars}. */
+/**
+ * Default of {@link EchoOptions.maxLeadChars}.
+ *
+ * @example
+ * matchEcho(text, canary, false, { maxLeadChars: DEFAULT_MAX_LEAD_CHARS * 2 })
+ */
 export const DEFAULT_MAX_LEAD_CHARS = 64
 
 /** Decoration models put around an echoed code: markdown emphasis, quotes, brackets. */

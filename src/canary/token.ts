@@ -22,16 +22,36 @@
  * long prompts this guard exists for, and the echo costs the same again in output.
  */
 
-/** Every canary starts with this. */
+/**
+ * Every canary starts with this.
+ *
+ * @example
+ * canary.startsWith(CANARY_PREFIX) // true
+ */
 export const CANARY_PREFIX = 'cnry_'
 
-/** Length of a canary: the prefix plus 24 base32 chars. */
+/**
+ * Length of a canary: the prefix plus 24 base32 chars.
+ *
+ * @example
+ * const holdBack = CANARY_LENGTH - 1 // the longest tail a scanner may hold
+ */
 export const CANARY_LENGTH = 29
 
-/** Crockford base32, lowercase (no i, l, o, u). */
+/**
+ * Crockford base32, lowercase (no i, l, o, u).
+ *
+ * @example
+ * [...body].every((c) => CANARY_ALPHABET.includes(c))
+ */
 export const CANARY_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'
 
-/** Number of base32 chars after the prefix. */
+/**
+ * Number of base32 chars after the prefix.
+ *
+ * @example
+ * CANARY_PREFIX.length + CANARY_BODY_LENGTH === CANARY_LENGTH // true
+ */
 export const CANARY_BODY_LENGTH = 24
 
 /**

@@ -39,7 +39,12 @@ export interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> 
   readonly truncated: boolean
 }
 
-/** Default of {@link SseDecoderOptions.maxEventBytes}. */
+/**
+ * Default of {@link SseDecoderOptions.maxEventBytes}.
+ *
+ * @example
+ * sseDecoder({ maxEventBytes: 4 * DEFAULT_MAX_EVENT_BYTES })
+ */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
 
 /** UTF-8 length of a string, without allocating (lone surrogates count as the 3-byte U+FFFD). */
