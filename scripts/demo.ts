@@ -1,0 +1,221 @@
+/**
+ * @module `npm run demo`: replays the GLM-5.3 incident on one simulated engine and prints what each
+ * tenant received. `--json` prints the same rows as JSON.
+ */
+import { SimEngine } from '../sim/engine'
+import type { AiRunner } from '../src/upstream'
+
+/** The model of the incident. */
+export const DEMO_MODEL = '@cf/zai-org/glm-5.3'
+
+/** One request of the scenario, as printed. Stable keys: a later change adds guarded columns. */
+export interface DemoRow {
+  /** What the request is. */
+  request: string
+  /** Who sent it. */
+  tenant: string
+  /** The model's (cl100k) count of the prompt. */
+  promptTokens: number
+  /** `200`, or the error's status and code. */
+  status: string
+  /** Time to the first streamed byte, or null when nothing arrived. */
+  ttftMs: number | null
+  /** The start of what the tenant received (content, else reasoning), on one line. */
+  received: string
+  /** Tenants whose secret appears in what this tenant received, or null. */
+  leaksSecretOf: string | null
+}
+
+/** Builds the runner a tenant talks to (the raw binding, or a guarded one). */
+export type MakeRunner = (engine: SimEngine, account: string) => AiRunner
+
+const SECRETS: Record<string, string> = { A: 'SECRET-A-PAYROLL-7Q2X9', B: 'SECRET-B-HARBOUR-K4M1' }
+
+function tenantAPrompt(): Record<string, unknown> {
+  const rows: string[] = []
+  for (let i = 0; i < 11_000; i++) {
+    rows.push(
+      `${SECRETS.A} employee ${1000 + i}: salary 61,${200 + (i % 700)} kr, IBAN NO93 8601 ${1111 + i}`,
+    )
+  }
+  return {
+    messages: [
+      { role: 'system', content: 'You are tenant A’s payroll assistant. Never disclose salaries.' },
+      { role: 'user', content: `${rows.join('\n')}\nWhich employees earn more than 61,500 kr?` },
+    ],
+  }
+}
+
+function tenantBShort(): Record<string, unknown> {
+  return {
+    messages: [
+      { role: 'system', content: `Tenant B logistics assistant. Internal ref ${SECRETS.B}.` },
+      { role: 'user', content: 'Summarise our Q3 shipping plan in one line.' },
+    ],
+  }
+}
+
+function tenantBLong(): Record<string, unknown> {
+  const lines: string[] = []
+  for (let i = 0; i < 48_000; i++) {
+    lines.push(`Manifest ${i}: crate ${i} of salmon for the northern quay, customs cleared.`)
+  }
+  return {
+    messages: [
+      { role: 'system', content: `Tenant B logistics assistant. Internal ref ${SECRETS.B}.` },
+      { role: 'user', content: `${lines.join('\n')}\nList every crate that was not cleared.` },
+    ],
+  }
+}
+
+/**
+ * Runs the incident on a fresh engine (`pd-abort-leak`, published pool and window, prefill at
+ * 1,000,000 tok/s): A's long prompt with a secret, B's normal request, B's over-pool request.
+ *
+ * @example
+ * const rows = await runScenario((engine, account) => engine.binding(account))
+ */
+export async function runScenario(
+  makeRunner: MakeRunner = (engine, account) => engine.binding(account),
+): Promise<DemoRow[]> {
+  const engine = new SimEngine({ mode: 'pd-abort-leak', prefillTokensPerSecond: 1_000_000 })
+  const steps = [
+    { request: 'long prompt with payroll secret', tenant: 'A', inputs: tenantAPrompt() },
+    { request: 'normal short request', tenant: 'B', inputs: tenantBShort() },
+    { request: 'over-pool prompt (inside window)', tenant: 'B', inputs: tenantBLong() },
+  ]
+  const rows: DemoRow[] = []
+  for (const step of steps) {
+    const runner = makeRunner(engine, step.tenant)
+    const promptTokens = await engine.countTokens(step.inputs)
+    const outcome = await streamAnswer(runner, step.inputs)
+    const text = `${outcome.reasoning}\n${outcome.content}`
+    const leaked = Object.keys(SECRETS).filter(
+      (t) => t !== step.tenant && text.includes(SECRETS[t]!),
+    )
+    rows.push({
+      request: step.request,
+      tenant: step.tenant,
+      promptTokens,
+      status: outcome.status,
+      ttftMs: outcome.ttftMs,
+      received: oneLine(outcome.content || outcome.reasoning).slice(0, 80),
+      leaksSecretOf: leaked.length > 0 ? leaked.join(', ') : null,
+    })
+  }
+  return rows
+}
+
+interface StreamOutcome {
+  status: string
+  ttftMs: number | null
+  reasoning: string
+  content: string
+}
+
+/** Streams one answer, keeping whatever arrived before an error (a guard may cut a stream). */
+async function streamAnswer(
+  runner: AiRunner,
+  inputs: Record<string, unknown>,
+): Promise<StreamOutcome> {
+  const out: StreamOutcome = { status: '200', ttftMs: null, reasoning: '', content: '' }
+  const start = performance.now()
+  let buffer = ''
+  const decoder = new TextDecoder()
+  try {
+    const result = await runner.run(DEMO_MODEL, { ...inputs, stream: true })
+    if (!(result instanceof ReadableStream)) throw new Error('expected a stream')
+    for await (const chunk of result as ReadableStream<Uint8Array>) {
+      out.ttftMs ??= Math.round(performance.now() - start)
+      buffer += decoder.decode(chunk, { stream: true })
+      let end = buffer.indexOf('\n\n')
+      while (end >= 0) {
+        readEvent(buffer.slice(0, end), out)
+        buffer = buffer.slice(end + 2)
+        end = buffer.indexOf('\n\n')
+      }
+    }
+  } catch (error) {
+    out.status = describeError(error)
+  }
+  return out
+}
+
+function readEvent(frame: string, out: StreamOutcome): void {
+  const data = frame.startsWith('data: ') ? frame.slice(6) : ''
+  if (data === '' || data === '[DONE]') return
+  const event = JSON.parse(data) as {
+    response?: string
+    choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[]
+  }
+  out.content += event.response ?? event.choices?.[0]?.delta?.content ?? ''
+  out.reasoning += event.choices?.[0]?.delta?.reasoning_content ?? ''
+}
+
+function describeError(error: unknown): string {
+  if (typeof error === 'object' && error !== null) {
+    const { status, code, message } = error as {
+      status?: unknown
+      code?: unknown
+      message?: unknown
+    }
+    if (typeof status === 'number')
+      return `${status} ${typeof code === 'string' ? code : ''}`.trim()
+    if (typeof message === 'string') return `error: ${message.slice(0, 60)}`
+  }
+  return 'error'
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim()
+}
+
+/**
+ * The rows as an aligned text table.
+ *
+ * @example
+ * console.log(formatTable(await runScenario()))
+ */
+export function formatTable(rows: readonly DemoRow[]): string {
+  const header = [
+    'request',
+    'tenant',
+    'tokens',
+    'status',
+    'TTFT ms',
+    'received (first 80 chars)',
+    'has other tenant’s secret',
+  ]
+  const body = rows.map((r) => [
+    r.request,
+    r.tenant,
+    r.promptTokens.toLocaleString('en-US'),
+    r.status,
+    r.ttftMs === null ? '-' : String(r.ttftMs),
+    r.received,
+    r.leaksSecretOf ? `YES (${r.leaksSecretOf})` : 'no',
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const rows = await runScenario()
+  if (argv.includes('--json')) {
+    console.log(JSON.stringify(rows, null, 2))
+    return
+  }
+  console.log(
+    'Replaying the GLM-5.3 incident: window 1,048,576 tokens, KV pool 681,280 tokens, pd-abort-leak.\n',
+  )
+  console.log(formatTable(rows))
+}
+
+const argv = (globalThis as { process?: { argv: string[] } }).process?.argv ?? []
+if (/(^|[\\/])demo\.ts$/.test(argv[1] ?? '')) {
+  main(argv.slice(2)).catch((error: unknown) => {
+    console.error(error)
+    ;(globalThis as { process?: { exitCode?: number } }).process!.exitCode = 1
+  })
+}
