@@ -1,0 +1,106 @@
+import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/o200k_base'
+import { describe, expect, it } from 'vitest'
+import {
+  countTokens,
+  countWithin,
+  countWithinDetailed,
+  LONG_PIECE_UNITS,
+} from '../../src/ceiling/count'
+import { utf8Length } from '../../src/ceiling/utf8'
+import { prose, randomCodePoints, randomUnicode, rng } from './gen'
+
+const PLAIN = { disallowedSpecial: new Set<string>() }
+
+describe('utf8Length', () => {
+  it('should equal TextEncoder on every kind of code unit, lone surrogates included', () => {
+    const next = rng(1)
+    for (let i = 0; i < 300; i++) {
+      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+      expect(utf8Length(text)).toBe(new TextEncoder().encode(text).length)
+    }
+  })
+})
+
+describe('token counting', () => {
+  it('should count special-token text as plain text instead of throwing', async () => {
+    const text = 'before <|endoftext|> after <|im_start|>'
+    const tokens = await countTokens([text])
+    expect(tokens).toBe(libraryCount(text, PLAIN))
+    // As plain text each marker is several tokens, never the single control token.
+    expect(tokens).toBeGreaterThan((await countTokens(['before  after '])) + 2)
+  })
+
+  it('should agree with gpt-tokenizer exactly on ordinary and hostile text', async () => {
+    const next = rng(2)
+    for (let i = 0; i < 200; i++) {
+      const text = i % 3 === 0 ? prose(next, 60) : randomUnicode(next, 50)
+      const result = await countWithinDetailed([text])
+      expect(result).toMatchObject({ tokens: libraryCount(text, PLAIN), within: true, exact: true })
+    }
+  })
+
+  it('should sum over several texts', async () => {
+    expect(await countTokens(['user', 'Hello, world'])).toBe(
+      libraryCount('user', PLAIN) + libraryCount('Hello, world', PLAIN),
+    )
+  })
+
+  it('should never count more tokens than UTF-8 bytes (property over random Unicode)', async () => {
+    const next = rng(3)
+    for (let i = 0; i < 400; i++) {
+      const text = i % 2 ? randomUnicode(next, 1 + (i % 80)) : randomCodePoints(next, 1 + (i % 80))
+      expect(await countTokens([text])).toBeLessThanOrEqual(utf8Length(text))
+    }
+  })
+
+  it('should charge a pathological pre-token its byte length instead of merging it', async () => {
+    // 200,000 spaces are one pre-token; gpt-tokenizer needs minutes to merge it.
+    const result = await countWithinDetailed([`${' '.repeat(200_000)}x`])
+    expect(result.exact).toBe(false)
+    expect(result.tokens).toBe(200_000) // 199,999 spaces charged as bytes, then ' x'
+  })
+
+  it('should count a pre-token at the cap exactly', async () => {
+    const text = '-'.repeat(LONG_PIECE_UNITS)
+    const result = await countWithinDetailed([text])
+    expect(result).toMatchObject({ exact: true, tokens: libraryCount(text, PLAIN) })
+  })
+})
+
+describe('early exit', () => {
+  const next = rng(4)
+  const huge = prose(next, 900_000) // ~5.5M characters
+  const limit = 1_000
+
+  it('should stop a 5M-character input after about limit tokens of text', async () => {
+    expect(huge.length).toBeGreaterThan(5_000_000)
+    const stopped = await countWithinDetailed([huge], limit)
+    expect(stopped.within).toBe(false)
+    expect(stopped.tokens).toBe(limit + 1)
+    // The work done: the text behind limit + 1 tokens, not the input.
+    expect(stopped.scannedUnits).toBeLessThan(limit * 12)
+    const full = await countWithinDetailed([huge])
+    expect(full.scannedUnits).toBe(huge.length)
+    expect(full.scannedUnits / stopped.scannedUnits).toBeGreaterThan(400)
+  })
+
+  it('should stop on a huge run of one character without merging it', async () => {
+    const stopped = await countWithinDetailed(['a'.repeat(5_000_000)], limit)
+    expect(stopped.within).toBe(false)
+    expect(stopped.tokens).toBeGreaterThan(limit)
+  })
+
+  it('should return the exact count when the input is within the limit', async () => {
+    const text = prose(rng(5), 300)
+    const exact = libraryCount(text, PLAIN)
+    expect(await countWithin([text], exact)).toBe(exact)
+    expect(await countWithin([text], exact - 1)).toBe(false)
+  })
+
+  it('should carry the limit across texts', async () => {
+    const a = await countTokens(['first text here'])
+    const b = await countTokens(['and the second'])
+    expect(await countWithin(['first text here', 'and the second'], a + b)).toBe(a + b)
+    expect(await countWithin(['first text here', 'and the second'], a + b - 1)).toBe(false)
+  })
+})
