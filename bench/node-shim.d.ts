@@ -1,0 +1,39 @@
+/**
+ * @module The few Node 22 APIs the benchmarks use, typed here because the project has no @types/node
+ * (its runtime code is Web-standard only). Delete this file if @types/node is ever added.
+ */
+declare module 'node:fs/promises' {
+  export function readFile(path: string, encoding: 'utf8'): Promise<string>
+  export function writeFile(path: string, data: string): Promise<void>
+  export function mkdir(path: string, options?: { recursive?: boolean }): Promise<unknown>
+  export function readdir(path: string): Promise<string[]>
+}
+
+declare module 'node:os' {
+  export function cpus(): Array<{ model: string; speed: number }>
+  export function tmpdir(): string
+}
+
+declare module 'node:path' {
+  export function join(...parts: string[]): string
+}
+
+declare module 'node:url' {
+  export function pathToFileURL(path: string): URL
+}
+
+declare module 'node:child_process' {
+  interface Readable {
+    on(event: 'data', listener: (chunk: Uint8Array) => void): this
+  }
+  export interface ChildProcess {
+    stdout: Readable
+    on(event: 'error', listener: (error: Error) => void): this
+    on(event: 'close', listener: (status: number | null) => void): this
+  }
+  export function spawn(
+    command: string,
+    args: readonly string[],
+    options: { cwd?: string; stdio?: Array<'ignore' | 'pipe' | 'inherit'> },
+  ): ChildProcess
+}

@@ -1,0 +1,58 @@
+import { readFile, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { median, p99, percentile, sideBySide, summarize, updateReadmeTable } from '../../bench/lib'
+
+describe('bench statistics', () => {
+  it('should take the middle sample, or the mean of the two middle ones', () => {
+    expect(median([5, 1, 3])).toBe(3)
+    expect(median([4, 1, 3, 2])).toBe(2.5)
+  })
+
+  it('should give nearest-rank percentiles, p99 being the maximum of few samples', () => {
+    expect(percentile([1, 2, 3, 4], 50)).toBe(2)
+    expect(p99([3, 9, 1])).toBe(9)
+    const hundred = Array.from({ length: 100 }, (_, i) => i + 1)
+    expect(p99(hundred)).toBe(99)
+    expect(summarize([1, 2, 3])).toEqual({ median: 2, p99: 3, runs: 3 })
+  })
+
+  it('should refuse to summarize nothing', () => {
+    expect(() => median([])).toThrow(/no samples/)
+  })
+
+  it('should alternate the order of contenders every round', async () => {
+    const order: string[] = []
+    const t = await sideBySide({ a: () => order.push('a'), b: () => order.push('b') }, 3, 1)
+    expect(order).toEqual(['a', 'b', 'b', 'a', 'a', 'b', 'b', 'a'])
+    expect(t.a).toHaveLength(3)
+    expect(t.b).toHaveLength(3)
+  })
+})
+
+describe('README bench tables', () => {
+  const path = join(tmpdir(), `readme-${Date.now()}-${Math.random()}.md`)
+
+  it('should replace only the text between the markers', async () => {
+    await writeFile(path, '# T\n<!-- bench:ceiling -->\nold\n<!-- /bench:ceiling -->\nafter\n')
+    expect(await updateReadmeTable('ceiling', '| a |\n|---|', path)).toBe(true)
+    expect(await readFile(path, 'utf8')).toBe(
+      '# T\n<!-- bench:ceiling -->\n| a |\n|---|\n<!-- /bench:ceiling -->\nafter\n',
+    )
+  })
+
+  it('should leave a README without the markers untouched', async () => {
+    await writeFile(path, '# T\n<!-- bench:other -->\nx\n<!-- /bench:other -->\n')
+    expect(await updateReadmeTable('ceiling', 'new', path)).toBe(false)
+    expect(await readFile(path, 'utf8')).toBe(
+      '# T\n<!-- bench:other -->\nx\n<!-- /bench:other -->\n',
+    )
+  })
+
+  it('should do nothing when there is no README', async () => {
+    expect(await updateReadmeTable('ceiling', 'new', join(tmpdir(), 'no-such-readme.md'))).toBe(
+      false,
+    )
+  })
+})
