@@ -1,4 +1,4 @@
-import { cloudflareTest } from '@cloudflare/vitest-plugin'
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin'
 import { buildSync } from 'esbuild'
 import { defineConfig } from 'vitest/config'
 
@@ -17,6 +17,9 @@ buildSync({
   logLevel: 'warning',
 })
 
+// Tests use the real local D1 with the real migrations, applied by test/setup/d1.ts.
+const migrations = await readD1Migrations('./migrations')
+
 export default defineConfig({
   test: {
     projects: [
@@ -26,6 +29,7 @@ export default defineConfig({
           cloudflareTest({
             wrangler: { configPath: './wrangler.toml', environment: 'dev' },
             miniflare: {
+              bindings: { TEST_MIGRATIONS: migrations },
               workers: [
                 {
                   name: 'workers-ai-sim',
@@ -37,7 +41,12 @@ export default defineConfig({
             },
           }),
         ],
-        test: { name: 'workerd', include: ['test/**/*.test.ts'], exclude: ['test/node/**'] },
+        test: {
+          name: 'workerd',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/node/**'],
+          setupFiles: ['./test/setup/d1.ts'],
+        },
       },
       {
         // Node-only entry points (CLI scripts, demo) and proof that the core runs unchanged on Node 22.

@@ -2,6 +2,8 @@
  * @module SimEngine: a deterministic stand-in for the Workers AI binding that reproduces the GLM-5.3
  * cross-tenant KV-cache leak (INCIDENT.md). Pure TypeScript, no `cloudflare:*` import: Node can run it.
  */
+
+import { REAL_CLOCK, type SimClock } from './clock'
 import {
   DEFAULT_SIM_CONFIG,
   resolveSimConfig,
@@ -136,8 +138,10 @@ export class SimEngine {
   private byMode = zeroCounts(SIM_MODES)
   private byOutcome = zeroCounts(OUTCOMES)
   private recent: SimRequestRecord[] = []
+  private readonly clock: SimClock
 
-  constructor(config: Partial<SimConfig> = {}) {
+  constructor(config: Partial<SimConfig> = {}, options: { clock?: SimClock } = {}) {
+    this.clock = options.clock ?? REAL_CLOCK
     this.base = resolveSimConfig(DEFAULT_SIM_CONFIG, config)
     this.config = this.base
     this.pool = new KvPool(this.config.poolTokens, this.config.pageSize)
@@ -383,7 +387,7 @@ export class SimEngine {
 
     if (inputs.stream !== true) {
       try {
-        await sleep(prefillMs + deltaDelays.slice(1).reduce((a, b) => a + b, 0))
+        await this.clock.sleep(prefillMs + deltaDelays.slice(1).reduce((a, b) => a + b, 0))
       } finally {
         finish()
       }
@@ -399,6 +403,7 @@ export class SimEngine {
       prng(mixSeed(config.seed, ordinal, PURPOSE.split)),
       config.splitRate,
       finish,
+      this.clock,
     )
   }
 
@@ -414,6 +419,7 @@ function sseStream(
   rand: () => number,
   splitRate: number,
   finish: () => void,
+  clock: SimClock,
 ): ReadableStream<Uint8Array> {
   let next = 0
   let carry: Uint8Array | undefined
@@ -427,7 +433,7 @@ function sseStream(
         controller.close()
         return
       }
-      await sleep(event.delayMs)
+      await clock.sleep(event.delayMs)
       const split = splitEvent(concatBytes(carry, sseBytes(event.data)), rand, splitRate)
       for (const piece of split.now) controller.enqueue(piece)
       carry = split.carry
@@ -485,12 +491,6 @@ function group(tokens: readonly number[], size: number): number[][] {
 
 function waitMs(tokens: number, perSecond: number): number {
   return Number.isFinite(perSecond) ? (tokens / perSecond) * 1000 : 0
-}
-
-/** Real timers; no timer at all for a zero wait (an infinite rate). */
-function sleep(ms: number): Promise<void> {
-  if (!(ms > 0)) return Promise.resolve()
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 function readMaxTokens(inputs: Record<string, unknown>, fallback: number): number | undefined {

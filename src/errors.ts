@@ -66,6 +66,19 @@ export class GuardError extends Error {
     if (options.incidentId !== undefined) this.incidentId = options.incidentId
     if (options.param !== undefined) this.param = options.param
   }
+
+  /**
+   * The ready OpenAI-style response, like Hono's `HTTPException#getResponse`, so an app's default error
+   * handler already answers with the right status and body.
+   */
+  getResponse(): Response {
+    return Response.json(errorBody(this), { status: this.status, headers: errorHeaders(this) })
+  }
+}
+
+/** Headers of an error response: the incident id, so operators can find the record from a client log. */
+export function errorHeaders(error: GuardError): Record<string, string> {
+  return error.incidentId ? { 'x-guard-incident-id': error.incidentId } : {}
 }
 
 /** The body of an OpenAI-style error response. */

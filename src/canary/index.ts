@@ -4,7 +4,14 @@
  */
 export { type EchoMatch, type EchoOptions, matchEcho } from './echo'
 export { buildEchoDirective, injectCanary } from './inject'
-export { CanaryScanner, type Finding, type ScanResult, scanText } from './scan'
+export {
+  CanaryScanner,
+  type Classification,
+  classify,
+  type Finding,
+  type ScanResult,
+  scanText,
+} from './scan'
 export {
   CANARY_ALPHABET,
   CANARY_BODY_LENGTH,

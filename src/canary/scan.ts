@@ -37,26 +37,51 @@ const BODY = /^[0-9a-hjkmnp-tv-z]{24}$/i
 const PARTIAL = /^c(?:n(?:r(?:y(?:_[0-9a-hjkmnp-tv-z]{0,23})?)?)?)?$/i
 const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/i
 
+/** Where canaries (and fragments of our own) sit in a text, and what may be released of it. */
+export interface Classification {
+  /** Half-open ranges to cut out: our own canary, fragments of it, and foreign canaries. */
+  cuts: [number, number][]
+  findings: Finding[]
+  /** Where the held tail starts (the text's length when nothing is held). */
+  holdAt: number
+}
+
+const BODY_RUN = /^[0-9a-hjkmnp-tv-z]*/i
+
 /**
- * Scan `buffer`: every complete candidate is classified; own and foreign ones are cut out; unless
- * `final`, the longest suffix that could still become a canary is held.
+ * Classifies every `cnry_` candidate of `buffer`. Complete ones are ours (cut), foreign (cut and
+ * reported) or look-alikes (reported, kept). A shorter run that can no longer grow (a non-base32
+ * character follows, or the text is final) and that begins our own canary is a fragment of it — an
+ * echo cut off by `max_tokens`, or a quote that stops mid-token — and is cut too, so no piece of a
+ * canary reaches the client. Unless `final`, the longest suffix that could still become a canary is
+ * held.
+ *
+ * @example
+ * const { cuts, findings, holdAt } = await classify(key, own, 'content', text, true)
  */
-async function scanBuffer(
+export async function classify(
   key: CanaryKey,
   own: string | undefined,
   channel: Channel,
   buffer: string,
   final: boolean,
-): Promise<{ release: string; hold: string; findings: Finding[] }> {
+): Promise<Classification> {
   const findings: Finding[] = []
   const cuts: [number, number][] = []
   const start = new RegExp(START.source, START.flags)
   for (let m = start.exec(buffer); m !== null; m = start.exec(buffer)) {
     const at = m.index
     start.lastIndex = at + 1 // overlapping candidates
-    if (at + CANARY_LENGTH > buffer.length) break // incomplete: every later one is too
+    const body = BODY_RUN.exec(buffer.slice(at + CANARY_PREFIX.length, at + CANARY_LENGTH))![0]
+    if (body.length < CANARY_LENGTH - CANARY_PREFIX.length) {
+      const end = at + CANARY_PREFIX.length + body.length
+      if (end === buffer.length && !final) break // may still grow: held below
+      if (body.length > 0 && own?.startsWith(buffer.slice(at, end).toLowerCase())) {
+        cuts.push([at, end])
+      }
+      continue
+    }
     const token = buffer.slice(at, at + CANARY_LENGTH)
-    if (!BODY.test(token.slice(CANARY_PREFIX.length))) continue
     if (own !== undefined && token.toLowerCase() === own) {
       cuts.push([at, at + CANARY_LENGTH])
       continue
@@ -77,10 +102,22 @@ async function scanBuffer(
       }
     }
   }
+  return { cuts, findings, holdAt }
+}
+
+/** Scan `buffer`: the released text (cuts applied, held tail excluded), the tail, the findings. */
+async function scanBuffer(
+  key: CanaryKey,
+  own: string | undefined,
+  channel: Channel,
+  buffer: string,
+  final: boolean,
+): Promise<{ release: string; hold: string; findings: Finding[] }> {
+  const { cuts, findings, holdAt } = await classify(key, own, channel, buffer, final)
   let release = ''
   let from = 0
-  for (const [at, to] of cuts) {
-    if (at > from) release += buffer.slice(from, at)
+  for (const [at, to] of [...cuts].sort((x, y) => x[0] - y[0])) {
+    if (at > from) release += buffer.slice(from, Math.min(at, holdAt))
     from = Math.max(from, to)
   }
   if (holdAt > from) release += buffer.slice(from, holdAt)

@@ -1,8 +1,13 @@
-interface Env {
-  AI: { run(model: string, inputs: Record<string, unknown>): Promise<unknown> }
-}
+/**
+ * @module Entry of the deployable guard Worker (`wrangler deploy`; `npm start` runs it against the simulator).
+ */
+import { createApp } from './app'
+import type { Env } from './env'
+
+export { GuardState } from './state'
+
+const app = createApp()
+
 export default {
-  async fetch(_req: Request, env: Env): Promise<Response> {
-    return Response.json(await env.AI.run('m', { a: 1 }))
-  },
+  fetch: (request, env, ctx) => app.fetch(request, env, ctx),
 } satisfies ExportedHandler<Env>

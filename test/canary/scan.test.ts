@@ -137,7 +137,17 @@ describe('CanaryScanner', () => {
     const b = await scanner.push('content', own.slice(10))
     expect(a.release).toBe('')
     expect(b.release).toBe(own.slice(10))
-    expect((await scanner.end('reasoning')).release).toBe(own.slice(0, 10))
+    // What is left on the reasoning channel is a fragment of our own canary: never released.
+    expect((await scanner.end('reasoning')).release).toBe('')
+  })
+
+  it('should cut a fragment of our own canary that can no longer grow, and keep other cnry_ text', async () => {
+    const cutOff = await scanText(key, own, 'content', `quote: ${own.slice(0, 17)}`)
+    expect(cutOff.text).toBe('quote: ')
+    const midText = await scanText(key, own, 'content', `“${own.slice(0, 12)}” and more`)
+    expect(midText.text).toBe('“” and more')
+    const unrelated = await scanText(key, own, 'content', 'the prefix cnry_ and cnry_zz9 stay')
+    expect(unrelated.text).toBe('the prefix cnry_ and cnry_zz9 stay')
   })
 
   it('should treat every verifying canary as foreign when there is no own canary', async () => {

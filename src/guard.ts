@@ -1,0 +1,438 @@
+/**
+ * @module guardAi: preflight → inject → call → verify → release | retry | quarantine.
+ */
+
+import { MemoryCalibration } from './calibration'
+import { type CanaryKey, importCanaryKey, injectCanary, mintCanary, tenantTag } from './canary'
+import { ceilingFor, decideCeiling } from './ceiling/ceiling'
+import { countTokens } from './ceiling/count'
+import { type PromptPieces, promptPieces, templateOverhead } from './ceiling/prompt'
+import { GuardError } from './errors'
+import {
+  type CalibrationStore,
+  type GuardOptions,
+  type ModelProfile,
+  type ResolvedOptions,
+  resolveOptions,
+  type VerdictLog,
+} from './options'
+import { MemoryQuarantineStore } from './quarantine/memory'
+import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
+import { readRequest } from './request'
+import type { BaselineState } from './timing/baseline'
+import { PrefixRecord } from './timing/prefix-record'
+import type { AiRunner } from './upstream'
+import { upstreamError } from './upstream-error'
+import type { Verdict } from './verdict'
+import { verifyOutput } from './verify-output'
+import { verifyStream } from './verify-stream'
+
+/** Everything a verification step needs to know about the attempt it checks. */
+export interface AttemptContext {
+  guard: Guard
+  requestId: string
+  tenant: string
+  model: string
+  profile: ModelProfile
+  /** This attempt's canary, or undefined when the echo policy is `off`. */
+  canary: string | undefined
+  /** Whether the prompt asked for the echo. */
+  echoRequested: boolean
+  /** The guard's exact prompt count, when it has one (undefined when only an upper bound is known). */
+  exactTokens: () => Promise<number | undefined>
+  /** Whether the preflight counted exactly (long prompts), so `exactTokens()` costs nothing more. */
+  exactKnown: boolean
+  /** An upper bound of the prompt's tokens (what the ceiling admitted). */
+  boundTokens: number
+  /** Prompt tokens the engine may have cached, by this tenant's own recent prompts (0 if unknown). */
+  recordedCachedTokens: () => Promise<number>
+  /** Learned honest timing for this model. */
+  baseline: BaselineState
+  /** Keeps background work (calibration reports) alive past the response, where the host allows. */
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined
+  /** When the upstream call was made, by the guard's clock. */
+  startedAt: number
+  attempt: number
+}
+
+/** What a verification step concluded, and the withheld text if it did not release. */
+export interface AttemptOutcome<T> {
+  verdict: Verdict
+  released?: T
+  withheld: Record<string, string>
+  figures: QuarantineRecord['figures']
+  canaries: QuarantineRecord['canaries']
+}
+
+/** The guard's per-isolate state, shared by every request it serves. */
+export class Guard {
+  readonly options: ResolvedOptions
+  readonly quarantine: QuarantineStore
+  readonly calibration: CalibrationStore
+  readonly #onVerdict: ((event: VerdictLog) => void) | undefined
+  readonly prefixes = new PrefixRecord()
+  #key: Promise<CanaryKey> | undefined
+  #fingerprint: Promise<string> | undefined
+
+  constructor(options: GuardOptions) {
+    this.options = resolveOptions(options)
+    this.quarantine = options.quarantine ?? new MemoryQuarantineStore()
+    this.calibration = options.calibration ?? new MemoryCalibration()
+    this.#onVerdict = options.onVerdict
+  }
+
+  /** The canary key, imported once on first use (WebCrypto is async). */
+  key(): Promise<CanaryKey> {
+    this.#key ??= importCanaryKey(this.options.secret)
+    return this.#key
+  }
+
+  /** A runner for one tenant over one upstream; cheap, so the middleware makes one per request. */
+  runner(upstream: AiRunner, tenant = this.options.tenant, hooks: RunnerHooks = {}): AiRunner {
+    if (typeof tenant !== 'string' || tenant === '')
+      throw new Error('tenant must be a non-empty string')
+    return {
+      run: (model, inputs, options) => this.run(upstream, tenant, hooks, model, inputs, options),
+    }
+  }
+
+  profile(model: string): ModelProfile {
+    const profile = this.options.profiles.get(model) ?? this.options.fallbackProfile
+    if (!profile) {
+      throw new GuardError(
+        'invalid_request',
+        `Model ${JSON.stringify(model)} has no profile, so no safe token ceiling is known; add one under the "models" option.`,
+        { param: 'model' },
+      )
+    }
+    return profile
+  }
+
+  /**
+   * Remembers which tenant a tag stands for, so leaked canaries can be attributed. The map is shared
+   * by every guard in the isolate that uses the same secret (a leak crosses guards as easily as
+   * tenants), keyed by a fingerprint of the key so different secrets never mix.
+   */
+  async rememberTenant(tenant: string): Promise<void> {
+    const key = await this.key()
+    this.#fingerprint ??= tenantTag(key, '\u0000guard-fingerprint')
+    const name = `${await this.#fingerprint}:${await tenantTag(key, tenant)}`
+    if (TENANTS_BY_TAG.size > 10_000) TENANTS_BY_TAG.clear()
+    TENANTS_BY_TAG.set(name, tenant)
+  }
+
+  async tenantOfTag(tag: string): Promise<string | undefined> {
+    this.#fingerprint ??= tenantTag(await this.key(), '\u0000guard-fingerprint')
+    return TENANTS_BY_TAG.get(`${await this.#fingerprint}:${tag}`)
+  }
+
+  log(event: VerdictLog): void {
+    try {
+      if (this.#onVerdict) this.#onVerdict(event)
+      else if (event.action !== 'release')
+        console.warn(JSON.stringify({ event: 'ai_guard', ...event }))
+    } catch {
+      // A failing log hook must not change a verdict.
+    }
+  }
+
+  async run(
+    upstream: AiRunner,
+    tenant: string,
+    hooks: RunnerHooks,
+    model: string,
+    inputs: Record<string, unknown>,
+    runOptions?: Record<string, unknown>,
+  ): Promise<unknown> {
+    const requestId = this.options.requestId()
+    const facts = readRequest(inputs)
+    if (typeof model !== 'string' || model === '') {
+      throw new GuardError('invalid_request', 'The model must be a non-empty string.', {
+        param: 'model',
+      })
+    }
+    if (runOptions?.returnRawResponse === true || runOptions?.websocket === true) {
+      throw new GuardError(
+        'invalid_request',
+        'Raw and WebSocket responses cannot be verified, so the guard does not offer them.',
+      )
+    }
+    const profile = this.profile(model)
+    const pieces = promptPieces(inputs)
+    const snapshot = await this.#snapshot(model)
+    const admitted = await this.#preflight(
+      requestId,
+      tenant,
+      model,
+      profile,
+      pieces,
+      facts.maxTokens,
+      snapshot.drift,
+    )
+    let sentInputs = inputs
+    if (admitted.clampTo !== undefined) {
+      sentInputs = { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admitted.clampTo }
+    }
+    const echoRequested = profile.echo === 'require' && facts.echoSafe
+    const scanning = profile.echo !== 'off'
+    if (scanning) await this.rememberTenant(tenant)
+
+    // Counting exactly is needed only where timing can judge (long prompts) or calibration can learn;
+    // start it beside the upstream call so it costs no latency, and only once.
+    let exact: Promise<number | undefined> | undefined
+    const exactTokens = (): Promise<number | undefined> => {
+      const counted =
+        exact ??
+        (admitted.exact
+          ? Promise.resolve(admitted.estimated + admitted.overhead)
+          : countTokens(pieces.texts).then((n: number) => n + admitted.overhead))
+      exact = counted
+      return counted
+    }
+
+    // Timing can only judge prompts whose honest prefill is long; only those need the prefix record.
+    const timed =
+      (admitted.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
+      this.options.minTimingEvidenceMs
+    let recorded: Promise<number> | undefined
+    const recordedCachedTokens = () => {
+      recorded ??= timed
+        ? this.prefixes
+            .lookupAndRemember(`${tenant}\u0000${model}`, pieces.texts.join('\n'))
+            .then(async (p) =>
+              p.matchedChars === 0
+                ? 0
+                : Math.floor(((await exactTokens()) ?? 0) * (p.matchedChars / p.totalChars)),
+            )
+        : Promise.resolve(0)
+      return recorded
+    }
+    if (timed) void recordedCachedTokens().catch(() => {})
+
+    for (let attempt = 1; ; attempt++) {
+      const canary = scanning
+        ? await mintCanary(await this.key(), { requestId: `${requestId}/${attempt}`, tenant })
+        : undefined
+      const attemptInputs = echoRequested && canary ? injectCanary(sentInputs, canary) : sentInputs
+      const ctx: AttemptContext = {
+        guard: this,
+        requestId,
+        tenant,
+        model,
+        profile,
+        canary,
+        echoRequested,
+        exactTokens,
+        exactKnown: admitted.exact,
+        boundTokens: admitted.estimated,
+        // A retry re-sends everything but the directive: the engine may have all of it cached.
+        recordedCachedTokens:
+          attempt === 1 ? recordedCachedTokens : async () => (await exactTokens()) ?? 0,
+        baseline: snapshot.baseline,
+        waitUntil: hooks.waitUntil,
+        startedAt: this.options.now(),
+        attempt,
+      }
+      let output: unknown
+      try {
+        output = await upstream.run(model, attemptInputs, runOptions)
+      } catch (error) {
+        throw upstreamError(error)
+      }
+      const outcome = facts.stream
+        ? await verifyStream(ctx, output)
+        : await verifyOutput(ctx, output)
+      const { verdict } = outcome
+      if (verdict.action === 'retry') continue
+      if (verdict.action === 'quarantine') throw await this.recordQuarantine(ctx, outcome)
+      this.log({
+        requestId,
+        tenant,
+        model,
+        action: 'release',
+        reasons: attempt > 1 ? ['released_after_retry'] : [],
+        estimatedTokens: admitted.estimated,
+        ...timingFigures(outcome.figures),
+      })
+      const released = outcome.released
+      if (released !== null && typeof released === 'object') {
+        const info: GuardInfo = { requestId, attempts: attempt }
+        if (admitted.clampTo !== undefined) info.clampedMaxTokens = admitted.clampTo
+        INFO.set(released, info)
+      }
+      return released
+    }
+  }
+
+  async #preflight(
+    requestId: string,
+    tenant: string,
+    model: string,
+    profile: ModelProfile,
+    pieces: PromptPieces,
+    maxTokens: number | undefined,
+    learned: number,
+  ): Promise<{ estimated: number; exact: boolean; overhead: number; clampTo?: number }> {
+    // Calibration can only make the ceiling safer: the profile's drift is a floor.
+    const drift = Math.max(profile.tokenizerDrift, Number.isFinite(learned) ? learned : 0)
+    const reserve = maxTokens ?? profile.defaultOutputReserve
+    const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), drift)
+    const overhead = templateOverhead(pieces)
+    if (decision.fits) {
+      return { estimated: decision.estimatedTokens, exact: decision.exact, overhead }
+    }
+    if (this.options.overflow === 'clamp-output' && maxTokens !== undefined) {
+      // Only the output reserve overflows when the prompt alone fits with room for a useful answer.
+      const promptOnly = await decideCeiling(pieces, ceilingFor(profile, MIN_CLAMPED_OUTPUT), drift)
+      if (promptOnly.fits) {
+        const clampTo = ceilingFor(profile, 0) - promptOnly.adjustedTokens
+        return { estimated: promptOnly.estimatedTokens, exact: promptOnly.exact, overhead, clampTo }
+      }
+    }
+    const pool = Math.min(profile.contextWindow, profile.kvPoolTokens)
+    const limitedBy =
+      profile.kvPoolTokens < profile.contextWindow
+        ? `its real KV-cache pool holds ${fmt(profile.kvPoolTokens)} tokens, less than the advertised ${fmt(profile.contextWindow)}-token window`
+        : `its context window is ${fmt(profile.contextWindow)} tokens`
+    const needed = decision.exact
+      ? `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} counted, plus ${Math.round(drift * 100)}% tokenizer margin and template overhead)`
+      : `more than ${fmt(decision.ceiling)} tokens (counting stopped at the ceiling)`
+    this.log({ requestId, tenant, model, action: 'reject', reasons: ['context_length_exceeded'] })
+    throw new GuardError(
+      'context_length_exceeded',
+      `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}. Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
+      { param: 'messages' },
+    )
+  }
+
+  async #snapshot(model: string) {
+    try {
+      return await this.calibration.snapshot(model)
+    } catch (error) {
+      // The learned figures only tighten the guards; without them the ceiling would be less safe.
+      throw new GuardError('guard_unavailable', 'Guard calibration is unavailable.', {
+        cause: error,
+      })
+    }
+  }
+
+  /** Records a withheld answer and returns the error for its client. Never releases anything. */
+  async recordQuarantine(
+    ctx: AttemptContext,
+    outcome: AttemptOutcome<unknown>,
+  ): Promise<GuardError> {
+    const id = `inc_${crypto.randomUUID()}`
+    const sourceTenants: string[] = []
+    for (const { tenantTag } of outcome.canaries) {
+      const tenant = tenantTag ? await this.tenantOfTag(tenantTag) : undefined
+      if (tenant !== undefined && !sourceTenants.includes(tenant)) sourceTenants.push(tenant)
+    }
+    const record: QuarantineRecord = {
+      id,
+      at: this.options.now(),
+      tenant: ctx.tenant,
+      model: ctx.model,
+      requestId: ctx.requestId,
+      reasons: outcome.verdict.reasons,
+      figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
+      canaries: outcome.canaries,
+      sourceTenants,
+      withheld: outcome.withheld,
+    }
+    let stored = true
+    try {
+      await this.quarantine.put(record)
+    } catch (error) {
+      // Fail closed: the answer stays withheld whether or not the record could be written.
+      stored = false
+      console.error(
+        JSON.stringify({
+          event: 'ai_guard_store_failed',
+          incidentId: id,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      )
+    }
+    this.log({
+      requestId: ctx.requestId,
+      tenant: ctx.tenant,
+      model: ctx.model,
+      action: 'quarantine',
+      reasons: stored ? outcome.verdict.reasons : [...outcome.verdict.reasons, 'store_failed'],
+      incidentId: id,
+      estimatedTokens: ctx.boundTokens,
+      ...timingFigures(outcome.figures),
+    })
+    return quarantineError(id)
+  }
+}
+
+/** Tag → tenant for attribution, per isolate (see {@link Guard.rememberTenant}). */
+const TENANTS_BY_TAG = new Map<string, string>()
+
+/** Per-request hooks from the host (the Worker passes its `ExecutionContext.waitUntil`). */
+export interface RunnerHooks {
+  waitUntil?: (promise: Promise<unknown>) => void
+}
+
+/** The error a client gets for a withheld answer: the incident id and nothing else. */
+export function quarantineError(incidentId: string): GuardError {
+  return new GuardError(
+    'response_quarantined',
+    `The model's answer failed verification and was withheld. Incident ${incidentId} has been recorded for review.`,
+    { incidentId },
+  )
+}
+
+const MIN_CLAMPED_OUTPUT = 256
+
+/** What the guard did to produce a released answer (for headers and logs of the surfaces). */
+export interface GuardInfo {
+  requestId: string
+  attempts: number
+  /** Set when `overflow: 'clamp-output'` lowered the request's output limit to fit. */
+  clampedMaxTokens?: number
+}
+
+const INFO = new WeakMap<object, GuardInfo>()
+
+/**
+ * What the guard did for a released answer (the object or stream `run()` returned), if it guarded it.
+ *
+ * @example
+ * const out = await ai.run(model, inputs)
+ * const clamped = guardInfo(out)?.clampedMaxTokens
+ */
+export function guardInfo(output: unknown): GuardInfo | undefined {
+  return output !== null && typeof output === 'object' ? INFO.get(output) : undefined
+}
+
+function fmt(n: number): string {
+  return n.toLocaleString('en-US')
+}
+
+function timingFigures(
+  f: QuarantineRecord['figures'],
+): Pick<VerdictLog, 'ttftMs' | 'expectedMinMs'> {
+  const out: Pick<VerdictLog, 'ttftMs' | 'expectedMinMs'> = {}
+  if (f.ttftMs !== undefined) out.ttftMs = Math.round(f.ttftMs)
+  if (f.expectedMinMs !== undefined) out.expectedMinMs = Math.round(f.expectedMinMs)
+  return out
+}
+
+/**
+ * Wraps a Workers AI binding (or anything with its `run()` shape) with the three guards.
+ * Same inputs, same outputs, canaries removed; blocked work rejects with a {@link GuardError}.
+ *
+ * @example
+ * const ai = guardAi(env.AI, { secret: env.GUARD_SECRET, tenant: 'acme' })
+ * const out = await ai.run('@cf/zai-org/glm-5.3', { messages: [{ role: 'user', content: 'Hello' }] })
+ */
+export function guardAi(upstream: AiRunner, options: GuardOptions): AiRunner {
+  if (!upstream || typeof upstream.run !== 'function') {
+    throw new Error(
+      'guardAi needs an upstream with a run(model, inputs, options) method, e.g. env.AI',
+    )
+  }
+  return new Guard(options).runner(upstream)
+}

@@ -1,0 +1,26 @@
+/**
+ * @module workers-ai-guard: a safety layer for the Workers AI binding — token ceiling below the real KV
+ * pool, per-request canaries, and time-to-first-token evidence, so no answer built from another
+ * request's memory ever reaches a client.
+ */
+export { CANARY_PATTERN } from './canary'
+export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
+export { type GuardInfo, guardAi, guardInfo } from './guard'
+export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './middleware'
+export {
+  BUILTIN_PROFILES,
+  type CalibrationStore,
+  type EchoPolicy,
+  type GuardOptions,
+  type ModelProfile,
+  type OverflowPolicy,
+  type VerdictLog,
+} from './options'
+export { MemoryQuarantineStore } from './quarantine/memory'
+export type {
+  QuarantineQuery,
+  QuarantineRecord,
+  QuarantineStore,
+  QuarantineSummary,
+} from './quarantine/store'
+export type { AiRunner, ChatMessage, ContentPart, Usage } from './upstream'

@@ -1,0 +1,60 @@
+/**
+ * @module Hono middleware: a guarded Workers AI runner at `c.var.ai`, guard errors as OpenAI-style responses.
+ */
+import type { Context, MiddlewareHandler } from 'hono'
+import { GuardError } from './errors'
+import { Guard } from './guard'
+import type { GuardOptions } from './options'
+import type { AiRunner } from './upstream'
+
+/** The variables `aiGuard` sets on the context. */
+export interface AiGuardVariables {
+  /** The guarded runner: call `c.var.ai.run(model, inputs)` exactly like `env.AI.run`. */
+  ai: AiRunner
+}
+
+declare module 'hono' {
+  interface ContextVariableMap extends AiGuardVariables {}
+}
+
+/** Options of {@link aiGuard}: the guard's options, with the tenant and upstream read per request. */
+export type AiGuardOptions = Omit<GuardOptions, 'tenant'> & {
+  /**
+   * Who the request belongs to: a fixed id or a function of the context (e.g. the authenticated user).
+   * @default 'default'
+   */
+  tenant?: string | ((c: Context) => string | Promise<string>)
+  /** The upstream to guard. @default c.env.AI */
+  upstream?: (c: Context) => AiRunner
+  /** Turns a guard error into a response. @default the OpenAI-style body with the error's status */
+  onError?: (error: GuardError, c: Context) => Response | Promise<Response>
+}
+
+/**
+ * Puts a guarded runner on `c.var.ai`. Options are validated once, when the middleware is created; a
+ * `GuardError` thrown by a handler becomes its OpenAI-style response (or `onError`'s).
+ *
+ * @example
+ * const app = new Hono<{ Bindings: { AI: Ai; GUARD_SECRET: string } }>()
+ * app.use('/chat/*', aiGuard({ secret: SECRET, tenant: (c) => c.req.header('x-user') ?? 'anonymous' }))
+ * app.post('/chat', async (c) => c.json(await c.var.ai.run('@cf/zai-org/glm-5.3', await c.req.json())))
+ */
+export function aiGuard(options: AiGuardOptions): MiddlewareHandler {
+  const { tenant, upstream, onError, ...guardOptions } = options
+  if (tenant !== undefined && typeof tenant !== 'string' && typeof tenant !== 'function') {
+    throw new Error('option "tenant" must be a string or a function of the context')
+  }
+  const guard = new Guard({ ...guardOptions, ...(typeof tenant === 'string' ? { tenant } : {}) })
+  return async function aiGuard(c, next) {
+    const ai = upstream ? upstream(c) : (c.env as { AI?: AiRunner } | undefined)?.AI
+    if (!ai || typeof ai.run !== 'function') {
+      throw new Error('aiGuard: no upstream; bind Workers AI as "AI" or pass the "upstream" option')
+    }
+    const who = typeof tenant === 'function' ? await tenant(c) : guard.options.tenant
+    c.set('ai', guard.runner(ai, who))
+    await next()
+    if (c.error instanceof GuardError) {
+      c.res = onError ? await onError(c.error, c) : c.error.getResponse()
+    }
+  }
+}

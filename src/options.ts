@@ -1,0 +1,255 @@
+/**
+ * @module GuardOptions, model profiles and their one-time validation.
+ */
+import type { QuarantineStore } from './quarantine/store'
+import type { BaselineState } from './timing/baseline'
+
+/**
+ * What the canary guard asks of a model's answer.
+ * - `require`: the prompt ends with an echo directive; the answer must begin with this request's canary.
+ * - `scan-only`: no directive; every answer is still scanned for other requests' canaries.
+ * - `off`: no directive, no scan (the ceiling and timing guards still run).
+ */
+export type EchoPolicy = 'require' | 'scan-only' | 'off'
+
+/** What is known about one model's deployment. Every figure is a safety input: err on the safe side. */
+export interface ModelProfile {
+  /** The context window the provider advertises, in tokens. */
+  contextWindow: number
+  /**
+   * The real KV-cache pool, in tokens: the smallest measured on any replica. In the incident this was
+   * 681,280 while the window said 1,048,576, and requests in between read other tenants' pages.
+   */
+  kvPoolTokens: number
+  /**
+   * A physical upper bound on uncached prefill speed, tokens/s. An answer whose first token arrives sooner
+   * than `uncachedPromptTokens / maxPrefillTokensPerSecond` was not prefilled from this prompt.
+   */
+  maxPrefillTokensPerSecond: number
+  /**
+   * Margin for the gap between the guard's tokenizer (o200k) and the model's own, as a fraction
+   * (0.1 = count 10% more). Calibration may raise it, never lower it below this floor.
+   */
+  tokenizerDrift: number
+  /** Output tokens reserved when the request sets no `max_tokens` / `max_completion_tokens`. */
+  defaultOutputReserve: number
+  /** Canary policy for requests where an echo would not break the output (no tools, no JSON mode). */
+  echo: EchoPolicy
+}
+
+/**
+ * Built-in profiles.
+ *
+ * `@cf/zai-org/glm-5.3`: window 1,048,576 and pool 681,280 are the published figures at the incident.
+ * 200,000 tokens/s is above what one GLM-5.3 prefill replica sustains (an MoE of that size prefills in the
+ * tens of thousands per second), so a faster first token is impossible, not merely unusual. The 10%
+ * drift covers o200k against GLM's tokenizer on English and code; calibration raises it where text differs
+ * more (CJK). 4,096 output tokens is the reserve when a request sets none.
+ *
+ * @example
+ * const pool = BUILTIN_PROFILES['@cf/zai-org/glm-5.3'].kvPoolTokens // 681_280
+ */
+export const BUILTIN_PROFILES: Readonly<Record<string, Readonly<ModelProfile>>> = {
+  '@cf/zai-org/glm-5.3': {
+    contextWindow: 1_048_576,
+    kvPoolTokens: 681_280,
+    maxPrefillTokensPerSecond: 200_000,
+    tokenizerDrift: 0.1,
+    defaultOutputReserve: 4_096,
+    echo: 'require',
+  },
+}
+
+/** What to do when a request's prompt fits but its output reserve does not. */
+export type OverflowPolicy =
+  /** Refuse with `context_length_exceeded` (default): the client decides what to cut. */
+  | 'reject'
+  /** Lower `max_tokens` to what fits and say so in the `x-guard-clamped-max-tokens` header. */
+  | 'clamp-output'
+
+/** What the guard has learned about a model from verified traffic. */
+export interface CalibrationSnapshot {
+  /** Learned tokenizer drift; the guard uses the larger of it and the profile's floor. */
+  drift: number
+  /** Learned honest TTFT per prompt-size bucket. */
+  baseline: BaselineState
+}
+
+/**
+ * Calibration storage, shared across isolates in the Worker (a Durable Object); per isolate by default.
+ * Only verified, released answers are reported to it, so a leaking upstream cannot teach it to relax.
+ */
+export interface CalibrationStore {
+  snapshot(model: string): Promise<CalibrationSnapshot> | CalibrationSnapshot
+  /** An exact prompt estimate beside the upstream's own count. */
+  observeTokens(model: string, estimated: number, actual: number): Promise<void> | void
+  /** An honest time to first token for a prompt with this many uncached tokens. */
+  observeTiming(
+    model: string,
+    sample: { uncachedTokens: number; ttftMs: number },
+  ): Promise<void> | void
+}
+
+/** Options of {@link guardAi} and the Hono middleware. */
+export interface GuardOptions {
+  /** Canary key: at least 32 bytes of secret material (UTF-8). Required; there is no default. */
+  secret: string
+  /** Who the requests belong to; binds every canary to its tenant. @default 'default' */
+  tenant?: string
+  /** Per-model profile overrides, merged over {@link BUILTIN_PROFILES}. */
+  models?: Record<string, Partial<ModelProfile>>
+  /**
+   * Models with no profile: `refuse` them (no safe ceiling is known) or guard them with `defaultProfile`.
+   * @default 'refuse'
+   */
+  unknownModels?: 'refuse' | 'default-profile'
+  /** The profile used for unknown models when `unknownModels` is `default-profile`. */
+  defaultProfile?: Partial<ModelProfile>
+  /** When only the output reserve overflows. @default 'reject' */
+  overflow?: OverflowPolicy
+  /** Where withheld answers go. @default an in-memory store (per isolate) */
+  quarantine?: QuarantineStore
+  /** Shared drift calibration. @default per-isolate memory */
+  calibration?: CalibrationStore
+  /** Clock in milliseconds. Inject for tests. @default Date.now */
+  now?: () => number
+  /** Request id source (also used to mint canaries). @default crypto.randomUUID */
+  requestId?: () => string
+  /** How many times a missing echo alone (nothing else wrong) is retried before quarantine. @default 1 */
+  echoRetries?: number
+  /**
+   * The timing guard judges only prompts whose honest prefill takes at least this long, ms: below it,
+   * clock granularity and network jitter would make the evidence noise. @default 200
+   */
+  minTimingEvidenceMs?: number
+  /** Upper bound on text held before a stream's verdict, in bytes. @default 8 MiB */
+  maxHeldBytes?: number
+  /** Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets). */
+  onVerdict?: (event: VerdictLog) => void
+}
+
+/** The structured log line written for every answer the guard decides on. */
+export interface VerdictLog {
+  requestId: string
+  tenant: string
+  model: string
+  action: 'release' | 'quarantine' | 'reject'
+  reasons: string[]
+  incidentId?: string
+  estimatedTokens?: number
+  ttftMs?: number
+  expectedMinMs?: number
+}
+
+const MIN_SECRET_BYTES = 32
+
+/** Options after validation, with defaults filled in. */
+export interface ResolvedOptions {
+  secret: string
+  tenant: string
+  profiles: Map<string, ModelProfile>
+  fallbackProfile: ModelProfile | undefined
+  overflow: OverflowPolicy
+  now: () => number
+  requestId: () => string
+  echoRetries: number
+  maxHeldBytes: number
+  minTimingEvidenceMs: number
+}
+
+/**
+ * Validates options once, at construction. Throws a plain `Error` that names the bad option.
+ *
+ * @example
+ * resolveOptions({ secret: 'x'.repeat(32), models: { '@cf/zai-org/glm-5.3': { kvPoolTokens: 600_000 } } })
+ */
+export function resolveOptions(options: GuardOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object')
+    throw new Error('guard options must be an object')
+  const { secret } = options
+  if (typeof secret !== 'string' || new TextEncoder().encode(secret).length < MIN_SECRET_BYTES) {
+    throw new Error(`option "secret" must be a string of at least ${MIN_SECRET_BYTES} bytes`)
+  }
+  const tenant = options.tenant ?? 'default'
+  if (typeof tenant !== 'string' || tenant === '') {
+    throw new Error('option "tenant" must be a non-empty string')
+  }
+  const profiles = new Map<string, ModelProfile>()
+  for (const [model, profile] of Object.entries(BUILTIN_PROFILES))
+    profiles.set(model, { ...profile })
+  for (const [model, override] of Object.entries(options.models ?? {})) {
+    const base = profiles.get(model) ?? options.defaultProfile
+    profiles.set(model, validateProfile(`models["${model}"]`, { ...base, ...override }))
+  }
+  const unknown = options.unknownModels ?? 'refuse'
+  if (unknown !== 'refuse' && unknown !== 'default-profile') {
+    throw new Error('option "unknownModels" must be "refuse" or "default-profile"')
+  }
+  const fallbackProfile =
+    unknown === 'default-profile'
+      ? validateProfile('defaultProfile', { echo: 'require', ...options.defaultProfile })
+      : undefined
+  const overflow = options.overflow ?? 'reject'
+  if (overflow !== 'reject' && overflow !== 'clamp-output') {
+    throw new Error('option "overflow" must be "reject" or "clamp-output"')
+  }
+  const echoRetries = options.echoRetries ?? 1
+  if (!Number.isInteger(echoRetries) || echoRetries < 0 || echoRetries > 3) {
+    throw new Error('option "echoRetries" must be an integer from 0 to 3')
+  }
+  const maxHeldBytes = options.maxHeldBytes ?? 8 * 1024 * 1024
+  if (!Number.isInteger(maxHeldBytes) || maxHeldBytes < 1024) {
+    throw new Error('option "maxHeldBytes" must be an integer of at least 1024')
+  }
+  const minTimingEvidenceMs = options.minTimingEvidenceMs ?? 200
+  if (typeof minTimingEvidenceMs !== 'number' || !(minTimingEvidenceMs >= 0)) {
+    throw new Error('option "minTimingEvidenceMs" must be a number ≥ 0')
+  }
+  for (const name of ['now', 'requestId', 'onVerdict'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new Error(`option "${name}" must be a function`)
+    }
+  }
+  return {
+    secret,
+    tenant,
+    profiles,
+    fallbackProfile,
+    overflow,
+    now: options.now ?? (() => Date.now()),
+    requestId: options.requestId ?? (() => crypto.randomUUID()),
+    echoRetries,
+    maxHeldBytes,
+    minTimingEvidenceMs,
+  }
+}
+
+function validateProfile(name: string, p: Partial<ModelProfile>): ModelProfile {
+  const positive = (field: keyof ModelProfile) => {
+    const v = p[field]
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+      throw new Error(`option "${name}.${field}" must be a positive number`)
+    }
+    return v
+  }
+  const contextWindow = positive('contextWindow')
+  const kvPoolTokens = positive('kvPoolTokens')
+  const maxPrefillTokensPerSecond = positive('maxPrefillTokensPerSecond')
+  const defaultOutputReserve = positive('defaultOutputReserve')
+  const drift = p.tokenizerDrift
+  if (typeof drift !== 'number' || !Number.isFinite(drift) || drift < 0 || drift > 4) {
+    throw new Error(`option "${name}.tokenizerDrift" must be a number from 0 to 4`)
+  }
+  const echo = p.echo ?? 'require'
+  if (echo !== 'require' && echo !== 'scan-only' && echo !== 'off') {
+    throw new Error(`option "${name}.echo" must be "require", "scan-only" or "off"`)
+  }
+  return {
+    contextWindow,
+    kvPoolTokens,
+    maxPrefillTokensPerSecond,
+    tokenizerDrift: drift,
+    defaultOutputReserve,
+    echo,
+  }
+}

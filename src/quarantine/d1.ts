@@ -1,0 +1,156 @@
+/**
+ * @module The D1 quarantine store for the Worker: durable, queryable, withheld text encrypted at rest.
+ */
+import { seal, sealingKey, unseal } from './seal'
+import type { QuarantineQuery, QuarantineRecord, QuarantineStore, QuarantineSummary } from './store'
+
+/** Options of {@link D1QuarantineStore}. */
+export interface D1QuarantineOptions {
+  /** Secret (≥ 32 bytes) the withheld text is encrypted under. */
+  key: string
+  /** Records older than this are deleted. @default 30 */
+  retentionDays?: number
+  /** Clock, ms. @default Date.now */
+  now?: () => number
+}
+
+interface Row {
+  id: string
+  at: number
+  tenant: string
+  model: string
+  request_id: string
+  reasons: string
+  figures: string
+  canaries: string
+  source_tenants: string
+  withheld_iv?: ArrayBuffer
+  withheld?: ArrayBuffer
+}
+
+const SUMMARY_COLUMNS =
+  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants'
+
+/**
+ * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`).
+ *
+ * @example
+ * const store = new D1QuarantineStore(env.QUARANTINE_DB, { key: env.QUARANTINE_KEY })
+ */
+export class D1QuarantineStore implements QuarantineStore {
+  readonly #db: D1Database
+  readonly #key: Promise<CryptoKey>
+  readonly #retentionMs: number
+  readonly #now: () => number
+
+  constructor(db: D1Database, options: D1QuarantineOptions) {
+    const days = options.retentionDays ?? 30
+    if (!(days > 0)) throw new Error('option "retentionDays" must be a positive number')
+    this.#db = db
+    this.#key = sealingKey(options.key)
+    this.#key.catch(() => {}) // surfaced on first use, not as an unhandled rejection
+    this.#retentionMs = days * 86_400_000
+    this.#now = options.now ?? (() => Date.now())
+  }
+
+  async put(record: QuarantineRecord): Promise<void> {
+    const sealed = await seal(await this.#key, JSON.stringify(record.withheld), record.id)
+    await this.#db.batch([
+      this.#db
+        .prepare(
+          `INSERT INTO incidents (id, at, tenant, model, request_id, reasons, reason_tags, figures,
+             canaries, source_tenants, withheld_iv, withheld)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .bind(
+          record.id,
+          record.at,
+          record.tenant,
+          record.model,
+          record.requestId,
+          JSON.stringify(record.reasons),
+          `,${record.reasons.join(',')},`,
+          JSON.stringify(record.figures),
+          JSON.stringify(record.canaries),
+          JSON.stringify(record.sourceTenants),
+          sealed.iv,
+          sealed.data,
+        ),
+      // Retention is enforced on write: expired records go in the same batch, by the `at` index.
+      this.#db.prepare('DELETE FROM incidents WHERE at < ?').bind(this.#now() - this.#retentionMs),
+    ])
+  }
+
+  async get(id: string): Promise<QuarantineRecord | undefined> {
+    const row = await this.#db
+      .prepare(`SELECT ${SUMMARY_COLUMNS}, withheld_iv, withheld FROM incidents WHERE id = ?`)
+      .bind(id)
+      .first<Row>()
+    if (!row?.withheld_iv || !row.withheld) return undefined
+    const plain = await unseal(
+      await this.#key,
+      new Uint8Array(row.withheld_iv),
+      new Uint8Array(row.withheld),
+      row.id,
+    )
+    return { ...summary(row), withheld: JSON.parse(plain) as Record<string, string> }
+  }
+
+  async list(query: QuarantineQuery = {}): Promise<QuarantineSummary[]> {
+    const { where, args } = filters(query)
+    const limit = Math.min(Math.max(1, query.limit ?? 100), 1000)
+    const sql = `SELECT ${SUMMARY_COLUMNS} FROM incidents ${where} ORDER BY at DESC, id LIMIT ${limit}`
+    const { results } = await this.#db
+      .prepare(sql)
+      .bind(...args)
+      .all<Row>()
+    return results.map(summary)
+  }
+
+  async counts(
+    query: Pick<QuarantineQuery, 'since' | 'until' | 'tenant'> = {},
+  ): Promise<Record<string, number>> {
+    const { where, args } = filters(query)
+    const { results } = await this.#db
+      .prepare(
+        `SELECT r.value AS reason, COUNT(*) AS n
+         FROM incidents, json_each(incidents.reasons) AS r ${where} GROUP BY r.value`,
+      )
+      .bind(...args)
+      .all<{ reason: string; n: number }>()
+    return Object.fromEntries(results.map((r) => [r.reason, r.n]))
+  }
+}
+
+/** The WHERE clause (or '') and its arguments for a query's filters. */
+function filters(query: QuarantineQuery): { where: string; args: (string | number)[] } {
+  const where: string[] = []
+  const args: (string | number)[] = []
+  const filter = (clause: string, value: string | number) => {
+    where.push(clause)
+    args.push(value)
+  }
+  if (query.since !== undefined) filter('at >= ?', query.since)
+  if (query.until !== undefined) filter('at <= ?', query.until)
+  if (query.tenant !== undefined) filter('tenant = ?', query.tenant)
+  if (query.reason !== undefined) {
+    // Reasons are stored as ',a,b,': an exact tag match, with LIKE's wildcards escaped.
+    const escaped = query.reason.replace(/[\\%_]/g, (c) => `\\${c}`)
+    filter("reason_tags LIKE ? ESCAPE '\\'", `%,${escaped},%`)
+  }
+  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+}
+
+function summary(row: Row): QuarantineSummary {
+  return {
+    id: row.id,
+    at: row.at,
+    tenant: row.tenant,
+    model: row.model,
+    requestId: row.request_id,
+    reasons: JSON.parse(row.reasons) as string[],
+    figures: JSON.parse(row.figures) as QuarantineSummary['figures'],
+    canaries: JSON.parse(row.canaries) as QuarantineSummary['canaries'],
+    sourceTenants: JSON.parse(row.source_tenants) as string[],
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * @module The quarantine store: where withheld answers go, for review.
+ */
+
+/** One withheld answer. It may hold another customer's data: stores must protect `withheld` at rest. */
+export interface QuarantineRecord {
+  /** Incident id, also returned to the client. */
+  id: string
+  /** When the verdict was reached (ms since epoch, from the guard's clock). */
+  at: number
+  /** The tenant whose request it was. */
+  tenant: string
+  model: string
+  requestId: string
+  /** Machine-readable reasons, e.g. `foreign_canary`, `ttft_impossible`, `echo_missing`. */
+  reasons: string[]
+  /** The figures behind the reasons. */
+  figures: {
+    estimatedTokens?: number
+    promptTokensReported?: number
+    cachedTokens?: number
+    ttftMs?: number
+    expectedMinMs?: number
+    attempts?: number
+    score?: number
+  }
+  /** Canary findings: which other tenants' canaries appeared (tenant tags, never the tokens). */
+  canaries: {
+    kind: 'foreign' | 'lookalike' | 'own-missing'
+    tenantTag?: string
+    channel?: string
+  }[]
+  /** Tenants the leaked canaries are attributed to, where the tag maps to a known tenant. */
+  sourceTenants: string[]
+  /** The withheld text per channel (reasoning, content, tool:n). */
+  withheld: Record<string, string>
+}
+
+/** Listing filters. */
+export interface QuarantineQuery {
+  since?: number
+  until?: number
+  tenant?: string
+  reason?: string
+  limit?: number
+}
+
+/** The summary of a record returned by `list` (no withheld text). */
+export type QuarantineSummary = Omit<QuarantineRecord, 'withheld'>
+
+/**
+ * Storage for quarantined answers. `put` must not resolve before the record is durable; if it throws,
+ * the guard still withholds the answer (fail closed) and logs the failure.
+ *
+ * @example
+ * const store: QuarantineStore = new MemoryQuarantineStore()
+ * await store.put(record)
+ */
+export interface QuarantineStore {
+  put(record: QuarantineRecord): Promise<void>
+  get(id: string): Promise<QuarantineRecord | undefined>
+  list(query?: QuarantineQuery): Promise<QuarantineSummary[]>
+  /** Incidents per reason (an incident with two reasons counts under both). */
+  counts(
+    query?: Pick<QuarantineQuery, 'since' | 'until' | 'tenant'>,
+  ): Promise<Record<string, number>>
+}

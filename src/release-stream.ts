@@ -1,0 +1,190 @@
+/**
+ * @module The release stage of a verified stream: whole upstream events, held back just long enough that
+ * no canary — ours or another request's — can ever cross to the client, even split across events.
+ *
+ * Events are released whole and unchanged unless a canary of ours must be cut out of them, so an answer
+ * with nothing to strip reaches the client byte for byte as the upstream sent it. An event is held while
+ * any channel's text in it could still be the start of a canary; a completed foreign canary ends the
+ * stream with a quarantine before its event (or anything after it) is released.
+ */
+import { CANARY_PATTERN, classify } from './canary'
+import { GuardError } from './errors'
+import type { AttemptContext } from './guard'
+import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
+import type { SseEvent } from './stream/sse'
+
+/** A half-open range of a channel's text, in positions counted from the start of the answer. */
+interface Range {
+  start: number
+  end: number
+}
+
+/** Per-channel text not yet released, with where it starts in the whole answer. */
+interface ChannelState {
+  base: number
+  text: string
+  /** Absolute position from which the text may still be held back (set by each scan). */
+  safe: number
+  strips: Range[]
+}
+
+interface Held {
+  frame: Frame
+  spans: Partial<Record<Channel, Range>>
+}
+
+/** What the verification stage hands over: frames already read, and what to cut from them. */
+export interface ReleaseStart {
+  held: Frame[]
+  /** Ranges of our own canary (the echo and its decoration) to remove, per channel. */
+  strips: Partial<Record<Channel, Range[]>>
+  /** Called when a foreign canary appears after release; returns the error that ends the stream. */
+  onForeign: (
+    channel: Channel,
+    tenantTag: string | undefined,
+    seen: Record<string, string>,
+  ) => Promise<GuardError>
+}
+
+/**
+ * The release transform: SSE events in, SSE events out (the held frames first).
+ *
+ * @example
+ * events.pipeThrough(releaseStream(ctx, start)).pipeThrough(sseEncoder())
+ */
+export function releaseStream(
+  ctx: AttemptContext,
+  start: ReleaseStart,
+): TransformStream<SseEvent, SseEvent> {
+  const channels = new Map<Channel, ChannelState>()
+  const queue: Held[] = []
+  let sawDone = false
+  const seen: Partial<Record<Channel, string>> = {}
+
+  const channel = (name: Channel): ChannelState => {
+    let state = channels.get(name)
+    if (!state) {
+      state = { base: 0, text: '', safe: 0, strips: [...(start.strips[name] ?? [])] }
+      channels.set(name, state)
+    }
+    return state
+  }
+
+  const add = (frame: Frame) => {
+    if (frame.done) sawDone = true
+    const spans: Held['spans'] = {}
+    for (const [name, text] of Object.entries(frame.texts) as [Channel, string][]) {
+      if (!text) continue
+      const state = channel(name)
+      const startAt = state.base + state.text.length
+      state.text += text
+      spans[name] = { start: startAt, end: startAt + text.length }
+      // Bounded copy for the quarantine record, should a foreign canary appear later.
+      const prior = seen[name] ?? ''
+      if (prior.length < 65_536) seen[name] = prior + text
+    }
+    queue.push({ frame, spans })
+  }
+
+  /**
+   * Classifies each channel's unreleased text: our own canary (and fragments of it) become strips, a
+   * foreign canary ends the stream; the point where a canary could still be forming bounds release.
+   */
+  const scan = async (final: boolean) => {
+    const key = ctx.canary === undefined ? undefined : await ctx.guard.key()
+    for (const [name, state] of channels) {
+      if (key === undefined) {
+        state.safe = state.base + state.text.length
+        continue
+      }
+      const found = await classify(key, ctx.canary, name, state.text, final)
+      const foreign = found.findings.find((f) => f.kind === 'foreign')
+      if (foreign) {
+        const redacted: Record<string, string> = {}
+        for (const [ch, text] of Object.entries(seen)) {
+          redacted[ch] = (text ?? '').replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[canary]')
+        }
+        throw await start.onForeign(name, foreign.tenantTag, redacted)
+      }
+      for (const [at, to] of found.cuts) {
+        const cut = { start: state.base + at, end: state.base + to }
+        if (!state.strips.some((r) => r.start === cut.start && r.end === cut.end))
+          state.strips.push(cut)
+      }
+      state.safe = state.base + found.holdAt
+    }
+  }
+
+  /** Releases queued frames whose every span lies before the point where a canary could still begin. */
+  const release = (controller: TransformStreamDefaultController<SseEvent>) => {
+    while (queue.length > 0) {
+      const next = queue[0]!
+      const spans = Object.entries(next.spans) as [Channel, Range][]
+      if (spans.some(([name, span]) => span.end > channel(name).safe)) break
+      queue.shift()
+      controller.enqueue(emit(next, spans))
+      for (const [name, span] of spans) {
+        const state = channel(name)
+        state.text = state.text.slice(span.end - state.base)
+        state.base = span.end
+        state.strips = state.strips.filter((r) => r.end > state.base)
+      }
+    }
+  }
+
+  const emit = (held: Held, spans: [Channel, Range][]): SseEvent => {
+    const replaced: Partial<Record<Channel, string>> = {}
+    let changed = false
+    for (const [name, span] of spans) {
+      const state = channel(name)
+      const original = held.frame.texts[name] ?? ''
+      const cut = cutRanges(original, span.start, state.strips)
+      if (cut !== original) {
+        replaced[name] = cut
+        changed = true
+      }
+    }
+    return changed ? withTexts(held.frame, replaced) : held.frame.event
+  }
+
+  return new TransformStream<SseEvent, SseEvent>({
+    async start(controller) {
+      for (const frame of start.held) add(frame)
+      const final = start.held.some((f) => f.done)
+      await scan(final)
+      release(controller)
+    },
+    async transform(event, controller) {
+      const frame = parseFrame(event)
+      add(frame)
+      // Nothing follows [DONE], so no canary can still be completing: release everything.
+      await scan(frame.done)
+      release(controller)
+    },
+    async flush(controller) {
+      await scan(true)
+      release(controller)
+      if (!sawDone) {
+        // Every byte released so far was verified; the client still must not take a cut answer as whole.
+        throw new GuardError(
+          'upstream_error',
+          'The upstream stream ended before it was complete; the answer is truncated.',
+        )
+      }
+    },
+  })
+}
+
+/** `text` (which starts at `offset` in its channel) with every overlapping range removed. */
+function cutRanges(text: string, offset: number, ranges: Range[]): string {
+  let out = ''
+  let at = 0
+  for (const r of [...ranges].sort((a, b) => a.start - b.start)) {
+    const s = Math.max(0, r.start - offset)
+    const e = Math.min(text.length, r.end - offset)
+    if (e <= 0 || s >= text.length || e <= s) continue
+    if (s > at) out += text.slice(at, s)
+    at = Math.max(at, e)
+  }
+  return out + text.slice(at)
+}

@@ -1,0 +1,29 @@
+/**
+ * @module Upstream failures normalised into one typed error, the original kept as `cause`.
+ */
+import { CANARY_PATTERN } from './canary'
+import { GuardError } from './errors'
+
+/**
+ * Maps anything the upstream threw to `upstream_error`, keeping a status the client can act on:
+ * 429 for capacity (retry later), 400 when the upstream itself refused the length, 504 for timeouts,
+ * else 502. The upstream's message is shortened and never carries a canary.
+ *
+ * @example
+ * try { await env.AI.run(model, inputs) } catch (e) { throw upstreamError(e) }
+ */
+export function upstreamError(error: unknown): GuardError {
+  if (error instanceof GuardError) return error
+  const raw = error instanceof Error ? error.message : typeof error === 'string' ? error : ''
+  const message = raw.replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[redacted]').slice(0, 300)
+  let status = 502
+  if (/\b3040\b|capacity|rate limit|too many requests|\b429\b/i.test(message)) status = 429
+  else if (/\b5021\b|exceeds the maximum allowed length|context (window|length)/i.test(message)) {
+    status = 400
+  } else if (/timed? ?out|timeout|\b504\b/i.test(message)) status = 504
+  return new GuardError(
+    'upstream_error',
+    message ? `The upstream model failed: ${message}` : 'The upstream model failed.',
+    { status, cause: error },
+  )
+}

@@ -1,0 +1,79 @@
+/**
+ * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
+ */
+import { matchEcho } from './canary'
+import {
+  canaryEntries,
+  redactCanaries,
+  scanChannels,
+  teach,
+  timingEvidence,
+  timingRecord,
+} from './evidence'
+import type { AttemptContext, AttemptOutcome } from './guard'
+import { readTexts, replaceTexts } from './stream/frames'
+import { decide, type EchoOutcome } from './verdict'
+
+/**
+ * Checks one complete answer and, when it may be released, returns it with canaries removed.
+ *
+ * @example
+ * const outcome = await verifyOutput(ctx, await upstream.run(model, inputs))
+ */
+export async function verifyOutput(
+  ctx: AttemptContext,
+  output: unknown,
+): Promise<AttemptOutcome<unknown>> {
+  // A whole answer's latency includes its decode, so it can only exceed the prefill bound: judging it
+  // against the bound alone never accuses an honest answer.
+  const observedMs = ctx.guard.options.now() - ctx.startedAt
+  const read = readTexts(output)
+  const texts = { ...read.texts }
+  let echo: EchoOutcome = 'not-requested'
+  if (ctx.echoRequested && ctx.canary !== undefined) {
+    const match = matchEcho(texts.content ?? '', ctx.canary, true)
+    echo = match.status === 'echoed' ? 'echoed' : 'missing'
+    if (match.status === 'echoed') texts.content = match.rest
+  }
+  const scanned = await scanChannels(ctx, texts)
+  const foreign = scanned.findings.filter((f) => f.kind === 'foreign')
+  const cached = read.usage?.prompt_tokens_details?.cached_tokens ?? 0
+  const timing = await timingEvidence(ctx, observedMs, cached)
+  const exact = timing !== undefined || ctx.exactKnown ? await ctx.exactTokens() : undefined
+  const reported = read.usage?.prompt_tokens
+  const usage =
+    exact !== undefined && typeof reported === 'number' ? { reported, estimated: exact } : undefined
+  const verdict = decide({
+    echo,
+    foreignCanaries: foreign.length,
+    ...(timing ? { timing } : {}),
+    ...(usage ? { usage } : {}),
+    attempt: ctx.attempt,
+    retries: ctx.guard.options.echoRetries,
+  })
+  const figures = {
+    ...timingRecord(timing),
+    ...(exact !== undefined ? { estimatedTokens: exact } : { estimatedTokens: ctx.boundTokens }),
+    ...(typeof reported === 'number' ? { promptTokensReported: reported } : {}),
+  }
+  if (verdict.action === 'release') {
+    // A whole answer's latency includes decode, so it teaches tokens only, never the TTFT baseline.
+    teach(ctx, {
+      ...(usage ? { estimated: usage.estimated, reported: usage.reported } : {}),
+      echoVerified: echo === 'echoed',
+    })
+    return {
+      verdict,
+      released: replaceTexts(output, scanned.texts),
+      withheld: {},
+      figures,
+      canaries: [],
+    }
+  }
+  return {
+    verdict,
+    withheld: redactCanaries(read.texts),
+    figures,
+    canaries: canaryEntries(scanned.findings),
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * @module Verifies a streamed answer before its first byte is released.
+ *
+ * GLM-5.3 streams reasoning before content, and reasoning leaks as much as content does, so nothing is
+ * released before the verdict: the stream is read (and held) until the first token has been timed and,
+ * where an echo was asked for, the start of the visible reply has shown it or shown that it is missing.
+ * Only then does `run()` resolve, so a withheld answer is an ordinary error response, never a 200 that
+ * breaks off. After release, {@link releaseStream} keeps watching every byte.
+ *
+ * A first token that looks too fast is not yet proof when the echo still verifies: another tenant may
+ * have sent the same long prefix, which the engine serves from its cache and the guard's per-tenant
+ * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
+ * and judged again with them — the same evidence a whole answer gets.
+ */
+import { matchEcho } from './canary'
+import { GuardError } from './errors'
+import {
+  canaryEntries,
+  redactCanaries,
+  scanChannels,
+  teach,
+  timingEvidence,
+  timingRecord,
+} from './evidence'
+import type { AttemptContext, AttemptOutcome } from './guard'
+import { releaseStream } from './release-stream'
+import { type Channel, type Frame, parseFrame } from './stream/frames'
+import { type SseEvent, sseDecoder, sseEncoder } from './stream/sse'
+import type { TimingSignal } from './timing/prefill'
+import { decide, type EchoOutcome } from './verdict'
+
+/**
+ * Reads the upstream stream up to its verdict; on release returns the client stream.
+ *
+ * @example
+ * const outcome = await verifyStream(ctx, await upstream.run(model, { ...inputs, stream: true }))
+ */
+export async function verifyStream(
+  ctx: AttemptContext,
+  output: unknown,
+): Promise<AttemptOutcome<ReadableStream<Uint8Array>>> {
+  const body = output instanceof Response ? output.body : output
+  if (!(body instanceof ReadableStream)) {
+    throw new GuardError(
+      'upstream_error',
+      'The upstream did not return a stream for a streaming request.',
+    )
+  }
+  const events = (body as ReadableStream<Uint8Array>).pipeThrough(sseDecoder())
+  const reader = events.getReader()
+  const held: Frame[] = []
+  const raw: Partial<Record<Channel, string>> = {}
+  let heldBytes = 0
+  let ended = false
+  let sawDone = false
+  let firstTokenMs: number | undefined
+  let timing: TimingSignal | undefined
+  // Mutated by settleEcho; an object so the compiler does not narrow it at its declaration.
+  const echoState: { echo: EchoOutcome | 'pending'; cut: number } = {
+    echo: ctx.echoRequested ? 'pending' : 'not-requested',
+    cut: 0,
+  }
+
+  const settleEcho = (final: boolean) => {
+    if (echoState.echo !== 'pending' || ctx.canary === undefined) return
+    const content = raw.content ?? ''
+    const match = matchEcho(content, ctx.canary, final)
+    if (match.status === 'echoed') {
+      echoState.echo = 'echoed'
+      echoState.cut = content.length - match.rest.length
+    } else if (match.status === 'missing') echoState.echo = 'missing'
+  }
+
+  try {
+    while (true) {
+      let next: ReadableStreamReadResult<SseEvent>
+      try {
+        next = await reader.read()
+      } catch (error) {
+        throw new GuardError(
+          'upstream_error',
+          'The upstream stream failed before it could be verified.',
+          {
+            cause: error,
+          },
+        )
+      }
+      if (next.done) {
+        ended = true
+        break
+      }
+      const frame = parseFrame(next.value)
+      held.push(frame)
+      heldBytes += next.value.data.length
+      if (frame.done) sawDone = true
+      if (heldBytes > ctx.guard.options.maxHeldBytes) {
+        throw new GuardError(
+          'upstream_error',
+          `The answer grew past ${ctx.guard.options.maxHeldBytes} bytes before it could be verified; it was withheld.`,
+        )
+      }
+      let hasText = false
+      for (const [channel, text] of Object.entries(frame.texts) as [Channel, string][]) {
+        if (!text) continue
+        hasText = true
+        raw[channel] = (raw[channel] ?? '') + text
+      }
+      if (hasText && firstTokenMs === undefined) {
+        // Reasoning counts: the first token of any kind is when prefill must have finished.
+        firstTokenMs = ctx.guard.options.now() - ctx.startedAt
+        timing = await timingEvidence(ctx, firstTokenMs, 0)
+      }
+      settleEcho(false)
+      if (firstTokenMs === undefined || echoState.echo === 'pending') continue
+      // Too fast and no echo: nothing suggests the prompt was read; decide now.
+      if (timing?.impossible && echoState.echo === 'missing') break
+      // Too fast but echoed (or no echo asked): wait for the upstream's cached-token report.
+      if (timing?.impossible) continue
+      break
+    }
+  } catch (error) {
+    await reader.cancel(error).catch(() => {})
+    throw error
+  }
+
+  settleEcho(true)
+  const echoOutcome: EchoOutcome = echoState.echo === 'pending' ? 'missing' : echoState.echo
+  const usageFrame = ended ? held.findLast((f) => f.usage?.prompt_tokens !== undefined) : undefined
+  const reported = usageFrame?.usage?.prompt_tokens
+  if (timing?.impossible && ended && firstTokenMs !== undefined) {
+    const cached = usageFrame?.usage?.prompt_tokens_details?.cached_tokens ?? 0
+    timing = await timingEvidence(ctx, firstTokenMs, cached)
+  }
+  const scanned = await scanChannels(ctx, raw)
+  const foreign = scanned.findings.filter((f) => f.kind === 'foreign')
+  const exact = timing !== undefined || ctx.exactKnown ? await ctx.exactTokens() : undefined
+  const usage =
+    exact !== undefined && reported !== undefined ? { reported, estimated: exact } : undefined
+  const verdict = decide({
+    echo: echoOutcome,
+    foreignCanaries: foreign.length,
+    ...(timing ? { timing } : {}),
+    ...(usage ? { usage } : {}),
+    attempt: ctx.attempt,
+    retries: ctx.guard.options.echoRetries,
+  })
+  const figures = {
+    ...timingRecord(timing),
+    estimatedTokens: exact ?? ctx.boundTokens,
+    ...(reported !== undefined ? { promptTokensReported: reported } : {}),
+  }
+  if (verdict.action !== 'release') {
+    // Stop the upstream: nothing of this answer will be used.
+    await reader.cancel().catch(() => {})
+    return {
+      verdict,
+      withheld: redactCanaries(raw),
+      figures,
+      canaries: canaryEntries(scanned.findings),
+    }
+  }
+  if (ended && !sawDone) {
+    throw new GuardError(
+      'upstream_error',
+      'The upstream stream ended before it was complete; nothing was released.',
+    )
+  }
+  teach(ctx, {
+    ...(usage ? { estimated: usage.estimated, reported: usage.reported } : {}),
+    ...(timing ? { timing } : {}),
+    echoVerified: echoOutcome === 'echoed',
+  })
+  reader.releaseLock()
+  const released = events
+    .pipeThrough(
+      releaseStream(ctx, {
+        held,
+        strips: echoState.cut > 0 ? { content: [{ start: 0, end: echoState.cut }] } : {},
+        onForeign: (channel, tenantTag, seen) =>
+          // Quarantine mid-stream: record what was seen, end the stream before the offending event.
+          ctx.guard.recordQuarantine(ctx, {
+            verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
+            withheld: seen,
+            figures,
+            canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
+          }),
+      }),
+    )
+    .pipeThrough(sseEncoder())
+  return { verdict, released, withheld: {}, figures, canaries: [] }
+}

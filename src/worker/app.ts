@@ -1,0 +1,138 @@
+/**
+ * @module The deployable guard Worker: an OpenAI-compatible endpoint and a native Workers AI route.
+ */
+import { Hono } from 'hono'
+import { GuardError } from '../errors'
+import { guardInfo } from '../guard'
+import type { AiRunner } from '../upstream'
+import { adminRoutes } from './admin'
+import { readJsonObject } from './body'
+import { bodyLimit, guardFor } from './config'
+import type { Env } from './env'
+import { fromOpenAi, SSE_HEADERS, toChatChunks, toChatCompletion, withErrorEvent } from './openai'
+import { tenantFor } from './tenants'
+
+type AppEnv = { Bindings: Env; Variables: { tenant: string } }
+
+function headersFor(output: unknown): Record<string, string> {
+  const info = guardInfo(output)
+  const headers: Record<string, string> = {}
+  if (info) headers['x-guard-request-id'] = info.requestId
+  if (info?.clampedMaxTokens !== undefined) {
+    headers['x-guard-clamped-max-tokens'] = String(info.clampedMaxTokens)
+  }
+  return headers
+}
+
+/**
+ * The Worker's Hono app.
+ *
+ * @example
+ * export default { fetch: createApp().fetch } satisfies ExportedHandler<Env>
+ */
+export function createApp(): Hono<AppEnv> {
+  const app = new Hono<AppEnv>()
+
+  app.get('/health', (c) => c.json({ ok: true, service: 'workers-ai-guard' }))
+
+  // Every model route needs a tenant: the key alone decides it, never a header the client picks.
+  app.use('/v1/*', async (c, next) => {
+    const tenant = await tenantFor(c.env, c.req.header('authorization'))
+    if (!tenant) {
+      return c.json(
+        {
+          error: {
+            message: 'Missing or unknown API key; send Authorization: Bearer <key>.',
+            type: 'invalid_request_error',
+            code: 'invalid_api_key',
+            param: null,
+          },
+        },
+        401,
+      )
+    }
+    c.set('tenant', tenant)
+    await next()
+  })
+  app.use('/ai/*', async (c, next) => {
+    const tenant = await tenantFor(c.env, c.req.header('authorization'))
+    if (!tenant) {
+      return c.json(
+        { success: false, errors: [{ code: 10000, message: 'Missing or unknown API key.' }] },
+        401,
+      )
+    }
+    c.set('tenant', tenant)
+    await next()
+  })
+
+  app.post('/v1/chat/completions', async (c) => {
+    const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, bodyLimit(c.env)))
+    const ai = runnerFor(c.env, c.var.tenant, c.executionCtx)
+    const output = await ai.run(model, inputs)
+    if (output instanceof ReadableStream) {
+      return new Response(withErrorEvent(toChatChunks(output, model)), {
+        headers: { ...SSE_HEADERS, ...headersFor(output) },
+      })
+    }
+    return c.json(toChatCompletion(output, model), 200, headersFor(output))
+  })
+
+  // The Workers AI input and output shapes, as `env.AI.run(model, inputs)` takes and returns them.
+  app.post('/ai/run/*', async (c) => {
+    const model = decodeURIComponent(c.req.path.slice('/ai/run/'.length))
+    const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
+    const output = await runnerFor(c.env, c.var.tenant, c.executionCtx).run(model, inputs)
+    if (output instanceof ReadableStream) {
+      return new Response(withErrorEvent(output), {
+        headers: { ...SSE_HEADERS, ...headersFor(output) },
+      })
+    }
+    return c.json(output as Record<string, unknown>, 200, headersFor(output))
+  })
+
+  app.route('/admin', adminRoutes())
+
+  app.notFound((c) =>
+    c.json(
+      {
+        error: {
+          message: 'Not found.',
+          type: 'invalid_request_error',
+          code: 'not_found',
+          param: null,
+        },
+      },
+      404,
+    ),
+  )
+
+  app.onError((error, c) => {
+    if (error instanceof GuardError) return error.getResponse()
+    console.error(JSON.stringify({ event: 'ai_guard_error', error: String(error).slice(0, 300) }))
+    return c.json(
+      {
+        error: {
+          message: 'Internal error; nothing was released.',
+          type: 'server_error',
+          code: 'guard_unavailable',
+          param: null,
+        },
+      },
+      500,
+    )
+  })
+
+  return app
+}
+
+function runnerFor(
+  env: Env,
+  tenant: string,
+  ctx: { waitUntil(promise: Promise<unknown>): void },
+): AiRunner {
+  if (!env.AI || typeof env.AI.run !== 'function') {
+    throw new GuardError('guard_unavailable', 'No Workers AI binding named AI is configured.')
+  }
+  return guardFor(env).runner(env.AI, tenant, { waitUntil: (p) => ctx.waitUntil(p) })
+}

@@ -1,0 +1,54 @@
+/**
+ * @module The Worker's calibration store: the GuardState Durable Object, with a short per-isolate cache.
+ */
+import type { CalibrationSnapshot, CalibrationStore } from '../options'
+import type { GuardState } from './state'
+
+/** How long an isolate reuses a snapshot before asking the Durable Object again, ms. */
+const SNAPSHOT_TTL_MS = 10_000
+
+/**
+ * Reads snapshots through a 10-second cache (a Durable Object round trip per request would add latency
+ * to every call) and sends observations straight to the object.
+ *
+ * @example
+ * new Guard({ secret, calibration: new DurableCalibration(env.GUARD_STATE) })
+ */
+export class DurableCalibration implements CalibrationStore {
+  readonly #namespace: DurableObjectNamespace<GuardState>
+  readonly #cache = new Map<string, { at: number; snapshot: CalibrationSnapshot }>()
+
+  constructor(namespace: DurableObjectNamespace<GuardState>) {
+    this.#namespace = namespace
+  }
+
+  #stub() {
+    return this.#namespace.get(this.#namespace.idFromName('global'))
+  }
+
+  async snapshot(model: string): Promise<CalibrationSnapshot> {
+    const cached = this.#cache.get(model)
+    if (cached && Date.now() - cached.at < SNAPSHOT_TTL_MS) return cached.snapshot
+    const snapshot = (await this.#stub().snapshot(model)) as CalibrationSnapshot
+    this.#cache.set(model, { at: Date.now(), snapshot })
+    return snapshot
+  }
+
+  async observeTokens(model: string, estimated: number, actual: number): Promise<void> {
+    await this.#stub().observeTokens(model, estimated, actual)
+    // A raised drift must apply at once in this isolate, not after the cache expires.
+    this.#cache.delete(model)
+  }
+
+  async observeTiming(
+    model: string,
+    sample: { uncachedTokens: number; ttftMs: number },
+  ): Promise<void> {
+    await this.#stub().observeTiming(model, sample.uncachedTokens, sample.ttftMs)
+  }
+
+  /** Every model's snapshot. */
+  async all(): Promise<Record<string, CalibrationSnapshot>> {
+    return (await this.#stub().all()) as Record<string, CalibrationSnapshot>
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * @module The Worker's guard, built once per isolate from its bindings and secrets.
+ */
+import { GuardError } from '../errors'
+import { Guard } from '../guard'
+import type { ModelProfile } from '../options'
+import { D1QuarantineStore } from '../quarantine/d1'
+import { DurableCalibration } from './calibration'
+import type { Env } from './env'
+
+const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+const guards = new WeakMap<Env, Guard>()
+
+/**
+ * The isolate's guard for these bindings: options are validated once, state (prefix records, tenant
+ * tags, cached calibration) is shared by every request the isolate serves.
+ *
+ * @example
+ * const ai = guardFor(env).runner(env.AI, tenant)
+ */
+export function guardFor(env: Env): Guard {
+  let guard = guards.get(env)
+  if (!guard) {
+    try {
+      guard = new Guard({
+        secret: env.GUARD_SECRET,
+        models: parseModels(env.GUARD_MODELS),
+        ...(env.QUARANTINE_DB
+          ? {
+              quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
+                key: env.QUARANTINE_KEY ?? '',
+                retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
+              }),
+            }
+          : {}),
+        ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
+        onVerdict: (event) => console.log(JSON.stringify({ event: 'ai_guard_verdict', ...event })),
+      })
+    } catch (error) {
+      // The message names the bad option, never its value.
+      throw new GuardError(
+        'guard_unavailable',
+        `The guard is not configured: ${error instanceof Error ? error.message : 'invalid options'}.`,
+        { cause: error },
+      )
+    }
+    guards.set(env, guard)
+  }
+  return guard
+}
+
+function parseModels(json: string | undefined): Record<string, Partial<ModelProfile>> | undefined {
+  if (!json) return undefined
+  const value: unknown = JSON.parse(json)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new Error('GUARD_MODELS must be a JSON object of model profiles')
+  }
+  return value as Record<string, Partial<ModelProfile>>
+}
+
+/**
+ * The largest request body accepted, bytes.
+ *
+ * @example
+ * await readJsonObject(request, bodyLimit(env))
+ */
+export function bodyLimit(env: Env): number {
+  const n = Number(env.MAX_BODY_BYTES)
+  return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BODY_BYTES
+}
