@@ -19,6 +19,7 @@ import {
 import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
 import { readRequest } from './request'
+import { deadline } from './stream/watchdog'
 import type { BaselineState } from './timing/baseline'
 import { PrefixRecord } from './timing/prefix-record'
 import type { AiRunner } from './upstream'
@@ -233,9 +234,17 @@ export class Guard {
         startedAt: this.options.now(),
         attempt,
       }
+      const { timeouts } = this.options
       let output: unknown
       try {
-        output = await upstream.run(model, attemptInputs, runOptions)
+        output = await deadline(
+          upstream.run(model, attemptInputs, runOptions),
+          facts.stream ? timeouts.firstTokenMs : timeouts.responseMs,
+          facts.stream ? 'a stream' : 'an answer',
+          (late) => {
+            if (late instanceof ReadableStream) late.cancel().catch(() => {})
+          },
+        )
       } catch (error) {
         throw upstreamError(error)
       }

@@ -122,6 +122,15 @@ export interface GuardOptions {
    * clock granularity and network jitter would make the evidence noise. @default 200
    */
   minTimingEvidenceMs?: number
+  /** Deadlines for the upstream, ms; a hung upstream becomes a 504 `upstream_error`. */
+  timeouts?: {
+    /** From the call to a stream's first byte. @default 120000 */
+    firstTokenMs?: number
+    /** Between two chunks of a stream. @default 60000 */
+    idleMs?: number
+    /** For a whole (non-stream) answer. @default 600000 */
+    responseMs?: number
+  }
   /** Upper bound on text held before a stream's verdict, in bytes. @default 8 MiB */
   maxHeldBytes?: number
   /** Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets). */
@@ -155,6 +164,7 @@ export interface ResolvedOptions {
   echoRetries: number
   maxHeldBytes: number
   minTimingEvidenceMs: number
+  timeouts: { firstTokenMs: number; idleMs: number; responseMs: number }
 }
 
 /**
@@ -205,6 +215,16 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (typeof minTimingEvidenceMs !== 'number' || !(minTimingEvidenceMs >= 0)) {
     throw new Error('option "minTimingEvidenceMs" must be a number ≥ 0')
   }
+  const timeouts = {
+    firstTokenMs: options.timeouts?.firstTokenMs ?? 120_000,
+    idleMs: options.timeouts?.idleMs ?? 60_000,
+    responseMs: options.timeouts?.responseMs ?? 600_000,
+  }
+  for (const [name, value] of Object.entries(timeouts)) {
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new Error(`option "timeouts.${name}" must be a positive number of milliseconds`)
+    }
+  }
   for (const name of ['now', 'requestId', 'onVerdict'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') {
       throw new Error(`option "${name}" must be a function`)
@@ -221,6 +241,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     echoRetries,
     maxHeldBytes,
     minTimingEvidenceMs,
+    timeouts,
   }
 }
 

@@ -26,6 +26,7 @@ import type { AttemptContext, AttemptOutcome } from './guard'
 import { releaseStream } from './release-stream'
 import { type Channel, type Frame, parseFrame } from './stream/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from './stream/sse'
+import { stallWatchdog } from './stream/watchdog'
 import type { TimingSignal } from './timing/prefill'
 import { decide, type EchoOutcome } from './verdict'
 
@@ -46,7 +47,10 @@ export async function verifyStream(
       'The upstream did not return a stream for a streaming request.',
     )
   }
-  const events = (body as ReadableStream<Uint8Array>).pipeThrough(sseDecoder())
+  const { timeouts } = ctx.guard.options
+  const events = (body as ReadableStream<Uint8Array>)
+    .pipeThrough(stallWatchdog({ firstByteMs: timeouts.firstTokenMs, idleMs: timeouts.idleMs }))
+    .pipeThrough(sseDecoder())
   const reader = events.getReader()
   const held: Frame[] = []
   const raw: Partial<Record<Channel, string>> = {}
