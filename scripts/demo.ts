@@ -3,6 +3,8 @@
  * tenant received. `--json` prints the same rows as JSON.
  */
 import { SimEngine } from '../sim/engine'
+import { guardAi } from '../src/guard'
+import type { ModelProfile, VerdictLog } from '../src/options'
 import type { AiRunner } from '../src/upstream'
 
 /** The model of the incident. */
@@ -78,7 +80,11 @@ function tenantBLong(): Record<string, unknown> {
 export async function runScenario(
   makeRunner: MakeRunner = (engine, account) => engine.binding(account),
 ): Promise<DemoRow[]> {
-  const engine = new SimEngine({ mode: 'pd-abort-leak', prefillTokensPerSecond: 1_000_000 })
+  const engine = new SimEngine({
+    mode: 'pd-abort-leak',
+    prefillTokensPerSecond: 1_000_000,
+    decodeTokensPerSecond: 2_000,
+  })
   const steps = [
     { request: 'long prompt with payroll secret', tenant: 'A', inputs: tenantAPrompt() },
     { request: 'normal short request', tenant: 'B', inputs: tenantBShort() },
@@ -200,8 +206,91 @@ export function formatTable(rows: readonly DemoRow[]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
 }
 
+/** What the guard did with one request, beside what its tenant received. */
+export interface GuardedCell {
+  status: string
+  /** `release`, `quarantine` (withheld after the upstream answered) or `reject` (never sent). */
+  verdict: VerdictLog['action'] | 'none'
+  reasons: string[]
+  received: string
+  leaksSecretOf: string | null
+}
+
+/** A request replayed unguarded, then guarded with the right ceiling, then with a wrong one. */
+export interface DemoReport extends DemoRow {
+  /** The guard with the published pool (681,280): the ceiling stops the over-pool request. */
+  guarded: GuardedCell
+  /**
+   * The guard misconfigured with the pool equal to the advertised window, so the over-pool request
+   * reaches the leaking engine: canaries and timing must stop it.
+   */
+  guardedWrongPool: GuardedCell
+}
+
+const DEMO_SECRET = 'demo-only-canary-secret-0123456789abcdef'
+
+/** The simulator's physics: it prefills at 1M tokens/s, so 2M tokens/s is its impossible speed. */
+const DEMO_PROFILE: Partial<ModelProfile> = { maxPrefillTokensPerSecond: 2_000_000 }
+
+async function guardedRun(profile: Partial<ModelProfile>): Promise<GuardedCell[]> {
+  const verdicts: VerdictLog[] = []
+  const rows = await runScenario((engine, account) =>
+    guardAi(engine.binding(account), {
+      secret: DEMO_SECRET,
+      tenant: account,
+      models: { [DEMO_MODEL]: profile },
+      onVerdict: (event) => verdicts.push(event),
+    }),
+  )
+  // One verdict per request, in order (retries are inside a request).
+  return rows.map((row, i) => ({
+    status: row.status,
+    verdict: verdicts[i]?.action ?? 'none',
+    reasons: verdicts[i]?.reasons ?? [],
+    received: row.received,
+    leaksSecretOf: row.leaksSecretOf,
+  }))
+}
+
+/**
+ * The whole demo: the incident unguarded, guarded, and guarded with a wrong pool figure.
+ *
+ * @example
+ * for (const row of await runDemo()) console.log(row.request, row.status, row.guarded.verdict)
+ */
+export async function runDemo(): Promise<DemoReport[]> {
+  const unguarded = await runScenario()
+  const guarded = await guardedRun(DEMO_PROFILE)
+  const wrongPool = await guardedRun({ ...DEMO_PROFILE, kvPoolTokens: 1_048_576 })
+  return unguarded.map((row, i) => ({
+    ...row,
+    guarded: guarded[i]!,
+    guardedWrongPool: wrongPool[i]!,
+  }))
+}
+
+function cell(c: GuardedCell): string {
+  const why = c.reasons.length > 0 ? ` (${c.reasons.join(', ')})` : ''
+  const leak = c.leaksSecretOf ? ` LEAKS ${c.leaksSecretOf}` : ''
+  return `${c.status} ${c.verdict}${why}${leak}`
+}
+
+/**
+ * The guard columns as an aligned text table.
+ *
+ * @example
+ * console.log(formatGuardTable(await runDemo()))
+ */
+export function formatGuardTable(rows: readonly DemoReport[]): string {
+  const header = ['request', 'tenant', 'guarded (pool 681,280)', 'guarded, pool wrongly = window']
+  const body = rows.map((r) => [r.request, r.tenant, cell(r.guarded), cell(r.guardedWrongPool)])
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
+}
+
 async function main(argv: readonly string[]): Promise<void> {
-  const rows = await runScenario()
+  const rows = await runDemo()
   if (argv.includes('--json')) {
     console.log(JSON.stringify(rows, null, 2))
     return
@@ -209,9 +298,11 @@ async function main(argv: readonly string[]): Promise<void> {
   console.log(
     'Replaying the GLM-5.3 incident: window 1,048,576 tokens, KV pool 681,280 tokens, pd-abort-leak.\n',
   )
+  console.log('Unguarded (env.AI directly):\n')
   console.log(formatTable(rows))
+  console.log('\nThe same requests through workers-ai-guard:\n')
+  console.log(formatGuardTable(rows))
 }
-
 const argv = (globalThis as { process?: { argv: string[] } }).process?.argv ?? []
 if (/(^|[\\/])demo\.ts$/.test(argv[1] ?? '')) {
   main(argv.slice(2)).catch((error: unknown) => {

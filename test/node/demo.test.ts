@@ -1,28 +1,42 @@
 import { describe, expect, it } from 'vitest'
-import { type DemoRow, formatTable, runScenario } from '../../scripts/demo'
+import { type DemoReport, formatGuardTable, formatTable, runDemo } from '../../scripts/demo'
 
 describe('incident demo', () => {
-  it('should show tenant B receiving tenant A’s secret on the over-pool request only', async () => {
-    const rows = await runScenario()
+  it('should show the leak unguarded, and the guard stopping it with and without the right pool', async () => {
+    const rows = await runDemo()
+    const [a, bShort, bLong] = rows as [DemoReport, DemoReport, DemoReport]
+
+    // Unguarded: the incident. B's over-pool request gets A's payroll secret with a 200.
     expect(rows.map((r) => [r.tenant, r.status])).toEqual([
       ['A', '200'],
       ['B', '200'],
       ['B', '200'],
     ])
-    const [a, bShort, bLong] = rows as [DemoRow, DemoRow, DemoRow]
     expect(bLong.promptTokens).toBeGreaterThan(681_280)
     expect(bLong.promptTokens).toBeLessThanOrEqual(1_048_576)
     expect(bLong.leaksSecretOf).toBe('A')
     expect(bLong.received).toContain('PAYROLL-7Q2X9')
     expect(bShort.leaksSecretOf).toBeNull()
-    expect(a.leaksSecretOf).toBeNull()
     expect(a.received).toContain('SECRET-A-PAYROLL')
-    expect(bLong.ttftMs).toBeGreaterThanOrEqual(0)
-    expect(Object.keys(bLong).sort()).toEqual(
-      ['leaksSecretOf', 'promptTokens', 'received', 'request', 'status', 'tenant', 'ttftMs'].sort(),
+
+    // Guarded with the published pool: the ceiling refuses B's request before the engine sees it.
+    expect(bLong.guarded).toMatchObject({ verdict: 'reject', leaksSecretOf: null })
+    expect(bLong.guarded.status).toBe('400 context_length_exceeded')
+    // Guarded with a wrong pool figure: the answer is withheld, by canary and timing evidence.
+    expect(bLong.guardedWrongPool).toMatchObject({ verdict: 'quarantine', leaksSecretOf: null })
+    expect(bLong.guardedWrongPool.status).toBe('502 response_quarantined')
+    expect(bLong.guardedWrongPool.reasons).toEqual(
+      expect.arrayContaining(['foreign_canary', 'ttft_impossible']),
     )
-    const table = formatTable(rows)
-    expect(table).toContain('YES (A)')
-    expect(table.split('\n')).toHaveLength(5)
-  }, 60_000)
+    expect(bLong.guardedWrongPool.received).toBe('')
+    // Honest requests pass through the guard with their own content.
+    for (const row of [a, bShort]) {
+      expect(row.guarded.verdict).toBe('release')
+      expect(row.guardedWrongPool.verdict).toBe('release')
+    }
+    expect(a.guarded.received).toContain('SECRET-A-PAYROLL')
+
+    expect(formatTable(rows)).toContain('YES (A)')
+    expect(formatGuardTable(rows)).toContain('quarantine (foreign_canary')
+  }, 90_000)
 })
