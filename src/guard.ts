@@ -19,6 +19,7 @@ import {
 import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
 import { readRequest } from './request'
+import { assembleAnswer } from './stream/assemble'
 import { deadline } from './stream/watchdog'
 import type { BaselineState } from './timing/baseline'
 import { PrefixRecord } from './timing/prefix-record'
@@ -209,12 +210,21 @@ export class Guard {
       return recorded
     }
     if (timed) void recordedCachedTokens().catch(() => {})
+    // A long prompt's whole answer is fetched as a stream so its first token can be timed.
+    const viaStream = !facts.stream && timed && this.options.wholeAnswers === 'via-stream'
 
     for (let attempt = 1; ; attempt++) {
       const canary = scanning
         ? await mintCanary(await this.key(), { requestId: `${requestId}/${attempt}`, tenant })
         : undefined
-      const attemptInputs = echoRequested && canary ? injectCanary(sentInputs, canary) : sentInputs
+      const injected = echoRequested && canary ? injectCanary(sentInputs, canary) : sentInputs
+      const attemptInputs = viaStream
+        ? {
+            ...injected,
+            stream: true,
+            stream_options: { ...streamOptions(inputs), include_usage: true },
+          }
+        : injected
       const ctx: AttemptContext = {
         guard: this,
         requestId,
@@ -239,8 +249,8 @@ export class Guard {
       try {
         output = await deadline(
           upstream.run(model, attemptInputs, runOptions),
-          facts.stream ? timeouts.firstTokenMs : timeouts.responseMs,
-          facts.stream ? 'a stream' : 'an answer',
+          facts.stream || viaStream ? timeouts.firstTokenMs : timeouts.responseMs,
+          facts.stream || viaStream ? 'a stream' : 'an answer',
           (late) => {
             if (late instanceof ReadableStream) late.cancel().catch(() => {})
           },
@@ -248,12 +258,17 @@ export class Guard {
       } catch (error) {
         throw upstreamError(error)
       }
-      const outcome = facts.stream
-        ? await verifyStream(ctx, output)
-        : await verifyOutput(ctx, output)
+      const outcome =
+        facts.stream || viaStream
+          ? await verifyStream(ctx, output)
+          : await verifyOutput(ctx, output)
       const { verdict } = outcome
       if (verdict.action === 'retry') continue
       if (verdict.action === 'quarantine') throw await this.recordQuarantine(ctx, outcome)
+      const released =
+        viaStream && outcome.released instanceof ReadableStream
+          ? await assembleAnswer(outcome.released as ReadableStream<Uint8Array>)
+          : outcome.released
       this.log({
         requestId,
         tenant,
@@ -263,7 +278,6 @@ export class Guard {
         estimatedTokens: admitted.estimated,
         ...timingFigures(outcome.figures),
       })
-      const released = outcome.released
       if (released !== null && typeof released === 'object') {
         const info: GuardInfo = { requestId, attempts: attempt }
         if (admitted.clampTo !== undefined) info.clampedMaxTokens = admitted.clampTo
@@ -394,6 +408,11 @@ export function quarantineError(incidentId: string): GuardError {
 }
 
 const MIN_CLAMPED_OUTPUT = 256
+
+function streamOptions(inputs: Record<string, unknown>): Record<string, unknown> {
+  const value = inputs.stream_options
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {}
+}
 
 /** What the guard did to produce a released answer (for headers and logs of the surfaces). */
 export interface GuardInfo {

@@ -122,6 +122,14 @@ export interface GuardOptions {
    * clock granularity and network jitter would make the evidence noise. @default 200
    */
   minTimingEvidenceMs?: number
+  /**
+   * How whole (non-stream) answers to long prompts are fetched. `via-stream` asks the upstream for a
+   * stream, times its first token like any stream, and returns the assembled whole answer: a whole
+   * answer's latency includes its decode, which can hide a missing prefill. `as-is` judges the total
+   * latency only. Prompts too short for timing to judge are always fetched as-is.
+   * @default 'via-stream'
+   */
+  wholeAnswers?: 'via-stream' | 'as-is'
   /** Deadlines for the upstream, ms; a hung upstream becomes a 504 `upstream_error`. */
   timeouts?: {
     /** From the call to a stream's first byte. @default 120000 */
@@ -165,6 +173,7 @@ export interface ResolvedOptions {
   maxHeldBytes: number
   minTimingEvidenceMs: number
   timeouts: { firstTokenMs: number; idleMs: number; responseMs: number }
+  wholeAnswers: 'via-stream' | 'as-is'
 }
 
 /**
@@ -225,6 +234,10 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
       throw new Error(`option "timeouts.${name}" must be a positive number of milliseconds`)
     }
   }
+  const wholeAnswers = options.wholeAnswers ?? 'via-stream'
+  if (wholeAnswers !== 'via-stream' && wholeAnswers !== 'as-is') {
+    throw new Error('option "wholeAnswers" must be "via-stream" or "as-is"')
+  }
   for (const name of ['now', 'requestId', 'onVerdict'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') {
       throw new Error(`option "${name}" must be a function`)
@@ -242,6 +255,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     maxHeldBytes,
     minTimingEvidenceMs,
     timeouts,
+    wholeAnswers,
   }
 }
 

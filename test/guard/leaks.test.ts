@@ -29,8 +29,8 @@ const WRONG_PROFILE = {
 
 function leaked(delivered: Delivered): string[] {
   const found: string[] = []
-  if (delivered.body.includes('TENANT-A')) found.push('TENANT-A text')
-  if (new RegExp(CANARY_PATTERN.source, 'i').test(delivered.body)) found.push('a canary')
+  if (delivered.text.includes('TENANT-A')) found.push('TENANT-A text')
+  if (new RegExp(CANARY_PATTERN.source, 'i').test(delivered.text)) found.push('a canary')
   return found
 }
 
@@ -64,8 +64,8 @@ describe('canaries against the leaking engine', () => {
           // Tenant A's answer is A's own: released, A's text in it, no canary.
           const a = await send('tenant-a', MODEL, chat(document('TENANT-A', 6_000), { stream }))
           expect(a.status).toBe(200)
-          expect(a.body).toContain('TENANT-A')
-          expect(new RegExp(CANARY_PATTERN.source, 'i').test(a.body)).toBe(false)
+          expect(a.text).toContain('TENANT-A')
+          expect(new RegExp(CANARY_PATTERN.source, 'i').test(a.text)).toBe(false)
 
           engine.configure({ mode })
           const b = await send('tenant-b', MODEL, chat(document('TENANT-B', bTokens), { stream }))
@@ -95,8 +95,8 @@ describe('canaries against the leaking engine', () => {
     for (const stream of [false, true]) {
       const b = await send('tenant-b', MODEL, chat(document('TENANT-B', 3_000), { stream }))
       expect(b.status).toBe(200)
-      expect(b.body).toContain('TENANT-B')
-      expect(new RegExp(CANARY_PATTERN.source, 'i').test(b.body)).toBe(false)
+      expect(b.text).toContain('TENANT-B')
+      expect(new RegExp(CANARY_PATTERN.source, 'i').test(b.text)).toBe(false)
     }
   }, 30_000)
 })

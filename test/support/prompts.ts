@@ -57,7 +57,12 @@ export function sseText(body: string): { reasoning: string; content: string; eve
       .map((l) => l.slice(5).trimStart())
       .join('\n')
     if (!data || data === '[DONE]') continue
-    const json = JSON.parse(data) as Record<string, unknown>
+    let json: Record<string, unknown>
+    try {
+      json = JSON.parse(data) as Record<string, unknown>
+    } catch {
+      continue
+    }
     events.push(json)
     const choices = json.choices as { delta?: Record<string, unknown> }[] | undefined
     const delta = choices?.[0]?.delta

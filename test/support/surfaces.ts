@@ -4,11 +4,18 @@
 import { Hono } from 'hono'
 import { aiGuard, GuardError, type GuardOptions, guardAi } from '../../src'
 import type { AiRunner } from '../../src/upstream'
+import { sseText } from './prompts'
 
 /** What one client got back: the whole body as text (answer, stream or error), and the status. */
 export interface Delivered {
   status: number
+  /** The bytes as received (JSON, SSE or error body). */
   body: string
+  /**
+   * Every model-written text the client got, joined per channel (stream deltas concatenated), so a
+   * leaked phrase split across SSE events is still found; plus the raw body for anything else.
+   */
+  text: string
   /** The guard error code, when the request was refused or withheld. */
   code?: string
   incidentId?: string
@@ -23,9 +30,11 @@ export type Surface = (
 async function deliveredFromError(error: unknown): Promise<Delivered> {
   if (!(error instanceof GuardError)) throw error
   const res = error.getResponse()
+  const body = await res.text()
   return {
     status: res.status,
-    body: await res.text(),
+    body,
+    text: body,
     code: error.code,
     ...(error.incidentId ? { incidentId: error.incidentId } : {}),
   }
@@ -33,7 +42,7 @@ async function deliveredFromError(error: unknown): Promise<Delivered> {
 
 async function fromResponse(res: Response): Promise<Delivered> {
   const body = await res.text()
-  const out: Delivered = { status: res.status, body }
+  const out: Delivered = { status: res.status, body, text: deliveredText(body) }
   if (res.status >= 400) {
     const parsed = JSON.parse(body) as { error: { code: string; incident_id?: string } }
     out.code = parsed.error.code
@@ -63,7 +72,8 @@ export const direct: Surface = (upstream, options) => {
       if (out instanceof ReadableStream) {
         return await fromResponse(new Response(out as ReadableStream<Uint8Array>))
       }
-      return { status: 200, body: JSON.stringify(out) }
+      const body = JSON.stringify(out)
+      return { status: 200, body, text: deliveredText(body) }
     } catch (error) {
       return deliveredFromError(error)
     }
@@ -95,6 +105,13 @@ export const middleware: Surface = (upstream, options) => {
         body: JSON.stringify(inputs),
       }),
     )
+}
+
+/** All texts in a JSON answer or an SSE body, deltas joined per channel, then the raw body. */
+export function deliveredText(body: string): string {
+  if (!body.startsWith('data:') && !body.includes('\ndata:')) return body
+  const { reasoning, content } = sseText(body)
+  return `${reasoning}\n${content}\n${body}`
 }
 
 export { fromResponse }

@@ -1,0 +1,196 @@
+import { describe, expect, it } from 'vitest'
+import { VirtualClock } from '../../sim/clock'
+import { SimEngine } from '../../sim/engine'
+import { MemoryQuarantineStore } from '../../src'
+import { judgeTiming } from '../../src/timing/prefill'
+import { decide } from '../../src/verdict'
+import { chat, document } from '../support/prompts'
+import { direct, middleware, type Surface } from '../support/surfaces'
+
+/**
+ * Timing as the only signal: echo off, ceiling misconfigured to the window. The engine and the guard
+ * share a virtual clock, so a TTFT is exactly the simulated prefill: no wall time, no flakiness.
+ * Scale: pool 65,536 / window 131,072; honest prefill 50,000 tok/s; the profile's physical bound 200,000.
+ */
+const MODEL = '@cf/zai-org/glm-5.3'
+const SECRET = 'timing-test-canary-secret-0123456789abcdef'
+const SIM = {
+  poolTokens: 65_536,
+  contextWindow: 131_072,
+  prefillTokensPerSecond: 50_000,
+  decodeTokensPerSecond: 100,
+  seed: 5,
+}
+const TIMING_ONLY = {
+  contextWindow: 131_072,
+  kvPoolTokens: 131_072,
+  maxPrefillTokensPerSecond: 200_000,
+  defaultOutputReserve: 256,
+  echo: 'off' as const,
+}
+
+function setup(surface: Surface) {
+  const clock = new VirtualClock()
+  const engine = new SimEngine({ ...SIM, mode: 'pd-abort-leak' }, { clock })
+  const quarantine = new MemoryQuarantineStore()
+  const send = surface(engine.binding('account'), {
+    secret: SECRET,
+    models: { [MODEL]: TIMING_ONLY },
+    quarantine,
+    now: () => clock.now(),
+  })
+  return { send, quarantine, engine }
+}
+
+describe('time to first token', () => {
+  for (const [name, surface] of [
+    ['guardAi', direct],
+    ['middleware', middleware],
+  ] as const) {
+    for (const stream of [false, true]) {
+      const how = `${name}, ${stream ? 'stream' : 'whole'}`
+
+      it(`should quarantine an over-pool answer by timing alone (${how})`, async () => {
+        const { send, quarantine } = setup(surface)
+        const a = await send('tenant-a', MODEL, chat(document('TENANT-A', 40_000), { stream }))
+        expect(a.status).toBe(200)
+        expect(a.text).toContain('TENANT-A')
+        const b = await send('tenant-b', MODEL, chat(document('TENANT-B', 90_000), { stream }))
+        expect(b.text).not.toContain('TENANT-A')
+        expect(b.code).toBe('response_quarantined')
+        const record = await quarantine.get(b.incidentId!)
+        expect(record?.reasons).toEqual(['ttft_impossible'])
+        expect(record?.figures.expectedMinMs).toBeGreaterThan(400)
+        expect(record?.figures.ttftMs).toBeLessThan(10)
+        // The withheld text is kept for review: it is A's, delivered to nobody.
+        expect(record?.withheld.content ?? record?.withheld.reasoning).toContain('TENANT-A')
+      }, 30_000)
+
+      it(`should release honest long answers, and a repeated prefix served from cache (${how})`, async () => {
+        const { send, engine } = setup(surface)
+        const doc = document('TENANT-A', 40_000)
+        const first = await send('tenant-a', MODEL, chat(`${doc}\nQuestion one?`, { stream }))
+        expect(first.status).toBe(200)
+        expect(first.text).toContain('TENANT-A')
+        const again = await send('tenant-a', MODEL, chat(`${doc}\nQuestion two?`, { stream }))
+        expect(again.status).toBe(200)
+        expect(again.text).toContain('TENANT-A')
+        // The engine really served the second from its prefix cache: fast, and honest.
+        const last = engine.stats().recent.at(-1)!
+        expect(last.cachedTokens).toBeGreaterThan(30_000)
+        // Another tenant sending the same document hits the same cache (one upstream account); the
+        // guard's per-tenant record cannot foresee it, but the upstream's cached_tokens can.
+        const other = await send('tenant-c', MODEL, chat(`${doc}\nQuestion three?`, { stream }))
+        expect(other.status).toBe(200)
+        expect(other.text).toContain('TENANT-A ledger')
+      }, 30_000)
+    }
+  }
+})
+
+describe('timing judgement', () => {
+  const base = { maxPrefillTokensPerSecond: 200_000, minEvidenceMs: 200 }
+  it('should judge impossible only what beats the physical bound', () => {
+    expect(
+      judgeTiming({ ...base, promptTokens: 700_000, cachedTokens: 0, observedMs: 40 }).impossible,
+    ).toBe(true)
+    expect(
+      judgeTiming({ ...base, promptTokens: 700_000, cachedTokens: 0, observedMs: 3_600 })
+        .impossible,
+    ).toBe(false)
+  })
+  it('should not judge prompts whose prefill is below clock noise', () => {
+    const t = judgeTiming({ ...base, promptTokens: 20_000, cachedTokens: 0, observedMs: 1 })
+    expect(t.judged).toBe(false)
+    expect(t.impossible).toBe(false)
+  })
+  it('should subtract cached tokens', () => {
+    const t = judgeTiming({ ...base, promptTokens: 700_000, cachedTokens: 690_000, observedMs: 40 })
+    expect(t.impossible).toBe(false)
+  })
+  it('should let a learned baseline tighten, never loosen, the bound', () => {
+    const learned = judgeTiming({
+      ...base,
+      promptTokens: 400_000,
+      cachedTokens: 0,
+      observedMs: 2_500,
+      learnedMinMs: () => 3_000,
+    })
+    expect(learned.impossible).toBe(true)
+    expect(learned.bound).toBe('learned')
+    const loose = judgeTiming({
+      ...base,
+      promptTokens: 400_000,
+      cachedTokens: 0,
+      observedMs: 1_500,
+      learnedMinMs: () => 10,
+    })
+    expect(loose.impossible).toBe(true)
+    expect(loose.bound).toBe('physical')
+  })
+})
+
+describe('verdict', () => {
+  const impossible = judgeTiming({
+    maxPrefillTokensPerSecond: 200_000,
+    minEvidenceMs: 200,
+    promptTokens: 700_000,
+    cachedTokens: 0,
+    observedMs: 5,
+  })
+  const honest = judgeTiming({
+    maxPrefillTokensPerSecond: 200_000,
+    minEvidenceMs: 200,
+    promptTokens: 700_000,
+    cachedTokens: 0,
+    observedMs: 9_000,
+  })
+  it('should quarantine on any hard signal alone', () => {
+    expect(decide({ echo: 'echoed', foreignCanaries: 1, attempt: 1, retries: 1 }).action).toBe(
+      'quarantine',
+    )
+    expect(
+      decide({ echo: 'echoed', foreignCanaries: 0, timing: impossible, attempt: 1, retries: 1 })
+        .action,
+    ).toBe('quarantine')
+    expect(
+      decide({
+        echo: 'echoed',
+        foreignCanaries: 0,
+        usage: { reported: 681_274, estimated: 1_000_000 },
+        attempt: 1,
+        retries: 1,
+      }).reasons,
+    ).toEqual(['usage_undercount'])
+  })
+  it('should retry a lone missing echo, then quarantine it', () => {
+    expect(
+      decide({ echo: 'missing', foreignCanaries: 0, timing: honest, attempt: 1, retries: 1 })
+        .action,
+    ).toBe('retry')
+    expect(decide({ echo: 'missing', foreignCanaries: 0, attempt: 2, retries: 1 })).toMatchObject({
+      action: 'quarantine',
+      reasons: ['echo_missing_repeatedly'],
+    })
+  })
+  it('should quarantine a missing echo with any other anomaly at once', () => {
+    expect(
+      decide({ echo: 'missing', foreignCanaries: 0, timing: impossible, attempt: 1, retries: 1 }),
+    ).toMatchObject({ action: 'quarantine', reasons: ['ttft_impossible', 'echo_missing'] })
+  })
+  it('should release a verified or not-requested echo with nothing else wrong', () => {
+    expect(
+      decide({
+        echo: 'echoed',
+        foreignCanaries: 0,
+        timing: honest,
+        usage: { reported: 700_500, estimated: 700_000 },
+        attempt: 1,
+        retries: 1,
+      }).action,
+    ).toBe('release')
+    expect(
+      decide({ echo: 'not-requested', foreignCanaries: 0, attempt: 1, retries: 0 }).action,
+    ).toBe('release')
+  })
+})
