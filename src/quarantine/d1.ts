@@ -24,8 +24,9 @@ interface Row {
   figures: string
   canaries: string
   source_tenants: string
-  withheld_iv?: ArrayBuffer
-  withheld?: ArrayBuffer
+  /** D1 returns BLOBs as arrays of bytes. */
+  withheld_iv?: number[] | ArrayBuffer
+  withheld?: number[] | ArrayBuffer
 }
 
 const SUMMARY_COLUMNS =

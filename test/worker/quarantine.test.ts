@@ -1,0 +1,122 @@
+import { env } from 'cloudflare:test'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { CANARY_PATTERN } from '../../src'
+import type { QuarantineRecord, QuarantineSummary } from '../../src/quarantine/store'
+import { chat, document } from '../support/prompts'
+import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'
+
+const MODEL = '@cf/zai-org/glm-5.3'
+const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
+
+/**
+ * The Worker's profile says the pool is 681,280 tokens; the simulator's real pool is 8,192. So a
+ * 12,000-token prompt passes the ceiling and meets the leak: the other guards must catch it.
+ */
+beforeEach(async () => {
+  await sim.reset({
+    mode: 'pd-abort-leak',
+    poolTokens: 8_192,
+    contextWindow: 16_384,
+    prefillTokensPerSecond: 500_000,
+    decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+  })
+})
+
+async function leak(stream: boolean): Promise<{ res: Response; body: string }> {
+  const a = await post(
+    '/v1/chat/completions',
+    { model: MODEL, ...chat(document('TENANT-A', 6_000)) },
+    KEY_A,
+  )
+  expect(a.status).toBe(200)
+  const res = await post(
+    '/v1/chat/completions',
+    { model: MODEL, stream, ...chat(document('TENANT-B', 12_000)) },
+    KEY_B,
+  )
+  return { res, body: await res.text() }
+}
+
+describe('quarantine through the Worker', () => {
+  for (const stream of [false, true]) {
+    it(`should withhold the leaked answer and tell the client only the incident id (${stream ? 'stream' : 'whole'})`, async () => {
+      const { res, body } = await leak(stream)
+      expect(res.status).toBe(502)
+      const parsed = JSON.parse(body) as { error: Record<string, unknown> }
+      expect(Object.keys(parsed.error).sort()).toEqual([
+        'code',
+        'incident_id',
+        'message',
+        'param',
+        'type',
+      ])
+      expect(parsed.error.code).toBe('response_quarantined')
+      expect(res.headers.get('x-guard-incident-id')).toBe(parsed.error.incident_id)
+      expect(body).not.toContain('TENANT-A')
+      expect(body).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
+    })
+  }
+
+  it('should store the incident in D1 with the withheld text encrypted', async () => {
+    const { body } = await leak(false)
+    const id = (JSON.parse(body) as { error: { incident_id: string } }).error.incident_id
+    const row = await db
+      .prepare('SELECT tenant, reasons, source_tenants, withheld FROM incidents WHERE id = ?')
+      .bind(id)
+      .first<{ tenant: string; reasons: string; source_tenants: string; withheld: number[] }>()
+    expect(row?.tenant).toBe('tenant-b')
+    expect(JSON.parse(row!.reasons)).toContain('foreign_canary')
+    expect(JSON.parse(row!.source_tenants)).toEqual(['tenant-a'])
+    // D1 returns BLOBs as arrays of bytes.
+    const stored = new TextDecoder().decode(new Uint8Array(row!.withheld))
+    expect(stored).not.toContain('TENANT-A')
+    expect(stored).not.toContain('ledger')
+  })
+
+  it('should list and decrypt incidents for the admin only', async () => {
+    const { body } = await leak(true)
+    const id = (JSON.parse(body) as { error: { incident_id: string } }).error.incident_id
+
+    expect((await get('/admin/incidents')).status).toBe(401)
+    expect((await get('/admin/incidents', 'wrong-admin-secret')).status).toBe(401)
+    expect((await get(`/admin/incidents/${id}`, KEY_B)).status).toBe(401)
+
+    const listed = (await (
+      await get('/admin/incidents?tenant=tenant-b&reason=foreign_canary', ADMIN)
+    ).json()) as {
+      data: QuarantineSummary[]
+    }
+    expect(listed.data.map((r) => r.id)).toContain(id)
+    expect(JSON.stringify(listed)).not.toContain('TENANT-A') // summaries carry no withheld text
+    const none = (await (await get('/admin/incidents?tenant=tenant-a', ADMIN)).json()) as {
+      data: unknown[]
+    }
+    expect(none.data).toEqual([])
+
+    const record = (await (await get(`/admin/incidents/${id}`, ADMIN)).json()) as QuarantineRecord
+    expect(record.reasons).toContain('foreign_canary')
+    expect(record.sourceTenants).toEqual(['tenant-a'])
+    const withheld = Object.values(record.withheld).join('\n')
+    expect(withheld).toContain('TENANT-A')
+    expect(withheld).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
+
+    const stats = (await (await get('/admin/stats', ADMIN)).json()) as {
+      incidents: Record<string, number>
+      calibration: Record<string, unknown>
+    }
+    expect(stats.incidents.foreign_canary).toBeGreaterThanOrEqual(1)
+    expect(stats.calibration).toBeTypeOf('object')
+  })
+
+  it('should release an honest in-limit answer untouched by quarantine', async () => {
+    const res = await post(
+      '/v1/chat/completions',
+      { model: MODEL, ...chat(document('TENANT-B', 3_000)) },
+      KEY_B,
+    )
+    expect(res.status).toBe(200)
+    const text = await res.text()
+    expect(text).toContain('TENANT-B')
+    expect(text).not.toContain('TENANT-A')
+  })
+})
