@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { GuardError, guardAi } from '../../src'
 import { chat, counted, document, readAll, rejection } from '../support/prompts'
+import { direct, middleware } from '../support/surfaces'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'test-canary-secret-0123456789abcdef-xyz'
@@ -14,41 +15,53 @@ function engine(mode: 'fixed' | 'pd-abort-leak' = 'fixed') {
 const models = { [MODEL]: { maxPrefillTokensPerSecond: 4_000_000, echo: 'scan-only' as const } }
 
 describe('token ceiling', () => {
-  for (const tokens of [700_000, 1_000_000]) {
-    it(`should refuse a ${tokens.toLocaleString('en-US')}-token prompt before any upstream call`, async () => {
-      const upstream = counted(engine('pd-abort-leak').binding('b'))
-      const ai = guardAi(upstream, { secret: SECRET, tenant: 'b', models })
-      const error = await rejection(ai.run(MODEL, chat(document('TENANT-B', tokens))))
-      expect(error).toBeInstanceOf(GuardError)
-      expect(error.code).toBe('context_length_exceeded')
-      expect(error.status).toBe(400)
-      expect(error.message).toContain('681,280')
-      expect(error.message).toContain('1,048,576')
-      expect(error.message).toMatch(/rejects rather than truncates/)
-      expect(upstream.calls).toBe(0)
-    }, 30_000)
+  for (const [surfaceName, surface] of [
+    ['guardAi', direct],
+    ['middleware', middleware],
+  ] as const) {
+    for (const tokens of [700_000, 1_000_000]) {
+      it(`should refuse a ${tokens.toLocaleString('en-US')}-token prompt before any upstream call (${surfaceName})`, async () => {
+        const upstream = counted(engine('pd-abort-leak').binding('b'))
+        const send = surface(upstream, { secret: SECRET, models })
+        const out = await send('b', MODEL, chat(document('TENANT-B', tokens)))
+        expect(out.status).toBe(400)
+        expect(out.code).toBe('context_length_exceeded')
+        const message = (JSON.parse(out.body) as { error: { message: string } }).error.message
+        expect(message).toContain('681,280')
+        expect(message).toContain('1,048,576')
+        expect(message).toMatch(/rejects rather than truncates/)
+        expect(upstream.calls).toBe(0)
+      }, 30_000)
+    }
+
+    it(`should pass a 300,000-token prompt through byte-identical, whole and streamed (${surfaceName})`, async () => {
+      const request = chat(document('TENANT-A', 300_000), { max_tokens: 64 })
+      for (const stream of [false, true]) {
+        const inputs = { ...request, stream }
+        const direct = await engine().binding('a').run(MODEL, inputs)
+        const guarded = await surface(engine().binding('a'), { secret: SECRET, models })(
+          'a',
+          MODEL,
+          inputs,
+        )
+        expect(guarded.status).toBe(200)
+        const expected = stream
+          ? await readAll(direct as ReadableStream<Uint8Array>)
+          : JSON.stringify(direct)
+        expect(guarded.body).toBe(expected)
+        expect(guarded.text).toContain('TENANT-A ledger entry')
+      }
+    }, 60_000)
   }
 
-  it('should pass a 300,000-token prompt through byte-identical, whole and streamed', async () => {
-    const request = chat(document('TENANT-A', 300_000), { max_tokens: 64 })
-    for (const stream of [false, true]) {
-      const inputs = { ...request, stream }
-      const direct = await engine().binding('a').run(MODEL, inputs)
-      const guarded = await guardAi(engine().binding('a'), {
-        secret: SECRET,
-        tenant: 'a',
-        models,
-      }).run(MODEL, inputs)
-      if (stream) {
-        expect(await readAll(guarded as ReadableStream<Uint8Array>)).toBe(
-          await readAll(direct as ReadableStream<Uint8Array>),
-        )
-      } else {
-        expect(JSON.stringify(guarded)).toBe(JSON.stringify(direct))
-        expect(JSON.stringify(guarded)).toContain('TENANT-A ledger entry')
-      }
-    }
-  }, 60_000)
+  it('should reject with the GuardError itself through guardAi', async () => {
+    const upstream = counted(engine('pd-abort-leak').binding('b'))
+    const ai = guardAi(upstream, { secret: SECRET, tenant: 'b', models })
+    const error = await rejection(ai.run(MODEL, chat(document('TENANT-B', 700_000))))
+    expect(error).toBeInstanceOf(GuardError)
+    expect(error.status).toBe(400)
+    expect(upstream.calls).toBe(0)
+  }, 30_000)
 
   it('should count the output reserve: a prompt that fits alone is refused with a huge max_tokens', async () => {
     const upstream = counted(engine().binding('a'))
