@@ -319,7 +319,7 @@ export class Guard {
         : `its context window is ${fmt(profile.contextWindow)} tokens`
     const needed = decision.exact
       ? `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} counted, plus ${Math.round(drift * 100)}% tokenizer margin and template overhead)`
-      : `more than ${fmt(decision.ceiling)} tokens (counting stopped at the ceiling)`
+      : `more than ${fmt(decision.ceiling)} tokens (counting stopped at the ceiling, with a ${Math.round(drift * 100)}% tokenizer margin)`
     this.log({ requestId, tenant, model, action: 'reject', reasons: ['context_length_exceeded'] })
     throw new GuardError(
       'context_length_exceeded',
