@@ -1,0 +1,52 @@
+/**
+ * @module Why a probe request got no judgeable answer, in one typed error for both transports.
+ */
+
+/** What went wrong with one probe request. */
+export type ProbeErrorKind =
+  /** The target answered with an HTTP error status (or a runner threw an error carrying one). */
+  | 'http'
+  /** The target could not be reached (DNS, refused connection, reset). */
+  | 'network'
+  /** No complete answer within the per-request timeout. */
+  | 'timeout'
+  /** The target (or an in-process runner) reported an error of its own. */
+  | 'upstream'
+  /** The answer could not be read: not SSE/JSON, an unknown shape, or a stream cut short. */
+  | 'malformed'
+
+/** HTTP statuses that say the probe is misconfigured (key, URL, model), not that a length failed. */
+const FATAL_STATUSES = new Set([401, 403, 404, 405])
+
+/** HTTP statuses worth one more try: overload and gateway trouble say nothing about the length. */
+const RETRYABLE_STATUSES = new Set([429, 500, 502, 503, 504])
+
+/**
+ * One probe request that failed before it could be judged. `fatal` errors end the run (exit 2):
+ * retrying a wrong key or URL with longer prompts would only spend budget.
+ *
+ * @example
+ * throw new ProbeTransportError('http', 'Unauthorized', { status: 401 })
+ */
+export class ProbeTransportError extends Error {
+  override readonly name = 'ProbeTransportError'
+  readonly kind: ProbeErrorKind
+  readonly status?: number
+  /** Worth retrying once with a fresh prompt (overload, gateway errors, network blips). */
+  readonly retryable: boolean
+  /** The run cannot go on (authentication, wrong URL or route). */
+  readonly fatal: boolean
+
+  constructor(
+    kind: ProbeErrorKind,
+    message: string,
+    options: { status?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.kind = kind
+    if (options.status !== undefined) this.status = options.status
+    const status = options.status ?? 0
+    this.fatal = kind === 'http' && FATAL_STATUSES.has(status)
+    this.retryable = kind === 'network' || (kind === 'http' && RETRYABLE_STATUSES.has(status))
+  }
+}

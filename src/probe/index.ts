@@ -1,0 +1,47 @@
+/**
+ * @module The context-limit probe: measure how long a prompt a deployment really serves, by reading
+ * its answers, instead of trusting the advertised window. Web-standard APIs only (workerd and Node).
+ */
+export type { ProbeAnswer } from './answer'
+export { type ProbeErrorKind, ProbeTransportError } from './errors'
+export { type Judgement, judgeAnswer, minTtftMs, type StepKind } from './judge'
+export {
+  MIN_PROBE_TOKENS,
+  PROBE_DEFAULTS,
+  type ProbeOptions,
+  type ProbeSettings,
+  resolveProbeSettings,
+  TEMPLATE_ROOM,
+  topLength,
+} from './options'
+export { planProbe, runProbe } from './probe'
+export { type ProbeProgress, progressLine } from './progress'
+export {
+  INSTRUCTION,
+  loadPromptBuilder,
+  mintNeedle,
+  mintTag,
+  NEEDLE_PATTERN,
+  type ProbePrompt,
+  type PromptBuilder,
+} from './prompt'
+export { type Rng, randomSeed, seededRng } from './random'
+export {
+  buildReport,
+  type DryRunReport,
+  type ProbeProfile,
+  type ProbeReport,
+  type ProbeStep,
+  type ProbeVerdict,
+  renderDryRun,
+  renderReport,
+} from './report'
+export { type ProbePlan, planSearch, type SearchState, searchState } from './search'
+export {
+  type ProbeRequest,
+  type ProbeTransport,
+  type RunnerTransportOptions,
+  runnerTransport,
+  type UrlTransportOptions,
+  urlTransport,
+} from './transport'

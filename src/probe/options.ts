@@ -1,0 +1,217 @@
+/**
+ * @module Probe options: defaults, validation (once, naming the bad option), and the search bounds
+ * they imply.
+ */
+import type { ProbeProgress } from './progress'
+import type { ProbeTransport } from './transport'
+
+/** Options of a probe run. Every number is in tokens unless it says otherwise. */
+export interface ProbeOptions {
+  /** Where the requests go. */
+  transport: ProbeTransport
+  /**
+   * The advertised context window: what the operator was promised.
+   * @default 1048576
+   */
+  window?: number
+  /**
+   * First length sent; lengths double from here.
+   * @default 1024
+   */
+  start?: number
+  /**
+   * Largest length sent (capped at the window, less output and template room).
+   * @default window
+   */
+  maxLength?: number
+  /**
+   * Bisection stops when the limit is pinned to within this fraction.
+   * @default 0.005
+   */
+  tolerance?: number
+  /**
+   * Physical upper bound on an uncached prefill, tokens per second: a first token sooner than
+   * `tokens / maxPrefill` was never prefilled (the incident's placeholder answered in ~0 s).
+   * @default 200000
+   */
+  maxPrefill?: number
+  /**
+   * Hard cap on requests sent (retries included).
+   * @default 40
+   */
+  maxRequests?: number
+  /**
+   * Hard cap on tokens: prompt tokens sent plus `maxOutput` per request.
+   * @default 20000000
+   */
+  maxTokensTotal?: number
+  /**
+   * `max_tokens` of every request (room for a reasoning model to think, then name two needles).
+   * @default 1024
+   */
+  maxOutput?: number
+  /**
+   * Output tokens the recommended ceiling keeps free (the guard's `defaultOutputReserve`).
+   * @default 4096
+   */
+  outputReserve?: number
+  /**
+   * Safety margin taken off the largest good length for the recommended pool size.
+   * @default 0.02
+   */
+  margin?: number
+  /**
+   * A reported `usage.prompt_tokens` below this fraction of the tokens sent is a cut prompt.
+   * @default 0.8
+   */
+  usageFloor?: number
+  /**
+   * Extra tries, each with a fresh prompt, after a retryable error (429, 5xx, network).
+   * @default 1
+   */
+  retries?: number
+  /**
+   * Seed of needles, tags and filler (uint32), for a replayable run.
+   * @default a random seed from crypto.getRandomValues
+   */
+  seed?: number
+  /** Called before each request and after each judgement (drives the CLI's progress bar). */
+  onProgress?: (event: ProbeProgress) => void
+}
+
+/** Every option with its default applied (except the transport and the callback). */
+export type ProbeSettings = Required<Omit<ProbeOptions, 'transport' | 'onProgress' | 'seed'>> & {
+  seed: number | undefined
+}
+
+/**
+ * The defaults.
+ *
+ * @example
+ * PROBE_DEFAULTS.window // 1048576
+ */
+export const PROBE_DEFAULTS: Readonly<Omit<ProbeSettings, 'seed'>> = Object.freeze({
+  window: 1_048_576,
+  start: 1024,
+  maxLength: 1_048_576,
+  tolerance: 0.005,
+  maxPrefill: 200_000,
+  maxRequests: 40,
+  maxTokensTotal: 20_000_000,
+  maxOutput: 1024,
+  outputReserve: 4096,
+  margin: 0.02,
+  usageFloor: 0.8,
+  retries: 1,
+})
+
+/**
+ * Room left for the chat template's own tokens (role tags, BOS) at the top length, so a healthy
+ * deployment is never failed for a template the probe cannot see.
+ *
+ * @example
+ * topLength(settings) // window − maxOutput − TEMPLATE_ROOM, at most maxLength
+ */
+export const TEMPLATE_ROOM = 64
+
+/**
+ * Shortest prompt the probe sends (halving after an early failure stops here).
+ *
+ * @example
+ * settings.start >= MIN_PROBE_TOKENS // enforced
+ */
+export const MIN_PROBE_TOKENS = 128
+
+type Numeric = Exclude<keyof ProbeSettings, 'seed'>
+
+function check(name: string, value: number, ok: boolean, rule: string): void {
+  if (typeof value !== 'number' || Number.isNaN(value) || !ok) {
+    throw new Error(`${name} must be ${rule} (got ${String(value)})`)
+  }
+}
+
+/**
+ * Applies the defaults and validates every option once, throwing a plain `Error` that names the
+ * option at fault.
+ *
+ * @example
+ * resolveProbeSettings({ window: 131_072 }).maxLength // 131072
+ */
+export function resolveProbeSettings(options: Omit<ProbeOptions, 'transport'>): ProbeSettings {
+  const window = options.window ?? PROBE_DEFAULTS.window
+  const merged: ProbeSettings = {
+    ...PROBE_DEFAULTS,
+    maxLength: window,
+    ...definedOnly(options),
+    window,
+    seed: options.seed,
+  }
+  const int = (name: Numeric, min: number): void => {
+    const v = merged[name]
+    check(name, v, Number.isSafeInteger(v) && v >= min, `an integer ≥ ${min}`)
+  }
+  const fraction = (name: Numeric, min: number, max: number): void => {
+    const v = merged[name]
+    check(name, v, Number.isFinite(v) && v >= min && v <= max, `a number in [${min}, ${max}]`)
+  }
+  int('window', MIN_PROBE_TOKENS * 4)
+  int('start', MIN_PROBE_TOKENS)
+  int('maxLength', MIN_PROBE_TOKENS)
+  fraction('tolerance', 0.0001, 0.5)
+  check(
+    'maxPrefill',
+    merged.maxPrefill,
+    merged.maxPrefill > 0,
+    'a positive number (or Infinity: no timing check)',
+  )
+  int('maxRequests', 1)
+  int('maxTokensTotal', 1)
+  int('maxOutput', 16)
+  int('outputReserve', 0)
+  fraction('margin', 0, 0.5)
+  fraction('usageFloor', 0, 1)
+  int('retries', 0)
+  if (merged.seed !== undefined) {
+    const s = merged.seed
+    check(
+      'seed',
+      s,
+      Number.isInteger(s) && s >= 0 && s <= 0xffffffff,
+      'an integer in [0, 4294967295]',
+    )
+  }
+  if (merged.maxOutput + TEMPLATE_ROOM + MIN_PROBE_TOKENS > merged.window) {
+    throw new Error(
+      `maxOutput must leave room for a prompt in the window (got ${merged.maxOutput})`,
+    )
+  }
+  const top = topLength(merged)
+  if (merged.start > top) {
+    throw new Error(
+      `start must be at most the top length ${top} (window − maxOutput − ${TEMPLATE_ROOM}, capped by maxLength) (got ${merged.start})`,
+    )
+  }
+  return merged
+}
+
+/**
+ * The largest length the search sends: the window less the output cap and template room, converted
+ * to o200k tokens with the target's own tokens-per-o200k-token `ratio` once it is known, and never
+ * above `maxLength`.
+ *
+ * @example
+ * topLength({ window: 1_048_576, maxOutput: 1024, maxLength: 1_048_576 }) // 1047488
+ */
+export function topLength(
+  settings: Pick<ProbeSettings, 'window' | 'maxOutput' | 'maxLength'>,
+  ratio = 1,
+): number {
+  const room = settings.window - settings.maxOutput - TEMPLATE_ROOM
+  return Math.min(settings.maxLength, Math.floor(room / Math.max(ratio, 0.01)))
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(
+    Object.entries(value).filter(([k, v]) => v !== undefined && k !== 'onProgress'),
+  ) as Partial<T>
+}

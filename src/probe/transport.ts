@@ -1,0 +1,215 @@
+/**
+ * @module The two ways the probe reaches a deployment: an OpenAI-compatible URL over fetch, or an
+ * in-process runner shaped like the Workers AI binding (the simulator, `guardAi(...)`, `env.AI`).
+ *
+ * Both stream (`stream: true`) so the first token can be timed, and both hand back the same
+ * {@link ProbeAnswer}; everything the search and the judgement do is the same for either.
+ */
+import type { AiRunner } from '../upstream'
+import { clip, type ProbeAnswer, readAnswerObject, readAnswerStream } from './answer'
+import { ProbeTransportError } from './errors'
+
+export type { ProbeAnswer } from './answer'
+
+/** One probe request: a single user message and an output cap. */
+export interface ProbeRequest {
+  /** The whole user message (needles, filler, instruction). */
+  prompt: string
+  /** `max_tokens` of the request. */
+  maxTokens: number
+}
+
+/** Sends probe requests to one deployment. */
+export interface ProbeTransport {
+  /** What is probed, for the report (a URL, or a name for a runner). Never holds the key. */
+  readonly target: string
+  /** The model id sent with every request. */
+  readonly model: string
+  /**
+   * Sends one request and reads its answer to the end. Rejects with a `ProbeTransportError` when no
+   * answer could be read.
+   */
+  send(request: ProbeRequest): Promise<ProbeAnswer>
+}
+
+/** Options of {@link urlTransport}. */
+export interface UrlTransportOptions {
+  /** Base URL of an OpenAI-compatible API (`…/v1`); a URL ending in `/chat/completions` is used as is. */
+  url: string
+  /** Bearer key; sent as `Authorization: Bearer <key>` when given. */
+  apiKey?: string
+  /** Model id. */
+  model: string
+  /**
+   * Longest wait for one whole answer (a 1M-token prefill can take minutes).
+   * @default 600000
+   */
+  timeoutMs?: number
+  /** The fetch to use (tests inject one). @default globalThis.fetch */
+  fetch?: typeof fetch
+  /** Milliseconds clock for TTFT. @default performance.now */
+  now?: () => number
+}
+
+/** Options of {@link runnerTransport}. */
+export interface RunnerTransportOptions {
+  /** Model id passed to `run()`. */
+  model: string
+  /** Milliseconds clock for TTFT (a `VirtualClock`'s `now` in tests). @default performance.now */
+  now?: () => number
+  /** Name of the target in the report. @default 'runner' */
+  target?: string
+}
+
+const defaultNow = (): number =>
+  typeof performance !== 'undefined' ? performance.now() : Date.now()
+
+function chatBody(model: string, request: ProbeRequest): Record<string, unknown> {
+  return {
+    model,
+    messages: [{ role: 'user', content: request.prompt }],
+    max_tokens: request.maxTokens,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+  }
+}
+
+/**
+ * `POST {url}/chat/completions` with fetch, streaming. Error statuses become `ProbeTransportError`s
+ * carrying the server's own message (clipped); 401/403/404/405 are fatal.
+ *
+ * @example
+ * const transport = urlTransport({ url: 'http://localhost:8787/v1', apiKey, model: '@cf/zai-org/glm-5.3' })
+ * const answer = await transport.send({ prompt, maxTokens: 1024 })
+ */
+export function urlTransport(options: UrlTransportOptions): ProbeTransport {
+  let endpoint: URL
+  try {
+    endpoint = new URL(options.url)
+  } catch {
+    throw new Error(`url must be an absolute http(s) URL (got ${JSON.stringify(options.url)})`)
+  }
+  if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') {
+    throw new Error(`url must be an http(s) URL (got ${endpoint.protocol})`)
+  }
+  if (!endpoint.pathname.endsWith('/chat/completions')) {
+    endpoint.pathname = `${endpoint.pathname.replace(/\/+$/, '')}/chat/completions`
+  }
+  const doFetch = options.fetch ?? ((input, init) => fetch(input, init))
+  const now = options.now ?? defaultNow
+  const timeoutMs = options.timeoutMs ?? 600_000
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'text/event-stream, application/json',
+  }
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`
+  // The report shows where the probe went, never with credentials in it.
+  const shown = new URL(endpoint)
+  shown.username = ''
+  shown.password = ''
+  return {
+    target: shown.toString(),
+    model: options.model,
+    async send(request) {
+      const signal = AbortSignal.timeout(timeoutMs)
+      const started = now()
+      try {
+        const res = await doFetch(endpoint, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(chatBody(options.model, request)),
+          signal,
+        })
+        if (!res.ok) throw await httpError(res)
+        const type = res.headers.get('content-type') ?? ''
+        if (res.body !== null && type.includes('text/event-stream')) {
+          return await readAnswerStream(res.body, started, now)
+        }
+        let json: unknown
+        try {
+          json = await res.json()
+        } catch (cause) {
+          throw new ProbeTransportError('malformed', 'the answer is neither SSE nor JSON', {
+            cause,
+          })
+        }
+        return readAnswerObject(json, started, now)
+      } catch (error) {
+        throw fetchError(error, signal, timeoutMs)
+      }
+    },
+  }
+}
+
+async function httpError(res: Response): Promise<ProbeTransportError> {
+  const text = await res.text().catch(() => '')
+  let message = text
+  try {
+    const json = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown }
+    if (typeof json.error === 'string') message = json.error
+    else if (typeof json.error?.message === 'string') message = json.error.message
+    else if (typeof json.message === 'string') message = json.message
+  } catch {
+    // Not JSON: the raw text (clipped) is the best message there is.
+  }
+  const detail = message.trim() === '' ? res.statusText : message
+  return new ProbeTransportError('http', clip(`HTTP ${res.status}: ${detail}`), {
+    status: res.status,
+  })
+}
+
+function fetchError(error: unknown, signal: AbortSignal, timeoutMs: number): ProbeTransportError {
+  if (error instanceof ProbeTransportError) {
+    return signal.aborted ? timeoutError(timeoutMs, error) : error
+  }
+  if (signal.aborted) return timeoutError(timeoutMs, error)
+  const message = error instanceof Error ? error.message : String(error)
+  const cause =
+    error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ''
+  return new ProbeTransportError('network', clip(`${message}${cause}`), { cause: error })
+}
+
+function timeoutError(timeoutMs: number, cause: unknown): ProbeTransportError {
+  return new ProbeTransportError('timeout', `no complete answer within ${timeoutMs} ms`, { cause })
+}
+
+/**
+ * `runner.run(model, { messages, max_tokens, stream: true })` in process. A thrown error with a
+ * numeric `status` (a `GuardError`) counts as an HTTP error of that status; any other throw (the
+ * binding's `AiError: 5021: …`) as the upstream's own error, message kept.
+ *
+ * @example
+ * const clock = new VirtualClock()
+ * const engine = new SimEngine({ mode: 'pd-abort-leak' }, { clock })
+ * const transport = runnerTransport(engine.binding('probe'), { model, now: () => clock.now() })
+ */
+export function runnerTransport(runner: AiRunner, options: RunnerTransportOptions): ProbeTransport {
+  const now = options.now ?? defaultNow
+  return {
+    target: options.target ?? 'runner',
+    model: options.model,
+    async send(request) {
+      const { model: _model, ...inputs } = chatBody(options.model, request)
+      const started = now()
+      let output: unknown
+      try {
+        output = await runner.run(options.model, inputs)
+      } catch (error) {
+        throw runnerError(error)
+      }
+      if (output instanceof ReadableStream) return await readAnswerStream(output, started, now)
+      return readAnswerObject(output, started, now)
+    },
+  }
+}
+
+function runnerError(error: unknown): ProbeTransportError {
+  if (error instanceof ProbeTransportError) return error
+  const message = clip(error instanceof Error ? error.message : String(error))
+  const status = (error as { status?: unknown } | null)?.status
+  if (typeof status === 'number') {
+    return new ProbeTransportError('http', `${status}: ${message}`, { status, cause: error })
+  }
+  return new ProbeTransportError('upstream', message, { cause: error })
+}
