@@ -52,7 +52,6 @@ export async function timingEvidence(
   const boundMs = (ctx.boundTokens / maxPrefillTokensPerSecond) * 1000
   if (boundMs < minEvidenceMs) return undefined
   const promptTokens = await ctx.exactTokens()
-  if (promptTokens === undefined) return undefined
   const recorded = await ctx.recordedCachedTokens()
   return judgeTiming({
     promptTokens,
@@ -78,7 +77,7 @@ export function teach(
       await store.observeTokens(ctx.model, facts.estimated, facts.reported)
     }
     if (facts.timing && facts.echoVerified) {
-      const uncached = (await ctx.exactTokens()) ?? 0
+      const uncached = await ctx.exactTokens()
       await store.observeTiming(ctx.model, {
         uncachedTokens: uncached - facts.timing.cachedTokens,
         ttftMs: facts.timing.observedMs,

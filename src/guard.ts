@@ -4,11 +4,9 @@
 
 import { MemoryCalibration } from './calibration'
 import { type CanaryKey, importCanaryKey, injectCanary, mintCanary, tenantTag } from './canary'
-import { ceilingFor, decideCeiling } from './ceiling/ceiling'
-import { countTokens } from './ceiling/count'
-import { type PromptPieces, promptPieces, templateOverhead } from './ceiling/prompt'
-import { GuardError } from './errors'
+import { asGuardError, GuardError } from './errors'
 import {
+  type CalibrationSnapshot,
   type CalibrationStore,
   type GuardOptions,
   type ModelProfile,
@@ -18,7 +16,7 @@ import {
 } from './options'
 import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
-import { readRequest } from './request'
+import { planRequest, type RequestPlan } from './request-plan'
 import { assembleAnswer } from './stream/assemble'
 import { deadline } from './stream/watchdog'
 import type { BaselineState } from './timing/baseline'
@@ -40,8 +38,8 @@ export interface AttemptContext {
   canary: string | undefined
   /** Whether the prompt asked for the echo. */
   echoRequested: boolean
-  /** The guard's exact prompt count, when it has one (undefined when only an upper bound is known). */
-  exactTokens: () => Promise<number | undefined>
+  /** The guard's exact prompt count, template overhead included (counted on first need). */
+  exactTokens: () => Promise<number>
   /** Whether the preflight counted exactly (long prompts), so `exactTokens()` costs nothing more. */
   exactKnown: boolean
   /** An upper bound of the prompt's tokens (what the ceiling admitted). */
@@ -138,6 +136,11 @@ export class Guard {
     }
   }
 
+  /**
+   * One guarded call: plan (envelope, profile, ceiling), then attempts — inject, call, verify — until a
+   * release, a quarantine, or an error. Anything unexpected becomes `guard_unavailable`: a guard that
+   * cannot run never releases an unverified answer.
+   */
   async run(
     upstream: AiRunner,
     tenant: string,
@@ -147,110 +150,78 @@ export class Guard {
     runOptions?: Record<string, unknown>,
   ): Promise<unknown> {
     const requestId = this.options.requestId()
-    const facts = readRequest(inputs)
-    if (typeof model !== 'string' || model === '') {
-      throw new GuardError('invalid_request', 'The model must be a non-empty string.', {
-        param: 'model',
-      })
+    try {
+      if (typeof model !== 'string' || model === '') {
+        throw new GuardError('invalid_request', 'The model must be a non-empty string.', {
+          param: 'model',
+        })
+      }
+      if (runOptions?.returnRawResponse === true || runOptions?.websocket === true) {
+        throw new GuardError(
+          'invalid_request',
+          'Raw and WebSocket responses cannot be verified, so the guard does not offer them.',
+        )
+      }
+      const plan = await planRequest(this, requestId, tenant, model, inputs)
+      if (plan.scanning) await this.rememberTenant(tenant)
+      return await this.#attempts(upstream, plan, hooks, runOptions)
+    } catch (error) {
+      const guardError = asGuardError(error)
+      if (guardError.code === 'context_length_exceeded') {
+        this.log({ requestId, tenant, model, action: 'reject', reasons: [guardError.code] })
+      }
+      throw guardError
     }
-    if (runOptions?.returnRawResponse === true || runOptions?.websocket === true) {
-      throw new GuardError(
-        'invalid_request',
-        'Raw and WebSocket responses cannot be verified, so the guard does not offer them.',
-      )
-    }
-    const profile = this.profile(model)
-    const pieces = promptPieces(inputs)
-    const snapshot = await this.#snapshot(model)
-    const admitted = await this.#preflight(
-      requestId,
-      tenant,
-      model,
-      profile,
-      pieces,
-      facts.maxTokens,
-      snapshot.drift,
-    )
-    let sentInputs = inputs
-    if (admitted.clampTo !== undefined) {
-      sentInputs = { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admitted.clampTo }
-    }
-    const echoRequested = profile.echo === 'require' && facts.echoSafe
-    const scanning = profile.echo !== 'off'
-    if (scanning) await this.rememberTenant(tenant)
+  }
 
-    // Counting exactly is needed only where timing can judge (long prompts) or calibration can learn;
-    // start it beside the upstream call so it costs no latency, and only once.
-    let exact: Promise<number | undefined> | undefined
-    const exactTokens = (): Promise<number | undefined> => {
-      const counted =
-        exact ??
-        (admitted.exact
-          ? Promise.resolve(admitted.estimated + admitted.overhead)
-          : countTokens(pieces.texts).then((n: number) => n + admitted.overhead))
-      exact = counted
-      return counted
-    }
-
-    // Timing can only judge prompts whose honest prefill is long; only those need the prefix record.
-    const timed =
-      (admitted.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
-      this.options.minTimingEvidenceMs
-    let recorded: Promise<number> | undefined
-    const recordedCachedTokens = () => {
-      recorded ??= timed
-        ? this.prefixes
-            .lookupAndRemember(`${tenant}\u0000${model}`, pieces.texts.join('\n'))
-            .then(async (p) =>
-              p.matchedChars === 0
-                ? 0
-                : Math.floor(((await exactTokens()) ?? 0) * (p.matchedChars / p.totalChars)),
-            )
-        : Promise.resolve(0)
-      return recorded
-    }
-    if (timed) void recordedCachedTokens().catch(() => {})
-    // A long prompt's whole answer is fetched as a stream so its first token can be timed.
-    const viaStream = !facts.stream && timed && this.options.wholeAnswers === 'via-stream'
-
+  async #attempts(
+    upstream: AiRunner,
+    plan: RequestPlan,
+    hooks: RunnerHooks,
+    runOptions: Record<string, unknown> | undefined,
+  ): Promise<unknown> {
+    const { timeouts } = this.options
+    const streamed = plan.facts.stream || plan.viaStream
     for (let attempt = 1; ; attempt++) {
-      const canary = scanning
-        ? await mintCanary(await this.key(), { requestId: `${requestId}/${attempt}`, tenant })
+      const canary = plan.scanning
+        ? await mintCanary(await this.key(), {
+            requestId: `${plan.requestId}/${attempt}`,
+            tenant: plan.tenant,
+          })
         : undefined
-      const injected = echoRequested && canary ? injectCanary(sentInputs, canary) : sentInputs
-      const attemptInputs = viaStream
+      const injected =
+        plan.echoRequested && canary ? injectCanary(plan.inputs, canary) : plan.inputs
+      const sent = plan.viaStream
         ? {
             ...injected,
             stream: true,
-            stream_options: { ...streamOptions(inputs), include_usage: true },
+            stream_options: { ...streamOptions(plan.inputs), include_usage: true },
           }
         : injected
       const ctx: AttemptContext = {
         guard: this,
-        requestId,
-        tenant,
-        model,
-        profile,
+        requestId: plan.requestId,
+        tenant: plan.tenant,
+        model: plan.model,
+        profile: plan.profile,
         canary,
-        echoRequested,
-        exactTokens,
-        exactKnown: admitted.exact,
-        boundTokens: admitted.estimated,
+        echoRequested: plan.echoRequested,
+        exactTokens: plan.exactTokens,
+        exactKnown: plan.admission.exact,
+        boundTokens: plan.admission.estimated,
         // A retry re-sends everything but the directive: the engine may have all of it cached.
-        recordedCachedTokens:
-          attempt === 1 ? recordedCachedTokens : async () => (await exactTokens()) ?? 0,
-        baseline: snapshot.baseline,
+        recordedCachedTokens: attempt === 1 ? plan.recordedCachedTokens : plan.exactTokens,
+        baseline: plan.snapshot.baseline,
         waitUntil: hooks.waitUntil,
         startedAt: this.options.now(),
         attempt,
       }
-      const { timeouts } = this.options
       let output: unknown
       try {
         output = await deadline(
-          upstream.run(model, attemptInputs, runOptions),
-          facts.stream || viaStream ? timeouts.firstTokenMs : timeouts.responseMs,
-          facts.stream || viaStream ? 'a stream' : 'an answer',
+          upstream.run(plan.model, sent, runOptions),
+          streamed ? timeouts.firstTokenMs : timeouts.responseMs,
+          streamed ? 'a stream' : 'an answer',
           (late) => {
             if (late instanceof ReadableStream) late.cancel().catch(() => {})
           },
@@ -258,77 +229,33 @@ export class Guard {
       } catch (error) {
         throw upstreamError(error)
       }
-      const outcome =
-        facts.stream || viaStream
-          ? await verifyStream(ctx, output)
-          : await verifyOutput(ctx, output)
-      const { verdict } = outcome
-      if (verdict.action === 'retry') continue
-      if (verdict.action === 'quarantine') throw await this.recordQuarantine(ctx, outcome)
+      const outcome = streamed ? await verifyStream(ctx, output) : await verifyOutput(ctx, output)
+      if (outcome.verdict.action === 'retry') continue
+      if (outcome.verdict.action === 'quarantine') throw await this.recordQuarantine(ctx, outcome)
       const released =
-        viaStream && outcome.released instanceof ReadableStream
+        plan.viaStream && outcome.released instanceof ReadableStream
           ? await assembleAnswer(outcome.released as ReadableStream<Uint8Array>)
           : outcome.released
       this.log({
-        requestId,
-        tenant,
-        model,
+        requestId: plan.requestId,
+        tenant: plan.tenant,
+        model: plan.model,
         action: 'release',
         reasons: attempt > 1 ? ['released_after_retry'] : [],
-        estimatedTokens: admitted.estimated,
+        estimatedTokens: plan.admission.estimated,
         ...timingFigures(outcome.figures),
       })
       if (released !== null && typeof released === 'object') {
-        const info: GuardInfo = { requestId, attempts: attempt }
-        if (admitted.clampTo !== undefined) info.clampedMaxTokens = admitted.clampTo
+        const info: GuardInfo = { requestId: plan.requestId, attempts: attempt }
+        if (plan.admission.clampTo !== undefined) info.clampedMaxTokens = plan.admission.clampTo
         INFO.set(released, info)
       }
       return released
     }
   }
 
-  async #preflight(
-    requestId: string,
-    tenant: string,
-    model: string,
-    profile: ModelProfile,
-    pieces: PromptPieces,
-    maxTokens: number | undefined,
-    learned: number,
-  ): Promise<{ estimated: number; exact: boolean; overhead: number; clampTo?: number }> {
-    // Calibration can only make the ceiling safer: the profile's drift is a floor.
-    const drift = Math.max(profile.tokenizerDrift, Number.isFinite(learned) ? learned : 0)
-    const reserve = maxTokens ?? profile.defaultOutputReserve
-    const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), drift)
-    const overhead = templateOverhead(pieces)
-    if (decision.fits) {
-      return { estimated: decision.estimatedTokens, exact: decision.exact, overhead }
-    }
-    if (this.options.overflow === 'clamp-output' && maxTokens !== undefined) {
-      // Only the output reserve overflows when the prompt alone fits with room for a useful answer.
-      const promptOnly = await decideCeiling(pieces, ceilingFor(profile, MIN_CLAMPED_OUTPUT), drift)
-      if (promptOnly.fits) {
-        const clampTo = ceilingFor(profile, 0) - promptOnly.adjustedTokens
-        return { estimated: promptOnly.estimatedTokens, exact: promptOnly.exact, overhead, clampTo }
-      }
-    }
-    const pool = Math.min(profile.contextWindow, profile.kvPoolTokens)
-    const limitedBy =
-      profile.kvPoolTokens < profile.contextWindow
-        ? `its real KV-cache pool holds ${fmt(profile.kvPoolTokens)} tokens, less than the advertised ${fmt(profile.contextWindow)}-token window`
-        : `its context window is ${fmt(profile.contextWindow)} tokens`
-    const needed = decision.exact
-      ? `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} counted, plus ${Math.round(drift * 100)}% tokenizer margin and template overhead)`
-      : `more than ${fmt(decision.ceiling)} tokens (counting stopped at the ceiling, with a ${Math.round(drift * 100)}% tokenizer margin)`
-    this.log({ requestId, tenant, model, action: 'reject', reasons: ['context_length_exceeded'] })
-    throw new GuardError(
-      'context_length_exceeded',
-      `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}. Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
-      { param: 'messages' },
-    )
-  }
-
-  async #snapshot(model: string) {
+  /** What calibration has learned for a model; unavailable calibration fails closed. */
+  async snapshot(model: string): Promise<CalibrationSnapshot> {
     try {
       return await this.calibration.snapshot(model)
     } catch (error) {
@@ -407,8 +334,6 @@ export function quarantineError(incidentId: string): GuardError {
   )
 }
 
-const MIN_CLAMPED_OUTPUT = 256
-
 function streamOptions(inputs: Record<string, unknown>): Record<string, unknown> {
   const value = inputs.stream_options
   return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {}
@@ -433,10 +358,6 @@ const INFO = new WeakMap<object, GuardInfo>()
  */
 export function guardInfo(output: unknown): GuardInfo | undefined {
   return output !== null && typeof output === 'object' ? INFO.get(output) : undefined
-}
-
-function fmt(n: number): string {
-  return n.toLocaleString('en-US')
 }
 
 function timingFigures(
