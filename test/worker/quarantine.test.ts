@@ -22,40 +22,47 @@ beforeEach(async () => {
   })
 })
 
-async function leak(stream: boolean): Promise<{ res: Response; body: string }> {
+async function leak(
+  stream: boolean,
+  mode: 'pd-abort-leak' | 'truncate' | 'stale-pages' = 'pd-abort-leak',
+): Promise<{ res: Response; body: string }> {
   const a = await post(
     '/v1/chat/completions',
     { model: MODEL, ...chat(document('TENANT-A', 6_000)) },
     KEY_A,
   )
   expect(a.status).toBe(200)
+  await sim.configure({ mode })
+  // Over the real pool for the first two modes; inside it for stale pages (its tail is never written).
+  const tokens = mode === 'stale-pages' ? 5_000 : 12_000
   const res = await post(
     '/v1/chat/completions',
-    { model: MODEL, stream, ...chat(document('TENANT-B', 12_000)) },
+    { model: MODEL, stream, ...chat(document('TENANT-B', tokens)) },
     KEY_B,
   )
   return { res, body: await res.text() }
 }
 
 describe('quarantine through the Worker', () => {
-  for (const stream of [false, true]) {
-    it(`should withhold the leaked answer and tell the client only the incident id (${stream ? 'stream' : 'whole'})`, async () => {
-      const { res, body } = await leak(stream)
-      expect(res.status).toBe(502)
-      const parsed = JSON.parse(body) as { error: Record<string, unknown> }
-      expect(Object.keys(parsed.error).sort()).toEqual([
-        'code',
-        'incident_id',
-        'message',
-        'param',
-        'type',
-      ])
-      expect(parsed.error.code).toBe('response_quarantined')
-      expect(res.headers.get('x-guard-incident-id')).toBe(parsed.error.incident_id)
-      expect(body).not.toContain('TENANT-A')
-      expect(body).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
-    })
-  }
+  for (const mode of ['pd-abort-leak', 'truncate', 'stale-pages'] as const)
+    for (const stream of [false, true]) {
+      it(`should withhold the answer and tell the client only the incident id (${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
+        const { res, body } = await leak(stream, mode)
+        expect(res.status).toBe(502)
+        const parsed = JSON.parse(body) as { error: Record<string, unknown> }
+        expect(Object.keys(parsed.error).sort()).toEqual([
+          'code',
+          'incident_id',
+          'message',
+          'param',
+          'type',
+        ])
+        expect(parsed.error.code).toBe('response_quarantined')
+        expect(res.headers.get('x-guard-incident-id')).toBe(parsed.error.incident_id)
+        expect(body).not.toContain('TENANT-A')
+        expect(body).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
+      })
+    }
 
   it('should store the incident in D1 with the withheld text encrypted', async () => {
     const { body } = await leak(false)
