@@ -1,0 +1,121 @@
+import { APICallError, generateText, streamText } from 'ai'
+import { describe, expect, it } from 'vitest'
+import { createWorkersAI } from 'workers-ai-provider'
+import { VirtualClock } from '../../sim/clock'
+import { SimEngine } from '../../sim/engine'
+import { GuardError, guardAi, MemoryQuarantineStore } from '../../src'
+import { asAiBinding } from '../../src/adapters'
+import type { AiRunner } from '../../src/upstream'
+import { document } from '../support/prompts'
+import { hasCanary, LEAK } from './leak-scenario'
+
+/** The leaking engine behind a guard that believes the pool is as large as the window. */
+function setup() {
+  const clock = new VirtualClock()
+  const engine = new SimEngine({ ...LEAK.sim, mode: 'pd-abort-leak' }, { clock })
+  const quarantine = new MemoryQuarantineStore()
+  const calls: { options: Record<string, unknown> | undefined }[] = []
+  const upstream: AiRunner = {
+    run: (model, inputs, options) => {
+      calls.push({ options })
+      return engine.binding('account').run(model, inputs, options)
+    },
+  }
+  const provider = (tenant: string) =>
+    createWorkersAI({
+      binding: asAiBinding(
+        guardAi(upstream, {
+          secret: LEAK.secret,
+          tenant,
+          models: { [LEAK.model]: LEAK.wrongProfile },
+          quarantine,
+          minTimingEvidenceMs: 5,
+          now: () => clock.now(),
+        }),
+      ),
+    })(LEAK.model)
+  return { provider, quarantine, calls }
+}
+
+/** The guard error behind what the AI SDK threw (the provider wraps binding errors as APICallError). */
+function guardCause(error: unknown): GuardError {
+  expect(APICallError.isInstance(error)).toBe(true)
+  const cause = (error as APICallError).cause
+  expect(cause).toBeInstanceOf(GuardError)
+  return cause as GuardError
+}
+
+describe('Vercel AI SDK with the guarded binding', () => {
+  it('should generateText from the tenant own document, reasoning included, canary stripped', async () => {
+    const { provider, calls } = setup()
+    const result = await generateText({
+      model: provider('tenant-a'),
+      prompt: document('TENANT-A', 3_000),
+    })
+    expect(result.text).toContain('TENANT-A ledger entry')
+    expect(result.reasoningText).toContain('TENANT-A')
+    expect(hasCanary(result.text + result.reasoningText)).toBe(false)
+    expect(result.usage.inputTokens).toBeGreaterThan(2_000)
+    // The provider only ever calls run(): nothing reaches the engine around the guard.
+    expect(calls).toHaveLength(1)
+  }, 30_000)
+
+  it('should streamText the tenant own document with no canary in any delta', async () => {
+    const { provider } = setup()
+    const result = streamText({ model: provider('tenant-a'), prompt: document('TENANT-A', 3_000) })
+    let text = ''
+    for await (const delta of result.textStream) text += delta
+    expect(text).toContain('TENANT-A ledger entry')
+    expect(hasCanary(text + ((await result.reasoningText) ?? ''))).toBe(false)
+    expect(await result.finishReason).toMatch(/stop|length/)
+  }, 30_000)
+
+  it('should surface a quarantined answer from generateText as an error with the incident id', async () => {
+    const { provider, quarantine } = setup()
+    await generateText({ model: provider('tenant-a'), prompt: document('TENANT-A', 6_000) })
+    const error = await generateText({
+      model: provider('tenant-b'),
+      prompt: document('TENANT-B', 12_000),
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    const cause = guardCause(error)
+    expect(cause.code).toBe('response_quarantined')
+    expect((error as APICallError).isRetryable).toBe(false)
+    expect((error as Error).message).not.toContain('TENANT-A')
+    const record = await quarantine.get(cause.incidentId!)
+    expect(record?.tenant).toBe('tenant-b')
+    expect(record?.sourceTenants).toEqual(['tenant-a'])
+  }, 30_000)
+
+  it('should surface a quarantined stream as an error part, with no byte of tenant A delivered', async () => {
+    const { provider, quarantine } = setup()
+    await generateText({ model: provider('tenant-a'), prompt: document('TENANT-A', 6_000) })
+    const errors: unknown[] = []
+    const result = streamText({
+      model: provider('tenant-b'),
+      prompt: document('TENANT-B', 12_000),
+      onError: ({ error }) => {
+        errors.push(error)
+      },
+    })
+    let delivered = ''
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta' || part.type === 'reasoning-delta') delivered += part.text
+    }
+    expect(delivered).not.toContain('TENANT-A')
+    expect(hasCanary(delivered)).toBe(false)
+    expect(errors).toHaveLength(1)
+    const cause = guardCause(errors[0])
+    expect(cause.code).toBe('response_quarantined')
+    expect((await quarantine.get(cause.incidentId!))?.tenant).toBe('tenant-b')
+  }, 30_000)
+
+  it('should refuse binding members that would bypass the guard, naming them', () => {
+    const binding = asAiBinding({ run: async () => ({}) })
+    expect(() => binding.gateway('my-gateway')).toThrow(/gateway\(\).*without the guard/)
+    expect(() => binding.autorag('rag')).toThrow(/autorag\(\)/)
+    expect(binding.run).toBeTypeOf('function')
+  })
+})
