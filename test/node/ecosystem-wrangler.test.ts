@@ -1,0 +1,178 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import OpenAI from 'openai'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  apiError,
+  ask,
+  client,
+  expectOwn,
+  expectQuarantined,
+  MODEL,
+} from '../ecosystem/openai-client'
+import { document } from '../support/prompts'
+
+/**
+ * The real thing, once: `npm start`'s command (`wrangler dev` with the guard and the simulator in one
+ * process) on loopback, driven by the official openai client over a socket. The tree is snapshotted to a
+ * temporary directory first, so edits elsewhere in the repository cannot reload the Worker mid-test.
+ *
+ * The simulator cannot be reconfigured from outside that process, so this replays the incident at full
+ * size instead: the engine's real pool is its default 681,280 tokens, and the Worker is given the
+ * misconfiguration that caused it — a profile that believes the pool is the whole 1,048,576-token window.
+ */
+const ROOT = resolve(import.meta.dirname, '../..')
+const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler')
+const ADMIN = 'dev-only-admin-secret'
+const WRONG_PROFILE = JSON.stringify({
+  [MODEL]: { kvPoolTokens: 1_048_576, maxPrefillTokensPerSecond: 1_000_000 },
+})
+
+let dir = ''
+let dev: ChildProcess | undefined
+let base = ''
+let log = ''
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer()
+    server.once('error', fail)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => done(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  return new Promise((done, fail) => {
+    const child = spawn(WRANGLER, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      out += d
+    })
+    child.once('error', fail)
+    child.once('exit', (code) =>
+      code === 0 ? done() : fail(new Error(`wrangler ${args[0]}: ${out}`)),
+    )
+  })
+}
+
+async function waitUntilUp(url: string, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    if (dev?.exitCode !== null) throw new Error(`wrangler dev exited:\n${log}`)
+    try {
+      if ((await fetch(url)).ok) return
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  throw new Error(`wrangler dev did not come up:\n${log}`)
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'guard-wrangler-'))
+  for (const path of ['src', 'sim', 'migrations', 'wrangler.toml', 'package.json']) {
+    cpSync(join(ROOT, path), join(dir, path), { recursive: true })
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  const env = {
+    ...process.env,
+    // Our own dev registry: another `npm start` on this machine must not be bound instead of ours.
+    WRANGLER_REGISTRY_PATH: join(dir, 'registry'),
+    WRANGLER_SEND_METRICS: 'false',
+    CI: '1',
+  }
+  const persist = ['--persist-to', join(dir, 'state')]
+  await run(
+    [
+      'd1',
+      'migrations',
+      'apply',
+      'workers-ai-guard-quarantine-dev',
+      '--local',
+      '--env',
+      'dev',
+      ...persist,
+    ],
+    env,
+  )
+  const [port, inspector] = [await freePort(), await freePort()]
+  base = `http://127.0.0.1:${port}`
+  // detached: its own process group, so teardown ends wrangler and the workerd it started, by id.
+  dev = spawn(
+    WRANGLER,
+    [
+      'dev',
+      ...['-c', 'wrangler.toml', '-c', 'sim/wrangler.toml', '--env', 'dev'],
+      ...['--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector)],
+      ...persist,
+      '--show-interactive-dev-session=false',
+      ...['--var', `GUARD_MODELS:${WRONG_PROFILE}`],
+    ],
+    { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  dev.stdout?.on('data', (d: Buffer) => {
+    log += d
+  })
+  dev.stderr?.on('data', (d: Buffer) => {
+    log += d
+  })
+  await waitUntilUp(`${base}/health`, Date.now() + 40_000)
+}, 60_000)
+
+afterAll(async () => {
+  if (dev?.pid !== undefined && dev.exitCode === null) {
+    const exited = new Promise((r) => dev?.once('exit', r))
+    process.kill(-dev.pid, 'SIGTERM')
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))])
+    if (dev.exitCode === null) process.kill(-dev.pid, 'SIGKILL')
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true })
+}, 15_000)
+
+describe('the openai client against wrangler dev', () => {
+  it('should deliver each tenant its own answer, whole and streamed, over a real socket', async () => {
+    const a = client(`${base}/v1`, 'tenant-a')
+    expectOwn(await ask(a, document('TENANT-A', 6_000), false), 'TENANT-A', ['TENANT-B'])
+    expectOwn(await ask(a, document('TENANT-A', 6_000), true), 'TENANT-A', ['TENANT-B'])
+  }, 30_000)
+
+  it('should refuse an output reserve beyond the pool as BadRequestError, and 401 a bad key', async () => {
+    const a = client(`${base}/v1`, 'tenant-a')
+    const error = await apiError(ask(a, 'Hello', false, { max_tokens: 2_000_000 }))
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(error.code).toBe('context_length_exceeded')
+    expect(error.message).toContain('2,000,000 reserved for output')
+    const stranger = new OpenAI({
+      baseURL: `${base}/v1`,
+      apiKey: 'not-a-tenant-key',
+      maxRetries: 0,
+    })
+    const refused = await apiError(stranger.chat.completions.create({ model: MODEL, messages: [] }))
+    expect(refused).toBeInstanceOf(OpenAI.AuthenticationError)
+    expect(refused.code).toBe('invalid_api_key')
+  }, 30_000)
+
+  it('should withhold the full-size leak from tenant B and record it for review', async () => {
+    const b = client(`${base}/v1`, 'tenant-b')
+    // Fits the believed 1,048,576-token pool; does not fit the engine's real 681,280.
+    const error = await apiError(ask(b, document('TENANT-B', 600_000), false))
+    const incident = expectQuarantined(error, ['TENANT-A'])
+    const res = await fetch(`${base}/admin/incidents/${incident}`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    })
+    const record = (await res.json()) as { tenant: string; reasons: string[]; withheld: unknown }
+    expect(record.tenant).toBe('tenant-b')
+    expect(record.reasons.length).toBeGreaterThan(0)
+    // What the engine really answered B: built from A's stale pages. It stayed in the store.
+    expect(JSON.stringify(record.withheld)).toContain('TENANT-A')
+  }, 30_000)
+})
