@@ -261,6 +261,9 @@ function summarize(r: ProbeReport): string {
       )
     if (r.impossibleTtft)
       parts.push('Impossible TTFT: a long prompt was answered faster than any real prefill.')
+    if (!r.leak && !r.impossibleTtft && r.smallestFailure) {
+      parts.push(`No leak seen: the longer prompts failed as ${r.smallestFailure.kind}.`)
+    }
   } else {
     const why =
       r.fatal ??

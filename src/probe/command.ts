@@ -1,0 +1,249 @@
+/**
+ * @module `workers-ai-guard probe [options]`: argument parsing, output and exit code, with all I/O
+ * injected so the command runs (and is tested) anywhere; `src/cli.ts` is its thin Node adapter.
+ */
+import { PROBE_DEFAULTS, type ProbeOptions } from './options'
+import { planProbe, runProbe } from './probe'
+import { progressLine } from './progress'
+import { renderDryRun, renderReport } from './report'
+import { urlTransport } from './transport'
+
+/** What the command may touch. */
+export interface CommandIo {
+  /** Environment (for `PROBE_API_KEY`). */
+  env: Record<string, string | undefined>
+  /** Writes to standard output (reports). */
+  stdout(text: string): void
+  /** Writes to standard error (errors, progress). */
+  stderr(text: string): void
+  /** Whether standard error is a terminal: the progress bar is drawn only then. */
+  isTTY: boolean
+  /** Terminal width, for the progress bar. */
+  columns?: number
+  /** The fetch to use. @default globalThis.fetch */
+  fetch?: typeof fetch
+}
+
+/** The model probed when `--model` is not given. */
+export const DEFAULT_PROBE_MODEL = '@cf/zai-org/glm-5.3'
+
+/**
+ * Usage text of `workers-ai-guard probe`.
+ *
+ * @example
+ * io.stdout(PROBE_USAGE)
+ */
+export const PROBE_USAGE = `Usage: workers-ai-guard probe --url <base-url> [options]
+
+Finds how long a prompt a deployment really serves, by reading its answers: prompts of growing, then
+bisected, length with random needles at the very start and end; each answer must name both needles,
+quote nothing of an earlier probe request, arrive no faster than a real prefill, and be counted in full.
+Sends no user data: needles and filler are random.
+
+Target
+  --url <url>               OpenAI-compatible base URL (POST <url>/chat/completions), e.g. http://localhost:8787/v1
+  --key <key>               bearer key (default: $PROBE_API_KEY)
+  --model <id>              model id (default: ${DEFAULT_PROBE_MODEL})
+  --timeout <seconds>       per request (default: 600)
+
+Search
+  --window <tokens>         advertised context window (default: ${PROBE_DEFAULTS.window})
+  --start <tokens>          first length; doubles from here (default: ${PROBE_DEFAULTS.start})
+  --max-length <tokens>     largest length (default: the window, less output and template room)
+  --tolerance <fraction>    pin the limit to within this, e.g. 0.005 or 0.5% (default: 0.5%)
+  --max-prefill <tok/s>     physical prefill bound for the TTFT check, or "off" (default: ${PROBE_DEFAULTS.maxPrefill})
+  --max-output <tokens>     max_tokens per request (default: ${PROBE_DEFAULTS.maxOutput})
+  --retries <n>             extra tries after 429/5xx/network errors (default: ${PROBE_DEFAULTS.retries})
+  --seed <uint32>           replay needles and filler of an earlier run (default: random)
+
+Budget (hard caps)
+  --max-requests <n>        (default: ${PROBE_DEFAULTS.maxRequests})
+  --max-tokens-total <n>    prompt tokens + max_tokens per request (default: ${PROBE_DEFAULTS.maxTokensTotal})
+
+Recommendation
+  --margin <fraction>       taken off the largest correct length (default: 2%)
+  --output-reserve <tokens> kept free under the ceiling (default: ${PROBE_DEFAULTS.outputReserve})
+
+Output
+  --dry-run                 print the plan (lengths, worst-case requests and tokens); send nothing
+  --json                    print one JSON report on stdout
+  --help                    this text
+
+Exit codes: 0 safe (the advertised window is served correctly), 1 unsafe (a lower real limit, a leak,
+or an impossible TTFT), 2 could not run (bad arguments, unreachable URL, budget exhausted first).
+`
+
+type Kind = 'string' | 'int' | 'fraction' | 'rate' | 'seconds' | 'flag'
+
+const SPEC: Record<string, { kind: Kind; key: string }> = {
+  url: { kind: 'string', key: 'url' },
+  key: { kind: 'string', key: 'key' },
+  model: { kind: 'string', key: 'model' },
+  timeout: { kind: 'seconds', key: 'timeoutMs' },
+  window: { kind: 'int', key: 'window' },
+  start: { kind: 'int', key: 'start' },
+  'max-length': { kind: 'int', key: 'maxLength' },
+  tolerance: { kind: 'fraction', key: 'tolerance' },
+  'max-prefill': { kind: 'rate', key: 'maxPrefill' },
+  'max-output': { kind: 'int', key: 'maxOutput' },
+  retries: { kind: 'int', key: 'retries' },
+  seed: { kind: 'int', key: 'seed' },
+  'max-requests': { kind: 'int', key: 'maxRequests' },
+  'max-tokens-total': { kind: 'int', key: 'maxTokensTotal' },
+  margin: { kind: 'fraction', key: 'margin' },
+  'output-reserve': { kind: 'int', key: 'outputReserve' },
+  'dry-run': { kind: 'flag', key: 'dryRun' },
+  json: { kind: 'flag', key: 'json' },
+  help: { kind: 'flag', key: 'help' },
+}
+
+/** A command-line mistake: reported with the usage hint and exit code 2. */
+class UsageError extends Error {}
+
+type Parsed = Record<string, string | number | boolean>
+
+function parseValue(name: string, kind: Kind, raw: string): string | number {
+  if (kind === 'string') {
+    if (raw === '') throw new UsageError(`--${name} needs a value`)
+    return raw
+  }
+  const text = raw.trim()
+  if (kind === 'rate' && /^(off|infinity)$/i.test(text)) return Number.POSITIVE_INFINITY
+  if (kind === 'fraction' && text.endsWith('%')) {
+    const n = Number(text.slice(0, -1))
+    if (text.length > 1 && Number.isFinite(n)) return n / 100
+  } else if (/^\d[\d_,]*(\.\d+)?$/.test(text)) {
+    const n = Number(text.replace(/[_,]/g, ''))
+    if (kind === 'int' && !Number.isSafeInteger(n)) {
+      throw new UsageError(`--${name} must be a whole number (got ${raw})`)
+    }
+    return kind === 'seconds' ? n * 1000 : n
+  }
+  throw new UsageError(`--${name} must be a number (got ${JSON.stringify(raw)})`)
+}
+
+function parseArgs(args: readonly string[]): Parsed {
+  const out: Parsed = {}
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`)
+    const eq = arg.indexOf('=')
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
+    const spec = SPEC[name]
+    if (spec === undefined) throw new UsageError(`unknown option --${name}`)
+    if (spec.kind === 'flag') {
+      if (eq !== -1) throw new UsageError(`--${name} takes no value`)
+      out[spec.key] = true
+      continue
+    }
+    let raw: string
+    if (eq !== -1) raw = arg.slice(eq + 1)
+    else {
+      const next = args[i + 1]
+      if (next === undefined || next.startsWith('--'))
+        throw new UsageError(`--${name} needs a value`)
+      raw = next
+      i++
+    }
+    out[spec.key] = parseValue(name, spec.kind, raw)
+  }
+  return out
+}
+
+/**
+ * Runs `workers-ai-guard <argv…>` and resolves to the exit code: 0 safe, 1 unsafe, 2 could not run.
+ *
+ * @example
+ * const code = await probeCommand(['probe', '--url', 'http://localhost:8787/v1', '--json'], io)
+ */
+export async function probeCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+  const [command, ...rest] = argv
+  if (command === '--help' || command === 'help' || command === '-h') {
+    io.stdout(PROBE_USAGE)
+    return 0
+  }
+  if (command !== 'probe') {
+    io.stderr(
+      `workers-ai-guard: ${command === undefined ? 'no command given' : `unknown command ${JSON.stringify(command)}`}\n${PROBE_USAGE}`,
+    )
+    return 2
+  }
+  let parsed: Parsed
+  try {
+    parsed = parseArgs(rest)
+  } catch (error) {
+    return usageFailure(io, error)
+  }
+  if (parsed.help === true) {
+    io.stdout(PROBE_USAGE)
+    return 0
+  }
+  const model = typeof parsed.model === 'string' ? parsed.model : DEFAULT_PROBE_MODEL
+  const url = typeof parsed.url === 'string' ? parsed.url : undefined
+  const options: Omit<ProbeOptions, 'transport'> = {}
+  for (const key of [
+    'window',
+    'start',
+    'maxLength',
+    'tolerance',
+    'maxPrefill',
+    'maxOutput',
+    'retries',
+    'seed',
+    'maxRequests',
+    'maxTokensTotal',
+    'margin',
+    'outputReserve',
+  ] as const) {
+    const value = parsed[key]
+    if (typeof value === 'number') options[key] = value
+  }
+  try {
+    if (parsed.dryRun === true) {
+      const plan = planProbe(options, { target: url ?? '(no --url given)', model })
+      io.stdout(
+        parsed.json === true ? `${JSON.stringify(plan, jsonNumbers, 2)}\n` : renderDryRun(plan),
+      )
+      return 0
+    }
+    if (url === undefined) throw new UsageError('--url is required (or --dry-run to see the plan)')
+    const apiKey = typeof parsed.key === 'string' ? parsed.key : io.env.PROBE_API_KEY
+    const transport = urlTransport({
+      url,
+      model,
+      ...(apiKey ? { apiKey } : {}),
+      ...(typeof parsed.timeoutMs === 'number' ? { timeoutMs: parsed.timeoutMs } : {}),
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+    })
+    let drawn = false
+    const report = await runProbe({
+      ...options,
+      transport,
+      onProgress: io.isTTY
+        ? (event) => {
+            drawn = true
+            io.stderr(`\r\x1b[2K${progressLine(event, io.columns ?? 80)}`)
+          }
+        : undefined,
+    })
+    if (drawn) io.stderr('\r\x1b[2K')
+    io.stdout(
+      parsed.json === true ? `${JSON.stringify(report, jsonNumbers, 2)}\n` : renderReport(report),
+    )
+    if (report.verdict === 'inconclusive') io.stderr(`workers-ai-guard probe: ${report.summary}\n`)
+    return report.exitCode
+  } catch (error) {
+    return usageFailure(io, error)
+  }
+}
+
+function usageFailure(io: CommandIo, error: unknown): number {
+  const message = error instanceof Error ? error.message : String(error)
+  io.stderr(`workers-ai-guard probe: ${message}\nRun "workers-ai-guard probe --help" for usage.\n`)
+  return 2
+}
+
+/** JSON has no Infinity: an unbounded rate is written as the string "Infinity". */
+function jsonNumbers(_key: string, value: unknown): unknown {
+  return value === Number.POSITIVE_INFINITY ? 'Infinity' : value
+}
