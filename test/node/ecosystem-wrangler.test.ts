@@ -1,10 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
-import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ChildLike, type NodeHost, nodeHost } from '../ecosystem/node-host'
 import {
   apiError,
   ask,
@@ -24,45 +20,16 @@ import { document } from '../support/prompts'
  * size instead: the engine's real pool is its default 681,280 tokens, and the Worker is given the
  * misconfiguration that caused it — a profile that believes the pool is the whole 1,048,576-token window.
  */
-const ROOT = resolve(import.meta.dirname, '../..')
-const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler')
 const ADMIN = 'dev-only-admin-secret'
 const WRONG_PROFILE = JSON.stringify({
   [MODEL]: { kvPoolTokens: 1_048_576, maxPrefillTokensPerSecond: 1_000_000 },
 })
 
+let host: NodeHost
 let dir = ''
-let dev: ChildProcess | undefined
+let dev: ChildLike | undefined
 let base = ''
 let log = ''
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer()
-    server.once('error', fail)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => done(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
-
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  return new Promise((done, fail) => {
-    const child = spawn(WRANGLER, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    child.stdout.on('data', (d: Buffer) => {
-      out += d
-    })
-    child.stderr.on('data', (d: Buffer) => {
-      out += d
-    })
-    child.once('error', fail)
-    child.once('exit', (code) =>
-      code === 0 ? done() : fail(new Error(`wrangler ${args[0]}: ${out}`)),
-    )
-  })
-}
 
 async function waitUntilUp(url: string, deadline: number): Promise<void> {
   while (Date.now() < deadline) {
@@ -78,20 +45,24 @@ async function waitUntilUp(url: string, deadline: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'guard-wrangler-'))
+  host = await nodeHost()
+  const ROOT = host.cwd
+  dir = host.tempDir('guard-wrangler-')
   for (const path of ['src', 'sim', 'migrations', 'wrangler.toml', 'package.json']) {
-    cpSync(join(ROOT, path), join(dir, path), { recursive: true })
+    host.copy(host.join(ROOT, path), host.join(dir, path))
   }
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  host.link(host.join(ROOT, 'node_modules'), host.join(dir, 'node_modules'))
+  const wrangler = host.join(ROOT, 'node_modules/.bin/wrangler')
   const env = {
-    ...process.env,
+    ...host.env,
     // Our own dev registry: another `npm start` on this machine must not be bound instead of ours.
-    WRANGLER_REGISTRY_PATH: join(dir, 'registry'),
+    WRANGLER_REGISTRY_PATH: host.join(dir, 'registry'),
     WRANGLER_SEND_METRICS: 'false',
     CI: '1',
   }
-  const persist = ['--persist-to', join(dir, 'state')]
-  await run(
+  const persist = ['--persist-to', host.join(dir, 'state')]
+  await host.run(
+    wrangler,
     [
       'd1',
       'migrations',
@@ -102,13 +73,13 @@ beforeAll(async () => {
       'dev',
       ...persist,
     ],
-    env,
+    { cwd: dir, env },
   )
-  const [port, inspector] = [await freePort(), await freePort()]
+  const [port, inspector] = [await host.freePort(), await host.freePort()]
   base = `http://127.0.0.1:${port}`
   // detached: its own process group, so teardown ends wrangler and the workerd it started, by id.
-  dev = spawn(
-    WRANGLER,
+  dev = host.spawn(
+    wrangler,
     [
       'dev',
       ...['-c', 'wrangler.toml', '-c', 'sim/wrangler.toml', '--env', 'dev'],
@@ -117,25 +88,19 @@ beforeAll(async () => {
       '--show-interactive-dev-session=false',
       ...['--var', `GUARD_MODELS:${WRONG_PROFILE}`],
     ],
-    { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: dir, env, detached: true },
   )
-  dev.stdout?.on('data', (d: Buffer) => {
-    log += d
-  })
-  dev.stderr?.on('data', (d: Buffer) => {
-    log += d
-  })
+  const collect = (d: { toString(): string }) => {
+    log += d.toString()
+  }
+  dev.stdout?.on('data', collect)
+  dev.stderr?.on('data', collect)
   await waitUntilUp(`${base}/health`, Date.now() + 40_000)
 }, 60_000)
 
 afterAll(async () => {
-  if (dev?.pid !== undefined && dev.exitCode === null) {
-    const exited = new Promise((r) => dev?.once('exit', r))
-    process.kill(-dev.pid, 'SIGTERM')
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))])
-    if (dev.exitCode === null) process.kill(-dev.pid, 'SIGKILL')
-  }
-  if (dir) rmSync(dir, { recursive: true, force: true })
+  if (dev) await host.stop(dev)
+  if (dir) host.remove(dir)
 }, 15_000)
 
 describe('the openai client against wrangler dev', () => {
