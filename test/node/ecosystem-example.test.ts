@@ -1,0 +1,117 @@
+import { build } from 'esbuild'
+import type { Hono } from 'hono'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { SimEngine } from '../../sim/engine'
+import { hasCanary } from '../ecosystem/leak-scenario'
+import { type NodeHost, nodeHost } from '../ecosystem/node-host'
+import { document, sseText } from '../support/prompts'
+
+/**
+ * examples/hono-app as its users get it: bundled the way wrangler bundles it (the package name aliased
+ * to this repository's source), driven with `app.request` against the leaking simulator as `env.AI`.
+ */
+const SECRET = 'example-canary-secret-0123456789abcdef'
+const BUNDLE = 'node_modules/.cache/workers-ai-guard/hono-app.mjs'
+
+let host: NodeHost
+let createApp: (secret: string) => Hono
+
+beforeAll(async () => {
+  host = await nodeHost()
+  await build({
+    entryPoints: ['examples/hono-app/src/app.ts'],
+    outfile: BUNDLE,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    packages: 'external',
+    alias: { 'workers-ai-guard': './src/index.ts' },
+    logLevel: 'warning',
+  })
+  ;({ createApp } = (await import(/* @vite-ignore */ host.join(host.cwd, BUNDLE))) as {
+    createApp: typeof createApp
+  })
+}, 30_000)
+
+function ask(app: Hono, engine: SimEngine, user: string | undefined, body: unknown) {
+  return app.request(
+    '/chat',
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(user ? { 'x-user': user } : {}) },
+      body: JSON.stringify(body),
+    },
+    { AI: engine.binding('workers-account'), GUARD_SECRET: SECRET },
+  )
+}
+
+describe('examples/hono-app', () => {
+  it('should keep the app own sign-in: no user, no upstream call', async () => {
+    const engine = new SimEngine({ decodeTokensPerSecond: Infinity })
+    const res = await ask(createApp(SECRET), engine, undefined, { question: 'hi' })
+    expect(res.status).toBe(401)
+    expect(await res.json()).toEqual({ error: 'Sign in first.' })
+    expect(engine.stats().requests.total).toBe(0)
+  })
+
+  it('should answer each user from their own question, whole and streamed, canary stripped', async () => {
+    const engine = new SimEngine({
+      prefillTokensPerSecond: 100_000,
+      decodeTokensPerSecond: Infinity,
+    })
+    const app = createApp(SECRET)
+    const whole = await ask(app, engine, 'alice', { question: document('ALICE', 2_000) })
+    expect(whole.status).toBe(200)
+    const body = await whole.text()
+    expect(body).toContain('ALICE ledger entry')
+    expect(hasCanary(body)).toBe(false)
+    const streamed = await ask(app, engine, 'alice', {
+      question: document('ALICE', 2_000),
+      stream: true,
+    })
+    expect(streamed.headers.get('content-type')).toContain('text/event-stream')
+    const text = await streamed.text()
+    expect(sseText(text).content).toContain('ALICE')
+    expect(hasCanary(text)).toBe(false)
+  }, 30_000)
+
+  it('should withhold a leaked answer with a 502 and the incident id', async () => {
+    // A pool far smaller than the built-in profile believes: over-pool prompts reach the engine.
+    const engine = new SimEngine({
+      mode: 'pd-abort-leak',
+      poolTokens: 8_192,
+      contextWindow: 16_384,
+      prefillTokensPerSecond: 100_000,
+      decodeTokensPerSecond: Infinity,
+    })
+    const app = createApp(SECRET)
+    expect((await ask(app, engine, 'alice', { question: document('ALICE', 6_000) })).status).toBe(
+      200,
+    )
+    const res = await ask(app, engine, 'bob', { question: document('BOB', 12_000) })
+    const text = await res.text()
+    expect(res.status).toBe(502)
+    expect(text).not.toContain('ALICE')
+    const { error } = JSON.parse(text) as { error: { code: string; incident_id: string } }
+    expect(error.code).toBe('response_quarantined')
+    expect(res.headers.get('x-guard-incident-id')).toBe(error.incident_id)
+  }, 30_000)
+
+  it('should type-check, and bundle for deploy with wrangler', async () => {
+    const bin = (name: string) => host.join(host.cwd, 'node_modules/.bin', name)
+    await host.run(bin('tsc'), ['--noEmit', '-p', 'examples/hono-app'], { cwd: host.cwd })
+    const out = host.tempDir('hono-app-')
+    try {
+      await host.run(
+        bin('wrangler'),
+        ['deploy', '--dry-run', '--outdir', out, '-c', 'examples/hono-app/wrangler.toml'],
+        { cwd: host.cwd, env: { ...host.env, WRANGLER_SEND_METRICS: 'false', CI: '1' } },
+      )
+      const bundle = host.read(host.join(out, 'index.js'))
+      expect(bundle).toContain('aiGuard')
+      expect(bundle).toContain('cloudflare:workers')
+    } finally {
+      host.remove(out)
+    }
+  }, 60_000)
+})
