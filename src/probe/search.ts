@@ -87,25 +87,26 @@ export interface ProbePlan {
   top: number
   /** Most bisection steps after any first failure. */
   maxBisectionSteps: number
-  /** Most requests any outcome needs (retries not included). */
+  /** Most requests any outcome needs, exactly (retries not included). */
   worstCaseRequests: number
-  /** Most prompt + output tokens any outcome needs (retries not included). */
+  /** An upper bound on prompt + output tokens of any outcome (retries not included). */
   worstCaseTokens: number
 }
 
 /**
- * The plan of a run: replays {@link searchState} against every limit that maximises its cost (a limit
- * just under each doubling length, and no limit at all), so the worst case is exact, not estimated.
+ * The plan of a run, replaying {@link searchState} itself. Requests: exact worst case — for a first
+ * failure at each doubling length, the most bisection steps come when every step fails (the upper
+ * end then shrinks, and with it the tolerance in tokens). Tokens: an upper bound — those steps, each
+ * charged the failing length they bisect below, plus `maxOutput` per request.
  *
  * @example
- * const plan = planSearch({ start: 1024, top: 1_047_000, tolerance: 0.005, minTokens: 90 }, 1024)
+ * const plan = planSearch({ start: 1024, top: 1_047_488, tolerance: 0.005, minTokens: 128 }, 1024)
  * plan.worstCaseRequests // 20
  */
 export function planSearch(bounds: SearchBounds, maxOutput: number): ProbePlan {
   const growth: number[] = []
-  for (let s = searchState([], bounds); !s.finished && s.smallestFail === undefined; ) {
-    const tokens = s.next as number
-    growth.push(tokens)
+  for (let s = searchState([], bounds); !s.finished; ) {
+    growth.push(s.next as number)
     s = searchState(
       growth.map((t) => ({ tokens: t, ok: true })),
       bounds,
@@ -114,23 +115,22 @@ export function planSearch(bounds: SearchBounds, maxOutput: number): ProbePlan {
   let worstRequests = growth.length
   let worstTokens = growth.reduce((a, b) => a + b, 0) + growth.length * maxOutput
   let maxBisection = 0
-  for (const failAt of growth) {
-    // A limit just under `failAt`: every bisection step succeeds, so each sends the most tokens.
-    const limit = failAt - 1
-    const points: SearchPoint[] = []
+  growth.forEach((failAt, i) => {
+    const grown = growth.slice(0, i + 1)
+    const points: SearchPoint[] = grown.map((t) => ({ tokens: t, ok: t < failAt }))
     let bisection = 0
-    let tokens = 0
-    for (let s = searchState(points, bounds); !s.finished; s = searchState(points, bounds)) {
-      const t = s.next as number
-      if (s.smallestFail !== undefined) bisection++
-      points.push({ tokens: t, ok: t <= limit })
-      tokens += t + maxOutput
-      if (points.length > 200) break
+    for (let s = searchState(points, bounds); !s.finished && bisection < 64; bisection++) {
+      points.push({ tokens: s.next as number, ok: false })
+      s = searchState(points, bounds)
     }
     maxBisection = Math.max(maxBisection, bisection)
     worstRequests = Math.max(worstRequests, points.length)
-    worstTokens = Math.max(worstTokens, tokens)
-  }
+    const grownTokens = grown.reduce((a, b) => a + b, 0)
+    worstTokens = Math.max(
+      worstTokens,
+      grownTokens + bisection * failAt + points.length * maxOutput,
+    )
+  })
   return {
     growth,
     top: bounds.top,
