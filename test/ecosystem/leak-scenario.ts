@@ -45,8 +45,8 @@ export function hasCanary(text: string): boolean {
 /** What of tenant A, or of any canary, a delivery to someone else contains. */
 export function leaked(delivered: Delivered): string[] {
   const found: string[] = []
-  if (delivered.body.includes('TENANT-A')) found.push('TENANT-A text')
-  if (hasCanary(delivered.body)) found.push('a canary')
+  if (delivered.text.includes('TENANT-A')) found.push('TENANT-A text')
+  if (hasCanary(delivered.text)) found.push('a canary')
   return found
 }
 
@@ -92,8 +92,8 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
               chat(document('TENANT-A', 6_000), { stream }),
             )
             expect(a.status).toBe(200)
-            expect(a.body).toContain('TENANT-A')
-            expect(hasCanary(a.body)).toBe(false)
+            expect(a.text).toContain('TENANT-A')
+            expect(hasCanary(a.text)).toBe(false)
 
             engine.configure({ mode })
             const b = await send(
@@ -127,7 +127,7 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
       for (const stream of [false, true]) {
         const b = await send('tenant-b', LEAK.model, chat(document('TENANT-B', 3_000), { stream }))
         expect(b.status).toBe(200)
-        expect(b.body).toContain('TENANT-B')
+        expect(b.text).toContain('TENANT-B')
         expect(leaked(b)).toEqual([])
       }
     }, 30_000)

@@ -174,3 +174,19 @@ describe('the packed package installed in an empty project', () => {
     expect(help).toContain('workers-ai-guard probe')
   }, 30_000)
 })
+
+describe('wrangler types', () => {
+  it('should keep the committed worker-configuration.d.ts in step with wrangler.toml', async () => {
+    const wrangler = host.join(host.cwd, 'node_modules/.bin/wrangler')
+    const args = ['types', '--include-runtime=false', '--strict-vars=false', '--check']
+    const out = await host.run(wrangler, args, {
+      cwd: host.cwd,
+      env: { ...host.env, WRANGLER_SEND_METRICS: 'false', CI: '1' },
+    })
+    expect(out).toContain('up to date')
+    // Production's binding is the real Workers AI; dev's the simulator — both are in the union.
+    expect(host.read(host.join(host.cwd, 'worker-configuration.d.ts'))).toMatch(
+      /AI: Service .*\| Ai;/,
+    )
+  }, 30_000)
+})
