@@ -18,7 +18,10 @@ export function upstreamError(error: unknown): GuardError {
   const message = raw.replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[redacted]').slice(0, 300)
   let status = 502
   if (/\b3040\b|capacity|rate limit|too many requests|\b429\b/i.test(message)) status = 429
-  else if (/\b5021\b|exceeds the maximum allowed length|context (window|length)/i.test(message)) {
+  else if (
+    // 5006: Workers AI's invalid-input class (the client's fault); 5021: over the model's window.
+    /\b5006\b|\b5021\b|exceeds the maximum allowed length|context (window|length)/i.test(message)
+  ) {
     status = 400
   } else if (/timed? ?out|timeout|\b504\b/i.test(message)) status = 504
   return new GuardError(

@@ -2,6 +2,7 @@
  * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
  */
 import { matchEcho } from './canary'
+import { GuardError } from './errors'
 import {
   canaryEntries,
   redactCanaries,
@@ -27,6 +28,11 @@ export async function verifyOutput(
   // A whole answer's latency includes its decode, so it can only exceed the prefill bound: judging it
   // against the bound alone never accuses an honest answer.
   const observedMs = ctx.guard.options.now() - ctx.startedAt
+  if (output instanceof ReadableStream) {
+    // A stream nobody asked for: stop it rather than leave it running, and refuse it.
+    await output.cancel().catch(() => {})
+    throw new GuardError('upstream_error', 'The upstream returned a stream for a whole request.')
+  }
   const read = readTexts(output)
   const texts = { ...read.texts }
   let echo: EchoOutcome = 'not-requested'

@@ -81,12 +81,12 @@ export async function verifyStream(
       try {
         next = await reader.read()
       } catch (error) {
+        // The watchdog's 504 and the decoder's own errors keep their meaning.
+        if (error instanceof GuardError) throw error
         throw new GuardError(
           'upstream_error',
           'The upstream stream failed before it could be verified.',
-          {
-            cause: error,
-          },
+          { cause: error },
         )
       }
       if (next.done) {

@@ -172,6 +172,11 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   })
 }
 
+/** Milliseconds to the microsecond: enough for any TTFT verdict, readable in JSON. */
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000
+}
+
 function isFatal(error: NonNullable<ProbeStep['error']>): boolean {
   return new ProbeTransportError(error.kind, error.message, statusOf(error)).fatal
 }
@@ -212,9 +217,9 @@ async function sendAndJudge(
       attempt,
       reportedPromptTokens: answer.promptTokens ?? null,
       cachedTokens: answer.cachedTokens ?? null,
-      ttftMs: answer.ttftMs,
-      minTtftMs: j.minTtftMs,
-      totalMs: answer.totalMs,
+      ttftMs: answer.ttftMs === null ? null : round(answer.ttftMs),
+      minTtftMs: round(j.minTtftMs),
+      totalMs: round(answer.totalMs),
       missing: j.missing,
       foreignFrom: [...new Set(j.foreign.map((f) => f.step))].sort((a, b) => a - b),
       impossibleTtft: j.impossibleTtft,

@@ -262,7 +262,11 @@ function summarize(r: ProbeReport): string {
     if (r.impossibleTtft)
       parts.push('Impossible TTFT: a long prompt was answered faster than any real prefill.')
     if (!r.leak && !r.impossibleTtft && r.smallestFailure) {
-      parts.push(`No leak seen: the longer prompts failed as ${r.smallestFailure.kind}.`)
+      parts.push(
+        r.smallestFailure.kind === 'error'
+          ? 'No leak seen: longer prompts were refused with an error.'
+          : `No leak seen: longer prompts failed as ${r.smallestFailure.kind}.`,
+      )
     }
   } else {
     const why =

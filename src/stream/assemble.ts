@@ -34,6 +34,7 @@ export async function assembleAnswer(stream: ReadableStream<Uint8Array>): Promis
   let finishReason: string | null = null
   let usage: Usage | undefined
   const tools = new Map<number, ToolCall>()
+  const extra: Record<string, string> = {}
   const sink = new WritableStream<SseEvent>({
     write(event) {
       const frame = parseFrame(event)
@@ -45,6 +46,11 @@ export async function assembleAnswer(stream: ReadableStream<Uint8Array>): Promis
       if (frame.texts.reasoning !== undefined) reasoning = (reasoning ?? '') + frame.texts.reasoning
       if (frame.texts.content !== undefined) content = (content ?? '') + frame.texts.content
       if (frame.finishReason) finishReason = frame.finishReason
+      for (const [channel, text] of Object.entries(frame.texts)) {
+        // Other delta fields (vLLM's `reasoning`, `refusal`) continue across chunks like content.
+        const name = /^field:choices\/0\/delta\/([^/]+)$/.exec(channel)?.[1]
+        if (name && text !== undefined) extra[name] = (extra[name] ?? '') + text
+      }
       readToolCalls(frame.json, frame.format, tools)
     },
   })
@@ -60,7 +66,7 @@ export async function assembleAnswer(stream: ReadableStream<Uint8Array>): Promis
       ...(usage ? { usage } : {}),
     }
   }
-  const message: Record<string, unknown> = { role: 'assistant', content: content ?? null }
+  const message: Record<string, unknown> = { role: 'assistant', content: content ?? null, ...extra }
   if (reasoning !== undefined) message.reasoning_content = reasoning
   if (calls.length > 0) {
     message.tool_calls = calls.map((c, index) => ({

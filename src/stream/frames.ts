@@ -15,8 +15,14 @@ import type { SseEvent } from './sse'
 /** `chat`: OpenAI `chat.completion(.chunk)` objects; `legacy`: Workers AI `{ response, usage? }`. */
 export type StreamFormat = 'chat' | 'legacy'
 
-/** A stream of model-written text: reasoning, visible content, or the arguments of tool call `n`. */
-export type Channel = 'reasoning' | 'content' | `tool:${number}`
+/**
+ * A stream of model-written text: reasoning, visible content, the arguments of tool call `n`, or any
+ * other string field of the answer (`field:<path>`, e.g. `field:choices/0/delta/reasoning`, as vLLM
+ * names reasoning, or `message.refusal`). Every string an upstream sends, outside a few metadata keys,
+ * is a channel: a leak can land in any of them, and a field the guard did not read is a field it
+ * could not verify.
+ */
+export type Channel = 'reasoning' | 'content' | `tool:${number}` | `field:${string}`
 
 /** One decoded stream event with its texts per channel. */
 export interface Frame {
@@ -144,6 +150,89 @@ function legacyTexts(json: Json): Partial<Record<Channel, string>> {
 }
 
 /**
+ * Keys whose string values are not model-written (identifiers, names of things the upstream chose),
+ * or repeat in every event rather than continue: they are not channels.
+ */
+const METADATA = new Set([
+  'id',
+  'object',
+  'model',
+  'created',
+  'system_fingerprint',
+  'service_tier',
+  'finish_reason',
+  'stop_reason',
+  'role',
+  'type',
+  'index',
+  'usage',
+])
+
+/** Paths (joined with '/') of the known channels of a parsed event, so the walk skips them. */
+function knownPaths(json: Json, format: StreamFormat | undefined): Set<string> {
+  const paths = new Set<string>()
+  if (format === 'legacy') {
+    paths.add('response')
+    if (Array.isArray(json.tool_calls)) {
+      json.tool_calls.forEach((_, k) => paths.add(`tool_calls/${k}/arguments`))
+    }
+  } else if (format === 'chat' && Array.isArray(json.choices)) {
+    for (const key of ['delta', 'message']) {
+      const body = (json.choices[0] as Json | undefined)?.[key]
+      if (!isObject(body)) continue
+      paths.add(`choices/0/${key}/reasoning_content`)
+      paths.add(`choices/0/${key}/content`)
+      if (Array.isArray(body.tool_calls)) {
+        body.tool_calls.forEach((_, k) =>
+          paths.add(`choices/0/${key}/tool_calls/${k}/function/arguments`),
+        )
+      }
+    }
+  }
+  return paths
+}
+
+/** Every other string leaf of `json`, as `field:<path>` channels. */
+function fieldTexts(
+  json: Json,
+  format: StreamFormat | undefined,
+): Partial<Record<Channel, string>> {
+  const skip = knownPaths(json, format)
+  const texts: Partial<Record<Channel, string>> = {}
+  const walk = (value: unknown, path: string[]) => {
+    const joined = path.join('/')
+    if (skip.has(joined)) return
+    if (typeof value === 'string') {
+      if (path.length > 0) texts[`field:${joined}`] = value
+      return
+    }
+    if (Array.isArray(value)) value.forEach((item, k) => walk(item, [...path, String(k)]))
+    else if (isObject(value)) {
+      for (const [key, item] of Object.entries(value)) {
+        if (!METADATA.has(key)) walk(item, [...path, key])
+      }
+    }
+  }
+  walk(json, [])
+  return texts
+}
+
+/** Writes `field:<path>` channel texts back into `json` (in place; the caller owns a copy). */
+function writeFields(json: Json, texts: Partial<Record<Channel, string>>): void {
+  for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
+    if (text === undefined || !channel.startsWith('field:')) continue
+    const path = channel.slice('field:'.length).split('/')
+    let node: unknown = json
+    for (const key of path.slice(0, -1)) node = (node as Record<string, unknown> | undefined)?.[key]
+    const last = path.at(-1)!
+    if (node === null || typeof node !== 'object' || typeof (node as Json)[last] !== 'string') {
+      throw new Error(`no string field at ${channel}`)
+    }
+    ;(node as Json)[last] = text
+  }
+}
+
+/**
  * Parse one SSE event of a Workers AI stream. Throws `GuardError('upstream_error')` when the data is
  * neither `[DONE]` nor a JSON object (the message never quotes the payload).
  *
@@ -172,7 +261,10 @@ export function parseFrame(event: SseEvent): Frame {
   const usage = usageOf(json)
   if (usage !== undefined) frame.usage = usage
   const format = detectFormat(json)
-  if (format === undefined) return frame
+  if (format === undefined) {
+    frame.texts = fieldTexts(json, undefined)
+    return frame
+  }
   frame.format = format
   if (format === 'chat') {
     const choice = onlyChoice(json)
@@ -188,13 +280,14 @@ export function parseFrame(event: SseEvent): Frame {
     frame.texts = legacyTexts(json)
     if ('finish_reason' in json) frame.finishReason = json.finish_reason as string | null
   }
+  Object.assign(frame.texts, fieldTexts(json, format))
   return frame
 }
 
 /** Write `texts` into a chat `delta`/`message` object in place (the caller owns a copy). */
 function writeChat(body: Json, texts: Partial<Record<Channel, string>>): void {
   for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
-    if (text === undefined) continue
+    if (text === undefined || channel.startsWith('field:')) continue
     if (channel === 'reasoning') body.reasoning_content = fromText(body.reasoning_content, text)
     else if (channel === 'content') body.content = fromText(body.content, text)
     else {
@@ -222,7 +315,7 @@ function writeChat(body: Json, texts: Partial<Record<Channel, string>>): void {
 /** Write `texts` into a legacy object in place (the caller owns a copy). */
 function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void {
   for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
-    if (text === undefined) continue
+    if (text === undefined || channel.startsWith('field:')) continue
     if (channel === 'content') json.response = fromText(json.response, text)
     else if (channel === 'reasoning') {
       if (text !== '') throw new Error('the legacy format has no reasoning channel')
@@ -249,13 +342,15 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
-  if (frame.json === undefined || frame.format === undefined) {
+  if (frame.json === undefined) {
     if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
-      throw new Error('cannot put text into an event that has no text format')
+      throw new Error('cannot put text into an event that has no JSON')
     }
     return frame.event
   }
   const json = structuredClone(frame.json)
+  writeFields(json, texts)
+  if (frame.format === undefined) return { ...frame.event, data: JSON.stringify(json) }
   if (frame.format === 'chat') {
     const choice = onlyChoice(json)
     if (choice === undefined) throw new Error('cannot put text into a chat chunk without a choice')
@@ -266,49 +361,6 @@ export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>)
   } else writeLegacy(json, texts)
   const event: SseEvent = { ...frame.event, data: JSON.stringify(json) }
   return event
-}
-
-/**
- * A new delta event in the template's format carrying only `texts` (used to flush held text at the
- * end of a stream). Chat: a chunk with the template's `id`, `object`, `created`, `model` and
- * `choices[0].delta` holding the texts, tool channels as `tool_calls[{index, function:{arguments}}]`.
- * Legacy: `{ response }` (legacy streams have no reasoning or tool deltas; those throw).
- *
- * @example
- * textEvent(parseFrame({ data: '{"response":"a","p":"x"}' }), { content: 'held' })
- * // { data: '{"response":"held"}' }
- */
-export function textEvent(template: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
-  const source = template.json
-  if (source === undefined || template.format === undefined) {
-    throw new Error('textEvent needs a template frame with a known format')
-  }
-  if (template.format === 'legacy') {
-    for (const channel of Object.keys(texts) as Channel[]) {
-      if (channel !== 'content' && texts[channel]) {
-        throw new Error(`the legacy stream format cannot carry the ${channel} channel`)
-      }
-    }
-    return { data: JSON.stringify({ response: texts.content ?? '' }) }
-  }
-  const delta: Json = {}
-  if (texts.reasoning !== undefined) delta.reasoning_content = texts.reasoning
-  if (texts.content !== undefined) delta.content = texts.content
-  const tools = (Object.keys(texts) as Channel[])
-    .map((channel) => [toolIndex(channel), texts[channel]] as const)
-    .filter(
-      (pair): pair is readonly [number, string] => pair[0] !== undefined && pair[1] !== undefined,
-    )
-    .sort((a, b) => a[0] - b[0])
-  if (tools.length > 0) {
-    delta.tool_calls = tools.map(([index, args]) => ({ index, function: { arguments: args } }))
-  }
-  const chunk: Json = {}
-  for (const key of ['id', 'object', 'created', 'model']) {
-    if (key in source) chunk[key] = source[key]
-  }
-  chunk.choices = [{ index: 0, delta, finish_reason: null }]
-  return { data: JSON.stringify(chunk) }
 }
 
 /** The texts of a whole (non-stream) answer. */
@@ -337,7 +389,7 @@ export function readTexts(output: unknown): OutputTexts {
   const usage = usageOf(output)
   if (usage !== undefined) result.usage = usage
   if (format === 'legacy') {
-    result.texts = legacyTexts(output)
+    result.texts = { ...legacyTexts(output), ...fieldTexts(output, format) }
     if ('finish_reason' in output) result.finishReason = output.finish_reason as string | null
     return result
   }
@@ -348,6 +400,7 @@ export function readTexts(output: unknown): OutputTexts {
     if (!isObject(message)) throw malformed('The upstream chat answer has a malformed message.')
     result.texts = chatTexts(message)
   }
+  Object.assign(result.texts, fieldTexts(output, format))
   if ('finish_reason' in choice) result.finishReason = choice.finish_reason as string | null
   return result
 }
@@ -362,6 +415,7 @@ export function readTexts(output: unknown): OutputTexts {
 export function replaceTexts(output: unknown, texts: Partial<Record<Channel, string>>): unknown {
   const { format } = readTexts(output)
   const copy = structuredClone(output) as Json
+  writeFields(copy, texts)
   if (format === 'legacy') {
     writeLegacy(copy, texts)
     return copy

@@ -40,7 +40,7 @@ describe('foreign canaries outside the text fields the guard reads', () => {
   })
 
   // BUG (reported): the stream is released with tenant A's text and canary in `delta.reasoning`.
-  it.fails('should withhold a stream whose delta.reasoning carries a foreign canary', async () => {
+  it('should withhold a stream whose delta.reasoning carries a foreign canary', async () => {
     const leaked = await foreignCanary()
     const upstream = streaming((own) => [
       sse(chunk({ reasoning: `tenant A payroll ${leaked}` })),
@@ -57,7 +57,7 @@ describe('foreign canaries outside the text fields the guard reads', () => {
   })
 
   // BUG (reported): with tools (scan-only) an event of an unknown shape passes unscanned.
-  it.fails('should withhold a stream event of unknown shape that carries a foreign canary', async () => {
+  it('should withhold a stream event of unknown shape that carries a foreign canary', async () => {
     const leaked = await foreignCanary()
     const upstream = streaming(() => [
       sse(JSON.stringify({ text: `tenant A payroll ${leaked}` })),
@@ -72,7 +72,7 @@ describe('foreign canaries outside the text fields the guard reads', () => {
   })
 
   // BUG (reported): a whole answer's `message.refusal` is released unscanned.
-  it.fails('should withhold a whole answer whose message.refusal carries a foreign canary', async () => {
+  it('should withhold a whole answer whose message.refusal carries a foreign canary', async () => {
     const leaked = await foreignCanary()
     const upstream = whole((own) => ({
       choices: [{ message: { content: `${own}\nOK`, refusal: `payroll ${leaked}` } }],
@@ -84,7 +84,7 @@ describe('foreign canaries outside the text fields the guard reads', () => {
   })
 
   // BUG (reported): after release, a foreign canary in `delta.reasoning` reaches the client.
-  it.fails('should end a released stream before a later delta.reasoning with a foreign canary', async () => {
+  it('should end a released stream before a later delta.reasoning with a foreign canary', async () => {
     const leaked = await foreignCanary()
     const upstream = streaming((own) => [
       sse(chunk({ content: `${own}\nAnswer begins.` })),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError } from '../../src/errors'
-import { parseFrame, readTexts, replaceTexts, textEvent, withTexts } from '../../src/stream/frames'
+import { parseFrame, readTexts, replaceTexts, withTexts } from '../../src/stream/frames'
 
 const CHAT_CHUNK = {
   id: 'chatcmpl-1',
@@ -42,6 +42,8 @@ describe('parseFrame', () => {
       content: 'Hello',
       'tool:0': '{"a"',
       'tool:2': ':1}',
+      // Every other model-written string is a channel too (ids, roles and types are metadata).
+      'field:choices/0/delta/tool_calls/0/function/name': 'f',
     })
     expect(frame.finishReason).toBeNull()
     expect(frame.usage).toEqual({ prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 })
@@ -50,7 +52,7 @@ describe('parseFrame', () => {
   it('should read a legacy event', () => {
     const frame = parseFrame({ data: JSON.stringify(LEGACY) })
     expect(frame.format).toBe('legacy')
-    expect(frame.texts).toEqual({ content: 'Hel' })
+    expect(frame.texts).toEqual({ content: 'Hel', 'field:p': 'abcdef' })
     expect(frame.usage).toEqual({ prompt_tokens: 3 })
     expect(frame.finishReason).toBeUndefined()
   })
@@ -67,10 +69,22 @@ describe('parseFrame', () => {
     expect(frame.usage).toEqual({ total_tokens: 4 })
   })
 
-  it('should leave an unknown object shape without format or texts', () => {
-    const frame = parseFrame({ data: '{"status":"ok"}' })
+  it('should read an unknown object shape without format, its strings as field channels', () => {
+    const frame = parseFrame({ data: '{"status":"ok","id":"x","n":1}' })
     expect(frame.format).toBeUndefined()
-    expect(frame.texts).toEqual({})
+    expect(frame.texts).toEqual({ 'field:status': 'ok' })
+  })
+
+  it('should read reasoning under another name (vLLM delta.reasoning) and a refusal as channels', () => {
+    const frame = parseFrame({
+      data: JSON.stringify({ choices: [{ index: 0, delta: { reasoning: 'r', refusal: 'no' } }] }),
+    })
+    expect(frame.texts).toEqual({
+      'field:choices/0/delta/reasoning': 'r',
+      'field:choices/0/delta/refusal': 'no',
+    })
+    const rewritten = withTexts(frame, { 'field:choices/0/delta/reasoning': 'R' })
+    expect(JSON.parse(rewritten.data).choices[0].delta).toEqual({ reasoning: 'R', refusal: 'no' })
   })
 
   it('should throw upstream_error on non-JSON data without quoting it', () => {
@@ -110,6 +124,7 @@ describe('withTexts', () => {
       content: 'Hi',
       'tool:0': '{"a"',
       'tool:2': '',
+      'field:choices/0/delta/tool_calls/0/function/name': 'f',
     })
   })
 
@@ -151,54 +166,6 @@ describe('withTexts', () => {
   })
 })
 
-describe('textEvent', () => {
-  it('should build a chat delta chunk with the template identity and only the texts', () => {
-    const event = textEvent(parseFrame(chatEvent()), {
-      reasoning: 'r',
-      content: 'held',
-      'tool:3': 'x}',
-      'tool:1': '{',
-    })
-    expect(JSON.parse(event.data)).toEqual({
-      id: 'chatcmpl-1',
-      object: 'chat.completion.chunk',
-      created: 1767225600,
-      model: '@cf/zai-org/glm-5.3',
-      choices: [
-        {
-          index: 0,
-          delta: {
-            reasoning_content: 'r',
-            content: 'held',
-            tool_calls: [
-              { index: 1, function: { arguments: '{' } },
-              { index: 3, function: { arguments: 'x}' } },
-            ],
-          },
-          finish_reason: null,
-        },
-      ],
-    })
-    expect(parseFrame(event).texts).toEqual({
-      reasoning: 'r',
-      content: 'held',
-      'tool:1': '{',
-      'tool:3': 'x}',
-    })
-  })
-
-  it('should build a legacy event with only the response', () => {
-    const event = textEvent(parseFrame({ data: JSON.stringify(LEGACY) }), { content: 'held' })
-    expect(JSON.parse(event.data)).toEqual({ response: 'held' })
-  })
-
-  it('should refuse legacy channels that do not exist and a template without format', () => {
-    const legacy = parseFrame({ data: JSON.stringify(LEGACY) })
-    expect(() => textEvent(legacy, { 'tool:0': '{}' })).toThrow(/legacy/)
-    expect(() => textEvent(parseFrame({ data: '[DONE]' }), { content: 'x' })).toThrow(/format/)
-  })
-})
-
 const CHAT_OUTPUT = {
   id: 'chatcmpl-2',
   object: 'chat.completion',
@@ -230,7 +197,14 @@ describe('readTexts', () => {
   it('should read every text of a chat answer, structured arguments as JSON text', () => {
     expect(readTexts(CHAT_OUTPUT)).toEqual({
       format: 'chat',
-      texts: { content: 'answer', reasoning: 'why', 'tool:0': '{"q":1}', 'tool:1': '{"k":"v"}' },
+      texts: {
+        content: 'answer',
+        reasoning: 'why',
+        'tool:0': '{"q":1}',
+        'tool:1': '{"k":"v"}',
+        'field:choices/0/message/tool_calls/0/function/name': 'f',
+        'field:choices/0/message/tool_calls/1/function/name': 'g',
+      },
       usage: { prompt_tokens: 5, completion_tokens: 7 },
       finishReason: 'tool_calls',
     })
@@ -241,6 +215,7 @@ describe('readTexts', () => {
     expect(readTexts(LEGACY_OUTPUT).texts).toEqual({
       content: '{"city":"Paris"}',
       'tool:0': '{"x":2}',
+      'field:tool_calls/0/name': 'f',
     })
   })
 
