@@ -204,3 +204,18 @@ export function ms(value: number): string {
   if (value < 1000) return `${value.toPrecision(3)} ms`
   return `${(value / 1000).toPrecision(3)} s`
 }
+
+/**
+ * The line under a README table that says how it was made and how to make it again.
+ *
+ * @example
+ * await updateReadmeTable('peer', `${markdown}\n\n${reproduce('peer', quick, started)}`)
+ */
+export function reproduce(suite: string, quick: boolean, startedAt: number): string {
+  const seconds = Math.round((performance.now() - startedAt) / 1000)
+  return (
+    `Reproduce: \`npm run bench -- ${suite}\` (this table: ${quick ? 'the `--quick` run' : 'the full run'}, ` +
+    `${seconds} s for this suite); \`npm run bench -- --quick ${suite}\` for the CI-sized run. ` +
+    `Raw figures and machine: \`bench/results/${suite}.json\`.`
+  )
+}

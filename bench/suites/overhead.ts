@@ -1,0 +1,272 @@
+/**
+ * @module Benchmark: what the guard adds to each request, with the simulator's delays at zero so only
+ * the guard's own work shows — in workerd (a bench Worker timed from Node over loopback HTTP) and
+ * in-process on Node 22 (guardAi over SimEngine, timed with performance.now).
+ */
+
+import { SimEngine } from '../../sim/engine'
+import { guardAi } from '../../src'
+import { countTokens } from '../../src/ceiling/count'
+import {
+  machineInfo,
+  median,
+  ms,
+  reproduce,
+  type Suite,
+  type SuiteOptions,
+  type Summary,
+  summarize,
+  updateReadmeTable,
+  writeResult,
+} from '../lib'
+import { timedFetch } from '../support/http'
+import { BENCH_SECRET, chat, MODEL, withLookalikeDirective } from '../support/prompts'
+import { startWorker } from '../support/workerd'
+import { english } from '../texts'
+
+const SIZES = [1_000, 32_000, 256_000]
+
+/** Rounds per size (each round: one direct and one guarded request, order alternating). */
+function roundsFor(tokens: number, quick: boolean): number {
+  if (tokens <= 1_000) return quick ? 40 : 300
+  if (tokens <= 32_000) return quick ? 20 : 150
+  return quick ? 6 : 30
+}
+
+/** One cell: a size, streaming or not, on one runtime. */
+interface Cell {
+  runtime: 'workerd' | 'node'
+  targetTokens: number
+  tokens: number
+  chars: number
+  stream: boolean
+  direct: Summary
+  guarded: Summary
+  /** Per-round differences guarded − direct (ms). */
+  added: Summary
+  /** guarded median ÷ direct median. */
+  ratio: number
+  /** Time to first body byte (workerd, streams only). */
+  firstByte?: { direct: Summary; guarded: Summary }
+  /** Guarded requests that did not come back as a released answer. */
+  guardedErrors: number
+  directErrors: number
+}
+
+/** Characters of English prose that make about `target` o200k tokens. */
+async function charsFor(target: number): Promise<{ chars: number; tokens: number }> {
+  const sample = english(7, 50_000)
+  const perToken = sample.length / (await countTokens([sample]))
+  const chars = Math.round(target * perToken)
+  return { chars, tokens: await countTokens([english(7, chars)]) }
+}
+
+/** Alternates A/B per round, after `warmup` untimed rounds; returns the samples of each side. */
+async function alternate<T extends { ms: number; ok: boolean }>(
+  rounds: number,
+  warmup: number,
+  direct: () => Promise<T>,
+  guarded: () => Promise<T>,
+): Promise<{ direct: T[]; guarded: T[] }> {
+  const out = { direct: [] as T[], guarded: [] as T[] }
+  for (let round = 0; round < warmup + rounds; round++) {
+    const first = round % 2 === 0
+    const a = first ? await direct() : await guarded()
+    const b = first ? await guarded() : await direct()
+    if (round < warmup) continue
+    out.direct.push(first ? a : b)
+    out.guarded.push(first ? b : a)
+  }
+  return out
+}
+
+function cellOf(
+  runtime: Cell['runtime'],
+  size: { target: number; tokens: number; chars: number },
+  stream: boolean,
+  samples: { direct: Sample[]; guarded: Sample[] },
+): Cell {
+  const d = samples.direct.map((s) => s.ms)
+  const g = samples.guarded.map((s) => s.ms)
+  const diffs = g.map((v, i) => v - d[i]!)
+  const cell: Cell = {
+    runtime,
+    targetTokens: size.target,
+    tokens: size.tokens,
+    chars: size.chars,
+    stream,
+    direct: summarize(d),
+    guarded: summarize(g),
+    added: summarize(diffs),
+    ratio: Math.round((median(g) / median(d)) * 1000) / 1000,
+    guardedErrors: samples.guarded.filter((s) => !s.ok).length,
+    directErrors: samples.direct.filter((s) => !s.ok).length,
+  }
+  if (stream && samples.direct[0]?.firstByteMs !== undefined) {
+    cell.firstByte = {
+      direct: summarize(samples.direct.map((s) => s.firstByteMs ?? 0)),
+      guarded: summarize(samples.guarded.map((s) => s.firstByteMs ?? 0)),
+    }
+  }
+  return cell
+}
+
+interface Sample {
+  ms: number
+  ok: boolean
+  firstByteMs?: number
+}
+
+async function workerdCells(
+  sizes: { target: number; tokens: number; chars: number }[],
+  quick: boolean,
+): Promise<Cell[]> {
+  const worker = await startWorker('bench/support/overhead-worker.ts', {
+    GUARD_SECRET: BENCH_SECRET,
+  })
+  const cells: Cell[] = []
+  try {
+    for (const size of sizes) {
+      for (const stream of [false, true]) {
+        const send = (route: string) => async (): Promise<Sample> => {
+          const t = await timedFetch(
+            `${worker.url}/${route}?chars=${size.chars}&stream=${stream ? 1 : 0}`,
+            { method: 'POST' },
+          )
+          return { ms: t.totalMs, ok: t.status === 200, firstByteMs: t.firstByteMs }
+        }
+        const samples = await alternate(
+          roundsFor(size.target, quick),
+          3,
+          send('direct'),
+          send('guarded'),
+        )
+        const cell = cellOf('workerd', size, stream, samples)
+        log(cell)
+        cells.push(cell)
+      }
+    }
+  } finally {
+    await worker.dispose()
+  }
+  return cells
+}
+
+async function nodeCells(
+  sizes: { target: number; tokens: number; chars: number }[],
+  quick: boolean,
+): Promise<Cell[]> {
+  const engine = new SimEngine({
+    prefillTokensPerSecond: Number.POSITIVE_INFINITY,
+    decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+  })
+  const upstream = engine.binding('worker')
+  const guarded = guardAi(upstream, { secret: BENCH_SECRET, tenant: 'bench' })
+  const cells: Cell[] = []
+  for (const size of sizes) {
+    const text = english(7, size.chars)
+    for (const stream of [false, true]) {
+      const inputs = chat(text, stream ? { stream: true } : {})
+      const send = (runner: typeof upstream) => async (): Promise<Sample> => {
+        const start = performance.now()
+        try {
+          // Direct requests carry the same directive shape the guard appends (withLookalikeDirective).
+          const out =
+            runner === upstream
+              ? await runner.run(MODEL, withLookalikeDirective(inputs))
+              : await runner.run(MODEL, inputs)
+          // Consume what a route would send: every byte of a stream, the JSON of an object.
+          if (out instanceof ReadableStream) await new Response(out).arrayBuffer()
+          else JSON.stringify(out)
+          return { ms: performance.now() - start, ok: true }
+        } catch {
+          return { ms: performance.now() - start, ok: false }
+        }
+      }
+      const samples = await alternate(
+        roundsFor(size.target, quick),
+        3,
+        send(upstream),
+        send(guarded),
+      )
+      const cell = cellOf('node', size, stream, samples)
+      log(cell)
+      cells.push(cell)
+    }
+  }
+  return cells
+}
+
+function log(c: Cell): void {
+  console.log(
+    `  ${c.runtime.padEnd(7)} ${String(c.tokens).padStart(7)} tok ${c.stream ? 'stream' : 'whole '}  ` +
+      `direct ${ms(c.direct.median).padStart(9)}  guarded ${ms(c.guarded.median).padStart(9)}  ` +
+      `added ${ms(Math.max(0, c.added.median)).padStart(9)} (p99 ${ms(Math.max(0, c.added.p99))})  ×${c.ratio}` +
+      (c.guardedErrors ? `  ${c.guardedErrors} guarded errors` : ''),
+  )
+}
+
+function signed(value: number): string {
+  return value < 0 ? `−${ms(-value)}` : ms(value)
+}
+
+function table(cells: Cell[], quick: boolean): string {
+  const m = machineInfo()
+  const target = cells.filter((c) => c.targetTokens === 32_000)
+  const met = target.every((c) => c.added.median < 1)
+  const lines = [
+    `Added time per request, simulator delays at zero (prefill and decode instant), direct and guarded ` +
+      `requests alternating in one run. **workerd**: a bench Worker (\`bench/support/overhead-worker.ts\`, ` +
+      'simulator in the same isolate) run by Miniflare, timed from Node over loopback HTTP to the last body ' +
+      'byte. **node**: `guardAi` over `SimEngine` in-process, `performance.now()`. ' +
+      `Node ${m.node}, ${m.cpu} (${m.cores} cores)${quick ? ', quick run' : ''}. ` +
+      '“added” is the median (p99) of the per-round differences guarded − direct. Direct requests carry ' +
+      'the same echo directive (a fresh look-alike token) so the simulator does identical work on both. ' +
+      `Target: < 1 ms median added at 32k tokens — ${met ? 'met' : 'not met'} ` +
+      `(${target.map((c) => `${c.runtime} ${c.stream ? 'stream' : 'whole'} ${signed(c.added.median)}`).join(', ')}).`,
+    '',
+    '| runtime | prompt tokens | stream | direct median | guarded median | added median | added p99 | guarded ÷ direct | released |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|',
+    ...cells.map(
+      (c) =>
+        `| ${c.runtime} | ${c.tokens.toLocaleString('en-US')} | ${c.stream ? 'yes' : 'no'} | ${ms(c.direct.median)} | ${ms(c.guarded.median)} | ${signed(c.added.median)} | ${signed(c.added.p99)} | ${c.ratio.toFixed(2)} | ${c.guarded.runs - c.guardedErrors}/${c.guarded.runs} |`,
+    ),
+  ]
+  return lines.join('\n')
+}
+
+async function run({ quick }: SuiteOptions): Promise<void> {
+  const started = performance.now()
+  const sizes: { target: number; tokens: number; chars: number }[] = []
+  for (const target of SIZES) sizes.push({ target, ...(await charsFor(target)) })
+  const cells = [...(await workerdCells(sizes, quick)), ...(await nodeCells(sizes, quick))]
+  const path = await writeResult('overhead', {
+    suite: 'overhead',
+    date: new Date().toISOString(),
+    quick,
+    machine: machineInfo(),
+    config: {
+      model: MODEL,
+      profile: 'built-in glm-5.3 (pool 681,280, prefill bound 200,000 tok/s)',
+      simulator: { prefillTokensPerSecond: 'Infinity', decodeTokensPerSecond: 'Infinity' },
+      prompt: 'English prose (bench/texts.ts english, seed 7), one user message',
+      warmupRounds: 3,
+      p99: 'nearest rank (with fewer than 100 samples, the maximum)',
+    },
+    note:
+      'Times in ms. added = per-round guarded − direct. workerd times include loopback HTTP and ' +
+      "Miniflare's entry Worker for both routes. Both routes share one simulator account, so repeated " +
+      'prompts hit its prefix cache alike. Direct requests carry the same echo directive the guard ' +
+      'appends, around a fresh canary-shaped token per request (no key minted it), so the simulator ' +
+      'does the same work on both paths; the difference is the guard.',
+    cells,
+  })
+  const updated = await updateReadmeTable(
+    'overhead',
+    `${table(cells, quick)}\n\n${reproduce('overhead', quick, started)}`,
+  )
+  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+}
+
+const suite: Suite = { name: 'overhead', run }
+export default suite

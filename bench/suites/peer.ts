@@ -1,0 +1,384 @@
+/**
+ * @module Benchmark: a peer side by side — Portkey's open-source gateway and this guard Worker, each in
+ * front of the same simulator process, driven by the same load generator in one run.
+ */
+import { join } from 'node:path'
+import {
+  machineInfo,
+  median,
+  ms,
+  ROOT,
+  reproduce,
+  type Suite,
+  type SuiteOptions,
+  type Summary,
+  summarize,
+  updateReadmeTable,
+  writeResult,
+} from '../lib'
+import { type LoadResult, load, timedFetch } from '../support/http'
+import { PEER_KEY } from '../support/peer-env'
+import { type Child, startChild } from '../support/processes'
+import { BENCH_SECRET, MODEL } from '../support/prompts'
+import { type RunningWorker, startWorker } from '../support/workerd'
+import { english } from '../texts'
+
+const PORTKEY = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js')
+const TENANT_KEYS = JSON.stringify({ [PEER_KEY]: 'bench' })
+
+interface Target {
+  name: 'direct' | 'portkey' | 'guard-workerd' | 'guard-node'
+  label: string
+  url: string
+  headers: Record<string, string>
+  checks: string
+}
+
+interface Workload {
+  name: string
+  /** Approximate prompt tokens (o200k). */
+  tokens: number
+  stream: boolean
+  body: string
+}
+
+function port(printed: string): number {
+  const match = /\{"port":(\d+)\}/.exec(printed)
+  if (!match) throw new Error(`no port in: ${printed.slice(-500)}`)
+  return Number(match[1])
+}
+
+async function freePortkey(): Promise<{ child: Child; port: number }> {
+  // Portkey takes its port on the command line; try a few in the ephemeral range.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const p = 20_000 + Math.floor(Math.random() * 20_000)
+    try {
+      const child = await startChild(
+        process.execPath,
+        [PORTKEY, `--port=${p}`],
+        /Ready for connections/,
+      )
+      return { child, port: p }
+    } catch (error) {
+      if (attempt === 4) throw error
+    }
+  }
+  throw new Error('unreachable')
+}
+
+function workload(name: string, tokens: number, stream: boolean): Workload {
+  const text = english(11, tokens * 4.1)
+  return {
+    name,
+    tokens,
+    stream,
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [{ role: 'user', content: text }],
+      ...(stream ? { stream: true } : {}),
+    }),
+  }
+}
+
+function send(target: Target, w: Workload) {
+  return () =>
+    timedFetch(`${target.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...target.headers },
+      body: w.body,
+    })
+}
+
+interface LatencyRow {
+  workload: string
+  tokens: number
+  stream: boolean
+  target: Target['name']
+  total: Summary
+  firstByte: Summary
+  /** Per-round difference from the direct request of the same round. */
+  added: Summary
+  errors: number
+}
+
+interface ThroughputRow {
+  workload: string
+  target: Target['name']
+  concurrency: number
+  requests: number
+  requestsPerSecond: number
+  latency: Summary
+  errors: number
+}
+
+async function latency(targets: Target[], w: Workload, rounds: number): Promise<LatencyRow[]> {
+  const samples = new Map<Target['name'], { total: number[]; first: number[]; errors: number }>()
+  for (const t of targets) samples.set(t.name, { total: [], first: [], errors: 0 })
+  for (let round = 0; round < rounds + 2; round++) {
+    // Rotate the order every round so no target always runs first (or after the same neighbour).
+    const order = targets.map((_, i) => targets[(i + round) % targets.length]!)
+    for (const t of order) {
+      const r = await send(t, w)()
+      if (round < 2) continue
+      const s = samples.get(t.name)!
+      s.total.push(r.totalMs)
+      s.first.push(r.firstByteMs)
+      if (r.status !== 200) s.errors++
+    }
+  }
+  const direct = samples.get('direct')!.total
+  return targets.map((t) => {
+    const s = samples.get(t.name)!
+    return {
+      workload: w.name,
+      tokens: w.tokens,
+      stream: w.stream,
+      target: t.name,
+      total: summarize(s.total),
+      firstByte: summarize(s.first),
+      added: summarize(s.total.map((v, i) => v - direct[i]!)),
+      errors: s.errors,
+    }
+  })
+}
+
+async function throughput(
+  targets: Target[],
+  w: Workload,
+  count: number,
+  concurrency: number,
+): Promise<ThroughputRow[]> {
+  const results = new Map<Target['name'], LoadResult[]>()
+  for (const t of targets) results.set(t.name, [])
+  for (let rep = 0; rep < 2; rep++) {
+    const order = rep % 2 ? [...targets].reverse() : targets
+    for (const t of order) {
+      await load(send(t, w), Math.min(8, count), concurrency) // warm
+      results.get(t.name)!.push(await load(send(t, w), count, concurrency))
+    }
+  }
+  return targets.map((t) => {
+    const runs = results.get(t.name)!
+    return {
+      workload: w.name,
+      target: t.name,
+      concurrency,
+      requests: count,
+      requestsPerSecond: Math.round(median(runs.map((r) => r.requestsPerSecond)) * 10) / 10,
+      latency: summarize(runs.flatMap((r) => r.latencies)),
+      errors: runs.reduce((n, r) => n + r.errors, 0),
+    }
+  })
+}
+
+function table(
+  targets: Target[],
+  lat: LatencyRow[],
+  thr: ThroughputRow[],
+  quick: boolean,
+  concurrency: number,
+  failed: { target: Target['name']; workload: string; status: number; body: string }[],
+): string {
+  const m = machineInfo()
+  const label = (name: Target['name']) => targets.find((t) => t.name === name)!.label
+  const lines = [
+    `Same simulator process (OpenAI-compatible HTTP on loopback, delays at zero), same load generator ` +
+      `(Node fetch, every body read to the end), one run; Node ${m.node}, ${m.cpu} (${m.cores} cores, shared by ` +
+      `the simulator, the gateways and the load generator)${quick ? ', quick run' : ''}. Latency: requests ` +
+      'sent one at a time, targets rotating each round; “added” = median (p99) of per-round differences ' +
+      'from the direct request.',
+    '',
+    '| what each checked | |',
+    '|---|---|',
+    ...targets.map((t) => `| ${t.label} | ${t.checks} |`),
+    '',
+    '| workload | target | median | p99 | added median | added p99 | errors |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    ...lat.map(
+      (r) =>
+        `| ${r.workload} | ${label(r.target)} | ${ms(r.total.median)} | ${ms(r.total.p99)} | ${r.target === 'direct' ? '—' : signed(r.added.median)} | ${r.target === 'direct' ? '—' : signed(r.added.p99)} | ${r.errors} |`,
+    ),
+    '',
+    ...(failed.length > 0
+      ? [
+          '',
+          `Not timed (failed before timing): ${failed.map((f) => `${label(f.target)} on “${f.workload}” → HTTP ${f.status} \`${f.body.replace(/\|/g, '\\|')}\``).join('; ')}.`,
+        ]
+      : []),
+    '',
+    `Throughput at concurrency ${concurrency} (median of two alternating runs per target):`,
+    '',
+    '| workload | target | requests/s | latency median | latency p99 | errors |',
+    '|---|---|---:|---:|---:|---:|',
+    ...thr.map(
+      (r) =>
+        `| ${r.workload} | ${label(r.target)} | ${r.requestsPerSecond} | ${ms(r.latency.median)} | ${ms(r.latency.p99)} | ${r.errors} |`,
+    ),
+  ]
+  return lines.join('\n')
+}
+
+function signed(value: number): string {
+  return value < 0 ? `−${ms(-value)}` : ms(value)
+}
+
+async function run({ quick }: SuiteOptions): Promise<void> {
+  const started = performance.now()
+  const children: Child[] = []
+  let worker: RunningWorker | undefined
+  try {
+    const sim = await startChild(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'bench', 'support', 'sim-server.ts')],
+      /\{"port":\d+\}/,
+      { cwd: ROOT },
+    )
+    children.push(sim)
+    const simUrl = `http://127.0.0.1:${port(sim.output())}`
+    const portkey = await freePortkey()
+    children.push(portkey.child)
+    const guardNode = await startChild(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'bench', 'support', 'guard-server.ts')],
+      /\{"port":\d+\}/,
+      {
+        cwd: ROOT,
+        env: { ...process.env, SIM_URL: simUrl, GUARD_SECRET: BENCH_SECRET, TENANT_KEYS },
+      },
+    )
+    children.push(guardNode)
+    worker = await startWorker('bench/support/peer-worker.ts', {
+      SIM_URL: simUrl,
+      GUARD_SECRET: BENCH_SECRET,
+      TENANT_KEYS,
+    })
+    const guardChecks =
+      'token ceiling (built-in glm-5.3 profile) before the call; canary echo + foreign-canary scan on every ' +
+      'byte; time-to-first-token evidence (prompts long enough to judge); quarantine on failure'
+    const targets: Target[] = [
+      {
+        name: 'direct',
+        label: 'direct (simulator)',
+        url: simUrl,
+        headers: { authorization: 'Bearer worker' },
+        checks: 'nothing (the baseline)',
+      },
+      {
+        name: 'portkey',
+        label: `Portkey gateway ${'1.15.2'} (Node)`,
+        url: `http://127.0.0.1:${portkey.port}`,
+        headers: {
+          authorization: 'Bearer worker',
+          'x-portkey-provider': 'openai',
+          'x-portkey-custom-host': `${simUrl}/v1`,
+        },
+        checks:
+          'no content checks (default config: no guardrails, no cache, no retries configured); routes to the ' +
+          'provider and maps the OpenAI format',
+      },
+      {
+        name: 'guard-workerd',
+        label: 'this guard Worker (workerd)',
+        url: worker.url,
+        headers: { authorization: `Bearer ${PEER_KEY}` },
+        checks: `${guardChecks}. \`src/worker\` app in workerd (Miniflare), AI = the simulator over HTTP`,
+      },
+      {
+        name: 'guard-node',
+        label: 'this guard Worker (Node)',
+        url: `http://127.0.0.1:${port(guardNode.output())}`,
+        headers: { authorization: `Bearer ${PEER_KEY}` },
+        checks: `the same app and checks on Node 22 (like-for-like runtime with Portkey)`,
+      },
+    ]
+    const workloads = [
+      workload('1k tokens, whole', 1_000, false),
+      workload('1k tokens, stream', 1_000, true),
+      workload('32k tokens, whole', 32_000, false),
+    ]
+    // Every target must answer 200 before it is timed on a workload; one that cannot is reported, not timed.
+    const failed: { target: Target['name']; workload: string; status: number; body: string }[] = []
+    const ok = new Map<string, Target[]>()
+    for (const w of workloads) {
+      const able: Target[] = []
+      for (const t of targets) {
+        const r = await timedFetch(
+          `${t.url}/v1/chat/completions`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...t.headers },
+            body: w.body,
+          },
+          true,
+        )
+        if (r.status === 200) able.push(t)
+        else
+          failed.push({
+            target: t.name,
+            workload: w.name,
+            status: r.status,
+            body: (r.text ?? '').slice(0, 300),
+          })
+      }
+      if (!able.some((t) => t.name === 'direct')) throw new Error(`the simulator failed ${w.name}`)
+      ok.set(w.name, able)
+    }
+    for (const f of failed)
+      console.log(`  ${f.target} cannot serve ${f.workload}: ${f.status} ${f.body}`)
+    const lat: LatencyRow[] = []
+    for (const w of workloads) {
+      const rows = await latency(
+        ok.get(w.name)!,
+        w,
+        w.tokens > 1_000 ? (quick ? 10 : 60) : quick ? 20 : 150,
+      )
+      for (const r of rows) {
+        console.log(
+          `  ${w.name.padEnd(18)} ${r.target.padEnd(13)} ${ms(r.total.median).padStart(9)}  added ${signed(r.added.median).padStart(9)}  p99 ${ms(r.total.p99)}${r.errors ? `  ${r.errors} errors` : ''}`,
+        )
+      }
+      lat.push(...rows)
+    }
+    const concurrency = 8
+    const thr: ThroughputRow[] = []
+    for (const w of workloads.slice(0, 2)) {
+      const rows = await throughput(ok.get(w.name)!, w, quick ? 80 : 400, concurrency)
+      for (const r of rows) {
+        console.log(
+          `  ${w.name.padEnd(18)} ${r.target.padEnd(13)} ${String(r.requestsPerSecond).padStart(7)} req/s at c=${concurrency}${r.errors ? `  ${r.errors} errors` : ''}`,
+        )
+      }
+      thr.push(...rows)
+    }
+    const path = await writeResult('peer', {
+      suite: 'peer',
+      date: new Date().toISOString(),
+      quick,
+      machine: machineInfo(),
+      targets: targets.map(({ name, label, checks }) => ({ name, label, checks })),
+      config: {
+        simulator:
+          'sim/http.ts over SimEngine, prefill and decode Infinity, one process (bench/support/sim-server.ts)',
+        portkey: '@portkey-ai/gateway 1.15.2 build/start-server.js, default config',
+        guard:
+          'src/worker createApp, env.AI = openAiHttpUpstream(simulator), built-in glm-5.3 profile',
+        loadGenerator: 'bench/support/http.ts (Node fetch, loopback)',
+      },
+      note: 'Times in ms. added = per-round target − direct.',
+      failed,
+      latency: lat,
+      throughput: thr,
+    })
+    const updated = await updateReadmeTable(
+      'peer',
+      `${table(targets, lat, thr, quick, concurrency, failed)}\n\n${reproduce('peer', quick, started)}`,
+    )
+    console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  } finally {
+    await worker?.dispose()
+    for (const child of children.reverse()) await child.stop()
+  }
+}
+
+const suite: Suite = { name: 'peer', run }
+export default suite

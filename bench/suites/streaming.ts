@@ -1,0 +1,311 @@
+/**
+ * @module Benchmark: the guard's SSE path against a plain pass-through of the same bytes (throughput),
+ * and the extra time to first byte its canary hold-back costs a client at realistic decode rates.
+ */
+import { VirtualClock } from '../../sim/clock'
+import { SimEngine } from '../../sim/engine'
+import { guardAi } from '../../src'
+import { importCanaryKey, mintCanary } from '../../src/canary'
+import { parseFrame } from '../../src/stream/frames'
+import { sseDecoder, sseEncoder } from '../../src/stream/sse'
+import type { AiRunner } from '../../src/upstream'
+import {
+  machineInfo,
+  median,
+  ms,
+  reproduce,
+  type Suite,
+  type SuiteOptions,
+  type Summary,
+  sideBySide,
+  summarize,
+  updateReadmeTable,
+  writeResult,
+} from '../lib'
+import { BENCH_SECRET, chat, ledger, MODEL, withLookalikeDirective } from '../support/prompts'
+import { recordStream, replay } from '../support/streams'
+
+const TENANT = 'bench'
+const REQUEST_ID = 'stream-bench'
+const RATES = [30, 60, 100]
+const SHORT_PROMPT = { messages: [{ role: 'user', content: 'Explain the quarterly ledger.' }] }
+
+/** The canary the guard will mint for attempt 1 of REQUEST_ID (its request ids are injectable). */
+async function benchCanary(): Promise<string> {
+  return mintCanary(await importCanaryKey(BENCH_SECRET), {
+    requestId: `${REQUEST_ID}/1`,
+    tenant: TENANT,
+  })
+}
+
+function guardOver(upstream: AiRunner, now?: () => number): AiRunner {
+  return guardAi(upstream, {
+    secret: BENCH_SECRET,
+    tenant: TENANT,
+    requestId: () => REQUEST_ID,
+    ...(now ? { now } : {}),
+  })
+}
+
+async function drain(stream: ReadableStream<Uint8Array>): Promise<number> {
+  let bytes = 0
+  const reader = stream.getReader()
+  while (true) {
+    const { done, value } = await reader.read()
+    if (done) return bytes
+    bytes += value.length
+  }
+}
+
+interface ThroughputRow {
+  name: string
+  description: string
+  time: Summary
+  /** Upstream bytes per second (the same bytes enter every path). */
+  bytesPerSecond: number
+  /** Share of the pass-through's throughput. */
+  ofPassThrough: number
+}
+
+async function throughput(quick: boolean) {
+  const canary = await benchCanary()
+  const tokens = quick ? 24_000 : 90_000
+  const rec = recordStream({
+    echo: canary,
+    reasoningTokens: tokens / 2,
+    contentTokens: tokens / 2,
+  })
+  const upstream: AiRunner = { run: async () => replay(rec) }
+  const guarded = guardOver(upstream)
+  // Sanity: the guard releases the whole answer with only its own canary removed.
+  const check = (await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream
+  const delivered = await new Response(check).text()
+  if (delivered.includes(canary) || delivered.length < rec.bytes * 0.99) {
+    throw new Error('the guard did not release the recorded stream intact')
+  }
+  const contenders = {
+    passThrough: () =>
+      drain(replay(rec).pipeThrough(new TransformStream<Uint8Array, Uint8Array>())),
+    sseCodec: () => drain(replay(rec).pipeThrough(sseDecoder()).pipeThrough(sseEncoder())),
+    guard: async () =>
+      drain((await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream),
+  }
+  const samples = await sideBySide(contenders, quick ? 5 : 15, 2)
+  const pass = median(samples.passThrough)
+  const describe: Record<keyof typeof contenders, string> = {
+    passThrough: 'plain pass-through (one identity TransformStream)',
+    sseCodec: "the guard's SSE decoder + encoder only (no checks)",
+    guard: 'guardAi stream: watchdog, decode, verdict, canary scan/strip, hold-back, encode',
+  }
+  const rows: ThroughputRow[] = (Object.keys(contenders) as (keyof typeof contenders)[]).map(
+    (name) => {
+      const med = median(samples[name])
+      return {
+        name,
+        description: describe[name],
+        time: summarize(samples[name]),
+        bytesPerSecond: Math.round((rec.bytes / med) * 1000),
+        ofPassThrough: Math.round((pass / med) * 1000) / 1000,
+      }
+    },
+  )
+  for (const r of rows) {
+    console.log(
+      `  ${r.name.padEnd(12)} ${ms(r.time.median).padStart(9)}  ${(r.bytesPerSecond / 1e6).toFixed(2)} MB/s  ${(r.ofPassThrough * 100).toFixed(0)}% of pass-through`,
+    )
+  }
+  return {
+    stream: {
+      bytes: rec.bytes,
+      chunks: rec.chunks.length,
+      events: rec.events,
+      reasoningTokens: rec.reasoningTokens,
+      contentTokens: rec.contentTokens,
+    },
+    rows,
+  }
+}
+
+/** Virtual time at which the first byte, and the first content text, reached the reader. */
+async function firstTimes(
+  stream: ReadableStream<Uint8Array>,
+  clock: VirtualClock,
+  start: number,
+): Promise<{ firstByteMs: number; firstContentMs: number }> {
+  let firstByteMs = Number.NaN
+  let firstContentMs = Number.NaN
+  const stamped = stream.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (Number.isNaN(firstByteMs)) firstByteMs = clock.now() - start
+        controller.enqueue(chunk)
+      },
+    }),
+  )
+  const reader = stamped.pipeThrough(sseDecoder()).getReader()
+  while (true) {
+    const { done, value } = await reader.read()
+    if (done) break
+    if (Number.isNaN(firstContentMs) && parseFrame(value).texts.content) {
+      firstContentMs = clock.now() - start
+    }
+  }
+  return { firstByteMs, firstContentMs }
+}
+
+interface TtfbRow {
+  source: string
+  rate: number
+  reasoningTokens: number
+  runs: number
+  unguarded: { firstByteMs: number; firstContentMs: number }
+  guarded: { firstByteMs: number; firstContentMs: number }
+  /** Extra time to first byte, ms and decode tokens (ms × rate). */
+  extraFirstByteMs: number
+  extraFirstByteTokens: number
+  /** Extra time to the first content text. */
+  extraFirstContentMs: number
+  extraFirstContentTokens: number
+}
+
+function ttfbRow(
+  source: string,
+  rate: number,
+  reasoningTokens: number,
+  u: { firstByteMs: number; firstContentMs: number }[],
+  g: { firstByteMs: number; firstContentMs: number }[],
+): TtfbRow {
+  const m = (list: { firstByteMs: number; firstContentMs: number }[]) => ({
+    firstByteMs: Math.round(median(list.map((x) => x.firstByteMs))),
+    firstContentMs: Math.round(median(list.map((x) => x.firstContentMs))),
+  })
+  const unguarded = m(u)
+  const guarded = m(g)
+  const extraFirstByteMs = guarded.firstByteMs - unguarded.firstByteMs
+  const extraFirstContentMs = guarded.firstContentMs - unguarded.firstContentMs
+  return {
+    source,
+    rate,
+    reasoningTokens,
+    runs: u.length,
+    unguarded,
+    guarded,
+    extraFirstByteMs,
+    extraFirstByteTokens: Math.round((extraFirstByteMs * rate) / 1000),
+    extraFirstContentMs,
+    extraFirstContentTokens: Math.round((extraFirstContentMs * rate) / 1000),
+  }
+}
+
+async function holdBack(quick: boolean): Promise<TtfbRow[]> {
+  const rows: TtfbRow[] = []
+  const seeds = quick ? 3 : 9
+  const canary = await benchCanary()
+  for (const rate of RATES) {
+    // The simulator's own model: a short reasoning paragraph quoting the prompt, then the answer.
+    const u: { firstByteMs: number; firstContentMs: number }[] = []
+    const g: { firstByteMs: number; firstContentMs: number }[] = []
+    let reasoning = 0
+    for (let seed = 1; seed <= seeds; seed++) {
+      const config = { seed, decodeTokensPerSecond: rate, prefillTokensPerSecond: 50_000 }
+      const inputs = chat(ledger('ACME', 4_000), { stream: true })
+      const clockU = new VirtualClock()
+      const engineU = new SimEngine(config, { clock: clockU })
+      let start = clockU.now()
+      const outU = await engineU.binding('worker').run(MODEL, withLookalikeDirective(inputs))
+      u.push(await firstTimes(outU as ReadableStream<Uint8Array>, clockU, start))
+      const clockG = new VirtualClock()
+      const engineG = new SimEngine(config, { clock: clockG })
+      const guarded = guardAi(engineG.binding('worker'), {
+        secret: BENCH_SECRET,
+        tenant: TENANT,
+        now: () => clockG.now(),
+      })
+      start = clockG.now()
+      const outG = await guarded.run(MODEL, inputs)
+      g.push(await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start))
+      reasoning += Math.round(((u.at(-1)!.firstContentMs - u.at(-1)!.firstByteMs) * rate) / 1000)
+    }
+    rows.push(ttfbRow('simulator model', rate, Math.round(reasoning / seeds), u, g))
+    // A long thinker: 1,000 reasoning tokens before the answer (GLM-5.3 cannot switch reasoning off).
+    const rec = recordStream({
+      echo: canary,
+      reasoningTokens: 1_000,
+      contentTokens: 200,
+      decodeTokensPerSecond: rate,
+      prefillMs: 80,
+    })
+    const clockU = new VirtualClock()
+    let start = clockU.now()
+    const ru = await firstTimes(replay(rec, clockU), clockU, start)
+    const clockG = new VirtualClock()
+    const guarded = guardOver({ run: async () => replay(rec, clockG) }, () => clockG.now())
+    start = clockG.now()
+    const outG = await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })
+    const rg = await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start)
+    rows.push(ttfbRow('1,000-token reasoning', rate, 1_000, [ru], [rg]))
+  }
+  for (const r of rows) {
+    console.log(
+      `  ${r.source.padEnd(22)} ${String(r.rate).padStart(3)} tok/s  first byte ${r.unguarded.firstByteMs} → ${r.guarded.firstByteMs} ms (+${r.extraFirstByteTokens} tok)  first content ${r.unguarded.firstContentMs} → ${r.guarded.firstContentMs} ms (+${r.extraFirstContentTokens} tok)`,
+    )
+  }
+  return rows
+}
+
+function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick: boolean): string {
+  const m = machineInfo()
+  const guard = t.rows.find((r) => r.name === 'guard')!
+  const lines = [
+    `Throughput: one recorded answer (${t.stream.reasoningTokens.toLocaleString('en-US')} reasoning + ` +
+      `${t.stream.contentTokens.toLocaleString('en-US')} content tokens, ${t.stream.events.toLocaleString('en-US')} SSE events, ` +
+      `${(t.stream.bytes / 1e6).toFixed(2)} MB in ${t.stream.chunks.toLocaleString('en-US')} chunks split at the simulator's awkward byte boundaries), ` +
+      `replayed as identical bytes through each path, side by side; Node ${m.node}, ${m.cpu} (${m.cores} cores)${quick ? ', quick run' : ''}. ` +
+      `Target ≥ 80% of pass-through: ${guard.ofPassThrough >= 0.8 ? 'met' : 'not met'} (${(guard.ofPassThrough * 100).toFixed(0)}%).`,
+    '',
+    '| path | median time | throughput | of pass-through |',
+    '|---|---:|---:|---:|',
+    ...t.rows.map(
+      (r) =>
+        `| ${r.description} | ${ms(r.time.median)} | ${(r.bytesPerSecond / 1e6).toFixed(2)} MB/s | ${(r.ofPassThrough * 100).toFixed(0)}% |`,
+    ),
+    '',
+    'Hold-back: time to the first byte and to the first answer (content) text a client receives, unguarded ' +
+      'and guarded, on a virtual clock shared by upstream and guard (exact simulated time; ±2 SSE events of ' +
+      'read-ahead). The guard releases nothing — reasoning included — until the echo of its canary has ' +
+      'arrived at the start of the content, so the first byte waits for the whole reasoning.',
+    '',
+    '| upstream | decode | reasoning tokens | first byte: unguarded → guarded | extra (tokens) | first content: unguarded → guarded | extra (tokens) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...hold.map(
+      (r) =>
+        `| ${r.source} | ${r.rate} tok/s | ${r.reasoningTokens.toLocaleString('en-US')} | ${ms(r.unguarded.firstByteMs)} → ${ms(r.guarded.firstByteMs)} | +${ms(r.extraFirstByteMs)} (${r.extraFirstByteTokens}) | ${ms(r.unguarded.firstContentMs)} → ${ms(r.guarded.firstContentMs)} | +${ms(Math.max(0, r.extraFirstContentMs))} (${r.extraFirstContentTokens}) |`,
+    ),
+  ]
+  return lines.join('\n')
+}
+
+async function run({ quick }: SuiteOptions): Promise<void> {
+  const started = performance.now()
+  const t = await throughput(quick)
+  const hold = await holdBack(quick)
+  const path = await writeResult('streaming', {
+    suite: 'streaming',
+    date: new Date().toISOString(),
+    quick,
+    machine: machineInfo(),
+    note:
+      'Throughput times in ms for the whole recorded stream; bytesPerSecond = upstream bytes / median ' +
+      'time. Hold-back times are virtual (simulated) ms; extra tokens = extra ms × decode rate.',
+    throughput: t,
+    holdBack: hold,
+  })
+  const updated = await updateReadmeTable(
+    'streaming',
+    `${table(t, hold, quick)}\n\n${reproduce('streaming', quick, started)}`,
+  )
+  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+}
+
+const suite: Suite = { name: 'streaming', run }
+export default suite

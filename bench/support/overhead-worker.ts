@@ -1,0 +1,62 @@
+/**
+ * @module The overhead bench's Worker: one in-isolate simulator with zero delays, reached directly
+ * (`/direct`) or through `guardAi` (`/guarded`), so the only difference between the two routes is the
+ * guard. Prompts are built in the isolate (cached per size), so request bodies stay tiny and both routes
+ * pay the same transport.
+ */
+import { SimEngine } from '../../sim/engine'
+import { guardAi } from '../../src'
+import { english } from '../texts'
+import { chat, MODEL, withLookalikeDirective } from './prompts'
+
+interface Env {
+  GUARD_SECRET: string
+}
+
+const engine = new SimEngine({
+  prefillTokensPerSecond: Number.POSITIVE_INFINITY,
+  decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+})
+// The account is the Worker's, shared by both routes (as the real binding's would be).
+const upstream = engine.binding('worker')
+let guarded: ReturnType<typeof guardAi> | undefined
+const prompts = new Map<number, string>()
+
+function prompt(chars: number): string {
+  let text = prompts.get(chars)
+  if (text === undefined) {
+    text = english(7, chars)
+    prompts.set(chars, text)
+  }
+  return text
+}
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url)
+    const chars = Number(url.searchParams.get('chars') ?? '4000')
+    const stream = url.searchParams.get('stream') === '1'
+    const inputs = chat(prompt(chars), stream ? { stream: true } : {})
+    if (url.pathname !== '/guarded' && url.pathname !== '/direct') {
+      return new Response('not found', { status: 404 })
+    }
+    try {
+      guarded ??= guardAi(upstream, { secret: env.GUARD_SECRET, tenant: 'bench' })
+      // Direct requests carry the same directive shape the guard appends (see withLookalikeDirective).
+      const out =
+        url.pathname === '/guarded'
+          ? await guarded.run(MODEL, inputs)
+          : await upstream.run(MODEL, withLookalikeDirective(inputs))
+      if (out instanceof ReadableStream) {
+        return new Response(out as ReadableStream<Uint8Array>, {
+          headers: { 'content-type': 'text/event-stream' },
+        })
+      }
+      return Response.json(out)
+    } catch (error) {
+      const status =
+        typeof error === 'object' && error && 'status' in error ? Number(error.status) : 500
+      return Response.json({ error: String(error) }, { status: status || 500 })
+    }
+  },
+} satisfies ExportedHandler<Env>

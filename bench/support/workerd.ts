@@ -1,0 +1,63 @@
+/**
+ * @module A bench Worker in workerd: bundled with esbuild, run by Miniflare (the engine `wrangler dev`
+ * uses), reached from Node over loopback HTTP — so every figure is timed outside the isolate, where
+ * the clock is not frozen between I/O.
+ */
+
+import { join } from 'node:path'
+import { build } from 'esbuild'
+import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
+import { ROOT } from '../lib'
+
+/** Where bundles go: inside the repository, because workerd refuses module paths outside its root. */
+const CACHE = join(ROOT, 'node_modules', '.cache', 'workers-ai-guard')
+
+/** A Worker running in workerd. */
+export interface RunningWorker {
+  url: string
+  dispose(): Promise<void>
+}
+
+/**
+ * Bundles `entry` (a TypeScript module Worker) and starts it in workerd with plain-text bindings.
+ *
+ * @example
+ * const worker = await startWorker('bench/support/overhead-worker.ts', { GUARD_SECRET: secret })
+ * await fetch(`${worker.url}/direct?chars=4000`)
+ * await worker.dispose()
+ */
+export async function startWorker(
+  entry: string,
+  bindings: Record<string, string>,
+): Promise<RunningWorker> {
+  const name = entry.replace(/^.*\//, '').replace(/\.ts$/, '')
+  const outfile = join(CACHE, `bench-${name}.js`)
+  await build({
+    entryPoints: [join(ROOT, entry)],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    target: 'es2023',
+    external: ['cloudflare:*'],
+    logLevel: 'warning',
+  })
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      // The Worker logs a verdict line per request; the bench does not print them.
+      handleStructuredLogs: () => {},
+      workers: [
+        {
+          name,
+          modules: true,
+          scriptPath: outfile,
+          compatibilityDate: '2026-11-01',
+          bindings,
+        },
+      ],
+    }),
+  )
+  const url = await mf.ready
+  return { url: url.href.replace(/\/$/, ''), dispose: () => mf.dispose() }
+}
