@@ -18,6 +18,7 @@ import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
 import { planRequest, type RequestPlan } from './request-plan'
 import { assembleAnswer } from './stream/assemble'
+import type { StreamFormat } from './stream/frames'
 import { deadline } from './stream/watchdog'
 import type { BaselineState } from './timing/baseline'
 import { PrefixRecord } from './timing/prefix-record'
@@ -62,6 +63,8 @@ export interface AttemptOutcome<T> {
   withheld: Record<string, string>
   figures: QuarantineRecord['figures']
   canaries: QuarantineRecord['canaries']
+  /** The released stream's format, when the verification saw it. */
+  format?: StreamFormat
 }
 
 /** The guard's per-isolate state, shared by every request it serves. */
@@ -218,8 +221,11 @@ export class Guard {
       }
       let output: unknown
       try {
+        const call = upstream.run(plan.model, sent, runOptions)
+        // Count while the upstream prefills, not after its first token: timing needs the figure then.
+        if (plan.timed) plan.exactTokens().catch(() => {})
         output = await deadline(
-          upstream.run(plan.model, sent, runOptions),
+          call,
           streamed ? timeouts.firstTokenMs : timeouts.responseMs,
           streamed ? 'a stream' : 'an answer',
           (late) => {
@@ -247,6 +253,7 @@ export class Guard {
       })
       if (released !== null && typeof released === 'object') {
         const info: GuardInfo = { requestId: plan.requestId, attempts: attempt }
+        if (outcome.format !== undefined && !plan.viaStream) info.format = outcome.format
         if (plan.admission.clampTo !== undefined) info.clampedMaxTokens = plan.admission.clampTo
         INFO.set(released, info)
       }
@@ -345,6 +352,8 @@ export interface GuardInfo {
   attempts: number
   /** Set when `overflow: 'clamp-output'` lowered the request's output limit to fit. */
   clampedMaxTokens?: number
+  /** A released stream's SSE format (`chat` chunks or legacy `{ response }` events). */
+  format?: StreamFormat
 }
 
 const INFO = new WeakMap<object, GuardInfo>()

@@ -7,7 +7,7 @@
  * any channel's text in it could still be the start of a canary; a completed foreign canary ends the
  * stream with a quarantine before its event (or anything after it) is released.
  */
-import { CANARY_PATTERN, classify } from './canary'
+import { CANARY_PATTERN, classify, quickHold } from './canary'
 import { GuardError } from './errors'
 import type { AttemptContext } from './guard'
 import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
@@ -57,6 +57,8 @@ export function releaseStream(
   start: ReleaseStart,
 ): TransformStream<SseEvent, SseEvent> {
   const channels = new Map<Channel, ChannelState>()
+  /** Channels with text added since their last scan: only those need scanning again. */
+  const dirty = new Set<Channel>()
   const queue: Held[] = []
   let sawDone = false
   const seen: Partial<Record<Channel, string>> = {}
@@ -78,6 +80,7 @@ export function releaseStream(
       const state = channel(name)
       const startAt = state.base + state.text.length
       state.text += text
+      dirty.add(name)
       spans[name] = { start: startAt, end: startAt + text.length }
       // Bounded copy for the quarantine record, should a foreign canary appear later.
       const prior = seen[name] ?? ''
@@ -91,13 +94,19 @@ export function releaseStream(
    * foreign canary ends the stream; the point where a canary could still be forming bounds release.
    */
   const scan = async (final: boolean) => {
-    const key = ctx.canary === undefined ? undefined : await ctx.guard.key()
     for (const [name, state] of channels) {
-      if (key === undefined) {
+      if (!final && !dirty.has(name)) continue
+      if (ctx.canary === undefined) {
         state.safe = state.base + state.text.length
         continue
       }
-      const found = await classify(key, ctx.canary, name, state.text, final)
+      // The common case, a text with no `cnry_` in it, needs no key and no async classification.
+      const quick = quickHold(state.text, final)
+      if (quick !== undefined) {
+        state.safe = state.base + quick
+        continue
+      }
+      const found = await classify(await ctx.guard.key(), ctx.canary, name, state.text, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
         const redacted: Record<string, string> = {}
@@ -113,6 +122,7 @@ export function releaseStream(
       }
       state.safe = state.base + found.holdAt
     }
+    dirty.clear()
   }
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */

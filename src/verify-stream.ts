@@ -191,5 +191,13 @@ export async function verifyStream(
       }),
     )
     .pipeThrough(sseEncoder())
-  return { verdict, released, withheld: {}, figures, canaries: [] }
+  const format = held.find((f) => f.format !== undefined)?.format
+  return {
+    verdict,
+    released,
+    withheld: {},
+    figures,
+    canaries: [],
+    ...(format ? { format } : {}),
+  }
 }

@@ -9,6 +9,7 @@ export {
   type Classification,
   classify,
   type Finding,
+  quickHold,
   type ScanResult,
   scanText,
 } from './scan'

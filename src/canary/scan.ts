@@ -105,6 +105,24 @@ export async function classify(
   return { cuts, findings, holdAt }
 }
 
+/**
+ * The fast path of {@link classify}: for a text with no `cnry_` in it there is nothing to cut or
+ * report, only possibly a tail to hold. Returns where the held tail starts, or undefined when the
+ * text needs the full classification.
+ *
+ * @example
+ * quickHold('plain text ending in cn', false) // 21
+ */
+export function quickHold(buffer: string, final: boolean): number | undefined {
+  if (/cnry_/i.test(buffer)) return undefined
+  if (final) return buffer.length
+  for (let i = Math.max(0, buffer.length - (CANARY_LENGTH - 1)); i < buffer.length; i++) {
+    // Only a 'c' can begin a canary.
+    if ((buffer.charCodeAt(i) | 0x20) === 0x63 && PARTIAL.test(buffer.slice(i))) return i
+  }
+  return buffer.length
+}
+
 /** Scan `buffer`: the released text (cuts applied, held tail excluded), the tail, the findings. */
 async function scanBuffer(
   key: CanaryKey,

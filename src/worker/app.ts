@@ -71,7 +71,9 @@ export function createApp(): Hono<AppEnv> {
     const ai = runnerFor(c.env, c.var.tenant, c.executionCtx)
     const output = await ai.run(model, inputs)
     if (output instanceof ReadableStream) {
-      return new Response(withErrorEvent(toChatChunks(output, model)), {
+      // Chat-format streams are already OpenAI chunks: only legacy events need rewriting.
+      const chunks = guardInfo(output)?.format === 'chat' ? output : toChatChunks(output, model)
+      return new Response(withErrorEvent(chunks), {
         headers: { ...SSE_HEADERS, ...headersFor(output) },
       })
     }
