@@ -168,52 +168,38 @@ const METADATA = new Set([
   'usage',
 ])
 
-/** Paths (joined with '/') of the known channels of a parsed event, so the walk skips them. */
-function knownPaths(json: Json, format: StreamFormat | undefined): Set<string> {
-  const paths = new Set<string>()
-  if (format === 'legacy') {
-    paths.add('response')
-    if (Array.isArray(json.tool_calls)) {
-      json.tool_calls.forEach((_, k) => paths.add(`tool_calls/${k}/arguments`))
-    }
-  } else if (format === 'chat' && Array.isArray(json.choices)) {
-    for (const key of ['delta', 'message']) {
-      const body = (json.choices[0] as Json | undefined)?.[key]
-      if (!isObject(body)) continue
-      paths.add(`choices/0/${key}/reasoning_content`)
-      paths.add(`choices/0/${key}/content`)
-      if (Array.isArray(body.tool_calls)) {
-        body.tool_calls.forEach((_, k) =>
-          paths.add(`choices/0/${key}/tool_calls/${k}/function/arguments`),
-        )
-      }
-    }
-  }
-  return paths
-}
+/** Paths of the known channels (read by chatTexts / legacyTexts), which the field walk skips. */
+const KNOWN_CHAT =
+  /^choices\/0\/(?:delta|message)\/(?:reasoning_content|content|tool_calls\/\d+\/function\/arguments)$/
+const KNOWN_LEGACY = /^(?:response|tool_calls\/\d+\/arguments)$/
 
-/** Every other string leaf of `json`, as `field:<path>` channels. */
+/**
+ * Every other string leaf of `json`, as `field:<path>` channels. Hot path (every stream event): the
+ * walk builds path strings only, and metadata keys are skipped before descending.
+ */
 function fieldTexts(
   json: Json,
   format: StreamFormat | undefined,
 ): Partial<Record<Channel, string>> {
-  const skip = knownPaths(json, format)
+  const known = format === 'chat' ? KNOWN_CHAT : format === 'legacy' ? KNOWN_LEGACY : undefined
   const texts: Partial<Record<Channel, string>> = {}
-  const walk = (value: unknown, path: string[]) => {
-    const joined = path.join('/')
-    if (skip.has(joined)) return
+  const walk = (value: unknown, path: string) => {
     if (typeof value === 'string') {
-      if (path.length > 0) texts[`field:${joined}`] = value
+      if (path !== '' && !known?.test(path)) texts[`field:${path}`] = value
       return
     }
-    if (Array.isArray(value)) value.forEach((item, k) => walk(item, [...path, String(k)]))
-    else if (isObject(value)) {
-      for (const [key, item] of Object.entries(value)) {
-        if (!METADATA.has(key)) walk(item, [...path, key])
+    if (value === null || typeof value !== 'object') return
+    if (known?.test(path)) return // a structured known field (JSON mode): read by asText already
+    const prefix = path === '' ? '' : `${path}/`
+    if (Array.isArray(value)) {
+      for (let k = 0; k < value.length; k++) walk(value[k], `${prefix}${k}`)
+    } else {
+      for (const key in value as Json) {
+        if (!METADATA.has(key)) walk((value as Json)[key], `${prefix}${key}`)
       }
     }
   }
-  walk(json, [])
+  walk(json, '')
   return texts
 }
 
