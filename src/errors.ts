@@ -78,7 +78,11 @@ export class GuardError extends Error {
 
 /** Headers of an error response: the incident id, so operators can find the record from a client log. */
 export function errorHeaders(error: GuardError): Record<string, string> {
-  return error.incidentId ? { 'x-guard-incident-id': error.incidentId } : {}
+  const headers: Record<string, string> = {}
+  if (error.incidentId) headers['x-guard-incident-id'] = error.incidentId
+  // Not transient: clients retry 5xx by default, and a retry re-sends the prompt to a leaking engine.
+  if (error.code === 'response_quarantined') headers['x-should-retry'] = 'false'
+  return headers
 }
 
 /** The body of an OpenAI-style error response. */

@@ -3,6 +3,7 @@
  * pool, per-request canaries, and time-to-first-token evidence, so no answer built from another
  * request's memory ever reaches a client.
  */
+export { asAiBinding, type OpenAiHttpOptions, openAiHttpUpstream } from './adapters'
 export { CANARY_PATTERN } from './canary'
 export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
 export { type GuardInfo, guardAi, guardInfo } from './guard'
@@ -16,6 +17,7 @@ export {
   type OverflowPolicy,
   type VerdictLog,
 } from './options'
+export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
 export { MemoryQuarantineStore } from './quarantine/memory'
 export type {
   QuarantineQuery,

@@ -6,8 +6,8 @@ import { SimEngine } from '../../sim/engine'
 import { GuardError, guardAi, MemoryQuarantineStore } from '../../src'
 import { asAiBinding } from '../../src/adapters'
 import type { AiRunner } from '../../src/upstream'
+import { hasCanary, LEAK } from '../support/leak-scenario'
 import { document } from '../support/prompts'
-import { hasCanary, LEAK } from './leak-scenario'
 
 /** The leaking engine behind a guard that believes the pool is as large as the window. */
 function setup() {

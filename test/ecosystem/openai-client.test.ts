@@ -70,7 +70,7 @@ describe('the openai client against the Worker', () => {
   // The openai client retries 5xx twice by default; a quarantine is not transient, and each retry sends
   // the oversized prompt to the leaking engine again. Flips once error responses for
   // response_quarantined carry `x-should-retry: false` (see docs/ecosystem.md, "Read incidents").
-  it.fails('should not be retried by the client default retry policy', async () => {
+  it('should not be retried by the client default retry policy', async () => {
     const retrying = client(BASE, 'tenant-b', { ...viaSelf, maxRetries: 2 })
     await ask(a, document('TENANT-A', 6_000), false)
     const before = (await sim.stats()).requests.total

@@ -4,7 +4,7 @@
  */
 import OpenAI from 'openai'
 import { expect } from 'vitest'
-import { hasCanary } from './leak-scenario'
+import { hasCanary } from '../support/leak-scenario'
 
 export const MODEL = '@cf/zai-org/glm-5.3'
 

@@ -3,8 +3,8 @@ import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
 import { GuardError, guardAi } from '../../src'
 import { openAiHttpUpstream } from '../../src/adapters'
+import { hasCanary, LEAK, leakScenario } from '../support/leak-scenario'
 import { chat, document, readAll, rejection, sseText } from '../support/prompts'
-import { hasCanary, LEAK, leakScenario } from './leak-scenario'
 
 /** The adapter in front of the simulator's OpenAI-compatible HTTP surface, in-process (no socket). */
 function overHttp(engine: SimEngine, calls: Request[] = []) {

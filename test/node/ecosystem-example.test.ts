@@ -2,8 +2,8 @@ import { build } from 'esbuild'
 import type { Hono } from 'hono'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
-import { hasCanary } from '../ecosystem/leak-scenario'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
+import { hasCanary } from '../support/leak-scenario'
 import { document, sseText } from '../support/prompts'
 
 /**

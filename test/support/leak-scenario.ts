@@ -8,8 +8,8 @@ import type { SimMode } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/upstream'
-import { chat, document } from '../support/prompts'
-import { type Delivered, direct, middleware, type Surface } from '../support/surfaces'
+import { chat, document } from './prompts'
+import { type Delivered, direct, middleware, type Surface } from './surfaces'
 
 /**
  * The incident, scaled down 80× so every case runs in well under a second: a 8,192-token pool behind a
