@@ -32,7 +32,6 @@ export interface ScanResult {
 }
 
 const START = /cnry_/gi
-const BODY = /^[0-9a-hjkmnp-tv-z]{24}$/i
 /** A suffix that could still become a canary (at most CANARY_LENGTH - 1 chars). */
 const PARTIAL = /^c(?:n(?:r(?:y(?:_[0-9a-hjkmnp-tv-z]{0,23})?)?)?)?$/i
 const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/i
