@@ -487,7 +487,7 @@ function table(cells: CellCounts[], h: Healthy, samples: number, quick: boolean)
 
 async function run({ quick }: SuiteOptions): Promise<void> {
   const started = performance.now()
-  const samples = quick ? 6 : 30
+  const samples = quick ? 4 : 30
   const cells = await matrix(samples)
   const h = await healthy(quick ? 300 : 3_000)
   const path = await writeResult('detection', {
