@@ -1,0 +1,100 @@
+import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test'
+import { describe, expect, it } from 'vitest'
+import type { Env } from '../../src/worker/env'
+import worker from '../../src/worker/index'
+import { chat } from '../support/prompts'
+import { KEY_A } from '../support/worker'
+import { MODEL } from './properties'
+import { openAiError } from './support'
+
+/**
+ * The Worker refuses a body over MAX_BODY_BYTES with 413 as soon as it has seen one byte too many: it
+ * never buffers a client's body past the limit (a slow-drip or endless upload must not grow memory).
+ */
+const LIMIT = 1024
+const CHUNK = 256
+const limited = { ...(env as unknown as Env), MAX_BODY_BYTES: String(LIMIT) }
+
+/** An endless JSON-ish body, one chunk per pull, counting what was pulled. */
+function endlessBody(): { stream: ReadableStream<Uint8Array>; pulledBytes: () => number } {
+  const utf8 = new TextEncoder()
+  let pulled = 0
+  const head = utf8.encode(`{"model":"${MODEL}","messages":[{"role":"user","content":"`)
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        const chunk = pulled === 0 ? head : utf8.encode('a'.repeat(CHUNK))
+        pulled += chunk.byteLength
+        controller.enqueue(chunk)
+      },
+    },
+    { highWaterMark: 0 },
+  )
+  return { stream, pulledBytes: () => pulled }
+}
+
+async function fetchWorker(request: Request, workerEnv: Env = limited): Promise<Response> {
+  const ctx = createExecutionContext()
+  const res = await worker.fetch(request, workerEnv, ctx)
+  await waitOnExecutionContext(ctx)
+  return res
+}
+
+function chatRequest(body: BodyInit, headers: Record<string, string> = {}): Request {
+  return new Request('http://guard.test/v1/chat/completions', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json', ...headers },
+    body,
+  })
+}
+
+describe('request body limit', () => {
+  it('should refuse an endless streamed body with 413 without reading far past the limit', async () => {
+    const body = endlessBody()
+    const res = await fetchWorker(chatRequest(body.stream))
+    const { error } = openAiError(await res.text())
+    expect([res.status, error.code]).toEqual([413, 'invalid_request'])
+    expect(error.message).toContain(String(LIMIT))
+    // At most the chunk that crossed the limit, plus one the runtime may have read ahead.
+    expect(body.pulledBytes()).toBeLessThanOrEqual(LIMIT + 2 * CHUNK)
+  })
+
+  it('should refuse a declared Content-Length over the limit before reading the body', async () => {
+    const text = JSON.stringify({ model: MODEL, ...chat('x'.repeat(4 * LIMIT)) })
+    const res = await fetchWorker(chatRequest(text))
+    const { error } = openAiError(await res.text())
+    expect([res.status, error.code]).toEqual([413, 'invalid_request'])
+  })
+
+  it('should refuse on both model routes', async () => {
+    const res = await fetchWorker(
+      new Request(`http://guard.test/ai/run/${MODEL}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY_A}` },
+        body: endlessBody().stream,
+      }),
+    )
+    expect(res.status).toBe(413)
+  })
+
+  it('should accept a body just under the limit and answer it', async () => {
+    const base = JSON.stringify({ model: MODEL, ...chat('TENANT-A ') })
+    const text = JSON.stringify({
+      model: MODEL,
+      ...chat(`TENANT-A ${'b'.repeat(LIMIT - base.length - 1)}`),
+    })
+    expect(new TextEncoder().encode(text).byteLength).toBeLessThanOrEqual(LIMIT)
+    const res = await fetchWorker(chatRequest(text))
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain('TENANT-A')
+  })
+
+  it('should count bytes, not characters: multi-byte text over the limit is refused', async () => {
+    // 400 characters of 3 bytes each: under the limit in characters, over it in bytes.
+    const text = JSON.stringify({ model: MODEL, ...chat('中'.repeat(400)) })
+    expect(text.length).toBeLessThan(LIMIT)
+    const stream = new Blob([text]).stream() // no Content-Length: only the byte count can refuse it
+    const res = await fetchWorker(chatRequest(stream))
+    expect(res.status).toBe(413)
+  })
+})
