@@ -93,20 +93,28 @@ export function releaseStream(
    * Classifies each channel's unreleased text: our own canary (and fragments of it) become strips, a
    * foreign canary ends the stream; the point where a canary could still be forming bounds release.
    */
-  const scan = async (final: boolean) => {
+  const scan = (final: boolean): Promise<void> | undefined => {
+    const slow: [Channel, ChannelState][] = []
     for (const [name, state] of channels) {
       if (!final && !dirty.has(name)) continue
       if (ctx.canary === undefined) {
         state.safe = state.base + state.text.length
         continue
       }
-      // The common case, a text with no `cnry_` in it, needs no key and no async classification.
+      // The common case, a text with no `cnry_` in it, needs no key and no async classification:
+      // it is settled synchronously, without a promise per event.
       const quick = quickHold(state.text, final)
-      if (quick !== undefined) {
-        state.safe = state.base + quick
-        continue
-      }
-      const found = await classify(await ctx.guard.key(), ctx.canary, name, state.text, final)
+      if (quick === undefined) slow.push([name, state])
+      else state.safe = state.base + quick
+    }
+    dirty.clear()
+    return slow.length === 0 ? undefined : classifyAll(slow, final)
+  }
+
+  const classifyAll = async (slow: [Channel, ChannelState][], final: boolean): Promise<void> => {
+    const key = await ctx.guard.key()
+    for (const [name, state] of slow) {
+      const found = await classify(key, ctx.canary, name, state.text, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
         const redacted: Record<string, string> = {}
@@ -122,7 +130,6 @@ export function releaseStream(
       }
       state.safe = state.base + found.holdAt
     }
-    dirty.clear()
   }
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */
@@ -164,12 +171,16 @@ export function releaseStream(
       await scan(final)
       release(controller)
     },
-    async transform(event, controller) {
+    transform(event, controller) {
       const frame = parseFrame(event)
       add(frame)
       // Nothing follows [DONE], so no canary can still be completing: release everything.
-      await scan(frame.done)
-      release(controller)
+      const pending = scan(frame.done)
+      if (pending === undefined) {
+        release(controller)
+        return
+      }
+      return pending.then(() => release(controller))
     },
     async flush(controller) {
       await scan(true)
