@@ -71,31 +71,31 @@ const message = fc.oneof(
   { weight: 1, arbitrary: anything },
 )
 
-/** Chat-completions-like request objects: each field sometimes right, sometimes any JSON. */
+/** Usually `valid`, sometimes any JSON value at all. */
+function mostly<T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: anything })
+}
+
+/** Chat-completions-like request objects: each field usually right, sometimes any JSON. */
 export const chatRequest: fc.Arbitrary<Record<string, unknown>> = fc.record(
   {
-    model: fc.oneof(
-      { weight: 6, arbitrary: fc.constant(MODEL) },
-      { weight: 1, arbitrary: anything },
+    model: mostly(fc.constant(MODEL)),
+    messages: mostly(fc.array(message, { minLength: 1, maxLength: 4 })),
+    prompt: mostly(text),
+    stream: mostly(fc.boolean()),
+    max_tokens: mostly(
+      fc.oneof(
+        { weight: 8, arbitrary: fc.integer({ min: 1, max: 300 }) },
+        { weight: 1, arbitrary: fc.constantFrom(-1, 0, 1.5, 2 ** 24, 2 ** 24 + 1, 1e300) },
+      ),
     ),
-    messages: fc.oneof(
-      { weight: 6, arbitrary: fc.array(message, { maxLength: 4 }) },
-      { weight: 1, arbitrary: anything },
-    ),
-    prompt: fc.oneof(text, anything),
-    stream: fc.oneof(fc.boolean(), anything),
-    max_tokens: fc.oneof(
-      fc.integer({ min: -2, max: 300 }),
-      fc.constantFrom(0, 1.5, 2 ** 24, 2 ** 24 + 1, 1e300, -1e300),
-      anything,
-    ),
-    max_completion_tokens: fc.oneof(fc.integer({ min: 1, max: 64 }), anything),
-    n: fc.oneof(fc.constantFrom(1, 2), anything),
-    tools: fc.oneof(fc.constant([]), anything),
-    response_format: fc.oneof(fc.constant({ type: 'json_object' }), anything),
+    max_completion_tokens: mostly(fc.integer({ min: 1, max: 64 })),
+    n: mostly(fc.constantFrom(1, 2)),
+    tools: mostly(fc.constant([])),
+    response_format: mostly(fc.constant({ type: 'json_object' })),
     temperature: anything,
   },
-  { requiredKeys: [] },
+  { requiredKeys: ['model', 'messages'] },
 )
 
 /** Any request body: a chat-like object (mostly), or any JSON value at all. */
