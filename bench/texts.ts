@@ -2,17 +2,10 @@
  * @module Deterministic benchmark texts: English prose, CJK prose and source code, any length.
  */
 
-/** A seeded PRNG (mulberry32) returning floats in [0, 1): same seed, same text, every run. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { prng as rng } from '../sim/random'
+
+/** The simulator's seeded PRNG (mulberry32): same seed, same text, every run. */
+export { rng }
 
 const ENGLISH = (
   'the of and to in is that it was for on are as with his they at be this from have or by one had ' +

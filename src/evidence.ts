@@ -7,6 +7,7 @@ import type { QuarantineRecord } from './quarantine/store'
 import type { Channel } from './stream/frames'
 import { learnedMinimumMs } from './timing/baseline'
 import { judgeTiming, type TimingSignal } from './timing/prefill'
+import { decide, type EchoOutcome, type Verdict } from './verdict'
 
 /** Scans every channel for canaries; returns the texts with our own canary removed, and the findings. */
 export async function scanChannels(
@@ -90,6 +91,41 @@ export function teach(
     )
   })
   if (ctx.waitUntil) ctx.waitUntil(work)
+}
+
+/** A verdict with the figures behind it, and the usage comparison (when both counts are known). */
+export interface Judgement {
+  verdict: Verdict
+  figures: QuarantineRecord['figures']
+  usage: { reported: number; estimated: number } | undefined
+}
+
+/**
+ * Combines an attempt's evidence into one verdict (see src/verdict.ts). The usage cross-check needs
+ * the exact prompt count, which exists when the preflight counted or timing needed it.
+ */
+export async function judge(
+  ctx: AttemptContext,
+  evidence: { echo: EchoOutcome; findings: Finding[]; timing?: TimingSignal; reported?: number },
+): Promise<Judgement> {
+  const { timing, reported } = evidence
+  const exact = timing !== undefined || ctx.exactKnown ? await ctx.exactTokens() : undefined
+  const usage =
+    exact !== undefined && reported !== undefined ? { reported, estimated: exact } : undefined
+  const verdict = decide({
+    echo: evidence.echo,
+    foreignCanaries: evidence.findings.filter((f) => f.kind === 'foreign').length,
+    ...(timing ? { timing } : {}),
+    ...(usage ? { usage } : {}),
+    attempt: ctx.attempt,
+    retries: ctx.guard.options.echoRetries,
+  })
+  const figures = {
+    ...timingRecord(timing),
+    estimatedTokens: exact ?? ctx.boundTokens,
+    ...(reported !== undefined ? { promptTokensReported: reported } : {}),
+  }
+  return { verdict, figures, usage }
 }
 
 /** Timing figures for a quarantine record. */

@@ -5,15 +5,15 @@ import { matchEcho } from './canary'
 import { GuardError } from './errors'
 import {
   canaryEntries,
+  judge,
   redactCanaries,
   scanChannels,
   teach,
   timingEvidence,
-  timingRecord,
 } from './evidence'
 import type { AttemptContext, AttemptOutcome } from './guard'
 import { readTexts, replaceTexts } from './stream/frames'
-import { decide, type EchoOutcome } from './verdict'
+import type { EchoOutcome } from './verdict'
 
 /**
  * Checks one complete answer and, when it may be released, returns it with canaries removed.
@@ -42,26 +42,15 @@ export async function verifyOutput(
     if (match.status === 'echoed') texts.content = match.rest
   }
   const scanned = await scanChannels(ctx, texts)
-  const foreign = scanned.findings.filter((f) => f.kind === 'foreign')
   const cached = read.usage?.prompt_tokens_details?.cached_tokens ?? 0
   const timing = await timingEvidence(ctx, observedMs, cached)
-  const exact = timing !== undefined || ctx.exactKnown ? await ctx.exactTokens() : undefined
   const reported = read.usage?.prompt_tokens
-  const usage =
-    exact !== undefined && typeof reported === 'number' ? { reported, estimated: exact } : undefined
-  const verdict = decide({
+  const { verdict, figures, usage } = await judge(ctx, {
     echo,
-    foreignCanaries: foreign.length,
+    findings: scanned.findings,
     ...(timing ? { timing } : {}),
-    ...(usage ? { usage } : {}),
-    attempt: ctx.attempt,
-    retries: ctx.guard.options.echoRetries,
+    ...(typeof reported === 'number' ? { reported } : {}),
   })
-  const figures = {
-    ...timingRecord(timing),
-    ...(exact !== undefined ? { estimatedTokens: exact } : { estimatedTokens: ctx.boundTokens }),
-    ...(typeof reported === 'number' ? { promptTokensReported: reported } : {}),
-  }
   if (verdict.action === 'release') {
     // A whole answer's latency includes decode, so it teaches tokens only, never the TTFT baseline.
     teach(ctx, {

@@ -16,11 +16,11 @@ import { matchEcho } from './canary'
 import { GuardError } from './errors'
 import {
   canaryEntries,
+  judge,
   redactCanaries,
   scanChannels,
   teach,
   timingEvidence,
-  timingRecord,
 } from './evidence'
 import type { AttemptContext, AttemptOutcome } from './guard'
 import { releaseStream } from './release-stream'
@@ -28,7 +28,7 @@ import { type Channel, type Frame, parseFrame } from './stream/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from './stream/sse'
 import { stallWatchdog } from './stream/watchdog'
 import type { TimingSignal } from './timing/prefill'
-import { decide, type EchoOutcome } from './verdict'
+import type { EchoOutcome } from './verdict'
 
 /**
  * Reads the upstream stream up to its verdict; on release returns the client stream.
@@ -136,23 +136,12 @@ export async function verifyStream(
     timing = await timingEvidence(ctx, firstTokenMs, cached)
   }
   const scanned = await scanChannels(ctx, raw)
-  const foreign = scanned.findings.filter((f) => f.kind === 'foreign')
-  const exact = timing !== undefined || ctx.exactKnown ? await ctx.exactTokens() : undefined
-  const usage =
-    exact !== undefined && reported !== undefined ? { reported, estimated: exact } : undefined
-  const verdict = decide({
+  const { verdict, figures, usage } = await judge(ctx, {
     echo: echoOutcome,
-    foreignCanaries: foreign.length,
+    findings: scanned.findings,
     ...(timing ? { timing } : {}),
-    ...(usage ? { usage } : {}),
-    attempt: ctx.attempt,
-    retries: ctx.guard.options.echoRetries,
+    ...(reported !== undefined ? { reported } : {}),
   })
-  const figures = {
-    ...timingRecord(timing),
-    estimatedTokens: exact ?? ctx.boundTokens,
-    ...(reported !== undefined ? { promptTokensReported: reported } : {}),
-  }
   if (verdict.action !== 'release') {
     // Stop the upstream: nothing of this answer will be used.
     await reader.cancel().catch(() => {})

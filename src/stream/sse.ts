@@ -9,6 +9,7 @@
  * UTF-8 decoder (invalid bytes error the stream), a byte bound per event (an upstream cannot make the
  * guard buffer without limit), and an explicit `truncated` flag for a trailing event that never ended.
  */
+import { utf8Length } from '../ceiling/utf8'
 
 /** One dispatched server-sent event. `event` and `id` are present only when that event carried them. */
 export interface SseEvent {
@@ -46,24 +47,6 @@ export interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> 
  * sseDecoder({ maxEventBytes: 4 * DEFAULT_MAX_EVENT_BYTES })
  */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
-
-/** UTF-8 length of a string, without allocating (lone surrogates count as the 3-byte U+FFFD). */
-function utf8Length(text: string): number {
-  let bytes = 0
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    if (unit < 0x80) bytes += 1
-    else if (unit < 0x800) bytes += 2
-    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1)
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4
-        i++
-      } else bytes += 3
-    } else bytes += 3
-  }
-  return bytes
-}
 
 /** The per-stream parser state; pure, so the TransformStream wrapper stays trivial. */
 class SseParser {

@@ -1,5 +1,6 @@
 import { encode } from 'gpt-tokenizer/encoding/o200k_base'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { prng } from '../../sim/random'
 import {
   CANARY_ALPHABET,
   CANARY_LENGTH,
@@ -14,18 +15,6 @@ import {
 
 const SECRET = 'test-secret-0123456789abcdef-0123456789'
 const OTHER_SECRET = 'another-secret-0123456789abcdef-01234567'
-
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function matches(text: string): string[] {
   return Array.from(text.matchAll(CANARY_PATTERN), (m) => m[0])

@@ -2,17 +2,10 @@
  * @module Deterministic text generators for the ceiling tests (seeded, so failures replay).
  */
 
-/** A seeded PRNG (mulberry32) returning floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { prng as rng } from '../../sim/random'
+
+/** The simulator's seeded PRNG (mulberry32), so failures replay. */
+export { rng }
 
 // Pieces chosen to stress a byte-level BPE: ASCII, Latin with combining marks, CJK, emoji with
 // modifiers and ZWJ, RTL, digits, whitespace of every kind, lone surrogates, special-token text.

@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { prng } from '../../sim/random'
 import { encodeSseEvent, type SseEvent, sseDecoder, sseEncoder } from '../../src/stream/sse'
 
 const utf8 = new TextEncoder()
-
-/** Deterministic PRNG (mulberry32) so random splits are reproducible. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function streamOf<T>(chunks: T[]): ReadableStream<T> {
   return new ReadableStream<T>({
