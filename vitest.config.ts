@@ -22,6 +22,9 @@ const migrations = await readD1Migrations('./migrations')
 
 export default defineConfig({
   test: {
+    // CI is a 2-core machine running both projects at once, and the first o200k load in workerd takes
+    // seconds: per-test limits are generous; speed limits live in bench/, not here.
+    testTimeout: 30_000,
     projects: [
       {
         // Everything that touches Workers: the guard, the Worker, the simulator, inside workerd.

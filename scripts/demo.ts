@@ -72,7 +72,7 @@ function tenantBLong(): Record<string, unknown> {
 
 /**
  * Runs the incident on a fresh engine (`pd-abort-leak`, published pool and window, prefill at
- * 1,000,000 tok/s): A's long prompt with a secret, B's normal request, B's over-pool request.
+ * 300,000 tok/s): A's long prompt with a secret, B's normal request, B's over-pool request.
  *
  * @example
  * const rows = await runScenario((engine, account) => engine.binding(account))
@@ -82,7 +82,7 @@ export async function runScenario(
 ): Promise<DemoRow[]> {
   const engine = new SimEngine({
     mode: 'pd-abort-leak',
-    prefillTokensPerSecond: 1_000_000,
+    prefillTokensPerSecond: 300_000,
     decodeTokensPerSecond: 2_000,
   })
   const steps = [
@@ -229,8 +229,12 @@ export interface DemoReport extends DemoRow {
 
 const DEMO_SECRET = 'demo-only-canary-secret-0123456789abcdef'
 
-/** The simulator's physics: it prefills at 1M tokens/s, so 2M tokens/s is its impossible speed. */
-const DEMO_PROFILE: Partial<ModelProfile> = { maxPrefillTokensPerSecond: 2_000_000 }
+/**
+ * The simulator's physics: it prefills at 300,000 tokens/s, so 600,000 tokens/s is its impossible speed.
+ * (The simulator tokenizes every prompt on this machine's CPU before it answers, even the placeholder:
+ * the bound leaves room for that, so a loaded machine does not make a placeholder look honest.)
+ */
+const DEMO_PROFILE: Partial<ModelProfile> = { maxPrefillTokensPerSecond: 600_000 }
 
 async function guardedRun(profile: Partial<ModelProfile>): Promise<GuardedCell[]> {
   const verdicts: VerdictLog[] = []

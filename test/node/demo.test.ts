@@ -25,9 +25,11 @@ describe('incident demo', () => {
     // Guarded with a wrong pool figure: the answer is withheld, by canary and timing evidence.
     expect(bLong.guardedWrongPool).toMatchObject({ verdict: 'quarantine', leaksSecretOf: null })
     expect(bLong.guardedWrongPool.status).toBe('502 response_quarantined')
-    expect(bLong.guardedWrongPool.reasons).toEqual(
-      expect.arrayContaining(['foreign_canary', 'ttft_impossible']),
-    )
+    // Which evidence fires depends on which stale pages decode read; the answer is withheld either way,
+    // and at least one of the proofs (another request's canary, an impossible first token) is there.
+    expect(
+      bLong.guardedWrongPool.reasons.filter((r) => r === 'foreign_canary' || r === 'ttft_impossible'),
+    ).not.toEqual([])
     expect(bLong.guardedWrongPool.received).toBe('')
     // Honest requests pass through the guard with their own content.
     for (const row of [a, bShort]) {
