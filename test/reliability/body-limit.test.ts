@@ -7,6 +7,9 @@ import { KEY_A } from '../support/worker'
 import { MODEL } from './properties'
 import { openAiError } from './support'
 
+/** A request as the Workers runtime hands it to a fetch handler. */
+type IncomingRequest = Parameters<typeof worker.fetch>[0]
+
 /**
  * The Worker refuses a body over MAX_BODY_BYTES with 413 as soon as it has seen one byte too many: it
  * never buffers a client's body past the limit (a slow-drip or endless upload must not grow memory).
@@ -35,7 +38,7 @@ function endlessBody(): { stream: ReadableStream<Uint8Array>; pulledBytes: () =>
 
 async function fetchWorker(request: Request, workerEnv: Env = limited): Promise<Response> {
   const ctx = createExecutionContext()
-  const res = await worker.fetch(request, workerEnv, ctx)
+  const res = await worker.fetch(request as IncomingRequest, workerEnv, ctx)
   await waitOnExecutionContext(ctx)
   return res
 }
