@@ -60,6 +60,13 @@ export async function admit(
     }
   }
   const pool = Math.min(profile.contextWindow, profile.kvPoolTokens)
+  if (reserve >= pool) {
+    throw new GuardError(
+      'context_length_exceeded',
+      `max_tokens ${fmt(reserve)} alone exceeds what ${model} can serve: ${fmt(pool)} tokens for prompt and output together (its real KV-cache pool${profile.kvPoolTokens < profile.contextWindow ? `, less than the advertised ${fmt(profile.contextWindow)}-token window` : ''}). Lower max_tokens.`,
+      { param: maxTokens === undefined ? 'messages' : 'max_tokens' },
+    )
+  }
   const margin = `${Math.round(drift * 100)}% tokenizer margin`
   const limitedBy =
     profile.kvPoolTokens < profile.contextWindow

@@ -19,6 +19,25 @@ export interface RequestFacts {
 
 const MAX_OUTPUT_TOKENS = 1 << 24
 
+/** Deeper than any real chat request (tool schemas included) nests. */
+const MAX_DEPTH = 64
+
+/** How deep `value` nests (arrays and objects), counted without recursion; stops past `limit`. */
+function nestingDepth(value: unknown, limit: number): number {
+  let deepest = 0
+  const stack: [unknown, number][] = [[value, 1]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (node === null || typeof node !== 'object') continue
+    if (depth > deepest) deepest = depth
+    if (deepest > limit) return deepest
+    for (const child of Object.values(node)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
+    }
+  }
+  return deepest
+}
+
 /**
  * Checks the request's envelope. Message shapes are checked by the ceiling's prompt reader.
  *
@@ -30,6 +49,16 @@ export function readRequest(inputs: unknown): RequestFacts {
     throw new GuardError('invalid_request', 'The request inputs must be a JSON object.')
   }
   const record = inputs as Record<string, unknown>
+  for (const [field, value] of Object.entries(record)) {
+    if (nestingDepth(value, MAX_DEPTH) > MAX_DEPTH) {
+      // Forwarded as-is, such a request would overflow a serializer's stack on the way upstream.
+      throw new GuardError(
+        'invalid_request',
+        `"${field}" is nested deeper than ${MAX_DEPTH} levels (message content, JSON schemas and tool arguments never need that).`,
+        { param: field },
+      )
+    }
+  }
   const stream = record.stream
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
     throw new GuardError('invalid_request', '"stream" must be a boolean.', { param: 'stream' })

@@ -1,6 +1,7 @@
 /**
  * @module Tenant authentication: an API key maps to a tenant id, from a Worker secret or KV — never code.
  */
+import { GuardError } from '../errors'
 import type { Env } from './env'
 
 /**
@@ -25,7 +26,15 @@ export async function tenantFor(
   }
   if (found !== undefined) return found
   if (env.TENANTS) {
-    const tenant = await env.TENANTS.get(`key:${await sha256Hex(key)}`)
+    let tenant: string | null
+    try {
+      tenant = await env.TENANTS.get(`key:${await sha256Hex(key)}`)
+    } catch (error) {
+      // Fail closed, but say so: a retryable 503, not a 401 that would tell the client its key is bad.
+      throw new GuardError('guard_unavailable', 'The tenant directory is unavailable; try again.', {
+        cause: error,
+      })
+    }
     if (tenant) return tenant
   }
   return undefined
