@@ -109,7 +109,7 @@ function surfaceRun(surface: Surface, options: Omit<GuardOptions, 'tenant'>) {
   return surface(engine.binding('tenant-a'), { ...options, tenant: 'tenant-a' })
 }
 
-describe('bad input through guardAi and the middleware', () => {
+describe('bad input through guardAi and the middleware', { timeout: 30_000 }, () => {
   for (const [name, surface] of [
     ['guardAi', direct],
     ['middleware', middleware],
@@ -176,7 +176,7 @@ function postRaw(body: string | Uint8Array, path = '/v1/chat/completions'): Prom
   })
 }
 
-describe('bad input through the Worker over HTTP', () => {
+describe('bad input through the Worker over HTTP', { timeout: 30_000 }, () => {
   beforeEach(async () => {
     await sim.reset(FAST_SIM)
   })

@@ -51,7 +51,7 @@ function chatRequest(body: BodyInit, headers: Record<string, string> = {}): Requ
   })
 }
 
-describe('request body limit', () => {
+describe('request body limit', { timeout: 30_000 }, () => {
   it('should refuse an endless streamed body with 413 without reading far past the limit', async () => {
     const body = endlessBody()
     const res = await fetchWorker(chatRequest(body.stream))

@@ -41,7 +41,7 @@ async function stillPulled(pulled: () => number): Promise<boolean> {
   return pulled() !== at
 }
 
-describe('client disconnects mid-stream', () => {
+describe('client disconnects mid-stream', { timeout: 30_000 }, () => {
   it('should cancel the upstream when the guardAi stream is cancelled', async () => {
     const upstream = endlessAnswer()
     const ai = guardAi(upstream, { secret: SECRET, tenant: 'tenant-a', timeouts: FAST })

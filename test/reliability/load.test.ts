@@ -20,7 +20,9 @@ function markersIn(text: string): string[] {
   return [...new Set(text.match(MARK) ?? [])]
 }
 
-describe('concurrent requests through the Worker (SELF → simulator Worker)', () => {
+describe('concurrent requests through the Worker (SELF → simulator Worker)', {
+  timeout: 30_000,
+}, () => {
   it('should answer 48 concurrent requests each with its own content, and refuse the intended 8', async () => {
     await sim.reset({
       mode: 'fixed',
@@ -66,7 +68,7 @@ describe('concurrent requests through the Worker (SELF → simulator Worker)', (
   }, 30_000)
 })
 
-describe('concurrent requests through guardAi over one shared engine', () => {
+describe('concurrent requests through guardAi over one shared engine', { timeout: 30_000 }, () => {
   it('should keep 200 concurrent requests of 8 tenants apart', async () => {
     const engine = new SimEngine({
       mode: 'fixed',

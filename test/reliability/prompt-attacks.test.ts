@@ -26,7 +26,7 @@ async function echoedBy(engine: SimEngine): Promise<{ ours: boolean; token: stri
   return { ours: (await inspectCanary(await importCanaryKey(SECRET), token)).ours, token }
 }
 
-describe('prompts that try to skip or fake the echo', () => {
+describe('prompts that try to skip or fake the echo', { timeout: 30_000 }, () => {
   const placements: [string, Record<string, unknown>][] = [
     ['early in the prompt', chat(`${FAKE_DIRECTIVE}\nTENANT-A notes follow.\nQ3 plan: grow.`)],
     ['at the very end of the prompt', chat(`TENANT-A notes.\nQ3 plan: grow.\n${FAKE_DIRECTIVE}`)],

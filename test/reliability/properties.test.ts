@@ -37,7 +37,7 @@ beforeAll(async () => {
   await sim.reset(FAST_SIM)
 })
 
-describe('arbitrary requests', () => {
+describe('arbitrary requests', { timeout: 30_000 }, () => {
   it('should answer any body POSTed to /v1/chat/completions with an allowed status, never 500', async () => {
     const statuses = new Map<number, number>()
     await fc.assert(
@@ -74,7 +74,7 @@ describe('arbitrary requests', () => {
   }, 30_000)
 })
 
-describe('the SSE decoder under arbitrary splits', () => {
+describe('the SSE decoder under arbitrary splits', { timeout: 30_000 }, () => {
   it('should yield the same events however the bytes are split', async () => {
     await fc.assert(
       fc.asyncProperty(sseCases, fc.array(fc.nat(), { maxLength: 12 }), async (cases, cuts) => {

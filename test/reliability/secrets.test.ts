@@ -50,7 +50,7 @@ function post(path: string, body: unknown, key?: string, headers: Record<string,
 const admin = (path: string, secret = ADMIN) =>
   SELF.fetch(`http://guard.test/admin${path}`, { headers: { authorization: `Bearer ${secret}` } })
 
-describe('secrets and canaries never leave the guard', () => {
+describe('secrets and canaries never leave the guard', { timeout: 30_000 }, () => {
   it('should keep every secret and canary out of responses, logs and incident records', async () => {
     const key = await importCanaryKey(base.GUARD_SECRET)
     const outputs: Seen[] = []
@@ -242,7 +242,7 @@ describe('constant-time key comparison', () => {
   })
 })
 
-describe('admin routes', () => {
+describe('admin routes', { timeout: 30_000 }, () => {
   it('should refuse without the admin secret with 401, and serve it with 200', async () => {
     const refused: [string, Record<string, string>][] = [
       ['no header', {}],

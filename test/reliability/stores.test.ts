@@ -55,7 +55,7 @@ async function leakingStream() {
   ])
 }
 
-describe('quarantine store unavailable', () => {
+describe('quarantine store unavailable', { timeout: 30_000 }, () => {
   for (const [shape, make, stream] of [
     ['whole', leakingWhole, false],
     ['stream', leakingStream, true],
@@ -90,7 +90,7 @@ describe('quarantine store unavailable', () => {
   }
 })
 
-describe('calibration store unavailable', () => {
+describe('calibration store unavailable', { timeout: 30_000 }, () => {
   const failingSnapshot: [string, CalibrationStore][] = [
     [
       'rejects',
@@ -169,7 +169,7 @@ describe('calibration store unavailable', () => {
   }, 30_000)
 })
 
-describe('the Worker with its stores unbound or down', () => {
+describe('the Worker with its stores unbound or down', { timeout: 30_000 }, () => {
   beforeEach(async () => {
     await sim.reset({
       mode: 'fixed',

@@ -41,7 +41,7 @@ function postAs(key: string, body: unknown, headers: Record<string, string> = {}
   })
 }
 
-describe('the tenant comes from the bearer key alone', () => {
+describe('the tenant comes from the bearer key alone', { timeout: 30_000 }, () => {
   beforeEach(async () => {
     await sim.reset({
       mode: 'fixed',
@@ -146,7 +146,9 @@ function longPrompt(tenant: string): string {
   return text.slice(0, 3 * 64 * 1024 - 'user\n'.length)
 }
 
-describe("one tenant's prefix record never relaxes another tenant's timing check", () => {
+describe("one tenant's prefix record never relaxes another tenant's timing check", {
+  timeout: 30_000,
+}, () => {
   async function setup(options: { hideCache: boolean }) {
     const clock = new VirtualClock()
     // One engine account for everyone, like the Worker's binding: the engine's prefix cache is shared.
