@@ -115,7 +115,11 @@ export interface GuardOptions {
   now?: () => number
   /** Request id source (also used to mint canaries). @default crypto.randomUUID */
   requestId?: () => string
-  /** How many times a missing echo alone (nothing else wrong) is retried before quarantine. @default 1 */
+  /**
+   * How many times a missing echo alone (nothing else wrong) is retried before quarantine. Models slip
+   * on instructions now and then (measured at 2% in the bench); two retries make a false quarantine
+   * need three slips in a row. @default 2
+   */
   echoRetries?: number
   /**
    * The timing guard judges only prompts whose honest prefill takes at least this long, ms: below it,
@@ -212,7 +216,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (overflow !== 'reject' && overflow !== 'clamp-output') {
     throw new Error('option "overflow" must be "reject" or "clamp-output"')
   }
-  const echoRetries = options.echoRetries ?? 1
+  const echoRetries = options.echoRetries ?? 2
   if (!Number.isInteger(echoRetries) || echoRetries < 0 || echoRetries > 3) {
     throw new Error('option "echoRetries" must be an integer from 0 to 3')
   }

@@ -72,10 +72,13 @@ export async function planRequest(
       : countTokens(pieces.texts).then((n) => n + admission.overhead)
     return exact
   }
-  // Timing can only judge prompts whose honest prefill is long; only those need the prefix record.
+  // Timing can only judge prompts whose honest prefill is long; only those need the exact count, the
+  // prefix record and a streamed whole answer. When the ceiling decided by bytes, the bound over-counts
+  // prose about 4×, so the decision takes the typical 4 bytes per token; the judgement itself then
+  // uses the exact count. (Denser text near the threshold may go untimed; the canary still guards it.)
+  const likelyTokens = admission.exact ? admission.estimated : admission.estimated / 4
   const timed =
-    (admission.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
-    guard.options.minTimingEvidenceMs
+    (likelyTokens / profile.maxPrefillTokensPerSecond) * 1000 >= guard.options.minTimingEvidenceMs
   let recorded: Promise<number> | undefined
   const recordedCachedTokens = (): Promise<number> => {
     recorded ??= timed

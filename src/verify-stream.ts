@@ -116,9 +116,9 @@ export async function verifyStream(
       }
       settleEcho(false)
       if (firstTokenMs === undefined || echoState.echo === 'pending') continue
-      // Too fast and no echo: nothing suggests the prompt was read; decide now.
-      if (timing?.impossible && echoState.echo === 'missing') break
-      // Too fast but echoed (or no echo asked): wait for the upstream's cached-token report.
+      // Too fast: wait for the upstream's cached-token report at the end before deciding, so an
+      // honest cache hit the guard could not foresee (another tenant's identical prefix) is not
+      // withheld — even when it coincides with a slipped echo. Nothing is released meanwhile.
       if (timing?.impossible) continue
       break
     }

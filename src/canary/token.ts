@@ -156,8 +156,26 @@ function decodeBase32(text: string): Uint8Array | undefined {
   return out
 }
 
-async function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
-  return (await hmac(key, utf8.encode(`tenant\0${tenant}`))).slice(0, TAG_BYTES)
+/**
+ * Tenant tags per key: a tenant's tag never changes, and every request needs it, so it is computed
+ * once (each HMAC is a WebCrypto round trip). Bounded: cleared past 10,000 tenants.
+ */
+const TAGS = new WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>()
+
+function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
+  let tags = TAGS.get(key)
+  if (!tags) {
+    tags = new Map()
+    TAGS.set(key, tags)
+  }
+  let tag = tags.get(tenant)
+  if (!tag) {
+    if (tags.size >= 10_000) tags.clear()
+    tag = hmac(key, utf8.encode(`tenant\0${tenant}`)).then((bytes) => bytes.slice(0, TAG_BYTES))
+    tag.catch(() => tags.delete(tenant))
+    tags.set(tenant, tag)
+  }
+  return tag
 }
 
 async function macBytes(key: CanaryKey, nonce: Uint8Array, tag: Uint8Array): Promise<Uint8Array> {
@@ -187,11 +205,11 @@ export async function mintCanary(
   key: CanaryKey,
   request: { requestId: string; tenant: string },
 ): Promise<string> {
-  const nonce = (await hmac(key, utf8.encode(`request\0${request.requestId}`))).slice(
-    0,
-    NONCE_BYTES,
-  )
-  const tag = await tagBytes(key, request.tenant)
+  const [digest, tag] = await Promise.all([
+    hmac(key, utf8.encode(`request\0${request.requestId}`)),
+    tagBytes(key, request.tenant),
+  ])
+  const nonce = digest.slice(0, NONCE_BYTES)
   const mac = await macBytes(key, nonce, tag)
   const body = new Uint8Array(NONCE_BYTES + TAG_BYTES + MAC_BYTES)
   body.set(nonce, 0)

@@ -85,7 +85,7 @@ describe('prompts that try to skip or fake the echo', { timeout: 30_000 }, () =>
       const record = await quarantine.get(r.error.incidentId!)
       expect(record?.tenant).toBe('tenant-a')
       expect(record?.reasons.join(',')).toMatch(/echo_missing/)
-      expect(upstream.calls).toBe(2) // one retry for a missing echo alone, then quarantine
+      expect(upstream.calls).toBe(3) // two retries (the default) for a missing echo alone, then quarantine
     })
 
     it(`should withhold a stream whose model ${what}, before any byte`, async () => {
