@@ -7,11 +7,14 @@
  * any channel's text in it could still be the start of a canary; a completed foreign canary ends the
  * stream with a quarantine before its event (or anything after it) is released.
  */
-import { CANARY_PATTERN, classify, quickHold } from './canary'
+import { CANARY_LENGTH, CANARY_PATTERN, classify, quickHold } from './canary'
 import { GuardError } from './errors'
 import type { AttemptContext } from './guard'
 import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
 import type { SseEvent } from './stream/sse'
+
+/** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
+const SHORT_TAIL = /^c(?:n(?:r(?:y)?)?)?$/i
 
 /** A half-open range of a channel's text, in positions counted from the start of the answer. */
 interface Range {
@@ -26,6 +29,11 @@ interface ChannelState {
   /** Absolute position from which the text may still be held back (set by each scan). */
   safe: number
   strips: Range[]
+  /**
+   * The last released characters (at most one canary long): scanned again with new text, so a canary
+   * whose first letters were released (see `moveOn`) is still caught when the rest arrives.
+   */
+  context: string
 }
 
 interface Held {
@@ -66,7 +74,7 @@ export function releaseStream(
   const channel = (name: Channel): ChannelState => {
     let state = channels.get(name)
     if (!state) {
-      state = { base: 0, text: '', safe: 0, strips: [...(start.strips[name] ?? [])] }
+      state = { base: 0, text: '', safe: 0, strips: [...(start.strips[name] ?? [])], context: '' }
       channels.set(name, state)
     }
     return state
@@ -103,9 +111,9 @@ export function releaseStream(
       }
       // The common case, a text with no `cnry_` in it, needs no key and no async classification:
       // it is settled synchronously, without a promise per event.
-      const quick = quickHold(state.text, final)
+      const quick = quickHold(state.context + state.text, final)
       if (quick === undefined) slow.push([name, state])
-      else state.safe = state.base + quick
+      else state.safe = state.base + Math.max(0, quick - state.context.length)
     }
     dirty.clear()
     return slow.length === 0 ? undefined : classifyAll(slow, final)
@@ -114,7 +122,8 @@ export function releaseStream(
   const classifyAll = async (slow: [Channel, ChannelState][], final: boolean): Promise<void> => {
     const key = await ctx.guard.key()
     for (const [name, state] of slow) {
-      const found = await classify(key, ctx.canary, name, state.text, final)
+      const lead = state.context.length
+      const found = await classify(key, ctx.canary, name, state.context + state.text, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
         const redacted: Record<string, string> = {}
@@ -124,11 +133,13 @@ export function releaseStream(
         throw await start.onForeign(name, foreign.tenantTag, redacted)
       }
       for (const [at, to] of found.cuts) {
-        const cut = { start: state.base + at, end: state.base + to }
+        // Positions are in context + text; what lies in the context is out already.
+        if (to <= lead) continue
+        const cut = { start: state.base + Math.max(0, at - lead), end: state.base + to - lead }
         if (!state.strips.some((r) => r.start === cut.start && r.end === cut.end))
           state.strips.push(cut)
       }
-      state.safe = state.base + found.holdAt
+      state.safe = state.base + Math.max(0, found.holdAt - lead)
     }
   }
 
@@ -137,16 +148,45 @@ export function releaseStream(
     while (queue.length > 0) {
       const next = queue[0]!
       const spans = Object.entries(next.spans) as [Channel, Range][]
-      if (spans.some(([name, span]) => span.end > channel(name).safe)) break
+      const blocked = spans.filter(([name, span]) => span.end > channel(name).safe)
+      if (blocked.length > 0 && !moveOn(blocked)) break
       queue.shift()
       controller.enqueue(emit(next, spans))
       for (const [name, span] of spans) {
         const state = channel(name)
+        const released = state.text.slice(0, span.end - state.base)
+        state.context = (state.context + released).slice(-(CANARY_LENGTH - 1))
         state.text = state.text.slice(span.end - state.base)
         state.base = span.end
         state.strips = state.strips.filter((r) => r.end > state.base)
       }
     }
+  }
+
+  /**
+   * A channel that ends in "c", "cn", "cnr" or "cnry" ("…is basic") while the answer has moved on to
+   * another channel (reasoning done, content flowing) would otherwise hold every later event until the
+   * end of the stream. Such a short tail is released: it carries no canary material, and should the
+   * channel resume with the rest of a canary, the released tail is still scanned with it (`context`),
+   * so the canary is caught before its remaining bytes leave. A tail that already reads `cnry_…` is
+   * never released this way.
+   */
+  const moveOn = (blocked: [Channel, Range][]): boolean => {
+    const names = new Set(blocked.map(([name]) => name))
+    const others = queue.some((held) =>
+      Object.keys(held.spans).some((name) => !names.has(name as Channel)),
+    )
+    if (!others) return false
+    for (const [name] of blocked) {
+      const state = channel(name)
+      const tail = state.text.slice(state.safe - state.base)
+      if (!SHORT_TAIL.test(tail)) return false
+    }
+    for (const [name] of blocked) {
+      const state = channel(name)
+      state.safe = state.base + state.text.length
+    }
+    return true
   }
 
   const emit = (held: Held, spans: [Channel, Range][]): SseEvent => {

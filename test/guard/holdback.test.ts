@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest'
+import { GuardError, guardAi } from '../../src'
+import { importCanaryKey, mintCanary } from '../../src/canary'
+import type { AiRunner } from '../../src/upstream'
+import { chat, sseText } from '../support/prompts'
+
+const MODEL = '@cf/zai-org/glm-5.3'
+const SECRET = 'holdback-test-secret-0123456789abcdef'
+const models = { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } }
+
+function chunk(delta: Record<string, unknown>): string {
+  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`
+}
+
+/** An upstream whose stream the test writes event by event (and may leave open). */
+function scripted(events: (own: string) => string[]): AiRunner & { close: () => void } {
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined
+  return {
+    close: () => controller?.close(),
+    run: async (_model, inputs) => {
+      const own = /(cnry_[0-9a-z]{24})/.exec(JSON.stringify(inputs))![1]!
+      return new ReadableStream<Uint8Array>({
+        start(c) {
+          controller = c
+          for (const event of events(own)) c.enqueue(new TextEncoder().encode(event))
+        },
+      })
+    },
+  }
+}
+
+async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  text: string,
+): Promise<string> {
+  let got = ''
+  const decoder = new TextDecoder()
+  while (!sseText(got).content.includes(text)) {
+    const next = await reader.read()
+    if (next.done) break
+    got += decoder.decode(next.value, { stream: true })
+  }
+  return got
+}
+
+describe('hold-back across channels', () => {
+  it('should not hold the answer back because the reasoning ended in "c"', async () => {
+    const upstream = scripted((own) => [
+      chunk({ role: 'assistant', reasoning_content: 'The question is basic' }),
+      chunk({ content: `${own}\n` }),
+      chunk({ content: 'First words ' }),
+      chunk({ content: 'and more words.' }),
+    ])
+    const ai = guardAi(upstream, { secret: SECRET, models })
+    const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
+    // The upstream is still open: the content must flow anyway.
+    const got = await readUntil(out.getReader(), 'First words')
+    expect(sseText(got).reasoning).toBe('The question is basic')
+    expect(sseText(got).content).toContain('First words')
+    upstream.close()
+  })
+
+  it('should still catch a foreign canary whose first letter was released that way', async () => {
+    const foreign = await mintCanary(await importCanaryKey(SECRET), {
+      requestId: 'x',
+      tenant: 'victim',
+    })
+    const upstream = scripted((own) => [
+      chunk({ role: 'assistant', reasoning_content: `Quoting ${foreign.slice(0, 1)}` }),
+      chunk({ content: `${own}\n` }),
+      chunk({ content: 'Answer begins.' }),
+      chunk({ reasoning_content: `${foreign.slice(1)} VICTIM-DATA` }),
+      chunk({ content: ' VICTIM-DATA in content.' }),
+      'data: [DONE]\n\n',
+    ])
+    const ai = guardAi(upstream, { secret: SECRET, models })
+    const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
+    let delivered = ''
+    let code: string | undefined
+    try {
+      const reader = out.getReader()
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        delivered += new TextDecoder().decode(next.value)
+      }
+    } catch (error) {
+      code = error instanceof GuardError ? error.code : String(error)
+    }
+    expect(code).toBe('response_quarantined')
+    expect(delivered).not.toContain('VICTIM')
+    expect(delivered).not.toMatch(/cnry_/i)
+  })
+})
