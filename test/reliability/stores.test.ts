@@ -21,7 +21,8 @@ type IncomingRequest = Parameters<typeof worker.fetch>[0]
  * - quarantine store down → the answer is still withheld (502 with an incident id), `store_failed` logged;
  * - calibration snapshot down → 503 guard_unavailable before any upstream call (fail closed);
  * - calibration observations down → the verified answer is released, the lost sample logged (degrade);
- * - D1 unbound in the Worker → an in-memory store per isolate, records still readable by the admin.
+ * - D1 unbound in the Worker → an in-memory store per isolate, records still readable by the admin;
+ * - KV tenant directory down → keys in TENANT_KEYS still work, a KV-only key gets 503 (fail closed).
  */
 const down = (what: string) => new Error(`${what} unavailable (D1_ERROR: network connection lost)`)
 
@@ -263,8 +264,8 @@ describe('the Worker with its stores unbound or down', { timeout: 30_000 }, () =
     expect(res.status).toBe(200)
   })
 
-  // BUG (reported, minor): a key that is not in TENANT_KEYS falls through to KV; when KV is down the
-  // client gets the catch-all 500 instead of a 503 guard_unavailable it can retry on.
+  // Found here, fixed in 0bfee29: a key not in TENANT_KEYS falls through to KV; when KV was down the
+  // client got the catch-all 500 instead of a 503 guard_unavailable it can retry on.
   it('should answer 503 guard_unavailable for a KV-only key when KV is down', async () => {
     const kvDown = {
       get: async () => {
