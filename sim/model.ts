@@ -87,7 +87,9 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
 export function lastEcho(text: string): string | null {
   let found: string | null = null
   for (const match of text.matchAll(ECHO_DIRECTIVE)) found = match[1] ?? found
-  return found
+  // A fresh copy: V8 slices share the parent string, and the engine's request log would otherwise keep
+  // a whole (possibly 4 MB) prompt alive per record.
+  return found === null ? null : [...found].join('')
 }
 
 interface Quotes {

@@ -85,6 +85,16 @@ export function errorHeaders(error: GuardError): Record<string, string> {
   return headers
 }
 
+/**
+ * OpenAI's error `type`: by code, except that an upstream refusal keeps its class — a 429 is a rate
+ * limit, and any other 4xx was refused for the client's own reasons.
+ */
+function errorType(error: GuardError): string {
+  if (error.status === 429) return 'rate_limit_error'
+  if (error.code === 'upstream_error' && error.status < 500) return 'invalid_request_error'
+  return ERROR_TYPE[error.code]
+}
+
 /** The body of an OpenAI-style error response. */
 export interface ErrorBody {
   error: {
@@ -106,7 +116,7 @@ export function errorBody(error: GuardError): ErrorBody {
   const body: ErrorBody = {
     error: {
       message: error.message,
-      type: ERROR_TYPE[error.code],
+      type: errorType(error),
       code: error.code,
       param: error.param ?? null,
     },

@@ -320,7 +320,7 @@ export class Guard {
       estimatedTokens: ctx.boundTokens,
       ...timingFigures(outcome.figures),
     })
-    return quarantineError(id)
+    return quarantineError(id, outcome.verdict.reasons)
   }
 }
 
@@ -333,7 +333,14 @@ export interface RunnerHooks {
 }
 
 /** The error a client gets for a withheld answer: the incident id and nothing else. */
-export function quarantineError(incidentId: string): GuardError {
+export function quarantineError(incidentId: string, reasons: readonly string[] = []): GuardError {
+  if (reasons.length === 1 && reasons[0] === 'echo_cut_off') {
+    return new GuardError(
+      'response_quarantined',
+      `The answer reached its output limit before it could be verified (the model reasons before it answers), so it was withheld. Raise max_tokens. Incident ${incidentId} has been recorded.`,
+      { incidentId },
+    )
+  }
   return new GuardError(
     'response_quarantined',
     `The model's answer failed verification and was withheld. Incident ${incidentId} has been recorded for review.`,

@@ -11,6 +11,8 @@
  * |                                                  |            | retry is cheap and, unlike releasing, never     |
  * |                                                  |            | lets a stale or truncated answer out            |
  * | echo missing again after the allowed retries     | quarantine | systematic: truncation or stale pages repeat    |
+ * | output limit reached before the echo could come  | quarantine | unverifiable, and a retry would end the same    |
+ * |                                                  |            | way; the client is told to raise max_tokens     |
  * | echo verified or not required, nothing else      | release    |                                                 |
  *
  * The score (0–1) orders incidents for review: it is the strongest single piece of evidence, not a
@@ -18,8 +20,11 @@
  */
 import type { TimingSignal } from './timing/prefill'
 
-/** How the echo check ended. */
-export type EchoOutcome = 'echoed' | 'missing' | 'not-requested'
+/**
+ * How the echo check ended. `cut-off`: the answer reached its output limit before any visible reply
+ * long enough to carry the echo (a reasoning model spends its budget thinking first).
+ */
+export type EchoOutcome = 'echoed' | 'missing' | 'cut-off' | 'not-requested'
 
 /** Every signal the guards gathered about one answer. */
 export interface Signals {
@@ -41,6 +46,7 @@ export type Reason =
   | 'usage_undercount'
   | 'echo_missing'
   | 'echo_missing_repeatedly'
+  | 'echo_cut_off'
 
 /** The decision on one answer. */
 export interface Verdict {
@@ -55,6 +61,7 @@ const WEIGHT: Record<Reason, number> = {
   usage_undercount: 0.8,
   echo_missing_repeatedly: 0.6,
   echo_missing: 0.4,
+  echo_cut_off: 0.3,
 }
 
 /**
@@ -79,6 +86,11 @@ export function decide(signals: Signals): Verdict {
   }
   if (hard.length > 0) {
     const reasons = signals.echo === 'missing' ? [...hard, 'echo_missing' as const] : hard
+    return { action: 'quarantine', reasons, score: score(reasons) }
+  }
+  if (signals.echo === 'cut-off') {
+    // Unverifiable, and a retry would be cut off the same way: withhold, and tell the client why.
+    const reasons: Reason[] = ['echo_cut_off']
     return { action: 'quarantine', reasons, score: score(reasons) }
   }
   if (signals.echo === 'missing') {

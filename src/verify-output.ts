@@ -1,7 +1,7 @@
 /**
  * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
  */
-import { matchEcho } from './canary'
+import { cutOff, matchEcho } from './canary'
 import { GuardError } from './errors'
 import {
   canaryEntries,
@@ -38,7 +38,12 @@ export async function verifyOutput(
   let echo: EchoOutcome = 'not-requested'
   if (ctx.echoRequested && ctx.canary !== undefined) {
     const match = matchEcho(texts.content ?? '', ctx.canary, true)
-    echo = match.status === 'echoed' ? 'echoed' : 'missing'
+    echo =
+      match.status === 'echoed'
+        ? 'echoed'
+        : cutOff(read.finishReason, texts.content)
+          ? 'cut-off'
+          : 'missing'
     if (match.status === 'echoed') texts.content = match.rest
   }
   const scanned = await scanChannels(ctx, texts)

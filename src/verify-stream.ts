@@ -12,7 +12,7 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import { matchEcho } from './canary'
+import { cutOff, matchEcho } from './canary'
 import { GuardError } from './errors'
 import {
   canaryEntries,
@@ -58,6 +58,7 @@ export async function verifyStream(
   let ended = false
   let sawDone = false
   let firstTokenMs: number | undefined
+  let finishReason: string | undefined
   let timing: TimingSignal | undefined
   // Mutated by settleEcho; an object so the compiler does not narrow it at its declaration.
   const echoState: { echo: EchoOutcome | 'pending'; cut: number } = {
@@ -97,6 +98,7 @@ export async function verifyStream(
       held.push(frame)
       heldBytes += next.value.data.length
       if (frame.done) sawDone = true
+      if (frame.finishReason) finishReason = frame.finishReason
       if (heldBytes > ctx.guard.options.maxHeldBytes) {
         throw new GuardError(
           'upstream_error',
@@ -128,7 +130,13 @@ export async function verifyStream(
   }
 
   settleEcho(true)
-  const echoOutcome: EchoOutcome = echoState.echo === 'pending' ? 'missing' : echoState.echo
+  const missing = echoState.echo === 'pending' || echoState.echo === 'missing'
+  const echoOutcome: EchoOutcome =
+    missing && ended && cutOff(finishReason, raw.content)
+      ? 'cut-off'
+      : echoState.echo === 'pending'
+        ? 'missing'
+        : echoState.echo
   const usageFrame = ended ? held.findLast((f) => f.usage?.prompt_tokens !== undefined) : undefined
   const reported = usageFrame?.usage?.prompt_tokens
   if (timing?.impossible && ended && firstTokenMs !== undefined) {

@@ -132,3 +132,17 @@ export function matchEcho(
   }
   return { status: 'echoed', rest: leading.slice(pos) }
 }
+
+/**
+ * Whether an answer without the echo simply ran out of output budget before its visible reply could
+ * carry one: it stopped at the length limit with less visible text than the echo window.
+ *
+ * @example
+ * cutOff('length', '') // true: all tokens went to reasoning
+ */
+export function cutOff(
+  finishReason: string | null | undefined,
+  content: string | undefined,
+): boolean {
+  return finishReason === 'length' && (content ?? '').trim().length < DEFAULT_MAX_LEAD_CHARS
+}

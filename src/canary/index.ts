@@ -2,7 +2,7 @@
  * @module Canaries: mint / verify (token), inject the echo directive (inject), check the echo (echo),
  * scan and strip output (scan). WebCrypto only; runs unchanged in workerd and Node 22.
  */
-export { type EchoMatch, type EchoOptions, matchEcho } from './echo'
+export { cutOff, type EchoMatch, type EchoOptions, matchEcho } from './echo'
 export { buildEchoDirective, injectCanary } from './inject'
 export {
   CanaryScanner,

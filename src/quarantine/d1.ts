@@ -45,6 +45,10 @@ export class D1QuarantineStore implements QuarantineStore {
   readonly #now: () => number
 
   constructor(db: D1Database, options: D1QuarantineOptions) {
+    // Checked here, at start-up: found only at the first quarantine, the record would be lost.
+    if (typeof options.key !== 'string' || new TextEncoder().encode(options.key).length < 32) {
+      throw new Error('option "QUARANTINE_KEY" must be at least 32 bytes')
+    }
     const days = options.retentionDays ?? 30
     if (!(days > 0)) throw new Error('option "retentionDays" must be a positive number')
     this.#db = db

@@ -38,7 +38,11 @@ export function guardFor(env: Env): Guard {
         onVerdict: (event) => console.log(JSON.stringify({ event: 'ai_guard_verdict', ...event })),
       })
     } catch (error) {
-      // The message names the bad option, never its value.
+      // The message names the bad option, never its value; operators see it in the logs too.
+      const message = error instanceof Error ? error.message : 'invalid options'
+      console.error(
+        JSON.stringify({ event: 'ai_guard_error', error: `guard not configured: ${message}` }),
+      )
       throw new GuardError(
         'guard_unavailable',
         `The guard is not configured: ${error instanceof Error ? error.message : 'invalid options'}.`,

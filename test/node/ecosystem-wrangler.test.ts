@@ -115,7 +115,7 @@ describe('the openai client against wrangler dev', () => {
     const error = await apiError(ask(a, 'Hello', false, { max_tokens: 2_000_000 }))
     expect(error).toBeInstanceOf(OpenAI.BadRequestError)
     expect(error.code).toBe('context_length_exceeded')
-    expect(error.message).toContain('2,000,000 reserved for output')
+    expect(error.message).toContain('2,000,000 alone exceeds')
     const stranger = new OpenAI({
       baseURL: `${base}/v1`,
       apiKey: 'not-a-tenant-key',

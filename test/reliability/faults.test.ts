@@ -36,7 +36,14 @@ describe('upstream faults', () => {
       expect(r.error.code).toBe('upstream_error')
       expect(r.error.status).toBe(status)
       const body = (await r.error.getResponse().json()) as { error: { type: string } }
-      expect(body.error.type).toBe('server_error')
+      // OpenAI's classes: a 429 is a rate limit, a refused request the client's, the rest the server's.
+      const type =
+        status === 429
+          ? 'rate_limit_error'
+          : status < 500
+            ? 'invalid_request_error'
+            : 'server_error'
+      expect(body.error.type).toBe(type)
     }
   })
 

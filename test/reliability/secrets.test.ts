@@ -189,11 +189,17 @@ describe('secrets and canaries never leave the guard', { timeout: 30_000 }, () =
       decodeTokensPerSecond: Number.POSITIVE_INFINITY,
       echoIgnoreRate: 1, // every answer is withheld, so the quarantine key is needed
     })
-    // A short canary secret stops the guard at once; a short quarantine key only when a record is
-    // sealed: the answer is still withheld, the record is lost and logged as store_failed.
+    // A short canary secret or quarantine key stops the guard at start-up (503, naming the option),
+    // before a record could be lost.
     for (const [name, patch, value, status, logged] of [
       ['GUARD_SECRET', { GUARD_SECRET: short }, short, 503, 'ai_guard_error'],
-      ['QUARANTINE_KEY', { QUARANTINE_KEY: shortQuarantine }, shortQuarantine, 502, 'store_failed'],
+      [
+        'QUARANTINE_KEY',
+        { QUARANTINE_KEY: shortQuarantine },
+        shortQuarantine,
+        503,
+        'ai_guard_error',
+      ],
     ] as const) {
       const ctx = createExecutionContext()
       const logs = captureConsole()

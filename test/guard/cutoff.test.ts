@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest'
+import { VirtualClock } from '../../sim/clock'
+import { SimEngine } from '../../sim/engine'
+import { guardAi } from '../../src'
+import { chat, counted, document, rejection } from '../support/prompts'
+
+const MODEL = '@cf/zai-org/glm-5.3'
+const SECRET = 'cutoff-test-canary-secret-0123456789abcdef'
+
+function setup() {
+  const clock = new VirtualClock()
+  const engine = new SimEngine({ mode: 'fixed', decodeTokensPerSecond: 100 }, { clock })
+  const upstream = counted(engine.binding('a'))
+  const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', now: () => clock.now() })
+  return { upstream, ai }
+}
+
+describe('an output limit too small for the echo', () => {
+  for (const stream of [false, true]) {
+    it(`should withhold once, without retrying, and tell the client to raise max_tokens (${stream ? 'stream' : 'whole'})`, async () => {
+      const { upstream, ai } = setup()
+      // GLM-5.3 reasons first: 20 tokens end inside the reasoning, before any visible reply.
+      const error = await rejection(
+        ai.run(MODEL, chat(document('TENANT-A', 500), { max_tokens: 20, stream })),
+      )
+      expect(error.code).toBe('response_quarantined')
+      expect(error.message).toMatch(/Raise max_tokens/)
+      expect(upstream.calls).toBe(1)
+    })
+  }
+
+  it('should release the same request with room to answer', async () => {
+    const { upstream, ai } = setup()
+    const out = (await ai.run(MODEL, chat(document('TENANT-A', 500), { max_tokens: 400 }))) as {
+      choices: { message: { content: string } }[]
+    }
+    expect(out.choices[0]!.message.content).toContain('TENANT-A')
+    expect(upstream.calls).toBe(1)
+  })
+})
