@@ -4,7 +4,8 @@
  * refusals mixed in. Counts requests, errors (intended and not), cross-talk (an answer carrying any
  * other request's marker) and latency; the child process group is always stopped, by its own id.
  */
-import { type ChildLike, type NodeHost, nodeHost } from '../../test/ecosystem/node-host'
+import { nodeHost } from '../../test/ecosystem/node-host'
+import { startWranglerDev, type WranglerDev } from '../../test/ecosystem/wrangler-dev'
 import { chat, document, sseText } from '../../test/support/prompts'
 import {
   machineInfo,
@@ -114,78 +115,12 @@ async function drive(
   return { outcomes, maxInFlight }
 }
 
-/** Starts `wrangler dev` on a snapshot of the tree (edits elsewhere cannot reload it mid-run). */
-async function startWrangler(
-  host: NodeHost,
-): Promise<{ base: string; child: ChildLike; dir: string; log: () => string }> {
-  const dir = host.tempDir('guard-load-')
-  for (const path of ['src', 'sim', 'migrations', 'wrangler.toml', 'package.json']) {
-    host.copy(host.join(ROOT, path), host.join(dir, path))
-  }
-  host.link(host.join(ROOT, 'node_modules'), host.join(dir, 'node_modules'))
-  const wrangler = host.join(ROOT, 'node_modules/.bin/wrangler')
-  const env = {
-    ...host.env,
-    // Our own dev registry: another `npm start` on this machine must not be bound instead of ours.
-    WRANGLER_REGISTRY_PATH: host.join(dir, 'registry'),
-    WRANGLER_SEND_METRICS: 'false',
-    CI: '1',
-  }
-  const persist = ['--persist-to', host.join(dir, 'state')]
-  await host.run(
-    wrangler,
-    [
-      'd1',
-      'migrations',
-      'apply',
-      'workers-ai-guard-quarantine-dev',
-      '--local',
-      '--env',
-      'dev',
-      ...persist,
-    ],
-    { cwd: dir, env },
-  )
-  const [port, inspector] = [await host.freePort(), await host.freePort()]
-  const child = host.spawn(
-    wrangler,
-    [
-      'dev',
-      ...['-c', 'wrangler.toml', '-c', 'sim/wrangler.toml', '--env', 'dev'],
-      ...['--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector)],
-      ...persist,
-      '--show-interactive-dev-session=false',
-    ],
-    // detached: its own process group, so stopping it ends wrangler and the workerd it started.
-    { cwd: dir, env, detached: true },
-  )
-  let log = ''
-  const collect = (d: { toString(): string }) => {
-    log = (log + d.toString()).slice(-20_000)
-  }
-  child.stdout?.on('data', collect)
-  child.stderr?.on('data', collect)
-  const base = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited:\n${log}`)
-    try {
-      if ((await fetch(`${base}/health`)).ok) break
-    } catch {
-      // Not listening yet.
-    }
-    if (Date.now() > deadline) throw new Error(`wrangler dev did not come up:\n${log}`)
-    await new Promise((r) => setTimeout(r, 250))
-  }
-  return { base, child, dir, log: () => log }
-}
-
 const suite: Suite = {
   name: 'load',
   async run({ quick }) {
     const size = quick ? { requests: 50, concurrency: 8 } : { requests: 400, concurrency: 32 }
     const host = await nodeHost()
-    let started: Awaited<ReturnType<typeof startWrangler>> | undefined
+    let started: WranglerDev | undefined
     const stop = async () => {
       if (started) await host.stop(started.child)
     }
@@ -198,7 +133,7 @@ const suite: Suite = {
     let result: Awaited<ReturnType<typeof drive>>
     const startAt = performance.now()
     try {
-      started = await startWrangler(host)
+      started = await startWranglerDev(host)
       // One warm-up request per tenant (isolate start, tokenizer load) outside the figures.
       await drive(started.base, plan(2), 2)
       result = await drive(started.base, plan(size.requests), size.concurrency)

@@ -28,7 +28,9 @@ describe('incident demo', () => {
     // Which evidence fires depends on which stale pages decode read; the answer is withheld either way,
     // and at least one of the proofs (another request's canary, an impossible first token) is there.
     expect(
-      bLong.guardedWrongPool.reasons.filter((r) => r === 'foreign_canary' || r === 'ttft_impossible'),
+      bLong.guardedWrongPool.reasons.filter(
+        (r) => r === 'foreign_canary' || r === 'ttft_impossible',
+      ),
     ).not.toEqual([])
     expect(bLong.guardedWrongPool.received).toBe('')
     // Honest requests pass through the guard with their own content.

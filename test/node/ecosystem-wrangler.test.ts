@@ -9,6 +9,7 @@ import {
   expectQuarantined,
   MODEL,
 } from '../ecosystem/openai-client'
+import { startWranglerDev } from '../ecosystem/wrangler-dev'
 import { document } from '../support/prompts'
 
 /**
@@ -29,74 +30,15 @@ let host: NodeHost
 let dir = ''
 let dev: ChildLike | undefined
 let base = ''
-let log = ''
-
-async function waitUntilUp(url: string, deadline: number): Promise<void> {
-  while (Date.now() < deadline) {
-    if (dev?.exitCode !== null) throw new Error(`wrangler dev exited:\n${log}`)
-    try {
-      if ((await fetch(url)).ok) return
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 250))
-  }
-  throw new Error(`wrangler dev did not come up:\n${log}`)
-}
 
 beforeAll(async () => {
   host = await nodeHost()
-  const ROOT = host.cwd
-  dir = host.tempDir('guard-wrangler-')
-  for (const path of ['src', 'sim', 'migrations', 'wrangler.toml', 'package.json']) {
-    host.copy(host.join(ROOT, path), host.join(dir, path))
-  }
-  host.link(host.join(ROOT, 'node_modules'), host.join(dir, 'node_modules'))
-  const wrangler = host.join(ROOT, 'node_modules/.bin/wrangler')
-  const env = {
-    ...host.env,
-    // Our own dev registry: another `npm start` on this machine must not be bound instead of ours.
-    WRANGLER_REGISTRY_PATH: host.join(dir, 'registry'),
-    WRANGLER_SEND_METRICS: 'false',
-    CI: '1',
-  }
-  const persist = ['--persist-to', host.join(dir, 'state')]
-  await host.run(
-    wrangler,
-    [
-      'd1',
-      'migrations',
-      'apply',
-      'workers-ai-guard-quarantine-dev',
-      '--local',
-      '--env',
-      'dev',
-      ...persist,
-    ],
-    { cwd: dir, env },
-  )
-  const [port, inspector] = [await host.freePort(), await host.freePort()]
-  base = `http://127.0.0.1:${port}`
-  // detached: its own process group, so teardown ends wrangler and the workerd it started, by id.
-  dev = host.spawn(
-    wrangler,
-    [
-      'dev',
-      ...['-c', 'wrangler.toml', '-c', 'sim/wrangler.toml', '--env', 'dev'],
-      ...['--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector)],
-      ...persist,
-      '--show-interactive-dev-session=false',
-      ...['--var', `GUARD_MODELS:${WRONG_PROFILE}`],
-    ],
-    { cwd: dir, env, detached: true },
-  )
-  const collect = (d: { toString(): string }) => {
-    log += d.toString()
-  }
-  dev.stdout?.on('data', collect)
-  dev.stderr?.on('data', collect)
-  await waitUntilUp(`${base}/health`, Date.now() + 40_000)
-}, 60_000)
+  ;({
+    base,
+    child: dev,
+    dir,
+  } = await startWranglerDev(host, { vars: { GUARD_MODELS: WRONG_PROFILE } }))
+}, 90_000)
 
 afterAll(async () => {
   if (dev) await host.stop(dev)
