@@ -168,8 +168,8 @@ export function releaseStream(
    * another channel (reasoning done, content flowing) would otherwise hold every later event until the
    * end of the stream. Such a short tail is released: it carries no canary material, and should the
    * channel resume with the rest of a canary, the released tail is still scanned with it (`context`),
-   * so the canary is caught before its remaining bytes leave. A tail that already reads `cnry_…` is
-   * never released this way.
+   * so the canary is caught before its remaining bytes leave. A tail that is the start of our own
+   * canary is cut rather than released; any other `cnry_…` tail keeps holding.
    */
   const moveOn = (blocked: [Channel, Range][]): boolean => {
     const names = new Set(blocked.map(([name]) => name))
@@ -177,11 +177,19 @@ export function releaseStream(
       Object.keys(held.spans).some((name) => !names.has(name as Channel)),
     )
     if (!others) return false
+    const cuts: [ChannelState, Range][] = []
     for (const [name] of blocked) {
       const state = channel(name)
       const tail = state.text.slice(state.safe - state.base)
-      if (!SHORT_TAIL.test(tail)) return false
+      if (SHORT_TAIL.test(tail)) continue
+      // The start of our own canary (a quote of the directive cut short): cut, never released.
+      if (ctx.canary?.startsWith(tail.toLowerCase())) {
+        cuts.push([state, { start: state.safe, end: state.base + state.text.length }])
+        continue
+      }
+      return false
     }
+    for (const [state, range] of cuts) state.strips.push(range)
     for (const [name] of blocked) {
       const state = channel(name)
       state.safe = state.base + state.text.length

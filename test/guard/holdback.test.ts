@@ -60,6 +60,21 @@ describe('hold-back across channels', () => {
     upstream.close()
   })
 
+  it('should let the answer flow past reasoning cut off inside our own canary, never releasing it', async () => {
+    const upstream = scripted((own) => [
+      chunk({ role: 'assistant', reasoning_content: `I must begin with ${own.slice(0, 12)}` }),
+      chunk({ content: `${own}\n` }),
+      chunk({ content: 'First words ' }),
+    ])
+    const ai = guardAi(upstream, { secret: SECRET, models })
+    const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
+    const got = await readUntil(out.getReader(), 'First words')
+    expect(sseText(got).content).toContain('First words')
+    expect(sseText(got).reasoning).toBe('I must begin with ')
+    expect(got).not.toMatch(/cnry/i)
+    upstream.close()
+  })
+
   it('should still catch a foreign canary whose first letter was released that way', async () => {
     const foreign = await mintCanary(await importCanaryKey(SECRET), {
       requestId: 'x',
