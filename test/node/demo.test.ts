@@ -41,6 +41,6 @@ describe('incident demo', () => {
     expect(a.guarded.received).toContain('SECRET-A-PAYROLL')
 
     expect(formatTable(rows)).toContain('YES (A)')
-    expect(formatGuardTable(rows)).toContain('quarantine (foreign_canary')
+    expect(formatGuardTable(rows)).toContain('502 response_quarantined quarantine (')
   }, 90_000)
 })
