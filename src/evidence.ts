@@ -1,7 +1,7 @@
 /**
  * @module The evidence both paths (whole answers and streams) gather: canary findings and timing.
  */
-import { type Finding, scanText } from './canary'
+import { CANARY_PATTERN, type Finding, scanText } from './canary'
 import type { AttemptContext } from './guard'
 import type { QuarantineRecord } from './quarantine/store'
 import type { Channel } from './stream/frames'
@@ -142,7 +142,7 @@ export function timingRecord(timing: TimingSignal | undefined): QuarantineRecord
 export function redactCanaries(texts: Partial<Record<Channel, string>>): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [channel, text] of Object.entries(texts)) {
-    if (text) out[channel] = text.replace(/cnry_[0-9a-z]{24}/gi, '[canary]')
+    if (text) out[channel] = text.replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[canary]')
   }
   return out
 }

@@ -7,8 +7,9 @@
  * any channel's text in it could still be the start of a canary; a completed foreign canary ends the
  * stream with a quarantine before its event (or anything after it) is released.
  */
-import { CANARY_LENGTH, CANARY_PATTERN, classify, quickHold } from './canary'
+import { CANARY_LENGTH, classify, quickHold } from './canary'
 import { GuardError } from './errors'
+import { redactCanaries } from './evidence'
 import type { AttemptContext } from './guard'
 import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
 import type { SseEvent } from './stream/sse'
@@ -126,11 +127,7 @@ export function releaseStream(
       const found = await classify(key, ctx.canary, name, state.context + state.text, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
-        const redacted: Record<string, string> = {}
-        for (const [ch, text] of Object.entries(seen)) {
-          redacted[ch] = (text ?? '').replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[canary]')
-        }
-        throw await start.onForeign(name, foreign.tenantTag, redacted)
+        throw await start.onForeign(name, foreign.tenantTag, redactCanaries(seen))
       }
       for (const [at, to] of found.cuts) {
         // Positions are in context + text; what lies in the context is out already.
