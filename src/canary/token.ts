@@ -1,25 +1,40 @@
 /**
  * @module Canary tokens: minted per request with HMAC-SHA-256 (WebCrypto) so that any canary found in
- * any output can be verified as ours and attributed to a tenant, statelessly.
+ * any output can be verified as ours and attributed to a tenant.
  *
  * Why: in the incident, decode read KV pages that prefill never wrote, so answers carried other
  * customers' prompts. A canary placed in every prompt turns that into evidence: finding a canary that
  * verifies under our key but is not this request's proves cross-request leakage, and its tenant tag
- * says whose prompt leaked — no lookup table, no state.
+ * says whose prompt leaked (src/attribution maps tags back to tenants, durably).
  *
  * Layout: `cnry_` + 24 chars of lowercase Crockford base32 (`0-9a-hjkmnp-tv-z`, no i l o u) encoding
- * 15 bytes = nonce (5) ‖ tenant tag (3) ‖ MAC (7); {@link CANARY_LENGTH} = 29 chars.
- * - MAC, 56 bits: first 7 bytes of HMAC(key, "canary\0" ‖ nonce ‖ tag). A forger without the key
- *   succeeds with probability 2^-56 per try, and a random look-alike verifies with the same odds.
- * - Nonce, 40 bits: first 5 bytes of HMAC(key, "request\0" + requestId), so a canary can be
- *   re-derived from (and bound to) its request id; by the birthday bound, two requests share a nonce
- *   after ~2^20 requests of the same tenant, which only makes two canaries equal (both still ours).
- * - Tenant tag, 24 bits: first 3 bytes of HMAC(key, "tenant\0" + tenant), in hex for reports. It
- *   attributes, it does not authenticate (the MAC does): tags of different tenants collide 2^-24.
+ * 15 bytes = nonce (4) ‖ tenant tag (5) ‖ MAC (6); {@link CANARY_LENGTH} = 29 chars. The widths:
+ * - MAC, 48 bits: first 6 bytes of HMAC(key, "canary-v2\0" ‖ nonce ‖ tag). A forger without the key
+ *   succeeds with probability 2^-48 (3.6e-15) per try, and a random look-alike verifies with the same
+ *   odds; a try costs the attacker a model answer, so even 10^9 tries stay at 3.6e-6. Verification is
+ *   online only (the key never leaves the guard), so no offline search applies.
+ * - Nonce, 32 bits: first 4 bytes of HMAC(key, "request\0" + requestId), so a canary can be
+ *   re-derived from (and bound to) its request id. A nonce collision is harmless: it only makes two
+ *   canaries of the same tenant equal (both still ours). The one case where it matters — a stale answer
+ *   of tenant T's request X served to T's request Y carrying X's canary, which then passes as Y's echo —
+ *   needs X and Y to share a nonce: 2^-32 (2.3e-10) per such leak, and the data is T's own.
+ * - Tenant tag, 40 bits: first 5 bytes of HMAC(key, "tenant\0" + tenant), in hex (10 chars) for
+ *   reports. It attributes, it does not authenticate (the MAC does). With N tenants, the probability
+ *   that another tenant shares the leaking tenant's tag is (N−1)/2^40: 9.1e-9 at 10^4, 9.1e-7 at
+ *   10^6. Across all tenants the expected number of colliding pairs is N(N−1)/2^41: 4.5e-5 at 10^4,
+ *   0.45 at 10^6 (a 37% chance that some pair collides). So collisions are rare but not ruled out at
+ *   scale, and the tenant directory (src/attribution) reports every owner of a tag — a collision is
+ *   an ambiguous attribution naming both tenants, never a wrong one.
+ * The previous layout (v1: nonce 5 ‖ tag 3 ‖ MAC 7, MAC label "canary\0") still verifies, so a leak
+ * of a prompt minted before the upgrade (still in the engine's cache) is still proof; its 6-hex tag is
+ * reported as is and attributes to nobody (a 24-bit tag at scale names the wrong tenant). Look-alike
+ * odds with both layouts: 2^-48 + 2^-56.
  * The lowercase Crockford alphabet keeps the token one "word" for tokenizers and unambiguous to read.
  * Token cost, measured with gpt-tokenizer o200k_base (test/canary/token.test.ts; 5,000 canaries):
- * 13 to 23 tokens, 18 on average; the whole echo directive is about 34 — negligible next to the
- * long prompts this guard exists for, and the echo costs the same again in output.
+ * 13 to 24 tokens, 18.4 on average (median 18, 99th percentile 22) — the same as the v1 layout
+ * measured the same way (14 to 24, 18.0): the layout moves bits, not characters. The whole echo
+ * directive is about 34 — negligible next to the long prompts this guard exists for, and the echo
+ * costs the same again in output.
  */
 
 /**
@@ -64,9 +79,12 @@ export const CANARY_BODY_LENGTH = 24
  */
 export const CANARY_PATTERN = /cnry_[0-9a-hjkmnp-tv-z]{24}/gi
 
-const NONCE_BYTES = 5
-const TAG_BYTES = 3
-const MAC_BYTES = 7
+const NONCE_BYTES = 4
+const TAG_BYTES = 5
+const MAC_BYTES = 6
+/** The v1 layout, still verified (see the module comment). */
+const V1 = { nonce: 5, tag: 3, mac: 7, label: 'canary\0' } as const
+const MAC_LABEL = 'canary-v2\0'
 const MIN_SECRET_BYTES = 32
 
 const utf8 = new TextEncoder()
@@ -81,7 +99,7 @@ export interface CanaryKey {
 
 /**
  * Import the canary secret as an HMAC-SHA-256 key. Throws a plain `Error` naming `secret` when it is
- * shorter than 32 bytes of UTF-8 (a short secret would make the 56-bit MAC the weaker part).
+ * shorter than 32 bytes of UTF-8 (a short secret would make the 48-bit MAC the weaker part).
  *
  * @example
  * const key = await importCanaryKey(env.GUARD_SECRET)
@@ -156,41 +174,76 @@ function decodeBase32(text: string): Uint8Array | undefined {
   return out
 }
 
+/** How many tenants' tags each key keeps (least recently used first out). */
+const TAG_CACHE_SIZE = 10_000
+
 /**
  * Tenant tags per key: a tenant's tag never changes, and every request needs it, so it is computed
- * once (each HMAC is a WebCrypto round trip). Bounded: cleared past 10,000 tenants.
+ * once (each HMAC is a WebCrypto round trip). Bounded LRU: a busy isolate keeps its active tenants
+ * rather than dropping every tag at once.
  */
 const TAGS = new WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>()
 
-function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
+/** The full 32-byte tag digest: v2 tags are its first 5 bytes, v1 tags its first 3. */
+function tagDigest(key: CanaryKey, tenant: string): Promise<Uint8Array> {
   let tags = TAGS.get(key)
   if (!tags) {
     tags = new Map()
     TAGS.set(key, tags)
   }
   let tag = tags.get(tenant)
-  if (!tag) {
-    if (tags.size >= 10_000) tags.clear()
-    tag = hmac(key, utf8.encode(`tenant\0${tenant}`)).then((bytes) => bytes.slice(0, TAG_BYTES))
-    tag.catch(() => tags.delete(tenant))
-    tags.set(tenant, tag)
+  if (tag) {
+    tags.delete(tenant) // re-inserted below: most recently used
+  } else {
+    tag = hmac(key, utf8.encode(`tenant\0${tenant}`))
+    const cache = tags
+    tag.catch(() => cache.delete(tenant))
+  }
+  tags.set(tenant, tag)
+  if (tags.size > TAG_CACHE_SIZE) {
+    const oldest = tags.keys().next().value
+    if (oldest !== undefined) tags.delete(oldest)
   }
   return tag
 }
 
+async function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
+  return (await tagDigest(key, tenant)).slice(0, TAG_BYTES)
+}
+
 async function macBytes(key: CanaryKey, nonce: Uint8Array, tag: Uint8Array): Promise<Uint8Array> {
-  return (await hmac(key, utf8.encode('canary\0'), nonce, tag)).slice(0, MAC_BYTES)
+  return (await hmac(key, utf8.encode(MAC_LABEL), nonce, tag)).slice(0, MAC_BYTES)
 }
 
 /**
- * The tenant tag (6 hex chars) a tenant's canaries carry; compare it with a finding's `tenantTag` to
- * know whose prompt leaked.
+ * The tenant tag (10 hex chars, 40 bits) a tenant's canaries carry; compare it with a finding's
+ * `tenantTag`, or resolve it with a tenant directory (src/attribution), to know whose prompt leaked.
  *
  * @example
  * if (finding.tenantTag === (await tenantTag(key, 'acme'))) console.log('acme leaked')
  */
 export async function tenantTag(key: CanaryKey, tenant: string): Promise<string> {
   return hex(await tagBytes(key, tenant))
+}
+
+const FINGERPRINTS = new WeakMap<CanaryKey, Promise<string>>()
+
+/**
+ * A public name for a key (16 hex chars): HMAC(key, "fingerprint\0"), so it reveals nothing of the
+ * secret. Stored tag → tenant entries are namespaced by it, so guards under different secrets never
+ * mix their tenants (the same tag means different tenants under different keys).
+ *
+ * @example
+ * const namespace = await keyFingerprint(key) // e.g. '3f9c0a7b12e4d5c6'
+ */
+export function keyFingerprint(key: CanaryKey): Promise<string> {
+  let fingerprint = FINGERPRINTS.get(key)
+  if (!fingerprint) {
+    fingerprint = hmac(key, utf8.encode('fingerprint\0')).then((bytes) => hex(bytes.slice(0, 8)))
+    fingerprint.catch(() => FINGERPRINTS.delete(key))
+    FINGERPRINTS.set(key, fingerprint)
+  }
+  return fingerprint
 }
 
 /**
@@ -223,10 +276,18 @@ export type CanaryInspection = { ours: false } | { ours: true; tenantTag: string
 
 const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/
 
+/** Whether a canary's MAC bytes equal the expected ones, in constant time. */
+function sameMac(given: Uint8Array, expected: Uint8Array): boolean {
+  let diff = given.length ^ expected.length
+  for (let i = 0; i < expected.length; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0)
+  return diff === 0
+}
+
 /**
  * Whether `token` (exactly one canary-shaped string, any case) was minted under `key`; if so, its
- * tenant tag and nonce (hex). The MAC is compared in constant time. Look-alikes (wrong shape, wrong
- * MAC) answer `{ ours: false }` and never throw.
+ * tenant tag and nonce (hex: 10 and 8 chars; 6 and 10 for a canary of the v1 layout). The MAC is
+ * compared in constant time. Look-alikes (wrong shape, wrong MAC) answer `{ ours: false }` and never
+ * throw.
  *
  * @example
  * const info = await inspectCanary(key, found)
@@ -240,10 +301,15 @@ export async function inspectCanary(key: CanaryKey, token: string): Promise<Cana
   if (body === undefined) return { ours: false }
   const nonce = body.slice(0, NONCE_BYTES)
   const tag = body.slice(NONCE_BYTES, NONCE_BYTES + TAG_BYTES)
-  const given = body.slice(NONCE_BYTES + TAG_BYTES)
-  const expected = await macBytes(key, nonce, tag)
-  let diff = 0
-  for (let i = 0; i < MAC_BYTES; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0)
-  if (diff !== 0) return { ours: false }
-  return { ours: true, tenantTag: hex(tag), nonce: hex(nonce) }
+  if (sameMac(body.slice(NONCE_BYTES + TAG_BYTES), await macBytes(key, nonce, tag))) {
+    return { ours: true, tenantTag: hex(tag), nonce: hex(nonce) }
+  }
+  // Only a token that failed the current layout pays for the second HMAC.
+  const v1Nonce = body.slice(0, V1.nonce)
+  const v1Tag = body.slice(V1.nonce, V1.nonce + V1.tag)
+  const v1Mac = (await hmac(key, utf8.encode(V1.label), v1Nonce, v1Tag)).slice(0, V1.mac)
+  if (sameMac(body.slice(V1.nonce + V1.tag), v1Mac)) {
+    return { ours: true, tenantTag: hex(v1Tag), nonce: hex(v1Nonce) }
+  }
+  return { ours: false }
 }

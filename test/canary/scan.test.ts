@@ -69,7 +69,7 @@ describe('CanaryScanner', () => {
           kind: 'foreign',
           channel: 'content',
           tenantTag: globexTag,
-          nonce: expect.stringMatching(/^[0-9a-f]{10}$/),
+          nonce: expect.stringMatching(/^[0-9a-f]{8}$/),
         },
       ])
     }
