@@ -1,15 +1,32 @@
 /**
- * @module What the guard learns per model (tokenizer drift, honest TTFT), and its per-isolate store.
+ * @module What the guard learns per model (tokenizer margins per script class, honest TTFT per class
+ * and size), its per-isolate store, and the operator's view of it.
  */
-import { type DriftState, effectiveDrift, emptyDriftState, observe } from './ceiling/calibration'
+import {
+  type DriftObservation,
+  type DriftState,
+  emptyDriftState,
+  learnedMargins,
+  observe,
+} from './ceiling/calibration'
+import type { ScriptClass } from './ceiling/script'
 import type { CalibrationSnapshot, CalibrationStore } from './options'
-import { type BaselineState, emptyBaseline, learn } from './timing/baseline'
+import {
+  type BaselineState,
+  emptyBaseline,
+  learn,
+  learnedMinimumMs,
+  type TimingSample,
+} from './timing/baseline'
 
 /** Everything learned about one model; small, bounded and serializable (a Durable Object stores it). */
 export interface ModelCalibration {
   drift: DriftState
   baseline: BaselineState
 }
+
+/** An engine count to learn from (the store adds the time). */
+export type TokenObservation = Omit<DriftObservation, 'at'>
 
 /**
  * A model's state before anything is learned.
@@ -22,32 +39,99 @@ export function emptyCalibration(): ModelCalibration {
 }
 
 /**
- * Folds one observation into a model's state (returns a new state).
+ * A stored state as this version reads it: a state from an older format (0.1 kept one global margin
+ * and o200k timing rates, both of which any tenant could poison) starts over.
  *
  * @example
- * state = calibrate(state, { kind: 'tokens', estimated: 300_000, actual: 331_000, at: Date.now() })
+ * const state = readCalibration(await storage.get('model:x'))
  */
-export function calibrate(
-  state: ModelCalibration,
-  observation:
-    | { kind: 'tokens'; estimated: number; actual: number; at: number }
-    | { kind: 'timing'; uncachedTokens: number; ttftMs: number },
-): ModelCalibration {
-  if (observation.kind === 'tokens') {
-    const { estimated, actual, at } = observation
-    return { ...state, drift: observe(state.drift, { estimated, actual, at }) }
+export function readCalibration(stored: unknown): ModelCalibration {
+  const state = (stored ?? {}) as Partial<ModelCalibration>
+  return {
+    drift: state.drift?.v === 2 ? state.drift : emptyDriftState(),
+    baseline: state.baseline?.v === 2 ? state.baseline : emptyBaseline(),
   }
-  return { ...state, baseline: learn(state.baseline, observation) }
 }
 
 /**
- * What the guard reads from a model's state.
+ * Folds one observation into a model's state (returns a new state).
  *
  * @example
- * const { drift, baseline } = snapshotOf(state)
+ * state = calibrate(state, { kind: 'tokens', classes: { latin: 300_000 }, overhead: 11, actual: 331_000, at: Date.now(), tenant: 'a' })
  */
-export function snapshotOf(state: ModelCalibration): CalibrationSnapshot {
-  return { drift: effectiveDrift(state.drift, 0), baseline: state.baseline }
+export function calibrate(
+  state: ModelCalibration,
+  observation: ({ kind: 'tokens' } & DriftObservation) | ({ kind: 'timing' } & TimingSample),
+): ModelCalibration {
+  if (observation.kind === 'tokens') {
+    const { kind: _, ...tokens } = observation
+    return { ...state, drift: observe(state.drift, tokens) }
+  }
+  const { kind: _, ...sample } = observation
+  return { ...state, baseline: learn(state.baseline, sample) }
+}
+
+/**
+ * What the guard reads from a model's state at time `at`.
+ *
+ * @example
+ * const { drift, baseline } = snapshotOf(state, Date.now())
+ */
+export function snapshotOf(state: ModelCalibration, at: number): CalibrationSnapshot {
+  return { drift: learnedMargins(state.drift, at), baseline: state.baseline }
+}
+
+/** The operator's view of one model's calibration (`/admin/stats`). */
+export interface CalibrationReport {
+  /** Learned margin per script class now (on top of the family bound; the profile floor still applies). */
+  margins: Partial<Record<ScriptClass, number>>
+  /** Per class: the raised peak, when, how far off the worst report was, and progress towards relaxing. */
+  classes: DriftState['classes']
+  observations: number
+  ignored: DriftState['ignored']
+  /** Per `class:size-bucket`: teaching tenants, and the learned minimum for a prompt of 100k tokens. */
+  timing: Record<string, { tenants: number; minMsPer100k: number }>
+}
+
+/**
+ * Summarises a model's state for operators.
+ *
+ * @example
+ * const report = describeCalibration(state, Date.now())
+ */
+export function describeCalibration(state: ModelCalibration, at: number): CalibrationReport {
+  const timing: CalibrationReport['timing'] = {}
+  for (const [key, tenants] of Object.entries(state.baseline.buckets)) {
+    const [cls] = key.split(':') as [ScriptClass]
+    const bucket = Number(key.split(':')[1])
+    // The learned minimum at the bucket's lower edge, scaled to 100k tokens for a comparable figure.
+    const edge = 4_096 * 2 ** bucket
+    const min = learnedMinimumMs(state.baseline, cls, edge)
+    timing[key] = { tenants: Object.keys(tenants).length, minMsPer100k: (min / edge) * 100_000 }
+  }
+  return {
+    margins: learnedMargins(state.drift, at),
+    classes: state.drift.classes,
+    observations: state.drift.observations,
+    ignored: state.drift.ignored,
+    timing,
+  }
+}
+
+/**
+ * A short opaque id for a tenant in learned state (FNV-1a, 32 bits): learned state needs to tell
+ * tenants apart, not to name them.
+ *
+ * @example
+ * tenantKey('acme') // '7c1f3b2a'
+ */
+export function tenantKey(tenant: string): string {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < tenant.length; i++) {
+    hash ^= tenant.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return (hash >>> 0).toString(16).padStart(8, '0')
 }
 
 /**
@@ -66,15 +150,22 @@ export class MemoryCalibration implements CalibrationStore {
   }
 
   snapshot(model: string): CalibrationSnapshot {
-    return snapshotOf(this.#models.get(model) ?? emptyCalibration())
+    return snapshotOf(this.#models.get(model) ?? emptyCalibration(), this.#now())
   }
 
-  observeTokens(model: string, estimated: number, actual: number): void {
-    this.#update(model, { kind: 'tokens', estimated, actual, at: this.#now() })
+  observeTokens(model: string, observation: TokenObservation): void {
+    this.#update(model, { kind: 'tokens', ...observation, at: this.#now() })
   }
 
-  observeTiming(model: string, sample: { uncachedTokens: number; ttftMs: number }): void {
+  observeTiming(model: string, sample: TimingSample): void {
     this.#update(model, { kind: 'timing', ...sample })
+  }
+
+  /** Every model's state, for reports. */
+  report(): Record<string, CalibrationReport> {
+    const out: Record<string, CalibrationReport> = {}
+    for (const [model, state] of this.#models) out[model] = describeCalibration(state, this.#now())
+    return out
   }
 
   #update(model: string, observation: Parameters<typeof calibrate>[1]): void {

@@ -1,9 +1,14 @@
 /**
  * @module The evidence both paths (whole answers and streams) gather: canary findings and timing.
  */
+
+import { tenantKey } from './calibration'
 import { CANARY_PATTERN, type Finding, scanText } from './canary'
+import type { ClassFigures } from './ceiling/estimate'
+import type { ScriptClass } from './ceiling/script'
 import type { AttemptContext } from './guard'
 import type { QuarantineRecord } from './quarantine/store'
+import { type PlanEstimate, prefixKey } from './request-plan'
 import type { Channel } from './stream/frames'
 import { learnedMinimumMs } from './timing/baseline'
 import { judgeTiming, type TimingSignal } from './timing/prefill'
@@ -39,9 +44,10 @@ export function canaryEntries(findings: Finding[]): QuarantineRecord['canaries']
 
 /**
  * Judges an observed time (to the first token, or to the whole answer) against the prefill bound.
- * Counts the prompt exactly only when the bound could matter: a short prompt's prefill is below the
- * clock's noise and is never judged. Cached tokens are the larger of what the upstream reported and
- * what this tenant's own recent prompts suggest, so an honest prefix-cache hit is never accused.
+ * Counts the prompt only when the bound could matter: a short prompt's prefill is below the clock's
+ * noise and is never judged. The prompt's size is the *lower* estimate of the engine's count (an
+ * honest answer is never accused for tokens the engine may not have), and cached tokens are the larger
+ * of what the upstream reported and what this tenant's own verified prompts suggest.
  */
 export async function timingEvidence(
   ctx: AttemptContext,
@@ -52,40 +58,62 @@ export async function timingEvidence(
   const minEvidenceMs = ctx.guard.options.minTimingEvidenceMs
   const boundMs = (ctx.boundTokens / maxPrefillTokensPerSecond) * 1000
   if (boundMs < minEvidenceMs) return undefined
-  const promptTokens = await ctx.exactTokens()
-  const recorded = await ctx.recordedCachedTokens()
+  const estimate = await ctx.estimate()
+  const recorded = (await ctx.prefix()).cachedTokens
   return judgeTiming({
-    promptTokens,
+    promptTokens: estimate.lower + estimate.overhead,
     cachedTokens: Math.max(reportedCachedTokens, recorded),
     observedMs,
     maxPrefillTokensPerSecond,
     minEvidenceMs,
-    learnedMinMs: (uncached) => learnedMinimumMs(ctx.baseline, uncached),
+    learnedMinMs: (uncached) => learnedMinimumMs(ctx.baseline, estimate.dominant, uncached),
   })
 }
 
+/** What a released answer can teach, and whether its provenance was proven. */
+export interface Lesson {
+  /** The engine's `usage.prompt_tokens`. */
+  reported?: number
+  /** The engine's `usage.prompt_tokens_details.cached_tokens`. */
+  reportedCached?: number
+  /** Time to the first token, when the answer was streamed (or fetched as a stream). */
+  firstTokenMs?: number
+  /** The echo verified: the prompt's end was read, so timing and prefixes may be learned. */
+  verified: boolean
+}
+
 /**
- * Reports a released answer's figures to calibration: exact-vs-reported tokens, and an honest TTFT
- * when the echo proved the prompt's end was read. Runs in the background where the host allows.
+ * Teaches learned state from a RELEASED answer. The engine's own prompt count calibrates the ceiling
+ * (any released answer: it is the engine's statement); honest timing and the tenant's prefix record
+ * are taught only by echo-verified answers, in the engine's own tokens. Runs in the background where
+ * the host allows; refused, failed, retried and quarantined attempts never reach it.
  */
-export function teach(
-  ctx: AttemptContext,
-  facts: { estimated?: number; reported?: number; timing?: TimingSignal; echoVerified: boolean },
-): void {
+export function teach(ctx: AttemptContext, lesson: Lesson): void {
+  if (!ctx.counted) return
   const work = (async () => {
     const store = ctx.guard.calibration
-    if (facts.estimated !== undefined && facts.reported !== undefined) {
-      await store.observeTokens(ctx.model, facts.estimated, facts.reported)
+    const estimate = await ctx.estimate()
+    const tenant = tenantKey(ctx.tenant)
+    if (lesson.reported !== undefined) {
+      await store.observeTokens(ctx.model, {
+        classes: boundsOf(estimate),
+        overhead: estimate.overhead,
+        actual: lesson.reported,
+        tenant,
+      })
     }
-    if (facts.timing && facts.echoVerified) {
-      const uncached = await ctx.exactTokens()
+    if (!lesson.verified) return
+    ctx.guard.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
+    if (lesson.firstTokenMs !== undefined && lesson.reported !== undefined) {
       await store.observeTiming(ctx.model, {
-        uncachedTokens: uncached - facts.timing.cachedTokens,
-        ttftMs: facts.timing.observedMs,
+        scriptClass: estimate.dominant,
+        uncachedTokens: lesson.reported - (lesson.reportedCached ?? 0),
+        ttftMs: lesson.firstTokenMs,
+        tenant,
       })
     }
   })().catch((error: unknown) => {
-    // Losing one calibration sample is harmless: the profile's floors still apply.
+    // Losing one calibration sample is harmless: the family bound and the profile's floors still apply.
     console.error(
       JSON.stringify({ event: 'ai_guard_calibration_failed', error: String(error).slice(0, 200) }),
     )
@@ -93,39 +121,53 @@ export function teach(
   if (ctx.waitUntil) ctx.waitUntil(work)
 }
 
-/** A verdict with the figures behind it, and the usage comparison (when both counts are known). */
+/**
+ * Teaches the ceiling from an engine refusal that states the engine's own count of the prompt — the
+ * most valuable observation there is: exactly the prompt that did not fit.
+ */
+export function teachRefusal(ctx: AttemptContext, statedTokens: number): void {
+  teach(ctx, { reported: statedTokens, verified: false })
+}
+
+function boundsOf(estimate: PlanEstimate): Partial<Record<ScriptClass, number>> {
+  const out: Partial<Record<ScriptClass, number>> = {}
+  for (const [cls, figures] of Object.entries(estimate.classes) as [ScriptClass, ClassFigures][]) {
+    out[cls] = figures.bound
+  }
+  return out
+}
+
+/** A verdict with the figures behind it. */
 export interface Judgement {
   verdict: Verdict
   figures: QuarantineRecord['figures']
-  usage: { reported: number; estimated: number } | undefined
 }
 
 /**
  * Combines an attempt's evidence into one verdict (see src/verdict.ts). The usage cross-check needs
- * the exact prompt count, which exists when the preflight counted or timing needed it.
+ * the prompt's lower estimate, which exists when the prompt was counted.
  */
 export async function judge(
   ctx: AttemptContext,
   evidence: { echo: EchoOutcome; findings: Finding[]; timing?: TimingSignal; reported?: number },
 ): Promise<Judgement> {
   const { timing, reported } = evidence
-  const exact = timing !== undefined || ctx.exactKnown ? await ctx.exactTokens() : undefined
-  const usage =
-    exact !== undefined && reported !== undefined ? { reported, estimated: exact } : undefined
+  const estimate = ctx.counted ? await ctx.estimate() : undefined
+  const lower = estimate ? estimate.lower + estimate.overhead : undefined
   const verdict = decide({
     echo: evidence.echo,
     foreignCanaries: evidence.findings.filter((f) => f.kind === 'foreign').length,
     ...(timing ? { timing } : {}),
-    ...(usage ? { usage } : {}),
+    ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
     attempt: ctx.attempt,
     retries: ctx.guard.options.echoRetries,
   })
   const figures = {
     ...timingRecord(timing),
-    estimatedTokens: exact ?? ctx.boundTokens,
+    estimatedTokens: estimate ? estimate.bound + estimate.overhead : ctx.boundTokens,
     ...(reported !== undefined ? { promptTokensReported: reported } : {}),
   }
-  return { verdict, figures, usage }
+  return { verdict, figures }
 }
 
 /** Timing figures for a quarantine record. */

@@ -5,6 +5,7 @@
 import { MemoryCalibration } from './calibration'
 import { type CanaryKey, importCanaryKey, injectCanary, mintCanary, tenantTag } from './canary'
 import { asGuardError, GuardError } from './errors'
+import { teachRefusal } from './evidence'
 import {
   type CalibrationSnapshot,
   type CalibrationStore,
@@ -16,14 +17,15 @@ import {
 } from './options'
 import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
-import { planRequest, type RequestPlan } from './request-plan'
+import type { ProofKind } from './request'
+import { type PrefixLookup, planRequest, type RequestPlan } from './request-plan'
 import { assembleAnswer } from './stream/assemble'
 import type { StreamFormat } from './stream/frames'
 import { deadline } from './stream/watchdog'
 import type { BaselineState } from './timing/baseline'
 import { PrefixRecord } from './timing/prefix-record'
 import type { AiRunner } from './upstream'
-import { upstreamError } from './upstream-error'
+import { statedPromptTokens, upstreamError } from './upstream-error'
 import type { Verdict } from './verdict'
 import { verifyOutput } from './verify-output'
 import { verifyStream } from './verify-stream'
@@ -37,16 +39,16 @@ export interface AttemptContext {
   profile: ModelProfile
   /** This attempt's canary, or undefined when the echo policy is `off`. */
   canary: string | undefined
-  /** Whether the prompt asked for the echo. */
-  echoRequested: boolean
-  /** The guard's exact prompt count, template overhead included (counted on first need). */
-  exactTokens: () => Promise<number>
-  /** Whether the preflight counted exactly (long prompts), so `exactTokens()` costs nothing more. */
-  exactKnown: boolean
+  /** The echo the prompt asked for (`none`: not asked; the answer is still scanned). */
+  proof: ProofKind
+  /** The prompt's family estimate (see {@link RequestPlan.estimate}). */
+  estimate: RequestPlan['estimate']
+  /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
+  counted: boolean
   /** An upper bound of the prompt's tokens (what the ceiling admitted). */
   boundTokens: number
-  /** Prompt tokens the engine may have cached, by this tenant's own recent prompts (0 if unknown). */
-  recordedCachedTokens: () => Promise<number>
+  /** What this tenant's own verified prompts say the engine may have cached (0 on a retry's record). */
+  prefix: RequestPlan['prefix']
   /** Learned honest timing for this model. */
   baseline: BaselineState
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
@@ -193,7 +195,9 @@ export class Guard {
           })
         : undefined
       const injected =
-        plan.echoRequested && canary ? injectCanary(plan.inputs, canary) : plan.inputs
+        plan.proof !== 'none' && canary
+          ? injectCanary(plan.inputs, canary, plan.proof)
+          : plan.inputs
       const sent = plan.viaStream
         ? {
             ...injected,
@@ -208,12 +212,12 @@ export class Guard {
         model: plan.model,
         profile: plan.profile,
         canary,
-        echoRequested: plan.echoRequested,
-        exactTokens: plan.exactTokens,
-        exactKnown: plan.admission.exact,
+        proof: plan.proof,
+        estimate: plan.estimate,
+        counted: plan.counted,
         boundTokens: plan.admission.estimated,
         // A retry re-sends everything but the directive: the engine may have all of it cached.
-        recordedCachedTokens: attempt === 1 ? plan.recordedCachedTokens : plan.exactTokens,
+        prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
         baseline: plan.snapshot.baseline,
         waitUntil: hooks.waitUntil,
         startedAt: this.options.now(),
@@ -222,8 +226,6 @@ export class Guard {
       let output: unknown
       try {
         const call = upstream.run(plan.model, sent, runOptions)
-        // Count while the upstream prefills, not after its first token: timing needs the figure then.
-        if (plan.timed) plan.exactTokens().catch(() => {})
         output = await deadline(
           call,
           streamed ? timeouts.firstTokenMs : timeouts.responseMs,
@@ -233,10 +235,14 @@ export class Guard {
           },
         )
       } catch (error) {
+        // An engine refusing the length states its own count: the best evidence for the ceiling.
+        const stated = statedPromptTokens(error, plan.facts.maxTokens)
+        if (stated !== undefined) teachRefusal(ctx, stated)
         throw upstreamError(error)
       }
       const outcome = streamed ? await verifyStream(ctx, output) : await verifyOutput(ctx, output)
       if (outcome.verdict.action === 'retry') continue
+      if (outcome.verdict.action === 'refuse') throw this.refusal(ctx, outcome)
       if (outcome.verdict.action === 'quarantine') throw await this.recordQuarantine(ctx, outcome)
       const released =
         plan.viaStream && outcome.released instanceof ReadableStream
@@ -271,6 +277,26 @@ export class Guard {
         cause: error,
       })
     }
+  }
+
+  /**
+   * A withheld answer that is the client's to fix (the output limit ended it before the echo): a 400
+   * with what to do, logged, and no incident — nothing points at a leak.
+   */
+  refusal(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): GuardError {
+    this.log({
+      requestId: ctx.requestId,
+      tenant: ctx.tenant,
+      model: ctx.model,
+      action: 'reject',
+      reasons: outcome.verdict.reasons,
+      estimatedTokens: ctx.boundTokens,
+    })
+    return new GuardError(
+      'invalid_request',
+      'The answer reached its output limit before it could be verified (the model reasons before it answers), so it was withheld. Raise max_tokens.',
+      { param: 'max_tokens' },
+    )
   }
 
   /** Records a withheld answer and returns the error for its client. Never releases anything. */
@@ -320,7 +346,7 @@ export class Guard {
       estimatedTokens: ctx.boundTokens,
       ...timingFigures(outcome.figures),
     })
-    return quarantineError(id, outcome.verdict.reasons)
+    return quarantineError(id)
   }
 }
 
@@ -333,19 +359,18 @@ export interface RunnerHooks {
 }
 
 /** The error a client gets for a withheld answer: the incident id and nothing else. */
-export function quarantineError(incidentId: string, reasons: readonly string[] = []): GuardError {
-  if (reasons.length === 1 && reasons[0] === 'echo_cut_off') {
-    return new GuardError(
-      'response_quarantined',
-      `The answer reached its output limit before it could be verified (the model reasons before it answers), so it was withheld. Raise max_tokens. Incident ${incidentId} has been recorded.`,
-      { incidentId },
-    )
-  }
+export function quarantineError(incidentId: string): GuardError {
   return new GuardError(
     'response_quarantined',
     `The model's answer failed verification and was withheld. Incident ${incidentId} has been recorded for review.`,
     { incidentId },
   )
+}
+
+/** A retry's prefix: the first attempt sent the same prompt, so the engine may have all of it cached. */
+async function wholePromptCached(plan: RequestPlan): Promise<PrefixLookup> {
+  const [{ digest }, estimate] = await Promise.all([plan.prefix(), plan.estimate()])
+  return { digest, cachedTokens: estimate.lower + estimate.overhead }
 }
 
 function streamOptions(inputs: Record<string, unknown>): Record<string, unknown> {

@@ -1,8 +1,10 @@
 /**
  * @module GuardOptions, model profiles and their one-time validation.
  */
+import type { TokenObservation } from './calibration'
+import type { ScriptClass } from './ceiling/script'
 import type { QuarantineStore } from './quarantine/store'
-import type { BaselineState } from './timing/baseline'
+import type { BaselineState, TimingSample } from './timing/baseline'
 
 /**
  * What the canary guard asks of a model's answer.
@@ -67,27 +69,28 @@ export type OverflowPolicy =
   /** Lower `max_tokens` to what fits and say so in the `x-guard-clamped-max-tokens` header. */
   | 'clamp-output'
 
-/** What the guard has learned about a model from verified traffic. */
+/** What the guard has learned about a model from verified traffic and the engine's own counts. */
 export interface CalibrationSnapshot {
-  /** Learned tokenizer drift; the guard uses the larger of it and the profile's floor. */
-  drift: number
-  /** Learned honest TTFT per prompt-size bucket. */
+  /**
+   * Learned tokenizer margin per script class, on top of the family bound; the guard uses the larger
+   * of it and the profile's `tokenizerDrift` floor. Classes with nothing learned are absent.
+   */
+  drift: Partial<Record<ScriptClass, number>>
+  /** Learned honest TTFT per script class and prompt-size bucket. */
   baseline: BaselineState
 }
 
 /**
  * Calibration storage, shared across isolates in the Worker (a Durable Object); per isolate by default.
- * Only verified, released answers are reported to it, so a leaking upstream cannot teach it to relax.
+ * Only released answers' usage and engine refusals' stated counts reach `observeTokens`; only
+ * echo-verified released answers reach `observeTiming`, so a leaking upstream cannot teach it to relax.
  */
 export interface CalibrationStore {
   snapshot(model: string): Promise<CalibrationSnapshot> | CalibrationSnapshot
-  /** An exact prompt estimate beside the upstream's own count. */
-  observeTokens(model: string, estimated: number, actual: number): Promise<void> | void
-  /** An honest time to first token for a prompt with this many uncached tokens. */
-  observeTiming(
-    model: string,
-    sample: { uncachedTokens: number; ttftMs: number },
-  ): Promise<void> | void
+  /** The engine's count of a prompt beside what the guard charged it, per script class. */
+  observeTokens(model: string, observation: TokenObservation): Promise<void> | void
+  /** An honest time to first token, in the engine's own tokens. */
+  observeTiming(model: string, sample: TimingSample): Promise<void> | void
 }
 
 /** Options of {@link guardAi} and the Hono middleware. */

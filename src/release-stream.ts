@@ -13,6 +13,7 @@ import { redactCanaries } from './evidence'
 import type { AttemptContext } from './guard'
 import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
 import type { SseEvent } from './stream/sse'
+import type { Usage } from './upstream'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
 const SHORT_TAIL = /^c(?:n(?:r(?:y)?)?)?$/i
@@ -48,6 +49,11 @@ export interface ReleaseStart {
   /** Ranges of our own canary (the echo and its decoration) to remove, per channel. */
   strips: Partial<Record<Channel, Range[]>>
   /** Called when a foreign canary appears after release; returns the error that ends the stream. */
+  /**
+   * Called once the whole answer was released intact (its end seen, nothing foreign), with the last
+   * usage the upstream reported: only such an answer may teach learned state.
+   */
+  onEnd?: (usage: Usage | undefined) => void
   onForeign: (
     channel: Channel,
     tenantTag: string | undefined,
@@ -70,6 +76,7 @@ export function releaseStream(
   const dirty = new Set<Channel>()
   const queue: Held[] = []
   let sawDone = false
+  let usage: Usage | undefined
   const seen: Partial<Record<Channel, string>> = {}
 
   const channel = (name: Channel): ChannelState => {
@@ -83,6 +90,7 @@ export function releaseStream(
 
   const add = (frame: Frame) => {
     if (frame.done) sawDone = true
+    if (frame.usage) usage = frame.usage
     const spans: Held['spans'] = {}
     for (const [name, text] of Object.entries(frame.texts) as [Channel, string][]) {
       if (!text) continue
@@ -237,6 +245,7 @@ export function releaseStream(
           'The upstream stream ended before it was complete; the answer is truncated.',
         )
       }
+      start.onEnd?.(usage)
     },
   })
 }

@@ -1,12 +1,29 @@
 /**
  * @module Everything decided about a request before its first upstream call, shared by its attempts.
  */
-import { countTokens } from './ceiling/count'
+import { estimateTexts, type PromptEstimate } from './ceiling/estimate'
 import { type PromptPieces, promptPieces } from './ceiling/prompt'
+import type { ScriptClass } from './ceiling/script'
 import type { Guard } from './guard'
 import type { CalibrationSnapshot, ModelProfile } from './options'
 import { type Admission, admit } from './preflight'
-import { type RequestFacts, readRequest } from './request'
+import { type ProofKind, type RequestFacts, readRequest } from './request'
+import { PrefixRecord, type PromptDigest } from './timing/prefix-record'
+
+/** The prompt's family estimate with what the timing and usage checks read from it. */
+export interface PlanEstimate extends PromptEstimate {
+  /** Fixed template tokens on top of the counted text. */
+  overhead: number
+  /** The class holding the largest share of the bound (timing baselines are kept per class). */
+  dominant: ScriptClass
+}
+
+/** What this tenant's own verified prompts say the engine may have cached of this one. */
+export interface PrefixLookup {
+  digest: PromptDigest
+  /** Prompt tokens (lower estimate) covered by earlier verified prompts of the same tenant. */
+  cachedTokens: number
+}
 
 /** A request the ceiling admitted, with the lazily computed figures its verification needs. */
 export interface RequestPlan {
@@ -18,20 +35,22 @@ export interface RequestPlan {
   pieces: PromptPieces
   admission: Admission
   snapshot: CalibrationSnapshot
-  /** The inputs to send (with `max_tokens` clamped if the overflow policy did so), before injection. */
+  /** The inputs to send (empty opt-outs removed, `max_tokens` clamped if asked), before injection. */
   inputs: Record<string, unknown>
-  /** Whether the prompt asks for the canary echo (policy `require`, and no tools or JSON mode). */
-  echoRequested: boolean
+  /** The proof asked of the answer: the profile's echo policy, then what the format can carry. */
+  proof: ProofKind
   /** Whether answers are scanned for canaries (policy not `off`). */
   scanning: boolean
   /** Whether the prompt is long enough for the timing guard to judge. */
   timed: boolean
   /** Whether a whole answer is fetched as a stream to time its first token. */
   viaStream: boolean
-  /** The exact prompt count, template overhead included (counted once, on first need). */
-  exactTokens: () => Promise<number>
-  /** Prompt tokens this tenant's own recent prompts suggest are cached upstream (looked up once). */
-  recordedCachedTokens: () => Promise<number>
+  /** Whether the prompt is (or is being) counted: only counted prompts teach calibration. */
+  counted: boolean
+  /** The family estimate, template overhead included (counted once, on first need). */
+  estimate: () => Promise<PlanEstimate>
+  /** The tenant's prefix record for this prompt (hashed once, on first need; only for timed prompts). */
+  prefix: () => Promise<PrefixLookup>
 }
 
 /**
@@ -46,9 +65,10 @@ export async function planRequest(
   requestId: string,
   tenant: string,
   model: string,
-  inputs: Record<string, unknown>,
+  raw: Record<string, unknown>,
 ): Promise<RequestPlan> {
-  const facts = readRequest(inputs)
+  const facts = readRequest(raw)
+  const inputs = facts.inputs
   const profile = guard.profile(model)
   const pieces = promptPieces(inputs)
   const snapshot = await guard.snapshot(model)
@@ -65,35 +85,37 @@ export async function planRequest(
       ? inputs
       : { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admission.clampTo }
 
-  let exact: Promise<number> | undefined
-  const exactTokens = (): Promise<number> => {
-    exact ??= admission.exact
-      ? Promise.resolve(admission.estimated + admission.overhead)
-      : countTokens(pieces.texts).then((n) => n + admission.overhead)
-    return exact
+  let counting: Promise<PlanEstimate> | undefined
+  const estimate = (): Promise<PlanEstimate> => {
+    counting ??= (
+      admission.estimate ? Promise.resolve(admission.estimate) : estimateTexts(pieces.texts)
+    ).then((e) => ({ ...e, overhead: admission.overhead, dominant: dominantClass(e) }))
+    return counting
   }
-  // Timing can only judge prompts whose honest prefill is long; only those need the exact count, the
+  // Timing can only judge prompts whose honest prefill is long; only those need the count, the
   // prefix record and a streamed whole answer. When the ceiling decided by bytes, the bound over-counts
   // prose about 4×, so the decision takes the typical 4 bytes per token; the judgement itself then
-  // uses the exact count. (Denser text near the threshold may go untimed; the canary still guards it.)
-  const likelyTokens = admission.exact ? admission.estimated : admission.estimated / 4
+  // uses the lower estimate. (Denser text near the threshold may go untimed; the canary still guards it.)
+  const likelyTokens = admission.estimate ? admission.estimate.lower : admission.estimated / 4
   const timed =
     (likelyTokens / profile.maxPrefillTokensPerSecond) * 1000 >= guard.options.minTimingEvidenceMs
-  let recorded: Promise<number> | undefined
-  const recordedCachedTokens = (): Promise<number> => {
-    recorded ??= timed
-      ? guard.prefixes
-          .lookupAndRemember(`${tenant}\u0000${model}`, pieces.texts.join('\n'))
-          .then(async (p) =>
-            p.matchedChars === 0
-              ? 0
-              : Math.floor((await exactTokens()) * (p.matchedChars / p.totalChars)),
-          )
-      : Promise.resolve(0)
-    return recorded
+  let looking: Promise<PrefixLookup> | undefined
+  const prefix = (): Promise<PrefixLookup> => {
+    looking ??= PrefixRecord.digest(pieces.texts.join('\n')).then(async (digest) => {
+      const found = guard.prefixes.lookup(prefixKey(tenant, model), digest)
+      const cachedTokens =
+        found.matchedChars === 0
+          ? 0
+          : Math.floor(((await estimate()).lower * found.matchedChars) / found.totalChars)
+      return { digest, cachedTokens }
+    })
+    return looking
   }
-  // Hash the prompt while the upstream works, not after its first token.
-  if (timed) recordedCachedTokens().catch(() => {})
+  if (timed) {
+    // Count and hash while the upstream prefills, not after its first token.
+    estimate().catch(() => {})
+    prefix().catch(() => {})
+  }
 
   return {
     requestId,
@@ -105,12 +127,38 @@ export async function planRequest(
     admission,
     snapshot,
     inputs: sent,
-    echoRequested: profile.echo === 'require' && facts.echoSafe,
+    proof: profile.echo === 'require' ? facts.proof : 'none',
     scanning: profile.echo !== 'off',
     timed,
     // A long prompt's whole answer is fetched as a stream so its first token can be timed.
     viaStream: !facts.stream && timed && guard.options.wholeAnswers === 'via-stream',
-    exactTokens,
-    recordedCachedTokens,
+    counted: timed || admission.estimate !== undefined,
+    estimate,
+    prefix,
   }
+}
+
+/**
+ * The key of a tenant's prefix record for one model.
+ *
+ * @example
+ * guard.prefixes.remember(prefixKey('acme', model), digest)
+ */
+export function prefixKey(tenant: string, model: string): string {
+  return `${tenant}\u0000${model}`
+}
+
+function dominantClass(estimate: PromptEstimate): ScriptClass {
+  let best: ScriptClass = 'latin'
+  let most = -1
+  for (const [cls, figures] of Object.entries(estimate.classes) as [
+    ScriptClass,
+    { bound: number },
+  ][]) {
+    if (figures.bound > most) {
+      most = figures.bound
+      best = cls
+    }
+  }
+  return best
 }

@@ -1,7 +1,23 @@
 /**
- * @module Reads the few request fields the guard decides on, rejecting malformed ones up front.
+ * @module Reads the few request fields the guard decides on: refuses malformed or unverifiable ones up
+ * front, and decides how an answer to this request can be proven to come from its own prompt.
+ *
+ * Threat: every field is the client's. A field must never switch a guard off (in 0.1, `guided_json:
+ * null` did), so `null`, empty and dummy values count as absent — and are removed from what is sent,
+ * so the engine and the guard agree on what the request is. Fields that make an engine copy prompt
+ * text into the answer (vLLM/SGLang `echo`, `continue_final_message`, …) would forge a valid echo from
+ * a prompt that was never read, and logprobs put text where the scanner does not look: refused.
  */
 import { GuardError } from './errors'
+
+/**
+ * How an answer to this request proves it was generated from this prompt's end.
+ * - `text`: the reply begins with this request's canary (the directive is the prompt's last text).
+ * - `json`: a JSON-mode reply begins with a `guard_echo` member holding the canary (removed on release).
+ * - `none`: the format cannot carry an echo (callable tools, schema-constrained decoding): timing, the
+ *   usage cross-check and the foreign-canary scan are the evidence, and learned state is never taught.
+ */
+export type ProofKind = 'text' | 'json' | 'none'
 
 /** What the guard needs to know about a request before calling the upstream. */
 export interface RequestFacts {
@@ -10,17 +26,35 @@ export interface RequestFacts {
   maxTokens: number | undefined
   /** Which field carried the limit, to rewrite it when clamping. */
   maxTokensField: 'max_tokens' | 'max_completion_tokens' | undefined
-  /**
-   * Whether an echo directive is safe: tool calls and JSON modes must produce exact output formats,
-   * and a canary line at their start would break them, so those are scanned but not asked to echo.
-   */
-  echoSafe: boolean
+  /** The strongest echo this request's output format can carry. */
+  proof: ProofKind
+  /** The inputs with null, empty and dummy opt-out fields removed (what is sent upstream). */
+  inputs: Record<string, unknown>
 }
 
 const MAX_OUTPUT_TOKENS = 1 << 24
 
 /** Deeper than any real chat request (tool schemas included) nests. */
 const MAX_DEPTH = 64
+
+/**
+ * Fields refused whatever their value unless it is absent, `null` or `false` (or, for
+ * `add_generation_prompt`, `true`): each makes the engine copy prompt text into the answer or return
+ * text outside the fields the scanner reads.
+ */
+const REFUSED: Record<string, { allowed: unknown; why: string }> = {
+  echo: { allowed: false, why: 'makes the engine copy the prompt into the answer' },
+  add_generation_prompt: {
+    allowed: true,
+    why: 'continues the prompt instead of answering it, copying its text',
+  },
+  continue_final_message: { allowed: false, why: 'continues the prompt instead of answering it' },
+  chat_template: { allowed: undefined, why: 'replaces the template the ceiling counts' },
+  logprobs: { allowed: false, why: 'returns token text outside the fields the guard verifies' },
+  top_logprobs: { allowed: 0, why: 'returns token text outside the verified fields' },
+  prompt_logprobs: { allowed: undefined, why: 'returns prompt text outside the verified fields' },
+  return_tokens_as_token_ids: { allowed: false, why: 'returns tokens the scanner cannot read' },
+}
 
 /** How deep `value` nests (arrays and objects), counted without recursion; stops past `limit`. */
 function nestingDepth(value: unknown, limit: number): number {
@@ -38,46 +72,75 @@ function nestingDepth(value: unknown, limit: number): number {
   return deepest
 }
 
+function invalid(message: string, param: string): GuardError {
+  return new GuardError('invalid_request', message, { param })
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/** `undefined`, `null`, `''`, `[]` and `{}`: an opt-out field holding one of these is absent. */
+function isEmpty(value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return true
+  if (Array.isArray(value)) return value.length === 0
+  return isRecord(value) && Object.keys(value).length === 0
+}
+
+/** The name of a tool definition in either shape Workers AI takes, or undefined. */
+function toolName(tool: unknown): string | undefined {
+  if (!isRecord(tool)) return undefined
+  const fn = isRecord(tool.function) ? tool.function : tool
+  return typeof fn.name === 'string' && fn.name !== '' ? fn.name : undefined
+}
+
 /**
- * Checks the request's envelope. Message shapes are checked by the ceiling's prompt reader.
+ * Checks the request's envelope and removes empty opt-out fields. Message shapes are checked by the
+ * ceiling's prompt reader.
  *
  * @example
- * readRequest({ messages: [{ role: 'user', content: 'hi' }], stream: true }).stream // true
+ * readRequest({ messages: [{ role: 'user', content: 'hi' }], guided_json: null }).proof // 'text'
  */
-export function readRequest(inputs: unknown): RequestFacts {
-  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) {
+export function readRequest(raw: unknown): RequestFacts {
+  if (!isRecord(raw)) {
     throw new GuardError('invalid_request', 'The request inputs must be a JSON object.')
   }
-  const record = inputs as Record<string, unknown>
-  for (const [field, value] of Object.entries(record)) {
+  for (const [field, value] of Object.entries(raw)) {
     if (nestingDepth(value, MAX_DEPTH) > MAX_DEPTH) {
       // Forwarded as-is, such a request would overflow a serializer's stack on the way upstream.
-      throw new GuardError(
-        'invalid_request',
+      throw invalid(
         `"${field}" is nested deeper than ${MAX_DEPTH} levels (message content, JSON schemas and tool arguments never need that).`,
-        { param: field },
+        field,
       )
     }
   }
-  const stream = record.stream
+  for (const [field, rule] of Object.entries(REFUSED)) {
+    const value = raw[field]
+    if (value === undefined || value === null || value === rule.allowed) continue
+    throw invalid(
+      `"${field}" is not supported through the guard: it ${rule.why}, so the answer could not be verified.`,
+      field,
+    )
+  }
+  const n = raw.n
+  if (n !== undefined && n !== null && n !== 1) {
+    throw invalid('Only one choice per request ("n": 1) can be verified.', 'n')
+  }
+  const stream = raw.stream
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
-    throw new GuardError('invalid_request', '"stream" must be a boolean.', { param: 'stream' })
+    throw invalid('"stream" must be a boolean.', 'stream')
   }
   let maxTokens: number | undefined
   let maxTokensField: RequestFacts['maxTokensField']
   for (const field of ['max_completion_tokens', 'max_tokens'] as const) {
-    const value = record[field]
+    const value = raw[field]
     if (value === undefined || value === null) continue
     if (
       !Number.isInteger(value) ||
       (value as number) < 1 ||
       (value as number) > MAX_OUTPUT_TOKENS
     ) {
-      throw new GuardError(
-        'invalid_request',
-        `"${field}" must be an integer from 1 to ${MAX_OUTPUT_TOKENS}.`,
-        { param: field },
-      )
+      throw invalid(`"${field}" must be an integer from 1 to ${MAX_OUTPUT_TOKENS}.`, field)
     }
     // When both are set, the larger one is what the output may reach: reserve for that.
     if (maxTokens === undefined || (value as number) > maxTokens) {
@@ -85,17 +148,60 @@ export function readRequest(inputs: unknown): RequestFacts {
       maxTokensField = field
     }
   }
-  return { stream: stream === true, maxTokens, maxTokensField, echoSafe: echoSafe(record) }
+  const inputs = withoutEmptyOptOuts(raw)
+  return { stream: stream === true, maxTokens, maxTokensField, proof: proofKind(inputs), inputs }
 }
 
-function echoSafe(record: Record<string, unknown>): boolean {
-  if (Array.isArray(record.tools) && record.tools.length > 0) return false
-  if (Array.isArray(record.functions) && record.functions.length > 0) return false
-  const format = record.response_format
-  if (format !== null && typeof format === 'object') {
-    const type = (format as Record<string, unknown>).type
-    if (type === 'json_object' || type === 'json_schema') return false
+/** The opt-out fields whose empty values are dropped (so the engine does not see them either). */
+const OPT_OUTS = ['tools', 'functions', 'tool_choice', 'response_format', 'guided_json'] as const
+
+function withoutEmptyOptOuts(raw: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined
+  for (const field of OPT_OUTS) {
+    if (field in raw && isEmpty(raw[field])) {
+      out ??= { ...raw }
+      delete out[field]
+    }
   }
-  if (record.guided_json !== undefined) return false
-  return true
+  return out ?? raw
+}
+
+/**
+ * The strongest proof the output format allows. Tools only weaken the proof when the model may call
+ * them: every definition must be a named function (a dummy entry is refused, not honoured), and
+ * `tool_choice: "none"` keeps the ordinary echo.
+ */
+function proofKind(inputs: Record<string, unknown>): ProofKind {
+  let callable = false
+  for (const field of ['tools', 'functions'] as const) {
+    const list = inputs[field]
+    if (list === undefined) continue
+    if (!Array.isArray(list)) throw invalid(`"${field}" must be an array.`, field)
+    list.forEach((tool, i) => {
+      if (toolName(tool) === undefined) {
+        throw invalid(
+          `"${field}[${i}]" must be a function definition with a name.`,
+          `${field}[${i}]`,
+        )
+      }
+    })
+    callable = true
+  }
+  if (callable && inputs.tool_choice !== 'none') return 'none'
+  if (inputs.guided_json !== undefined) return 'none' // schema-constrained: a canary in it proves nothing
+  const format = inputs.response_format
+  if (format !== undefined) {
+    if (!isRecord(format) || typeof format.type !== 'string') {
+      throw invalid('"response_format" must be an object with a string "type".', 'response_format')
+    }
+    if (format.type === 'json_object') return 'json'
+    if (format.type === 'json_schema') return 'none'
+    if (format.type !== 'text') {
+      throw invalid(
+        `"response_format.type" must be "text", "json_object" or "json_schema".`,
+        'response_format.type',
+      )
+    }
+  }
+  return 'text'
 }

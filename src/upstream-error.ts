@@ -30,3 +30,28 @@ export function upstreamError(error: unknown): GuardError {
     { status, cause: error },
   )
 }
+
+/**
+ * How many prompt tokens an engine's length refusal says the prompt had, or undefined when the error
+ * states no count. Workers AI (`5021: The estimated number of input and maximum output tokens (N)
+ * exceeded …`) counts the output reserve in N, so the request's `max_tokens` is taken off (when the
+ * request set none, N over-states the prompt by the engine's default reserve: the strict side);
+ * SGLang (`Input length (N tokens) exceeds …`) and vLLM (`… (N in the messages, …)`, `your messages
+ * resulted in N tokens`) state the prompt alone.
+ *
+ * @example
+ * statedPromptTokens(new Error('AiError: 5021: The estimated number of input and maximum output tokens (1100256) exceeded this model context window limit (1048576).'), 256) // 1_100_000
+ */
+export function statedPromptTokens(
+  error: unknown,
+  maxTokens: number | undefined,
+): number | undefined {
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : ''
+  const withOutput = /input and maximum output tokens \((\d+)\)/i.exec(message)
+  if (withOutput) return Math.max(0, Number(withOutput[1]) - (maxTokens ?? 0))
+  const prompt =
+    /Input length \((\d+) tokens?\)/i.exec(message) ??
+    /\((\d+) in the messages/i.exec(message) ??
+    /messages resulted in (\d+) tokens/i.exec(message)
+  return prompt ? Number(prompt[1]) : undefined
+}

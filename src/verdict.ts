@@ -5,14 +5,15 @@
  * |--------------------------------------------------|------------|------------------------------------------------|
  * | foreign canary (verifies, not this request's)     | quarantine | proof: another request's prompt is in the answer |
  * | first token faster than any real prefill         | quarantine | the prompt was not read (placeholder path)      |
- * | reported prompt tokens far below the estimate    | quarantine | the engine read less than was sent (truncation) |
+ * | reported prompt tokens below the lower estimate  | quarantine | the engine read less than was sent (truncation) |
  * | echo missing + any signal above                  | quarantine | two independent signs                           |
  * | echo missing, nothing else wrong                 | retry      | a lone instruction slip is common (≈2%); a     |
  * |                                                  |            | retry is cheap and, unlike releasing, never     |
  * |                                                  |            | lets a stale or truncated answer out            |
  * | echo missing again after the allowed retries     | quarantine | systematic: truncation or stale pages repeat    |
- * | output limit reached before the echo could come  | quarantine | unverifiable, and a retry would end the same    |
- * |                                                  |            | way; the client is told to raise max_tokens     |
+ * | output limit reached before the echo could come  | refuse     | unverifiable, and a retry would end the same    |
+ * |                                                  |            | way: withheld, a 400 telling the client to      |
+ * |                                                  |            | raise max_tokens — a client error, no incident  |
  * | echo verified or not required, nothing else      | release    |                                                 |
  *
  * The score (0–1) orders incidents for review: it is the strongest single piece of evidence, not a
@@ -32,8 +33,11 @@ export interface Signals {
   /** Canaries in the answer that verify under our key but belong to another request. */
   foreignCanaries: number
   timing?: TimingSignal
-  /** The upstream's own prompt count beside the guard's exact estimate, when both are known. */
-  usage?: { reported: number; estimated: number }
+  /**
+   * The upstream's own prompt count beside the guard's lower estimate of it (the family's smallest
+   * count with a margin, template included), when both are known.
+   */
+  usage?: { reported: number; lower: number }
   /** Attempts made so far, including this one, and how many retries a lone missing echo may use. */
   attempt: number
   retries: number
@@ -50,7 +54,8 @@ export type Reason =
 
 /** The decision on one answer. */
 export interface Verdict {
-  action: 'release' | 'retry' | 'quarantine'
+  /** `refuse`: withheld as a client error (nothing leaked, nothing to review), never an incident. */
+  action: 'release' | 'retry' | 'quarantine' | 'refuse'
   reasons: Reason[]
   score: number
 }
@@ -65,12 +70,10 @@ const WEIGHT: Record<Reason, number> = {
 }
 
 /**
- * The engine reports reading under 80% of what the guard counted. Tokenizers differ by a few percent
- * to at most ~15% in the direction where the guard over-counts (o200k is among the most compact), while
- * silent truncation to the pool drops far more: at the incident's figures, 681,280 / 1,048,576 = 65%.
+ * The engine reports reading fewer tokens than the guard's lower estimate: no tokenizer of the model's
+ * generation counts the prompt that low (see src/ceiling/estimate.ts), while silent truncation drops
+ * far more — at the incident's figures, 681,280 / 1,048,576 = 65% of the prompt is kept.
  */
-const UNDERCOUNT_RATIO = 0.8
-
 /**
  * Combines the signals into one verdict (see the module table).
  *
@@ -81,7 +84,7 @@ export function decide(signals: Signals): Verdict {
   const hard: Reason[] = []
   if (signals.foreignCanaries > 0) hard.push('foreign_canary')
   if (signals.timing?.impossible) hard.push('ttft_impossible')
-  if (signals.usage && signals.usage.reported < signals.usage.estimated * UNDERCOUNT_RATIO) {
+  if (signals.usage && signals.usage.reported < signals.usage.lower) {
     hard.push('usage_undercount')
   }
   if (hard.length > 0) {
@@ -89,9 +92,9 @@ export function decide(signals: Signals): Verdict {
     return { action: 'quarantine', reasons, score: score(reasons) }
   }
   if (signals.echo === 'cut-off') {
-    // Unverifiable, and a retry would be cut off the same way: withhold, and tell the client why.
-    const reasons: Reason[] = ['echo_cut_off']
-    return { action: 'quarantine', reasons, score: score(reasons) }
+    // Unverifiable, and a retry would be cut off the same way: withhold, and tell the client why. Not
+    // an incident: nothing points at a leak, and `max_tokens: 1` must not flood the review queue.
+    return { action: 'refuse', reasons: ['echo_cut_off'], score: WEIGHT.echo_cut_off }
   }
   if (signals.echo === 'missing') {
     if (signals.attempt <= signals.retries) {

@@ -1,7 +1,7 @@
 /**
  * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
  */
-import { cutOff, matchEcho } from './canary'
+import { cutOff, matchEchoSpan } from './canary'
 import { GuardError } from './errors'
 import {
   canaryEntries,
@@ -36,21 +36,24 @@ export async function verifyOutput(
   const read = readTexts(output)
   const texts = { ...read.texts }
   let echo: EchoOutcome = 'not-requested'
-  if (ctx.echoRequested && ctx.canary !== undefined) {
-    const match = matchEcho(texts.content ?? '', ctx.canary, true)
+  if (ctx.proof !== 'none' && ctx.canary !== undefined) {
+    const content = texts.content ?? ''
+    const span = matchEchoSpan(ctx.proof, content, ctx.canary, true)
     echo =
-      match.status === 'echoed'
+      span.status === 'echoed'
         ? 'echoed'
         : cutOff(read.finishReason, texts.content)
           ? 'cut-off'
           : 'missing'
-    if (match.status === 'echoed') texts.content = match.rest
+    if (span.status === 'echoed') {
+      texts.content = content.slice(0, span.start) + content.slice(span.end)
+    }
   }
   const scanned = await scanChannels(ctx, texts)
   const cached = read.usage?.prompt_tokens_details?.cached_tokens ?? 0
   const timing = await timingEvidence(ctx, observedMs, cached)
   const reported = read.usage?.prompt_tokens
-  const { verdict, figures, usage } = await judge(ctx, {
+  const { verdict, figures } = await judge(ctx, {
     echo,
     findings: scanned.findings,
     ...(timing ? { timing } : {}),
@@ -59,8 +62,8 @@ export async function verifyOutput(
   if (verdict.action === 'release') {
     // A whole answer's latency includes decode, so it teaches tokens only, never the TTFT baseline.
     teach(ctx, {
-      ...(usage ? { estimated: usage.estimated, reported: usage.reported } : {}),
-      echoVerified: echo === 'echoed',
+      ...(typeof reported === 'number' ? { reported } : {}),
+      verified: echo === 'echoed',
     })
     return {
       verdict,

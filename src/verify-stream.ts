@@ -12,7 +12,7 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import { cutOff, matchEcho } from './canary'
+import { cutOff, matchEchoSpan } from './canary'
 import { GuardError } from './errors'
 import {
   canaryEntries,
@@ -28,6 +28,7 @@ import { type Channel, type Frame, parseFrame } from './stream/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from './stream/sse'
 import { stallWatchdog } from './stream/watchdog'
 import type { TimingSignal } from './timing/prefill'
+import type { Usage } from './upstream'
 import type { EchoOutcome } from './verdict'
 
 /**
@@ -61,19 +62,20 @@ export async function verifyStream(
   let finishReason: string | undefined
   let timing: TimingSignal | undefined
   // Mutated by settleEcho; an object so the compiler does not narrow it at its declaration.
-  const echoState: { echo: EchoOutcome | 'pending'; cut: number } = {
-    echo: ctx.echoRequested ? 'pending' : 'not-requested',
-    cut: 0,
+  const echoState: { echo: EchoOutcome | 'pending'; start: number; end: number } = {
+    echo: ctx.proof !== 'none' ? 'pending' : 'not-requested',
+    start: 0,
+    end: 0,
   }
 
   const settleEcho = (final: boolean) => {
-    if (echoState.echo !== 'pending' || ctx.canary === undefined) return
-    const content = raw.content ?? ''
-    const match = matchEcho(content, ctx.canary, final)
-    if (match.status === 'echoed') {
+    if (echoState.echo !== 'pending' || ctx.canary === undefined || ctx.proof === 'none') return
+    const span = matchEchoSpan(ctx.proof, raw.content ?? '', ctx.canary, final)
+    if (span.status === 'echoed') {
       echoState.echo = 'echoed'
-      echoState.cut = content.length - match.rest.length
-    } else if (match.status === 'missing') echoState.echo = 'missing'
+      echoState.start = span.start
+      echoState.end = span.end
+    } else if (span.status === 'missing') echoState.echo = 'missing'
   }
 
   try {
@@ -144,7 +146,7 @@ export async function verifyStream(
     timing = await timingEvidence(ctx, firstTokenMs, cached)
   }
   const scanned = await scanChannels(ctx, raw)
-  const { verdict, figures, usage } = await judge(ctx, {
+  const { verdict, figures } = await judge(ctx, {
     echo: echoOutcome,
     findings: scanned.findings,
     ...(timing ? { timing } : {}),
@@ -166,17 +168,26 @@ export async function verifyStream(
       'The upstream stream ended before it was complete; nothing was released.',
     )
   }
-  teach(ctx, {
-    ...(usage ? { estimated: usage.estimated, reported: usage.reported } : {}),
-    ...(timing ? { timing } : {}),
-    echoVerified: echoOutcome === 'echoed',
-  })
+  // Usage comes at the end of the stream: the release stage calls this once the whole answer passed.
+  const lesson = (usage: Usage | undefined) =>
+    teach(ctx, {
+      ...(usage?.prompt_tokens !== undefined ? { reported: usage.prompt_tokens } : {}),
+      ...(usage?.prompt_tokens_details?.cached_tokens !== undefined
+        ? { reportedCached: usage.prompt_tokens_details.cached_tokens }
+        : {}),
+      ...(firstTokenMs !== undefined ? { firstTokenMs } : {}),
+      verified: echoOutcome === 'echoed',
+    })
   reader.releaseLock()
   const released = events
     .pipeThrough(
       releaseStream(ctx, {
         held,
-        strips: echoState.cut > 0 ? { content: [{ start: 0, end: echoState.cut }] } : {},
+        strips:
+          echoState.end > echoState.start
+            ? { content: [{ start: echoState.start, end: echoState.end }] }
+            : {},
+        onEnd: lesson,
         onForeign: (channel, tenantTag, seen) =>
           // Quarantine mid-stream: record what was seen, end the stream before the offending event.
           ctx.guard.recordQuarantine(ctx, {

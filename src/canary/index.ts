@@ -5,6 +5,13 @@
 export { cutOff, type EchoMatch, type EchoOptions, matchEcho } from './echo'
 export { buildEchoDirective, injectCanary } from './inject'
 export {
+  buildJsonEchoDirective,
+  type EchoSpan,
+  JSON_ECHO_MEMBER,
+  matchEchoSpan,
+  matchJsonEcho,
+} from './json-echo'
+export {
   CanaryScanner,
   type Classification,
   classify,

@@ -10,6 +10,7 @@
  */
 import { GuardError } from '../errors'
 import type { ChatMessage, ContentPart } from '../upstream'
+import { buildJsonEchoDirective } from './json-echo'
 
 /** Between the prompt's own last text and the directive. */
 const SEPARATOR = '\n\n'
@@ -67,7 +68,8 @@ function injectMessages(messages: unknown[], directive: string): unknown[] {
  * messages and parts are never mutated). Chat `messages`: appended to the last message when it is a
  * user message (string content, or a new text part at the end of a parts array), else a new user
  * message is appended. Legacy `prompt`: appended to the prompt. When both are present both get it,
- * so whichever the model reads ends with it. Neither: `GuardError('invalid_request')`.
+ * so whichever the model reads ends with it. Neither: `GuardError('invalid_request')`. `kind: 'json'`
+ * asks for the JSON-mode echo member instead (see json-echo.ts).
  *
  * @example
  * injectCanary({ messages: [{ role: 'user', content: 'Hi' }] }, canary)
@@ -76,8 +78,9 @@ function injectMessages(messages: unknown[], directive: string): unknown[] {
 export function injectCanary(
   inputs: Record<string, unknown>,
   canary: string,
+  kind: 'text' | 'json' = 'text',
 ): Record<string, unknown> {
-  const directive = buildEchoDirective(canary)
+  const directive = kind === 'json' ? buildJsonEchoDirective(canary) : buildEchoDirective(canary)
   const out: Record<string, unknown> = { ...inputs }
   let injected = false
   if (inputs.messages !== undefined) {

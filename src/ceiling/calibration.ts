@@ -1,30 +1,40 @@
 /**
- * @module Tokenizer-drift calibration from reported `usage.prompt_tokens`: pure functions over a
- * small JSON state that can only ever make the ceiling safer than the profile's floor.
+ * @module Tokenizer calibration per script class, from the engine's own counts: pure functions over a
+ * small JSON state that can only ever make the ceiling stricter than the built-in family bound.
  *
- * We count with o200k_base; GLM-5.3 counts with its own tokenizer. If the model's count runs higher
- * than ours by more than the margin, a prompt we admit could still overflow the real KV pool — the
- * incident's trigger. Reported usage shows the real gap, so:
- * - an undercount beyond the current margin raises the margin AT ONCE to cover it, plus a step;
- * - the raised margin relaxes back slowly, only as fast as BOTH evidence (observations since the
- *   raise) and time allow: a burst of requests cannot flush it in a minute, and an idle week brings
- *   no evidence that the gap went away;
- * - the profile's `tokenizerDrift` is a floor applied when reading, so nothing learned can lower it.
+ * The ceiling charges each script class the family bound (see estimate.ts): at least what any
+ * tokenizer of the model's generation counts. A model outside that family may still split some
+ * script finer. The engine says how many tokens it saw — `usage.prompt_tokens` of a released answer,
+ * or the count an engine refusal states (the most valuable observation: it is exactly the prompt that
+ * did not fit) — so:
+ * - a count above what the current margins cover raises the margin AT ONCE, but only for the classes
+ *   that make up the prompt (each class holding ≥ {@link ATTRIBUTION_SHARE} of it): a Russian report
+ *   never moves the English margin, so one tenant's script cannot shrink everyone's ceiling;
+ * - a count far above the estimate is evidence that the table is wrong for that class, never
+ *   "implausible" (0.1 dropped such reports, and a Georgian prompt 6× over stayed admitted);
+ * - a raised margin relaxes only with evidence from {@link RELAX_QUORUM} different tenants, and then
+ *   no faster than the slower of two clocks (observations, time): one tenant's burst cannot undo it.
+ * The profile's `tokenizerDrift` is a floor applied when reading, so nothing learned can lower it.
  */
+import { SCRIPT_CLASSES, type ScriptClass } from './script'
 
-/** Observations whose estimate is below this many tokens are ignored (see {@link observe}). */
+/** Observations whose estimate is below this many tokens are ignored (template noise dominates). */
 export const MIN_SAMPLE_TOKENS = 256
 
 /** Added on top of an observed undercount when raising, so the next similar prompt is covered. */
 export const SAFETY_STEP = 0.02
 
-/** The highest margin calibration will set (100%: the model counts twice what we count). */
-export const MAX_DRIFT = 1
-
 /**
- * Reports claiming more than this many times our count are ignored: see {@link observe}.
+ * The highest margin calibration sets: 9 = ten times the family bound. No byte-level BPE counts more
+ * tokens than UTF-8 bytes, and the family bound of any script is above a tenth of its bytes.
  */
-export const MAX_PLAUSIBLE_RATIO = 4
+export const MAX_DRIFT = 9
+
+/** A class takes part in a report when it holds at least this share of the prompt's estimate. */
+export const ATTRIBUTION_SHARE = 0.25
+
+/** Different tenants whose reports must agree before a raised margin starts to relax. */
+export const RELAX_QUORUM = 3
 
 /** Half-life of a raised margin, in observations that did not need it. */
 export const HALF_LIFE_OBSERVATIONS = 2_000
@@ -34,46 +44,51 @@ export const HALF_LIFE_MS = 7 * 24 * 60 * 60 * 1000
 
 /** Why observations were ignored (counters; the state stays bounded). */
 export interface IgnoredCounts {
-  /** `actual` or `estimated` not a finite number, or `at` not a finite time. */
+  /** A figure that is not a finite number. */
   invalid: number
   /** `actual ≤ 0`: no usage reported, or a broken report. */
   nonPositive: number
-  /** `estimated` below {@link MIN_SAMPLE_TOKENS}: fixed template tokens dominate small prompts. */
+  /** The estimate is below {@link MIN_SAMPLE_TOKENS}: fixed template tokens dominate small prompts. */
   tooSmall: number
-  /** `actual / estimated` above {@link MAX_PLAUSIBLE_RATIO}: a broken report, not a tokenizer gap. */
-  implausible: number
+}
+
+/** What has been learned about one script class. */
+export interface ClassDrift {
+  /** The margin set by the last raise (before decay), as a fraction: 0.12 = 12%. */
+  peak: number
+  /** When the last raise happened (ms since epoch). */
+  peakAt: number
+  /** Covered observations since the last raise. */
+  sinceRaise: number
+  /** Distinct tenants (opaque ids) among them, at most {@link RELAX_QUORUM}. */
+  tenantsSinceRaise: string[]
+  /** The largest `actual / estimate − 1` attributed to this class (for operators; does not decay). */
+  worstSeen: number
 }
 
 /** The serializable calibration state of one model. */
 export interface DriftState {
-  /** Format version, for the Durable Object that persists it. */
-  v: 1
-  /** The margin set by the last raise (before decay), as a fraction: 0.12 = 12%. */
-  peak: number
-  /** When the last raise happened (ms since epoch); null before any raise. */
-  peakAt: number | null
-  /** Accepted observations since the last raise. */
-  sinceRaise: number
+  /** Format version, for the Durable Object that persists it (1 was one global margin). */
+  v: 2
+  /** Classes that ever needed a raise. */
+  classes: Partial<Record<ScriptClass, ClassDrift>>
   /** Accepted observations in total. */
   observations: number
-  /** The largest `actual / estimated − 1` ever accepted (for operators; does not decay). */
-  worstSeen: number
-  /** Ignored observations, by reason. */
   ignored: IgnoredCounts
 }
 
-/** One reported usage, compared with what the guard counted before sending. */
+/** One engine count, beside what the guard charged the same prompt. */
 export interface DriftObservation {
-  /**
-   * The guard's own count of the whole prompt before any drift margin — text tokens plus template
-   * overhead — i.e. what `usage.prompt_tokens` measures. Feed exact counts only: a byte bound
-   * over-estimates and would hide an undercount.
-   */
-  estimated: number
-  /** The upstream's `usage.prompt_tokens`. */
+  /** The family bound of the prompt's text per script class, before any margin. */
+  classes: Partial<Record<ScriptClass, number>>
+  /** The fixed template tokens the guard added on top. */
+  overhead: number
+  /** The engine's count: `usage.prompt_tokens`, or the count an engine refusal states. */
   actual: number
   /** When it was observed (ms since epoch). */
   at: number
+  /** Who sent the request (an opaque id): relaxing needs several. */
+  tenant: string
 }
 
 /**
@@ -84,77 +99,128 @@ export interface DriftObservation {
  */
 export function emptyDriftState(): DriftState {
   return {
-    v: 1,
-    peak: 0,
-    peakAt: null,
-    sinceRaise: 0,
+    v: 2,
+    classes: {},
     observations: 0,
-    worstSeen: 0,
-    ignored: { invalid: 0, nonPositive: 0, tooSmall: 0, implausible: 0 },
+    ignored: { invalid: 0, nonPositive: 0, tooSmall: 0 },
   }
 }
 
 /**
- * The learned margin at time `at` (without the floor): the peak, decayed by the SLOWER of the two
- * clocks — observations since the raise and time since the raise.
+ * The learned margin of one class at time `at` (without the floor): the peak, decayed by the slower
+ * of the two clocks once {@link RELAX_QUORUM} tenants have shown it is no longer needed.
  *
  * @example
- * learnedDrift(state, Date.now()) // e.g. 0.14
+ * learnedDrift(state, 'georgian', Date.now()) // e.g. 0.4
  */
-export function learnedDrift(state: DriftState, at: number): number {
-  if (state.peakAt === null || state.peak <= 0) return 0
-  const elapsed = Math.max(0, at - state.peakAt)
-  const byObservations = 0.5 ** (state.sinceRaise / HALF_LIFE_OBSERVATIONS)
-  const byTime = 0.5 ** (elapsed / HALF_LIFE_MS)
-  return state.peak * Math.max(byObservations, byTime)
+export function learnedDrift(state: DriftState, cls: ScriptClass, at: number): number {
+  const drift = state.classes[cls]
+  if (!drift || drift.peak <= 0) return 0
+  if (drift.tenantsSinceRaise.length < RELAX_QUORUM) return drift.peak
+  const byObservations = 0.5 ** (drift.sinceRaise / HALF_LIFE_OBSERVATIONS)
+  const byTime = 0.5 ** (Math.max(0, at - drift.peakAt) / HALF_LIFE_MS)
+  return drift.peak * Math.max(byObservations, byTime)
+}
+
+/**
+ * Every class's learned margin at time `at` (classes with none are left out).
+ *
+ * @example
+ * const margins = learnedMargins(state, Date.now()) // { georgian: 0.4 }
+ */
+export function learnedMargins(
+  state: DriftState,
+  at: number,
+): Partial<Record<ScriptClass, number>> {
+  const out: Partial<Record<ScriptClass, number>> = {}
+  for (const cls of Object.keys(state.classes) as ScriptClass[]) {
+    const margin = learnedDrift(state, cls, at)
+    if (margin > 0) out[cls] = margin
+  }
+  return out
 }
 
 function ignore(state: DriftState, reason: keyof IgnoredCounts): DriftState {
   return { ...state, ignored: { ...state.ignored, [reason]: state.ignored[reason] + 1 } }
 }
 
-/**
- * Folds one usage report into the state (returns a new state; the input is not changed).
- *
- * Ignored, and counted under `ignored` — none of them is evidence about the tokenizer gap:
- * - non-finite numbers (`invalid`);
- * - `actual ≤ 0` (`nonPositive`): no usage, or a broken report;
- * - `estimated < MIN_SAMPLE_TOKENS` (`tooSmall`): on a 20-token prompt a template difference of 5
- *   tokens reads as 25% drift that does not scale to the long prompts the ceiling is about;
- * - `actual > MAX_PLAUSIBLE_RATIO × estimated` (`implausible`): more likely a report for another
- *   request, or usage summed across a batch, than a tokenizer 4× off; taking it would raise the
- *   margin so far that every long prompt is refused — a denial of service from one bad report.
- *
- * @example
- * state = observe(state, { estimated: 300_000, actual: 336_000, at: Date.now() })
- * effectiveDrift(state, 0.05) // ≥ 0.12 + 0.02 at once
- */
-export function observe(state: DriftState, observation: DriftObservation): DriftState {
-  const { estimated, actual, at } = observation
-  if (!Number.isFinite(estimated) || !Number.isFinite(actual) || !Number.isFinite(at)) {
-    return ignore(state, 'invalid')
+/** The classes a report speaks about: those holding a real share of the prompt (at least the largest). */
+function attributed(classes: [ScriptClass, number][], total: number): Set<ScriptClass> {
+  const out = new Set<ScriptClass>()
+  let largest: ScriptClass | undefined
+  let most = -1
+  for (const [cls, bound] of classes) {
+    if (bound >= total * ATTRIBUTION_SHARE) out.add(cls)
+    if (bound > most) {
+      most = bound
+      largest = cls
+    }
   }
-  if (actual <= 0) return ignore(state, 'nonPositive')
-  if (estimated < MIN_SAMPLE_TOKENS) return ignore(state, 'tooSmall')
-  if (actual > estimated * MAX_PLAUSIBLE_RATIO) return ignore(state, 'implausible')
-
-  const needed = actual / estimated - 1
-  const observations = state.observations + 1
-  const worstSeen = Math.max(state.worstSeen, needed)
-  if (needed > learnedDrift(state, at)) {
-    // Undercount beyond the learned margin: cover it now, not after a trend.
-    const peak = Math.min(MAX_DRIFT, needed + SAFETY_STEP)
-    return { ...state, peak, peakAt: at, sinceRaise: 0, observations, worstSeen }
-  }
-  return { ...state, sinceRaise: state.sinceRaise + 1, observations, worstSeen }
+  if (out.size === 0 && largest !== undefined) out.add(largest)
+  return out
 }
 
 /**
- * The margin to use now: the learned margin, never below the profile's `tokenizerDrift` floor.
+ * Folds one engine count into the state (returns a new state; the input is not changed).
  *
  * @example
- * const drift = effectiveDrift(state, profile.tokenizerDrift)
+ * state = observe(state, { classes: { cyrillic: 40_000 }, overhead: 11, actual: 52_000, at: Date.now(), tenant: 't1' })
+ * learnedDrift(state, 'cyrillic', Date.now()) // ≈ 0.30 + 0.02; learnedDrift(state, 'latin', …) stays 0
  */
-export function effectiveDrift(state: DriftState, floor: number, at: number = Date.now()): number {
-  return Math.max(floor, learnedDrift(state, at))
+export function observe(state: DriftState, observation: DriftObservation): DriftState {
+  const { overhead, actual, at, tenant } = observation
+  const classes = (Object.entries(observation.classes) as [ScriptClass, number][]).filter(
+    ([cls, bound]) => SCRIPT_CLASSES.includes(cls) && bound > 0,
+  )
+  if (
+    !Number.isFinite(actual) ||
+    !Number.isFinite(at) ||
+    !Number.isFinite(overhead) ||
+    classes.some(([, bound]) => !Number.isFinite(bound))
+  ) {
+    return ignore(state, 'invalid')
+  }
+  if (actual <= 0) return ignore(state, 'nonPositive')
+  const total = classes.reduce((sum, [, bound]) => sum + bound, 0)
+  if (total < MIN_SAMPLE_TOKENS) return ignore(state, 'tooSmall')
+
+  const speaking = attributed(classes, total)
+  let covered = overhead
+  let rest = overhead
+  let speakingBound = 0
+  for (const [cls, bound] of classes) {
+    const charged = bound * (1 + learnedDrift(state, cls, at))
+    covered += charged
+    if (speaking.has(cls)) speakingBound += bound
+    else rest += charged
+  }
+  const next: DriftState = {
+    ...state,
+    classes: { ...state.classes },
+    observations: state.observations + 1,
+  }
+  if (actual > covered) {
+    // Undercount beyond the learned margins: cover it now, in the classes the prompt is made of.
+    const needed = (actual - rest) / speakingBound - 1
+    for (const cls of speaking) {
+      const old = state.classes[cls]
+      next.classes[cls] = {
+        peak: Math.min(MAX_DRIFT, Math.max(learnedDrift(state, cls, at), needed + SAFETY_STEP)),
+        peakAt: at,
+        sinceRaise: 0,
+        tenantsSinceRaise: [],
+        worstSeen: Math.max(old?.worstSeen ?? 0, needed),
+      }
+    }
+    return next
+  }
+  for (const cls of speaking) {
+    const old = state.classes[cls]
+    if (!old) continue
+    const tenants = old.tenantsSinceRaise.includes(tenant)
+      ? old.tenantsSinceRaise
+      : [...old.tenantsSinceRaise, tenant].slice(0, RELAX_QUORUM)
+    next.classes[cls] = { ...old, sinceRaise: old.sinceRaise + 1, tenantsSinceRaise: tenants }
+  }
+  return next
 }

@@ -1,24 +1,41 @@
 /**
- * @module A learned TTFT baseline per model and prompt-size bucket: what honest prefills here really take.
+ * @module A learned TTFT baseline per model, script class and prompt size: what honest prefills here
+ * really take — learned so that no tenant's traffic can raise the bar for another.
  *
  * The profile's `maxPrefillTokensPerSecond` is a loose physical bound, chosen so that no honest answer
  * ever beats it. Real prefills are slower, and how much slower is learned from verified answers: the
  * expected minimum becomes the larger of the physical bound and a safety fraction of the lowest honest
- * times seen for prompts of that size. Only verified, released answers teach it (a leaked answer must not
- * lower the bar), and every bucket keeps a small fixed-size window, so memory stays bounded.
+ * rate seen for prompts of that class and size. Threats, and the answer to each:
+ * - Units: rates are learned per token **the engine reported** (`usage.prompt_tokens − cached`), not
+ *   per o200k token, and judged against the guard's *lower* estimate of the engine's count. In 0.1 a
+ *   tenant's honest Georgian prompts (slow per o200k token, fast per engine token) taught a rate that
+ *   then quarantined every honest English answer.
+ * - Buckets: by script class and size, so one script's traffic never sets another's bar.
+ * - Weight: each tenant keeps at most {@link SAMPLES_PER_TENANT} samples per bucket, a bucket is trusted
+ *   only once {@link QUORUM} tenants have taught it, and the rate is the *lowest* tenant's: a tenant (or
+ *   a few) can only lower a bar towards physics, never raise it above what another tenant's honest
+ *   answers showed. Only echo-verified, released answers teach (src/evidence.ts).
+ * Memory is bounded: classes × 10 size buckets × {@link TENANTS_PER_BUCKET} × {@link SAMPLES_PER_TENANT}.
  */
+import type { ScriptClass } from '../ceiling/script'
 
 /** Serializable learned state for one model. */
 export interface BaselineState {
-  /** Bucket index → recent honest ms-per-1k-uncached-tokens samples (newest last). */
-  buckets: Record<string, number[]>
+  /** Format version (1 was per-size buckets of o200k rates, shared by every tenant and script). */
+  v: 2
+  /** `class:bucket` → tenant key (`t…`, least recently taught first) → ms per 1k uncached engine tokens. */
+  buckets: Record<string, Record<string, number[]>>
 }
 
-/** Samples kept per bucket. */
-export const SAMPLES_PER_BUCKET = 32
-/** A bucket is trusted only after this many samples. */
-export const MIN_SAMPLES = 8
-/** The expected minimum is this fraction of the lowest quantile seen: honest variance never reaches it. */
+/** Samples kept per tenant and bucket (newest last). */
+export const SAMPLES_PER_TENANT = 4
+/** Tenants kept per bucket (least recently taught go first). */
+export const TENANTS_PER_BUCKET = 16
+/** A tenant counts towards the quorum once it has taught a bucket this many times. */
+export const MIN_SAMPLES_PER_TENANT = 2
+/** Different tenants a bucket needs before its rate is used. */
+export const QUORUM = 3
+/** The expected minimum is this fraction of the lowest rate seen: honest variance never reaches it. */
 export const SAFETY_FRACTION = 0.5
 /** Smallest prompt (uncached tokens) learned from: below it, per-token rates are dominated by overhead. */
 export const MIN_LEARN_TOKENS = 4_096
@@ -33,40 +50,76 @@ export function bucketOf(uncachedTokens: number): number {
   return Math.max(0, Math.floor(Math.log2(Math.max(1, uncachedTokens) / MIN_LEARN_TOKENS)))
 }
 
+function bucketKey(scriptClass: ScriptClass, uncachedTokens: number): string {
+  return `${scriptClass}:${bucketOf(uncachedTokens)}`
+}
+
+/** One honest observation: an echo-verified answer's first token, in the engine's own tokens. */
+export interface TimingSample {
+  /** The prompt's dominant script class. */
+  scriptClass: ScriptClass
+  /** Engine-reported prompt tokens less engine-reported cached tokens. */
+  uncachedTokens: number
+  ttftMs: number
+  /** Who sent it (an opaque id). */
+  tenant: string
+}
+
 /**
  * Adds one honest observation. Returns a new state; the input is not modified.
  *
  * @example
- * state = learn(state, { uncachedTokens: 300_000, ttftMs: 1_800 })
+ * state = learn(state, { scriptClass: 'latin', uncachedTokens: 300_000, ttftMs: 1_800, tenant: 'a' })
  */
-export function learn(
-  state: BaselineState,
-  sample: { uncachedTokens: number; ttftMs: number },
-): BaselineState {
-  if (!(sample.uncachedTokens >= MIN_LEARN_TOKENS) || !(sample.ttftMs > 0)) return state
-  if (!Number.isFinite(sample.ttftMs)) return state
-  const key = String(bucketOf(sample.uncachedTokens))
-  const perK = (sample.ttftMs / sample.uncachedTokens) * 1000
-  const window = [...(state.buckets[key] ?? []), perK].slice(-SAMPLES_PER_BUCKET)
-  return { buckets: { ...state.buckets, [key]: window } }
+export function learn(state: BaselineState, sample: TimingSample): BaselineState {
+  const { uncachedTokens, ttftMs } = sample
+  if (!(uncachedTokens >= MIN_LEARN_TOKENS) || !(ttftMs > 0) || !Number.isFinite(ttftMs)) {
+    return state
+  }
+  const key = bucketKey(sample.scriptClass, uncachedTokens)
+  const tenantKey = `t${sample.tenant}`
+  const bucket = { ...state.buckets[key] }
+  const samples = [...(bucket[tenantKey] ?? []), (ttftMs / uncachedTokens) * 1000]
+  // Re-inserted last: object keys keep insertion order, so the first key is the least recent tenant.
+  delete bucket[tenantKey]
+  bucket[tenantKey] = samples.slice(-SAMPLES_PER_TENANT)
+  const tenants = Object.keys(bucket)
+  for (const stale of tenants.slice(0, Math.max(0, tenants.length - TENANTS_PER_BUCKET))) {
+    delete bucket[stale]
+  }
+  return { v: 2, buckets: { ...state.buckets, [key]: bucket } }
 }
 
 /**
- * The learned minimum for a prompt, ms, or 0 when the bucket has too few samples.
+ * The learned minimum for a prompt, ms, or 0 while the bucket lacks a quorum of tenants.
  *
  * @example
- * learnedMinimumMs(state, 300_000) // e.g. 900
+ * learnedMinimumMs(state, 'latin', 300_000) // e.g. 900
  */
-export function learnedMinimumMs(state: BaselineState, uncachedTokens: number): number {
-  const window = state.buckets[String(bucketOf(uncachedTokens))]
-  if (!window || window.length < MIN_SAMPLES) return 0
-  const sorted = [...window].sort((a, b) => a - b)
-  // The second-lowest of a full window: one outlier (a cache hit the guard missed) cannot raise the bar.
-  const low = sorted[Math.min(1, sorted.length - 1)]!
-  return (low * uncachedTokens * SAFETY_FRACTION) / 1000
+export function learnedMinimumMs(
+  state: BaselineState,
+  scriptClass: ScriptClass,
+  uncachedTokens: number,
+): number {
+  const bucket = state.buckets[bucketKey(scriptClass, uncachedTokens)]
+  if (!bucket) return 0
+  let lowest = Number.POSITIVE_INFINITY
+  let teachers = 0
+  for (const samples of Object.values(bucket)) {
+    if (samples.length < MIN_SAMPLES_PER_TENANT) continue
+    teachers++
+    lowest = Math.min(lowest, ...samples)
+  }
+  if (teachers < QUORUM) return 0
+  return (lowest * uncachedTokens * SAFETY_FRACTION) / 1000
 }
 
-/** An empty state. */
+/**
+ * An empty state.
+ *
+ * @example
+ * let baseline = emptyBaseline()
+ */
 export function emptyBaseline(): BaselineState {
-  return { buckets: {} }
+  return { v: 2, buckets: {} }
 }

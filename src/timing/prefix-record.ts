@@ -6,6 +6,11 @@
  * guard remembers, per tenant, chained hashes of fixed-size chunks of the prompts it sent. The longest run
  * of leading chunks seen before is what the engine may have cached. Records are keyed by tenant: one
  * tenant's history never relaxes another tenant's checks.
+ *
+ * A prompt is remembered only after its answer was verified and released: in 0.1 it was remembered
+ * before the call, so a "primer" the engine refused (never prefilled, never cached) excused the fast
+ * placeholder answer of the next, shorter attack prompt as a cache hit. Looking up and remembering
+ * are two steps over one hashing pass ({@link PrefixRecord.digest}).
  */
 
 /** Bytes per hashed chunk: coarse enough to be cheap (a 4 MB prompt is 64 digests), fine enough to matter. */
@@ -17,8 +22,14 @@ export const TENANTS = 1_024
 
 /** How much of a prompt the engine may hold in its prefix cache. */
 export interface PrefixEstimate {
-  /** Leading characters matched by earlier prompts of the same tenant. */
+  /** Leading characters matched by earlier verified prompts of the same tenant. */
   matchedChars: number
+  totalChars: number
+}
+
+/** A prompt's chained chunk hashes (whole chunks only), computed once for lookup and remember. */
+export interface PromptDigest {
+  hashes: string[]
   totalChars: number
 }
 
@@ -26,29 +37,19 @@ export interface PrefixEstimate {
  * Per-tenant prefix memory.
  *
  * @example
- * const estimate = await record.lookupAndRemember('acme', promptText)
- * const cachedTokens = Math.floor(tokens * estimate.matchedChars / estimate.totalChars)
+ * const digest = await PrefixRecord.digest(promptText)
+ * const estimate = record.lookup('acme', digest)
+ * // … later, once the answer was verified and released:
+ * record.remember('acme', digest)
  */
 export class PrefixRecord {
   readonly #tenants = new Map<string, Set<string>>()
 
-  /** Looks a prompt up, then remembers it; both in one pass over its chunks. */
-  async lookupAndRemember(tenant: string, text: string): Promise<PrefixEstimate> {
-    let seen = this.#tenants.get(tenant)
-    if (seen) {
-      this.#tenants.delete(tenant)
-    } else {
-      seen = new Set()
-    }
-    this.#tenants.set(tenant, seen)
-    if (this.#tenants.size > TENANTS) {
-      const oldest = this.#tenants.keys().next().value
-      if (oldest !== undefined) this.#tenants.delete(oldest)
-    }
+  /** Chained SHA-256 of each whole chunk: a chunk's hash stands for everything before it too. */
+  static async digest(text: string): Promise<PromptDigest> {
     const encoder = new TextEncoder()
+    const hashes: string[] = []
     let previous = new Uint8Array(0)
-    let matchedChars = 0
-    let matching = true
     // Only whole chunks count: an engine caches whole pages, and a partial chunk proves nothing.
     for (let at = 0; at + CHUNK_CHARS <= text.length; at += CHUNK_CHARS) {
       const chunk = encoder.encode(text.slice(at, at + CHUNK_CHARS))
@@ -56,20 +57,37 @@ export class PrefixRecord {
       input.set(previous)
       input.set(chunk, previous.length)
       previous = new Uint8Array(await crypto.subtle.digest('SHA-256', input))
-      const hex = toHex(previous)
-      if (matching && seen.has(hex)) {
-        matchedChars = at + CHUNK_CHARS
-        seen.delete(hex)
-      } else {
-        matching = false
-      }
-      seen.add(hex)
+      hashes.push(toHex(previous))
+    }
+    return { hashes, totalChars: text.length }
+  }
+
+  /** How much of the prompt earlier remembered prompts of this tenant cover. Changes nothing. */
+  lookup(tenant: string, digest: PromptDigest): PrefixEstimate {
+    const seen = this.#tenants.get(tenant)
+    let matched = 0
+    while (seen && matched < digest.hashes.length && seen.has(digest.hashes[matched]!)) matched++
+    return { matchedChars: matched * CHUNK_CHARS, totalChars: digest.totalChars }
+  }
+
+  /** Remembers a prompt whose answer was verified (the engine really prefilled and cached it). */
+  remember(tenant: string, digest: PromptDigest): void {
+    let seen = this.#tenants.get(tenant)
+    if (seen) this.#tenants.delete(tenant)
+    else seen = new Set()
+    this.#tenants.set(tenant, seen)
+    if (this.#tenants.size > TENANTS) {
+      const oldest = this.#tenants.keys().next().value
+      if (oldest !== undefined) this.#tenants.delete(oldest)
+    }
+    for (const hash of digest.hashes) {
+      seen.delete(hash) // re-inserted last: least recently used go first
+      seen.add(hash)
       if (seen.size > HASHES_PER_TENANT) {
         const oldest = seen.values().next().value
         if (oldest !== undefined) seen.delete(oldest)
       }
     }
-    return { matchedChars, totalChars: text.length }
   }
 }
 

@@ -3,7 +3,7 @@
  */
 import { Hono } from 'hono'
 import type { QuarantineQuery } from '../quarantine/store'
-import { DurableCalibration } from './calibration'
+import type { DurableCalibration } from './calibration'
 import { guardFor } from './config'
 import type { Env } from './env'
 import { timingSafeEqual } from './tenants'
@@ -70,8 +70,9 @@ export function adminRoutes(): Hono<AdminEnv> {
 
   admin.get('/stats', async (c) => {
     const guard = guardFor(c.env)
-    const calibration =
-      guard.calibration instanceof DurableCalibration ? await guard.calibration.all() : {}
+    // Learned margins per script class and timing buckets: what the guard charges beyond the table.
+    const store = guard.calibration as Partial<Pick<DurableCalibration, 'report'>>
+    const calibration = typeof store.report === 'function' ? await store.report() : {}
     return c.json({ incidents: await guard.quarantine.counts(), calibration })
   })
 

@@ -1,7 +1,9 @@
 /**
  * @module The Worker's calibration store: the GuardState Durable Object, with a short per-isolate cache.
  */
+import type { CalibrationReport, TokenObservation } from '../calibration'
 import type { CalibrationSnapshot, CalibrationStore } from '../options'
+import type { TimingSample } from '../timing/baseline'
 import type { GuardState } from './state'
 
 /** How long an isolate reuses a snapshot before asking the Durable Object again, ms. */
@@ -34,21 +36,18 @@ export class DurableCalibration implements CalibrationStore {
     return snapshot
   }
 
-  async observeTokens(model: string, estimated: number, actual: number): Promise<void> {
-    await this.#stub().observeTokens(model, estimated, actual)
+  async observeTokens(model: string, observation: TokenObservation): Promise<void> {
+    await this.#stub().observeTokens(model, observation)
     // A raised drift must apply at once in this isolate, not after the cache expires.
     this.#cache.delete(model)
   }
 
-  async observeTiming(
-    model: string,
-    sample: { uncachedTokens: number; ttftMs: number },
-  ): Promise<void> {
-    await this.#stub().observeTiming(model, sample.uncachedTokens, sample.ttftMs)
+  async observeTiming(model: string, sample: TimingSample): Promise<void> {
+    await this.#stub().observeTiming(model, sample)
   }
 
-  /** Every model's snapshot. */
-  async all(): Promise<Record<string, CalibrationSnapshot>> {
-    return (await this.#stub().all()) as Record<string, CalibrationSnapshot>
+  /** Every model's calibration as operators read it. */
+  async report(): Promise<Record<string, CalibrationReport>> {
+    return (await this.#stub().all()) as Record<string, CalibrationReport>
   }
 }

@@ -157,7 +157,7 @@ describe('verdict', () => {
       decide({
         echo: 'echoed',
         foreignCanaries: 0,
-        usage: { reported: 681_274, estimated: 1_000_000 },
+        usage: { reported: 681_274, lower: 800_000 },
         attempt: 1,
         retries: 1,
       }).reasons,
@@ -184,7 +184,7 @@ describe('verdict', () => {
         echo: 'echoed',
         foreignCanaries: 0,
         timing: honest,
-        usage: { reported: 700_500, estimated: 700_000 },
+        usage: { reported: 700_500, lower: 560_000 },
         attempt: 1,
         retries: 1,
       }).action,

@@ -134,7 +134,7 @@ describe('calibration store unavailable', { timeout: 30_000 }, () => {
     )
     const observed: string[] = []
     const calibration: CalibrationStore = {
-      snapshot: () => ({ drift: 0, baseline: emptyBaseline() }),
+      snapshot: () => ({ drift: {}, baseline: emptyBaseline() }),
       observeTokens: async () => {
         observed.push('tokens')
         throw down('calibration')
