@@ -24,16 +24,18 @@ interface Row {
   figures: string
   canaries: string
   source_tenants: string
+  count: number
+  last_at: number | null
   /** D1 returns BLOBs as arrays of bytes. */
   withheld_iv?: number[] | ArrayBuffer
   withheld?: number[] | ArrayBuffer
 }
 
 const SUMMARY_COLUMNS =
-  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants'
+  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at'
 
 /**
- * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`).
+ * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`).
  *
  * @example
  * const store = new D1QuarantineStore(env.QUARANTINE_DB, { key: env.QUARANTINE_KEY })
@@ -64,8 +66,8 @@ export class D1QuarantineStore implements QuarantineStore {
       this.#db
         .prepare(
           `INSERT INTO incidents (id, at, tenant, model, request_id, reasons, reason_tags, figures,
-             canaries, source_tenants, withheld_iv, withheld)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canaries, source_tenants, withheld_iv, withheld, count, last_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .bind(
           record.id,
@@ -80,6 +82,8 @@ export class D1QuarantineStore implements QuarantineStore {
           JSON.stringify(record.sourceTenants),
           sealed.iv,
           sealed.data,
+          record.count ?? 1,
+          record.lastAt ?? null,
         ),
       // Retention is enforced on write: expired records go in the same batch, by the `at` index.
       this.#db.prepare('DELETE FROM incidents WHERE at < ?').bind(this.#now() - this.#retentionMs),
@@ -112,18 +116,34 @@ export class D1QuarantineStore implements QuarantineStore {
     return results.map(summary)
   }
 
+  /** Incidents per reason: an aggregated record counts `count` times. */
   async counts(
     query: Pick<QuarantineQuery, 'since' | 'until' | 'tenant'> = {},
   ): Promise<Record<string, number>> {
     const { where, args } = filters(query)
     const { results } = await this.#db
       .prepare(
-        `SELECT r.value AS reason, COUNT(*) AS n
+        `SELECT r.value AS reason, SUM(incidents.count) AS n
          FROM incidents, json_each(incidents.reasons) AS r ${where} GROUP BY r.value`,
       )
       .bind(...args)
       .all<{ reason: string; n: number }>()
     return Object.fromEntries(results.map((r) => [r.reason, r.n]))
+  }
+
+  /**
+   * One UPDATE of two integers, so folding an incident in costs no sealing and no text. A record past
+   * retention counts as gone even before the next write deletes it, so an old record is never revived.
+   */
+  async increment(id: string, at: number): Promise<boolean> {
+    const result = await this.#db
+      .prepare(
+        `UPDATE incidents SET count = count + 1, last_at = MAX(COALESCE(last_at, at), ?)
+         WHERE id = ? AND at >= ?`,
+      )
+      .bind(at, id, this.#now() - this.#retentionMs)
+      .run()
+    return result.meta.changes > 0
   }
 }
 
@@ -157,5 +177,8 @@ function summary(row: Row): QuarantineSummary {
     figures: JSON.parse(row.figures) as QuarantineSummary['figures'],
     canaries: JSON.parse(row.canaries) as QuarantineSummary['canaries'],
     sourceTenants: JSON.parse(row.source_tenants) as string[],
+    // Absent means 1, as in every store: records that were never folded read as before.
+    ...(row.count > 1 ? { count: row.count } : {}),
+    ...(row.last_at !== null && row.last_at !== undefined ? { lastAt: row.last_at } : {}),
   }
 }

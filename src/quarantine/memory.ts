@@ -43,13 +43,24 @@ export class MemoryQuarantineStore implements QuarantineStore {
     return out
   }
 
+  /** Incidents per reason: an aggregated record counts `count` times. */
   async counts(query: QuarantineQuery = {}): Promise<Record<string, number>> {
     const counts: Record<string, number> = {}
     for (const record of this.#records.values()) {
       if (!matches(record, { ...query, reason: undefined })) continue
-      for (const reason of record.reasons) counts[reason] = (counts[reason] ?? 0) + 1
+      for (const reason of record.reasons) {
+        counts[reason] = (counts[reason] ?? 0) + (record.count ?? 1)
+      }
     }
     return counts
+  }
+
+  async increment(id: string, at: number): Promise<boolean> {
+    const record = this.#records.get(id)
+    if (!record) return false
+    record.count = (record.count ?? 1) + 1
+    record.lastAt = Math.max(record.lastAt ?? record.at, at)
+    return true
   }
 }
 

@@ -29,11 +29,27 @@ export interface QuarantineRecord {
     kind: 'foreign' | 'lookalike' | 'own-missing'
     tenantTag?: string
     channel?: string
+    /**
+     * Every tenant known to own `tenantTag` (src/attribution). More than one is a tag collision: any
+     * of them may be the source. Empty or absent: unknown (never recorded, or the lookup failed).
+     */
+    tenants?: string[]
   }[]
-  /** Tenants the leaked canaries are attributed to, where the tag maps to a known tenant. */
+  /**
+   * Tenants the leaked canaries are attributed to: every owner of every leaked tag, so a tag collision
+   * names all candidates (see `canaries[].tenants`), never one picked among them.
+   */
   sourceTenants: string[]
   /** The withheld text per channel (reasoning, content, tool:n). */
   withheld: Record<string, string>
+  /**
+   * How many incidents this record stands for: repeated incidents of one tenant, model and set of
+   * reasons within a window are folded into one record (src/quarantine/aggregate.ts), which keeps the
+   * first one's text. Absent means 1.
+   */
+  count?: number
+  /** When the latest folded incident happened (ms since epoch); absent until one is folded in. */
+  lastAt?: number
 }
 
 /** Listing filters. */
@@ -50,7 +66,8 @@ export type QuarantineSummary = Omit<QuarantineRecord, 'withheld'>
 
 /**
  * Storage for quarantined answers. `put` must not resolve before the record is durable; if it throws,
- * the guard still withholds the answer (fail closed) and logs the failure.
+ * the guard still withholds the answer (fail closed) and logs the failure. A store without
+ * `increment` cannot aggregate: every incident becomes its own record.
  *
  * @example
  * const store: QuarantineStore = new MemoryQuarantineStore()
@@ -60,8 +77,16 @@ export interface QuarantineStore {
   put(record: QuarantineRecord): Promise<void>
   get(id: string): Promise<QuarantineRecord | undefined>
   list(query?: QuarantineQuery): Promise<QuarantineSummary[]>
-  /** Incidents per reason (an incident with two reasons counts under both). */
+  /**
+   * Incidents per reason (an incident with two reasons counts under both). Incidents, not records: an
+   * aggregated record counts `count` times. Filters apply to a record's first `at`.
+   */
   counts(
     query?: Pick<QuarantineQuery, 'since' | 'until' | 'tenant'>,
   ): Promise<Record<string, number>>
+  /**
+   * Folds one more incident into record `id`: `count` + 1, `lastAt` = `at` (if later). Resolves false
+   * when the record is gone (deleted by retention, evicted): the caller then stores a new record.
+   */
+  increment?(id: string, at: number): Promise<boolean>
 }
