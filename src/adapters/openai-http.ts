@@ -24,8 +24,67 @@ export interface OpenAiHttpOptions {
 const MAX_ERROR_BYTES = 16_384
 
 /**
- * Presents an OpenAI-compatible server with the Workers AI binding's `run()` shape: `{ model, ...inputs }`
- * is POSTed to `/chat/completions`; a whole answer is the parsed chat-completion object, a `stream: true`
+ * The only request fields sent to the engine (with `model`, which the adapter sets); any other field
+ * in `inputs` is dropped. An allowlist, not a denylist, because vLLM and SGLang each accept dozens of
+ * extra fields and add more every release, and some of them break the guard's proofs:
+ *
+ * - `echo`, `add_generation_prompt: false`, `continue_final_message` make the engine continue or copy
+ *   the prompt — its final directive included, and so a valid canary echo — into an answer that was
+ *   never generated from the prompt. Never forwarded.
+ * - `logprobs`, `top_logprobs`, `prompt_logprobs`, `return_tokens_as_token_ids` return text (or token
+ *   ids of text) in fields the output scanner does not read: a leak could ride there. Never forwarded.
+ * - `chat_template`, `chat_template_kwargs`, `documents` change what the model reads beyond the
+ *   messages the ceiling counted (a template can drop the directive or add uncounted text), and `raw`
+ *   (Workers AI) skips the template. `truncate_prompt_tokens` cuts the prompt the ceiling counted.
+ *   Never forwarded.
+ * - Engine plumbing (`kv_transfer_params`, `bootstrap_host`/`bootstrap_room`, `rid`, `priority`,
+ *   `cache_salt`, `lora_path`, `return_hidden_states`) is the operator's, never a client's.
+ * - Constrained decoding outside OpenAI's `response_format` (`guided_json`, `guided_regex`,
+ *   `guided_choice`, `guided_grammar`, `structured_outputs`, `regex`, `ebnf`, `json_schema`) forces
+ *   output the guard cannot prove; `response_format` is the one form the guard knows and handles.
+ * - `n`: the guard verifies one choice. `modalities`/`audio`: audio output is not text the scanner
+ *   reads. `prediction`: text the client offers as the answer. OpenAI platform bookkeeping (`store`,
+ *   `metadata`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `web_search_options`,
+ *   `verbosity`) means nothing to a self-hosted engine.
+ *
+ * Forwarded: the OpenAI chat-completions fields that only shape sampling, stopping, tools and output
+ * format (which the guard reads and verifies), plus `top_k`, `min_p` and `repetition_penalty`, which
+ * the Workers AI binding's chat models take too and which only choose among the model's own next
+ * tokens.
+ *
+ * @example
+ * FORWARDED_FIELDS.has('temperature') // true
+ * FORWARDED_FIELDS.has('echo') // false
+ */
+export const FORWARDED_FIELDS: ReadonlySet<string> = new Set([
+  'messages',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'seed',
+  'stop',
+  'presence_penalty',
+  'frequency_penalty',
+  'repetition_penalty',
+  'logit_bias',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'functions',
+  'function_call',
+  'response_format',
+  'reasoning_effort',
+  'user',
+])
+
+/**
+ * Presents an OpenAI-compatible server with the Workers AI binding's `run()` shape: the model and the
+ * {@link FORWARDED_FIELDS} of `inputs` (no other field) are POSTed to `/chat/completions`; a whole answer is the parsed chat-completion object, a `stream: true`
  * answer the response body (OpenAI SSE chunks, which the guard reads as the chat format). An HTTP error
  * becomes a thrown `Error` whose message carries the status and the server's own message, so the guard
  * maps it as it maps the binding's errors (429 stays 429, a length refusal 400, anything else 502).
@@ -59,7 +118,7 @@ export function openAiHttpUpstream(options: OpenAiHttpOptions): AiRunner {
           ...fixedHeaders,
           accept: stream ? 'text/event-stream' : 'application/json',
         },
-        body: JSON.stringify({ ...toChatInputs(inputs), model }),
+        body: JSON.stringify(forwardedBody(model, inputs)),
       }
       const signal = runOptions?.signal
       if (signal instanceof AbortSignal) init.signal = signal
@@ -81,11 +140,20 @@ function chatCompletionsUrl(baseUrl: string): string {
   return `${baseUrl.replace(/\/+$/, '')}/chat/completions`
 }
 
-/** Workers AI's `{ prompt }` input is one user turn; OpenAI servers only take `messages`. */
-function toChatInputs(inputs: Record<string, unknown>): Record<string, unknown> {
-  if (inputs.messages !== undefined || typeof inputs.prompt !== 'string') return inputs
-  const { prompt, raw: _raw, ...rest } = inputs
-  return { ...rest, messages: [{ role: 'user', content: prompt }] }
+/**
+ * The body the engine receives: the {@link FORWARDED_FIELDS} of `inputs` and the model. Workers AI's
+ * `{ prompt }` input is one user turn (OpenAI servers only take `messages`).
+ */
+function forwardedBody(model: string, inputs: Record<string, unknown>): Record<string, unknown> {
+  const body: Record<string, unknown> = {}
+  for (const field of FORWARDED_FIELDS) {
+    if (Object.hasOwn(inputs, field) && inputs[field] !== undefined) body[field] = inputs[field]
+  }
+  if (body.messages === undefined && typeof inputs.prompt === 'string') {
+    body.messages = [{ role: 'user', content: inputs.prompt }]
+  }
+  body.model = model
+  return body
 }
 
 /** The binding's per-call `extraHeaders` option (the AI SDK provider sends session affinity there). */

@@ -3,6 +3,7 @@ import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
 import { GuardError, guardAi } from '../../src'
 import { openAiHttpUpstream } from '../../src/adapters'
+import { FORWARDED_FIELDS } from '../../src/adapters/openai-http'
 import { hasCanary, LEAK, leakScenario } from '../support/leak-scenario'
 import { chat, document, readAll, rejection, sseText } from '../support/prompts'
 
@@ -19,6 +20,29 @@ function overHttp(engine: SimEngine, calls: Request[] = []) {
       return handle(request)
     },
   })
+}
+
+/**
+ * vLLM/SGLang request fields a client must never get to the engine: the first three can make it copy
+ * the prompt's final directive (a valid echo) into an answer; logprobs put text where the scanner
+ * does not look; templates, documents and raw change what the model reads beyond what was counted.
+ */
+const DANGEROUS: Record<string, unknown> = {
+  echo: true,
+  add_generation_prompt: false,
+  continue_final_message: true,
+  prompt_logprobs: 5,
+  logprobs: true,
+  top_logprobs: 5,
+  return_tokens_as_token_ids: true,
+  chat_template: '{{ messages[0].content }}',
+  chat_template_kwargs: { enable_thinking: false },
+  documents: [{ title: 'x', text: 'TENANT-B secret' }],
+  raw: true,
+  truncate_prompt_tokens: 8,
+  kv_transfer_params: { do_remote_decode: true },
+  guided_regex: '.*',
+  n: 2,
 }
 
 /** A server double that always answers `status` with `body`. */
@@ -86,6 +110,50 @@ describe('openAiHttpUpstream', () => {
       max_tokens: 8,
       messages: [{ role: 'user', content: 'Summarise TENANT-A' }],
     })
+  })
+
+  it('should forward only chat-completions fields: nothing that makes the engine copy the prompt or answer elsewhere', async () => {
+    const calls: Request[] = []
+    const allowed = {
+      max_tokens: 16,
+      temperature: 0.2,
+      top_p: 0.9,
+      seed: 7,
+      stop: ['END'],
+      presence_penalty: 0.1,
+      frequency_penalty: 0.1,
+      stream_options: { include_usage: true },
+    }
+    await overHttp(new SimEngine(fast), calls).run(LEAK.model, {
+      ...chat('Summarise TENANT-A'),
+      ...allowed,
+      ...DANGEROUS,
+    })
+    const sent = (await calls[0]!.json()) as Record<string, unknown>
+    expect(Object.keys(sent).filter((field) => field in DANGEROUS)).toEqual([])
+    expect(sent).toEqual({ model: LEAK.model, ...chat('Summarise TENANT-A'), ...allowed })
+    for (const field of Object.keys(DANGEROUS)) expect(FORWARDED_FIELDS.has(field)).toBe(false)
+  })
+
+  it('should never let a client field that copies the prompt reach the engine through the guard', async () => {
+    const engine = new SimEngine(fast)
+    for (const [field, value] of Object.entries(DANGEROUS)) {
+      const calls: Request[] = []
+      const ai = guardAi(overHttp(engine, calls), { secret: LEAK.secret, tenant: 'a' })
+      const outcome = await ai
+        .run(LEAK.model, chat(document('TENANT-A', 300), { max_tokens: 64, [field]: value }))
+        .then(
+          (out) => ({ status: 200, text: JSON.stringify(out) }),
+          (error: GuardError) => ({ status: error.status, text: error.message }),
+        )
+      // Refused up front by the guard, or answered without the field: never sent.
+      expect([field, outcome.status]).toEqual([field, expect.toBeOneOf([200, 400])])
+      for (const call of calls) {
+        const sent = (await call.json()) as Record<string, unknown>
+        expect([field, Object.hasOwn(sent, field)]).toEqual([field, false])
+      }
+      if (outcome.status === 200) expect(outcome.text).toContain('TENANT-A ledger entry')
+    }
   })
 
   it('should refuse a base URL that is not http(s), naming the option', () => {
