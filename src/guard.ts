@@ -2,8 +2,9 @@
  * @module guardAi: preflight → inject → call → verify → release | retry | quarantine.
  */
 
+import { isolateTenantDirectory, TenantAttribution } from './attribution'
 import { MemoryCalibration } from './calibration'
-import { type CanaryKey, importCanaryKey, injectCanary, mintCanary, tenantTag } from './canary'
+import { type CanaryKey, importCanaryKey, injectCanary, mintCanary } from './canary'
 import { asGuardError, GuardError } from './errors'
 import { teachRefusal } from './evidence'
 import {
@@ -15,6 +16,7 @@ import {
   resolveOptions,
   type VerdictLog,
 } from './options'
+import { IncidentRecorder } from './quarantine/aggregate'
 import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
 import type { ProofKind } from './request'
@@ -76,14 +78,25 @@ export class Guard {
   readonly calibration: CalibrationStore
   readonly #onVerdict: ((event: VerdictLog) => void) | undefined
   readonly prefixes = new PrefixRecord()
+  /** Tag → tenant, shared through a directory so a leak is attributed across isolates. */
+  readonly attribution: TenantAttribution
+  /** Folds a tenant's repeated incidents of one kind into one record; leaks are always kept whole. */
+  readonly incidents: IncidentRecorder
   #key: Promise<CanaryKey> | undefined
-  #fingerprint: Promise<string> | undefined
 
   constructor(options: GuardOptions) {
     this.options = resolveOptions(options)
     this.quarantine = options.quarantine ?? new MemoryQuarantineStore()
     this.calibration = options.calibration ?? new MemoryCalibration()
     this.#onVerdict = options.onVerdict
+    this.attribution = new TenantAttribution(
+      () => this.key(),
+      options.tenantDirectory ?? isolateTenantDirectory(),
+    )
+    this.incidents = new IncidentRecorder(this.quarantine, {
+      now: this.options.now,
+      windowMs: this.options.incidentWindowMs,
+    })
   }
 
   /** The canary key, imported once on first use (WebCrypto is async). */
@@ -111,24 +124,6 @@ export class Guard {
       )
     }
     return profile
-  }
-
-  /**
-   * Remembers which tenant a tag stands for, so leaked canaries can be attributed. The map is shared
-   * by every guard in the isolate that uses the same secret (a leak crosses guards as easily as
-   * tenants), keyed by a fingerprint of the key so different secrets never mix.
-   */
-  async rememberTenant(tenant: string): Promise<void> {
-    const key = await this.key()
-    this.#fingerprint ??= tenantTag(key, '\u0000guard-fingerprint')
-    const name = `${await this.#fingerprint}:${await tenantTag(key, tenant)}`
-    if (TENANTS_BY_TAG.size > 10_000) TENANTS_BY_TAG.clear()
-    TENANTS_BY_TAG.set(name, tenant)
-  }
-
-  async tenantOfTag(tag: string): Promise<string | undefined> {
-    this.#fingerprint ??= tenantTag(await this.key(), '\u0000guard-fingerprint')
-    return TENANTS_BY_TAG.get(`${await this.#fingerprint}:${tag}`)
   }
 
   log(event: VerdictLog): void {
@@ -168,7 +163,11 @@ export class Guard {
         )
       }
       const plan = await planRequest(this, requestId, tenant, model, inputs)
-      if (plan.scanning) await this.rememberTenant(tenant)
+      if (plan.scanning) {
+        // Off the request path: a directory write never delays or fails an answer (it never rejects).
+        const remembered = this.attribution.remember(tenant)
+        hooks.waitUntil?.(remembered)
+      }
       return await this.#attempts(upstream, plan, hooks, runOptions)
     } catch (error) {
       const guardError = asGuardError(error)
@@ -236,7 +235,7 @@ export class Guard {
         )
       } catch (error) {
         // An engine refusing the length states its own count: the best evidence for the ceiling.
-        const stated = statedPromptTokens(error, plan.facts.maxTokens)
+        const stated = statedPromptTokens(error, plan.admission.clampTo ?? plan.facts.maxTokens)
         if (stated !== undefined) teachRefusal(ctx, stated)
         throw upstreamError(error)
       }
@@ -304,12 +303,8 @@ export class Guard {
     ctx: AttemptContext,
     outcome: AttemptOutcome<unknown>,
   ): Promise<GuardError> {
-    const id = `inc_${crypto.randomUUID()}`
-    const sourceTenants: string[] = []
-    for (const { tenantTag } of outcome.canaries) {
-      const tenant = tenantTag ? await this.tenantOfTag(tenantTag) : undefined
-      if (tenant !== undefined && !sourceTenants.includes(tenant)) sourceTenants.push(tenant)
-    }
+    let id = `inc_${crypto.randomUUID()}`
+    const { canaries, sourceTenants } = await this.attribution.attribute(outcome.canaries)
     const record: QuarantineRecord = {
       id,
       at: this.options.now(),
@@ -318,13 +313,13 @@ export class Guard {
       requestId: ctx.requestId,
       reasons: outcome.verdict.reasons,
       figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
-      canaries: outcome.canaries,
+      canaries,
       sourceTenants,
       withheld: outcome.withheld,
     }
     let stored = true
     try {
-      await this.quarantine.put(record)
+      id = (await this.incidents.record(record)).id
     } catch (error) {
       // Fail closed: the answer stays withheld whether or not the record could be written.
       stored = false
@@ -349,9 +344,6 @@ export class Guard {
     return quarantineError(id)
   }
 }
-
-/** Tag → tenant for attribution, per isolate (see {@link Guard.rememberTenant}). */
-const TENANTS_BY_TAG = new Map<string, string>()
 
 /** Per-request hooks from the host (the Worker passes its `ExecutionContext.waitUntil`). */
 export interface RunnerHooks {

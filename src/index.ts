@@ -4,12 +4,19 @@
  * request's memory ever reaches a client.
  */
 export { asAiBinding, type OpenAiHttpOptions, openAiHttpUpstream } from './adapters'
+export {
+  D1TenantDirectory,
+  MemoryTenantDirectory,
+  type TenantDirectory,
+} from './attribution'
+export { MemoryCalibration } from './calibration'
 export { CANARY_PATTERN } from './canary'
 export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
 export { type GuardInfo, guardAi, guardInfo } from './guard'
 export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './middleware'
 export {
   BUILTIN_PROFILES,
+  type CalibrationSnapshot,
   type CalibrationStore,
   type EchoPolicy,
   type GuardOptions,
@@ -17,6 +24,7 @@ export {
   type OverflowPolicy,
   type VerdictLog,
 } from './options'
+export { IncidentRecorder } from './quarantine/aggregate'
 export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
 export { MemoryQuarantineStore } from './quarantine/memory'
 export type {

@@ -1,6 +1,7 @@
 /**
  * @module GuardOptions, model profiles and their one-time validation.
  */
+import type { TenantDirectory } from './attribution'
 import type { TokenObservation } from './calibration'
 import type { ScriptClass } from './ceiling/script'
 import type { QuarantineStore } from './quarantine/store'
@@ -112,6 +113,16 @@ export interface GuardOptions {
   overflow?: OverflowPolicy
   /** Where withheld answers go. @default an in-memory store (per isolate) */
   quarantine?: QuarantineStore
+  /**
+   * Where tenant tags are resolved to tenants when a leaked canary is found: shared (D1) so a leak
+   * caught in one isolate names a tenant minted in another. @default the isolate's memory
+   */
+  tenantDirectory?: TenantDirectory
+  /**
+   * A tenant's repeated incidents of one kind within this window are folded into one record (a count);
+   * leaks naming another tenant's data are never folded. 0 stores every incident. @default 600000
+   */
+  incidentWindowMs?: number
   /** Shared drift calibration. @default per-isolate memory */
   calibration?: CalibrationStore
   /** Clock in milliseconds. Inject for tests. @default Date.now */
@@ -181,6 +192,7 @@ export interface ResolvedOptions {
   minTimingEvidenceMs: number
   timeouts: { firstTokenMs: number; idleMs: number; responseMs: number }
   wholeAnswers: 'via-stream' | 'as-is'
+  incidentWindowMs: number
 }
 
 /**
@@ -245,6 +257,10 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (wholeAnswers !== 'via-stream' && wholeAnswers !== 'as-is') {
     throw new Error('option "wholeAnswers" must be "via-stream" or "as-is"')
   }
+  const incidentWindowMs = options.incidentWindowMs ?? 600_000
+  if (typeof incidentWindowMs !== 'number' || !(incidentWindowMs >= 0)) {
+    throw new Error('option "incidentWindowMs" must be a number of milliseconds ≥ 0')
+  }
   for (const name of ['now', 'requestId', 'onVerdict'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') {
       throw new Error(`option "${name}" must be a function`)
@@ -263,6 +279,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     minTimingEvidenceMs,
     timeouts,
     wholeAnswers,
+    incidentWindowMs,
   }
 }
 

@@ -1,7 +1,8 @@
+import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
-import { type GuardOptions, guardAi, MemoryQuarantineStore } from '../../src'
+import { D1TenantDirectory, type GuardOptions, guardAi, MemoryQuarantineStore } from '../../src'
 import { MemoryCalibration } from '../../src/calibration'
 import { promptPieces } from '../../src/ceiling/prompt'
 import { Guard } from '../../src/guard'
@@ -276,3 +277,71 @@ function georgian(chars: number, seed: number): string {
   }
   return out
 }
+
+describe('incidents are for leaks', () => {
+  it('should fold one tenant’s flood of echo misses into one record, and keep every leak whole', async () => {
+    const { send, quarantine, engine } = setup(direct)
+    const a = await send('tenant-a', MODEL, chat(document('TENANT-A', 6_000)))
+    expect(a.status).toBe(200)
+    engine.configure({ echoIgnoreRate: 1 })
+    const ids = new Set<string>()
+    for (let i = 0; i < 30; i++) {
+      const out = await send('tenant-b', MODEL, chat(document('TENANT-B', 500)))
+      expect(out.status).toBe(502)
+      expect(out.text).not.toContain('TENANT-A')
+      ids.add(out.incidentId!)
+    }
+    const records = await quarantine.list({ tenant: 'tenant-b' })
+    expect(records).toHaveLength(1)
+    expect(records[0]?.count).toBe(30)
+    expect(ids).toEqual(new Set([records[0]!.id]))
+    // A leak in the middle of the flood is its own, whole record, naming whose data it held.
+    engine.configure({ echoIgnoreRate: 0 })
+    const leaks: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const out = await send('tenant-b', MODEL, chat(document('TENANT-B', 12_000)))
+      expect(out.text).not.toContain('TENANT-A')
+      expect(out.status).toBe(502)
+      leaks.push(out.incidentId!)
+    }
+    expect(new Set(leaks).size).toBe(3)
+    for (const id of leaks) expect((await quarantine.get(id))?.count ?? 1).toBe(1)
+  }, 60_000)
+})
+
+describe('attribution across isolates', () => {
+  it('should name the source tenant of a leak caught by another guard, through the shared directory', async () => {
+    const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
+    const clock = new VirtualClock()
+    const engine = new SimEngine({ ...SIM, mode: 'fixed' }, { clock })
+    const quarantine = new MemoryQuarantineStore()
+    const options = {
+      secret: SECRET,
+      models: { [MODEL]: SLIPPED },
+      quarantine,
+      minTimingEvidenceMs: 5,
+      now: () => clock.now(),
+      tenantDirectory: new D1TenantDirectory(db),
+    }
+    // Two isolates: A is served by one guard, B by another; only the directory is shared.
+    const first = new Guard(options)
+    const second = new Guard(options)
+    const waits: Promise<unknown>[] = []
+    const hooks = { waitUntil: (p: Promise<unknown>) => waits.push(p) }
+    const a = first.runner(engine.binding('account'), 'tenant-a-elsewhere', hooks)
+    const b = second.runner(engine.binding('account'), 'tenant-b', hooks)
+    const out = await a.run(MODEL, chat(document('TENANT-A', 6_000)))
+    expect(JSON.stringify(out)).toContain('TENANT-A')
+    await Promise.all(waits)
+    engine.configure({ mode: 'pd-abort-leak' })
+    const error = await rejection(b.run(MODEL, chat(document('TENANT-B', 12_000))))
+    expect(error.code).toBe('response_quarantined')
+    const record = await quarantine.get(error.incidentId!)
+    if (record?.reasons.includes('foreign_canary')) {
+      expect(record.sourceTenants).toEqual(['tenant-a-elsewhere'])
+    } else {
+      // The stale pages read held no canary this time: the timing guard caught it alone.
+      expect(record?.reasons).toContain('ttft_impossible')
+    }
+  }, 60_000)
+})
