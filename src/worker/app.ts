@@ -82,7 +82,7 @@ export function createApp(): Hono<AppEnv> {
 
   // The Workers AI input and output shapes, as `env.AI.run(model, inputs)` takes and returns them.
   app.post('/ai/run/*', async (c) => {
-    const model = decodeURIComponent(c.req.path.slice('/ai/run/'.length))
+    const model = modelFromPath(c.req.path)
     const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
     const output = await runnerFor(c.env, c.var.tenant, c.executionCtx).run(model, inputs)
     if (output instanceof ReadableStream) {
@@ -126,6 +126,48 @@ export function createApp(): Hono<AppEnv> {
   })
 
   return app
+}
+
+/** Longer than any Workers AI model name (`@cf/<author>/<model>`) or fine-tune id. */
+const MAX_MODEL_NAME = 256
+
+/**
+ * The model named by `/ai/run/<model>`, percent-decoded once (Hono's `c.req.path` leaves `%25` and the
+ * reserved characters encoded for exactly this). A name that does not decode, is empty, too long or
+ * holds control characters is the client's mistake: a 400 naming the problem, never a 500.
+ */
+function modelFromPath(path: string): string {
+  let model: string
+  try {
+    model = decodeURIComponent(path.slice('/ai/run/'.length))
+  } catch (error) {
+    throw new GuardError(
+      'invalid_request',
+      'The model name in the path is not valid percent-encoded UTF-8; encode it with encodeURIComponent: POST /ai/run/<model>.',
+      { param: 'model', cause: error },
+    )
+  }
+  if (model === '') {
+    throw new GuardError('invalid_request', 'The path must name a model: POST /ai/run/<model>.', {
+      param: 'model',
+    })
+  }
+  if (model.length > MAX_MODEL_NAME || hasControlCharacter(model)) {
+    throw new GuardError(
+      'invalid_request',
+      `The model name in the path must be 1 to ${MAX_MODEL_NAME} printable characters.`,
+      { param: 'model' },
+    )
+  }
+  return model
+}
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20 || (code >= 0x7f && code < 0xa0)) return true
+  }
+  return false
 }
 
 function runnerFor(

@@ -1,46 +1,201 @@
 /**
- * @module Reads a JSON request body within a byte limit, strictly: bad input gets a clear error.
+ * @module Reads a JSON request body within a byte limit and a shape limit, strictly: bad input gets a
+ * clear error, and no body can make the isolate build more than a bounded tree.
  */
 import { GuardError } from '../errors'
 
 /**
- * Parses the body as a JSON object. Never buffers more than `limit` bytes: a declared or streamed size
- * over the limit is refused with 413 as soon as it is seen. Invalid UTF-8 and malformed JSON are 400s.
+ * Most JSON values (objects, arrays, strings, numbers, `true`/`false`/`null`; member names are not
+ * counted) a request body may hold.
+ *
+ * Why this figure: real chat requests, even at the largest prompt the ceiling admits (~677k tokens for
+ * glm-5.3), hold far fewer. A message is 3 values (`{role, content}`), a content part 3 (`{type,
+ * text}`), a tool round trip (an assistant message with one call, and the tool's answer) 14. Ten
+ * thousand round trips — an agent session far longer than any seen, at ~68 tokens each to fill the
+ * window — are 140,000 values; 128 tools (OpenAI's maximum) with 500-value schemas add 64,000. 2¹⁸
+ * admits all of that. Its worst body (262,144 empty objects, 0.8 MiB) peaks at +28–34 MB in workerd,
+ * where 2¹⁹ peaked at +82 MB — too much beside the tokenizer in a 128 MB isolate — and the 32 MiB body
+ * of `0,0,…` that had no limit (16M values) at +380 MB; `{},{},…` at +1.35 GB
+ * (`npm run bench -- body`).
+ */
+export const MAX_JSON_VALUES = 262_144
+
+/**
+ * Deepest nesting of arrays and objects below the body's own object — the same count as the request
+ * reader's per-field limit, so both refuse the same bodies. Message content, tool schemas and tool
+ * arguments never need more.
+ */
+export const MAX_JSON_DEPTH = 64
+
+/** Shape limits of a request body. */
+export interface JsonShapeLimits {
+  /** Most JSON values. @default MAX_JSON_VALUES */
+  maxValues: number
+  /** Deepest nesting below the top-level value. @default MAX_JSON_DEPTH */
+  maxDepth: number
+}
+
+// Bytes the scanner tells apart. Every one is ASCII, and no byte of a multi-byte UTF-8 sequence is
+// below 0x80, so scanning UTF-8 bytes finds exactly what scanning the decoded text would.
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+const COMMA = 0x2c
+const COLON = 0x3a
+const SPACE = 0x20
+const TAB = 0x09
+const LF = 0x0a
+const CR = 0x0d
+
+/**
+ * Counts the values of a JSON text and tracks its nesting, one UTF-8 chunk at a time, without
+ * building anything: one pass, constant memory (a stack of at most `maxDepth + 2` container kinds).
+ * It refuses — with a `GuardError` naming the limit — as soon as a limit is passed, so a dense body is
+ * refused after reading about `maxValues` values' worth of it, not the whole body. For valid JSON the
+ * counts are exact; invalid JSON is left for `JSON.parse` to refuse.
  *
  * @example
- * const body = await readJsonObject(c.req.raw, 32 * 1024 * 1024)
+ * const shape = new JsonShapeScanner()
+ * shape.push(new TextEncoder().encode('{"messages":[{"role":"user","content":"hi"}]}'))
+ * shape.values // 5: the body, the array, the message, "user" and "hi" (member names do not count)
+ */
+export class JsonShapeScanner {
+  /** Values seen so far. */
+  values = 0
+  /** Deepest nesting seen so far (the top-level value is level 0). */
+  deepest = 0
+  readonly #maxValues: number
+  readonly #maxDepth: number
+  /** Kind of each open container, by depth (1 = object), up to one past the limit. */
+  readonly #objects: Uint8Array
+  #depth = 0
+  #inString = false
+  #escaped = false
+  #inScalar = false
+  /** The next string is a member name (after `{` or a `,` inside an object). */
+  #expectName = false
+
+  constructor(limits: Partial<JsonShapeLimits> = {}) {
+    this.#maxValues = limits.maxValues ?? MAX_JSON_VALUES
+    this.#maxDepth = limits.maxDepth ?? MAX_JSON_DEPTH
+    this.#objects = new Uint8Array(this.#maxDepth + 3)
+  }
+
+  /**
+   * Scans the next chunk of the body's bytes.
+   *
+   * @example
+   * for await (const chunk of body) shape.push(chunk)
+   */
+  push(bytes: Uint8Array): void {
+    const n = bytes.length
+    let i = 0
+    while (i < n) {
+      if (this.#inString) {
+        // The bulk of any body: run to the next quote or backslash without a branch per byte kind.
+        if (this.#escaped) {
+          this.#escaped = false
+          i++
+          continue
+        }
+        let b = bytes[i]!
+        while (b !== QUOTE && b !== BACKSLASH && ++i < n) b = bytes[i]!
+        if (i >= n) break
+        if (b === BACKSLASH) this.#escaped = true
+        else this.#inString = false
+        i++
+        continue
+      }
+      const b = bytes[i++]!
+      switch (b) {
+        case QUOTE:
+          this.#inScalar = false
+          this.#inString = true
+          if (this.#expectName) this.#expectName = false
+          else this.#count()
+          break
+        case OPEN_OBJECT:
+        case OPEN_ARRAY:
+          this.#inScalar = false
+          this.#count()
+          this.#open(b === OPEN_OBJECT)
+          break
+        case CLOSE_OBJECT:
+        case CLOSE_ARRAY:
+          this.#inScalar = false
+          this.#expectName = false
+          if (this.#depth > 0) this.#depth--
+          break
+        case COMMA:
+          this.#inScalar = false
+          this.#expectName = this.#objects[this.#depth] === 1
+          break
+        case COLON:
+        case SPACE:
+        case TAB:
+        case LF:
+        case CR:
+          this.#inScalar = false
+          break
+        default:
+          // A number or a literal: one value per run of such bytes.
+          if (!this.#inScalar) {
+            this.#inScalar = true
+            this.#count()
+          }
+      }
+    }
+  }
+
+  #count(): void {
+    if (++this.values > this.#maxValues) {
+      throw new GuardError(
+        'invalid_request',
+        `The request body holds more than ${this.#maxValues.toLocaleString('en-US')} JSON values (objects, arrays, strings, numbers); a chat request never needs that many.`,
+      )
+    }
+  }
+
+  #open(object: boolean): void {
+    this.#depth++
+    // The top-level value is level 0: a field's own array or object is level 1, as the request
+    // reader counts it.
+    const level = this.#depth - 1
+    if (level > this.deepest) this.deepest = level
+    if (level > this.#maxDepth) {
+      throw new GuardError(
+        'invalid_request',
+        `The request body's JSON nests deeper than ${this.#maxDepth} levels (message content, JSON schemas and tool arguments never need that).`,
+      )
+    }
+    this.#objects[this.#depth] = object ? 1 : 0
+    this.#expectName = object
+  }
+}
+
+/**
+ * Parses the body as a JSON object. Never buffers more than `limit` bytes: a declared or streamed size
+ * over the limit is refused with 413 as soon as it is seen. The body's values and nesting are counted
+ * as its bytes arrive, without building anything, and a body over the shape limits is refused with 400
+ * before `JSON.parse` ever sees it. Invalid UTF-8 and malformed JSON are 400s. No copy of the bytes is
+ * kept (each chunk is decoded as it arrives) and no array of parts is joined: the text is one rope of
+ * decoded parts until `JSON.parse` flattens it.
+ *
+ * @example
+ * const body = await readJsonObject(c.req.raw, bodyLimit(c.env))
  */
 export async function readJsonObject(
   request: Request,
   limit: number,
+  limits: Partial<JsonShapeLimits> = {},
 ): Promise<Record<string, unknown>> {
-  const declared = Number(request.headers.get('content-length') ?? Number.NaN)
-  if (declared > limit) throw tooLarge(limit)
-  if (!request.body)
-    throw new GuardError('invalid_request', 'The request has no body; send a JSON object.')
-  const reader = request.body.getReader()
-  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
-  const parts: string[] = []
-  let size = 0
-  try {
-    for (let next = await reader.read(); !next.done; next = await reader.read()) {
-      size += next.value.byteLength
-      if (size > limit) {
-        await reader.cancel()
-        throw tooLarge(limit)
-      }
-      parts.push(decoder.decode(next.value, { stream: true }))
-    }
-    parts.push(decoder.decode())
-  } catch (error) {
-    if (error instanceof GuardError) throw error
-    throw new GuardError('invalid_request', 'The request body is not valid UTF-8.', {
-      cause: error,
-    })
-  }
+  const text = await readText(request, limit, limits)
   let value: unknown
   try {
-    value = JSON.parse(parts.join(''))
+    value = JSON.parse(text)
   } catch {
     throw new GuardError('invalid_request', 'The request body is not valid JSON.')
   }
@@ -48,6 +203,66 @@ export async function readJsonObject(
     throw new GuardError('invalid_request', 'The request body must be a JSON object.')
   }
   return value as Record<string, unknown>
+}
+
+/**
+ * The body as text. Each chunk is scanned, then decoded and appended as it arrives: no bytes are
+ * kept, and the text is a rope of decoded parts until `JSON.parse` flattens it. Measured in workerd
+ * on 16 MiB bodies: this peaks at +60–100 MB; collecting the bytes and decoding them at once, at
+ * +240–260 MB for non-ASCII text (workerd's TextDecoder holds many times its input); an array of
+ * decoded parts joined at the end (the previous reader), at +100–180 MB.
+ */
+async function readText(
+  request: Request,
+  limit: number,
+  limits: Partial<JsonShapeLimits>,
+): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN)
+  if (declared > limit) throw tooLarge(limit)
+  if (!request.body)
+    throw new GuardError('invalid_request', 'The request has no body; send a JSON object.')
+  const shape = new JsonShapeScanner(limits)
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+  const reader = request.body.getReader()
+  let text = ''
+  let size = 0
+  try {
+    for (let next = await read(reader); !next.done; next = await read(reader)) {
+      const chunk = next.value
+      size += chunk.byteLength
+      if (size > limit) throw tooLarge(limit)
+      shape.push(chunk)
+      text += decode(decoder, chunk)
+    }
+    text += decode(decoder)
+  } catch (error) {
+    await reader.cancel().catch(() => {})
+    throw error
+  }
+  return text
+}
+
+async function read(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<ReadableStreamReadResult<Uint8Array>> {
+  try {
+    return await reader.read()
+  } catch (error) {
+    // The client went away or its upload broke: its own request's failure, not the guard's.
+    throw new GuardError('invalid_request', 'The request body could not be read to its end.', {
+      cause: error,
+    })
+  }
+}
+
+function decode(decoder: TextDecoder, chunk?: Uint8Array): string {
+  try {
+    return chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode()
+  } catch (error) {
+    throw new GuardError('invalid_request', 'The request body is not valid UTF-8.', {
+      cause: error,
+    })
+  }
 }
 
 function tooLarge(limit: number): GuardError {

@@ -15,6 +15,12 @@ type IncomingRequest = Parameters<typeof worker.fetch>[0]
  * never buffers a client's body past the limit (a slow-drip or endless upload must not grow memory).
  */
 const LIMIT = 1024
+/**
+ * The default: 16 MiB, from the largest prompt glm-5.3's ceiling admits (677,184 tokens) times the
+ * most bytes per token real text needs as JSON (21.9 fully \u-escaped, 9.65 as UTF-8; see
+ * src/worker/config.ts and `npm run bench -- body`).
+ */
+const DEFAULT_LIMIT = 16 * 1024 * 1024
 const CHUNK = 256
 const limited = { ...(env as unknown as Env), MAX_BODY_BYTES: String(LIMIT) }
 
@@ -90,6 +96,21 @@ describe('request body limit', { timeout: 30_000 }, () => {
     const res = await fetchWorker(chatRequest(text))
     expect(res.status).toBe(200)
     expect(await res.text()).toContain('TENANT-A')
+  })
+
+  it('should refuse one byte over the default limit (sized to the largest admissible prompt) with 413', async () => {
+    const defaults = env as unknown as Env
+    expect(defaults.MAX_BODY_BYTES).toBeUndefined()
+    const base = JSON.stringify({ model: MODEL, ...chat('') })
+    const over = JSON.stringify({
+      model: MODEL,
+      ...chat('a'.repeat(DEFAULT_LIMIT + 1 - base.length)),
+    })
+    expect(new TextEncoder().encode(over).byteLength).toBe(DEFAULT_LIMIT + 1)
+    const res = await fetchWorker(chatRequest(over), defaults)
+    const { error } = openAiError(await res.text())
+    expect([res.status, error.code]).toEqual([413, 'invalid_request'])
+    expect(error.message).toContain(String(DEFAULT_LIMIT))
   })
 
   it('should count bytes, not characters: multi-byte text over the limit is refused', async () => {
