@@ -20,7 +20,9 @@ declare module 'hono' {
 /** Options of {@link aiGuard}: the guard's options, with the tenant and upstream read per request. */
 export type AiGuardOptions = Omit<GuardOptions, 'tenant'> & {
   /**
-   * Who the request belongs to: a fixed id or a function of the context (e.g. the authenticated user).
+   * Who the request belongs to: a fixed id, or a function of the context returning what the server
+   * verified (the user an auth middleware proved from a key, session or token) — never a header or
+   * body field the client writes, or one client could pose as another tenant, or as many.
    * @default 'default'
    */
   tenant?: string | ((c: Context) => string | Promise<string>)
@@ -35,8 +37,18 @@ export type AiGuardOptions = Omit<GuardOptions, 'tenant'> & {
  * `GuardError` thrown by a handler becomes its OpenAI-style response (or `onError`'s).
  *
  * @example
- * const app = new Hono<{ Bindings: { AI: Ai; GUARD_SECRET: string } }>()
- * app.use('/chat/*', aiGuard({ secret: SECRET, tenant: (c) => c.req.header('x-user') ?? 'anonymous' }))
+ * const app = new Hono<{ Bindings: { AI: Ai }; Variables: { userId: string } }>()
+ * // The app's auth runs first and sets the user it verified (here: a bearer key it looked up).
+ * app.use('/chat/*', async (c, next) => {
+ *   const userId = await userForKey(c.req.header('authorization'))
+ *   if (!userId) return c.json({ error: 'Sign in first.' }, 401)
+ *   c.set('userId', userId)
+ *   await next()
+ * })
+ * // The tenant is that verified user, never a header the client writes (x-user, x-tenant): whoever
+ * // names their own tenant can pose as another (their requests count and teach as its own, incidents
+ * // name the wrong tenant) or as many (every per-tenant bound becomes per request).
+ * app.use('/chat/*', aiGuard({ secret: SECRET, tenant: (c) => c.var.userId }))
  * app.post('/chat', async (c) => c.json(await c.var.ai.run('@cf/zai-org/glm-5.3', await c.req.json())))
  */
 export function aiGuard(options: AiGuardOptions): MiddlewareHandler {
