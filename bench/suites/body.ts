@@ -12,6 +12,7 @@ import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../src/worker/body'
 import { bodyLimit } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'
 import {
+  type MachineInfo,
   machineInfo,
   median,
   ROOT,
@@ -426,8 +427,7 @@ function mb(bytes: number): string {
   return `${(bytes / MB).toFixed(1)} MiB`
 }
 
-function table(rows: Row[], langs: LimitFigures, quick: boolean): string {
-  const m = machineInfo()
+function table(rows: Row[], langs: LimitFigures, quick: boolean, m: MachineInfo): string {
   const lines = [
     `Per request, in workerd (Miniflare; a fresh process per run, VmHWM reset after a warm-up that ` +
       `loads o200k; median of ${rows[0]?.after.runs ?? 0} runs; ${m.cpu}, ${m.cores} cores${quick ? ', quick run' : ''}). ` +
@@ -497,7 +497,33 @@ function limitText(f: LimitFigures): string {
   )
 }
 
+/** What `bench/results/body.json` holds. */
+interface BodyResult {
+  quick: boolean
+  machine: MachineInfo
+  seconds: number
+  limit: LimitFigures
+  rows: Row[]
+}
+
+/** Writes the table into the README and docs/reliability.md, between their `bench:body` markers. */
+async function publish(result: BodyResult): Promise<string[]> {
+  const started = performance.now() - result.seconds * 1000
+  const markdown = `${table(result.rows, result.limit, result.quick, result.machine)}\n\n${reproduce('body', result.quick, started)}`
+  const written: string[] = []
+  if (await updateReadmeTable('body', markdown)) written.push('README.md')
+  const docs = join(ROOT, 'docs', 'reliability.md')
+  if (await updateReadmeTable('body', markdown, docs)) written.push('docs/reliability.md')
+  return written
+}
+
 async function run({ quick }: SuiteOptions): Promise<void> {
+  // BODY_RENDER=1: only rewrite the tables from bench/results/body.json (after adding markers).
+  if (process.env.BODY_RENDER) {
+    const saved = JSON.parse(await readFile(join(ROOT, 'bench', 'results', 'body.json'), 'utf8'))
+    console.log(`  rewrote ${(await publish(saved as BodyResult)).join(', ') || 'nothing'}`)
+    return
+  }
   const started = performance.now()
   const langs = await languages()
   const figures = limitFigures(langs)
@@ -527,18 +553,19 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       sides[name] = side(limit, bytes, samples)
       const s = sides[name]
       console.log(
-        `  ${c.name.padEnd(15)} ${name.padEnd(6)} ${mb(bytes).padStart(9)}  ${outcome(s).padEnd(28)} ` +
+        `  ${c.name.padEnd(16)} ${name.padEnd(6)} ${mb(bytes).padStart(9)}  ${outcome(s).padEnd(28)} ` +
           `peak +${s.addedMB.toFixed(0).padStart(5)} MB (${s.peakMB.toFixed(0)} MB)  ` +
           `CPU ${s.cpuMs.toFixed(0).padStart(6)} ms  wall ${s.wallMs.toFixed(0).padStart(6)} ms`,
       )
     }
     rows.push({ case: c.name, label: c.label, before: sides.before, after: sides.after })
   }
-  const path = await writeResult('body', {
+  const result = {
     suite: 'body',
     date: new Date().toISOString(),
     quick,
     machine: machineInfo(),
+    seconds: Math.round((performance.now() - started) / 1000),
     config: {
       model: MODEL,
       ceilingTokens: CEILING_TOKENS,
@@ -553,13 +580,10 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     },
     limit: figures,
     rows,
-  })
-  const markdown = `${table(rows, figures, quick)}\n\n${reproduce('body', quick, started)}`
-  const readme = await updateReadmeTable('body', markdown)
-  const docs = await updateReadmeTable('body', markdown, join(ROOT, 'docs', 'reliability.md'))
-  console.log(
-    `  wrote ${path}${readme ? ' and the README table' : ''}${docs ? ' and docs/reliability.md' : ''}`,
-  )
+  }
+  const path = await writeResult('body', result)
+  const written = await publish(result)
+  console.log(`  wrote ${path}${written.length ? ` and ${written.join(', ')}` : ''}`)
 }
 
 const suite: Suite = { name: 'body', run }

@@ -17,7 +17,7 @@ import type { Env } from './env'
  *
  * The ceiling admits at most 677,184 prompt tokens for glm-5.3 (pool 681,280 − 4,096 reserve; the
  * drift margin only lowers it). Real text as a JSON string costs at most 9.65 bytes per o200k token
- * (Georgian; UDHR in 400+ languages, median 3.1), and at most 21.9 (Russian; median 3.5) when the
+ * (Georgian; the UDHR in 529 languages, median 3.1), and at most 21.9 (Russian; median 3.5) when the
  * client escapes every non-ASCII character as \uXXXX (Python's json.dumps default). So the largest
  * admissible prompt needs 6.5 MB as UTF-8 JSON, 14.8 MB fully escaped; message envelopes (~30 bytes
  * per ≥ 4-token message) and tool schemas (~4 bytes per token) cost fewer bytes per token than that
