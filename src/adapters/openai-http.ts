@@ -39,9 +39,10 @@ const MAX_ERROR_BYTES = 16_384
  *   Never forwarded.
  * - Engine plumbing (`kv_transfer_params`, `bootstrap_host`/`bootstrap_room`, `rid`, `priority`,
  *   `cache_salt`, `lora_path`, `return_hidden_states`) is the operator's, never a client's.
- * - Constrained decoding outside OpenAI's `response_format` (`guided_json`, `guided_regex`,
- *   `guided_choice`, `guided_grammar`, `structured_outputs`, `regex`, `ebnf`, `json_schema`) forces
- *   output the guard cannot prove; `response_format` is the one form the guard knows and handles.
+ * - Constrained decoding in engine dialects (`guided_regex`, `guided_choice`, `guided_grammar`,
+ *   `structured_outputs`, `regex`, `ebnf`, `json_schema`) forces output in forms the guard does not
+ *   read: `response_format` is the one it knows. Workers AI's `guided_json` (a JSON schema) is sent
+ *   as that: `response_format: { type: 'json_schema', … }`.
  * - `n`: the guard verifies one choice. `modalities`/`audio`: audio output is not text the scanner
  *   reads. `prediction`: text the client offers as the answer. OpenAI platform bookkeeping (`store`,
  *   `metadata`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `web_search_options`,
@@ -142,7 +143,8 @@ function chatCompletionsUrl(baseUrl: string): string {
 
 /**
  * The body the engine receives: the {@link FORWARDED_FIELDS} of `inputs` and the model. Workers AI's
- * `{ prompt }` input is one user turn (OpenAI servers only take `messages`).
+ * `{ prompt }` input is one user turn (OpenAI servers only take `messages`), and its `guided_json`
+ * schema a `json_schema` response format.
  */
 function forwardedBody(model: string, inputs: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = {}
@@ -152,8 +154,16 @@ function forwardedBody(model: string, inputs: Record<string, unknown>): Record<s
   if (body.messages === undefined && typeof inputs.prompt === 'string') {
     body.messages = [{ role: 'user', content: inputs.prompt }]
   }
+  const schema = inputs.guided_json
+  if (body.response_format === undefined && isObject(schema) && Object.keys(schema).length > 0) {
+    body.response_format = { type: 'json_schema', json_schema: { name: 'guided_json', schema } }
+  }
   body.model = model
   return body
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /** The binding's per-call `extraHeaders` option (the AI SDK provider sends session affinity there). */

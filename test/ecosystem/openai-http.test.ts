@@ -135,6 +135,21 @@ describe('openAiHttpUpstream', () => {
     for (const field of Object.keys(DANGEROUS)) expect(FORWARDED_FIELDS.has(field)).toBe(false)
   })
 
+  it('should send Workers AI guided_json as the OpenAI json_schema response format', async () => {
+    const calls: Request[] = []
+    const schema = { type: 'object', properties: { total: { type: 'number' } } }
+    await overHttp(new SimEngine(fast), calls).run(LEAK.model, {
+      ...chat('Sum TENANT-A'),
+      guided_json: schema,
+    })
+    const sent = (await calls[0]!.json()) as Record<string, unknown>
+    expect(sent.guided_json).toBeUndefined()
+    expect(sent.response_format).toEqual({
+      type: 'json_schema',
+      json_schema: { name: 'guided_json', schema },
+    })
+  })
+
   it('should never let a client field that copies the prompt reach the engine through the guard', async () => {
     const engine = new SimEngine(fast)
     for (const [field, value] of Object.entries(DANGEROUS)) {
