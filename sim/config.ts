@@ -1,6 +1,9 @@
 /**
  * @module SimConfig: every knob of the leaky inference simulator, its defaults and its validation.
  */
+import { SIM_TOKENIZERS, type SimTokenizerName } from './tokenizer'
+
+export type { SimTokenizerName } from './tokenizer'
 
 /**
  * How the simulated engine treats a prompt longer than its real KV pool (see INCIDENT.md).
@@ -20,6 +23,12 @@ export const SIM_MODES: readonly SimMode[] = ['fixed', 'pd-abort-leak', 'truncat
 export interface SimConfig {
   /** How over-length prompts (and, for `stale-pages`, in-limit ones) are served. @default 'pd-abort-leak' */
   mode: SimMode
+  /**
+   * The model's tokenizer: one of the reference family of GLM-5.3's generation (`qwen3`, `deepseek_v3`,
+   * `llama3`, `gemma3`) or the older `cl100k`. Changing it empties the pool (its pages hold ids of the
+   * old vocabulary). @default 'qwen3'
+   */
+  tokenizer: SimTokenizerName
   /** Real KV pool size in tokens, shared by every request of the engine. @default 681_280 */
   poolTokens: number
   /** Tokens per KV page (SGLang `page_size`). @default 64 */
@@ -64,6 +73,7 @@ export interface SimConfig {
  */
 export const DEFAULT_SIM_CONFIG: Readonly<SimConfig> = Object.freeze({
   mode: 'pd-abort-leak',
+  tokenizer: 'qwen3',
   poolTokens: 681_280,
   pageSize: 64,
   contextWindow: 1_048_576,
@@ -125,6 +135,11 @@ export function parseSimConfig(input: unknown): Partial<SimConfig> {
         throw new Error(`SimConfig.mode must be one of ${SIM_MODES.join(', ')}`)
       }
       out.mode = raw as SimMode
+    } else if (key === 'tokenizer') {
+      if (!SIM_TOKENIZERS.includes(raw as SimTokenizerName)) {
+        throw new Error(`SimConfig.tokenizer must be one of ${SIM_TOKENIZERS.join(', ')}`)
+      }
+      out.tokenizer = raw as SimTokenizerName
     } else if (key === 'prefixCache') {
       if (typeof raw !== 'boolean') throw new Error('SimConfig.prefixCache must be a boolean')
       out.prefixCache = raw

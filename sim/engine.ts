@@ -11,8 +11,8 @@ import {
   type SimConfig,
   type SimMode,
 } from './config'
-import { AI_ERROR, SimAiError, sglangLengthMessage } from './errors'
-import { generate } from './model'
+import { AI_ERROR, SimAiError, sglangLengthMessage, windowMessage } from './errors'
+import { generate, wantsJson } from './model'
 import { EMPTY_SLOT, KvPool, type PoolStats } from './pool'
 import { hashPage, hashString, mixSeed, PURPOSE, prng } from './random'
 import { renderPrompt, TemplateError } from './template'
@@ -31,7 +31,7 @@ import {
   type TimedEvent,
 } from './wire'
 
-export type { SimConfig, SimMode } from './config'
+export type { SimConfig, SimMode, SimTokenizerName } from './config'
 
 /** What happened to a request. */
 export type SimOutcome =
@@ -57,7 +57,7 @@ export interface SimRequestRecord {
   model: string
   mode: SimMode
   outcome: SimOutcome
-  /** cl100k tokens of the rendered prompt. */
+  /** Tokens of the rendered prompt, in the configured tokenizer. */
   promptTokens: number
   /** What `usage.prompt_tokens` reports. */
   reportedPromptTokens: number
@@ -73,8 +73,10 @@ export interface SimRequestRecord {
   stalePages: number
   /** Simulated prefill time. */
   prefillMs: number
-  /** Echo token the model began its content with, if any. */
+  /** Echo token the model began its content with (text) or put in its first member (JSON), if any. */
   echoed: string | null
+  /** Whether the request asked for a JSON object (`response_format` json_object/json_schema, `guided_json`). */
+  json: boolean
 }
 
 /** Pool figures and request counters. */
@@ -148,12 +150,17 @@ export class SimEngine {
   }
 
   /**
-   * Changes settings at runtime. A new pool size or page size empties the pool; everything else keeps
-   * its content (stale pages included).
+   * Changes settings at runtime. A new pool size, page size or tokenizer empties the pool (a page of
+   * another vocabulary's ids would decode to noise); everything else keeps its content (stale pages
+   * included).
    */
   configure(partial: Partial<SimConfig>): SimConfig {
     const next = resolveSimConfig(this.config, partial)
-    if (next.poolTokens !== this.config.poolTokens || next.pageSize !== this.config.pageSize) {
+    if (
+      next.poolTokens !== this.config.poolTokens ||
+      next.pageSize !== this.config.pageSize ||
+      next.tokenizer !== this.config.tokenizer
+    ) {
       this.pool.close()
       this.pool = new KvPool(next.poolTokens, next.pageSize)
     }
@@ -187,9 +194,12 @@ export class SimEngine {
     }
   }
 
-  /** The model's token count of a request (cl100k over the chat template), without running it. */
+  /**
+   * The model's token count of a request (the configured tokenizer over the chat template), without
+   * running it: what `usage.prompt_tokens` reports when the prompt is served whole.
+   */
   async countTokens(inputs: Record<string, unknown>): Promise<number> {
-    const tok = await loadTokenizer()
+    const tok = await loadTokenizer(this.config.tokenizer)
     return tok.encode(renderPrompt(inputs)).length
   }
 
@@ -221,13 +231,14 @@ export class SimEngine {
       stalePages: 0,
       prefillMs: 0,
       echoed: null,
+      json: false,
     }
     const fail = (outcome: SimOutcome, error: Error): never => {
       this.note({ ...record, outcome })
       this.byOutcome[outcome]++
       throw error
     }
-    const tok = await loadTokenizer()
+    const tok = await loadTokenizer(config.tokenizer)
     const inputs = req.inputs
     if (typeof inputs !== 'object' || inputs === null) {
       return fail('invalid', new SimAiError(AI_ERROR.invalidInput, 'inputs must be an object'))
@@ -247,16 +258,15 @@ export class SimEngine {
       )
     }
     const format = req.format ?? (config.legacyModels.includes(req.model) ? 'legacy' : 'chat')
+    record.json = wantsJson(inputs)
     const tokens = tok.encode(text)
     const n = tokens.length
     record.promptTokens = n
-    if (n > config.contextWindow) {
+    // Workers AI admits on input plus the output it may have to hold, and says so with both summed.
+    if (n + maxTokens > config.contextWindow) {
       return fail(
         'rejected',
-        new SimAiError(
-          AI_ERROR.contextLength,
-          `The estimated number of input tokens (${n}) exceeded this model context window limit (${config.contextWindow}).`,
-        ),
+        new SimAiError(AI_ERROR.contextLength, windowMessage(n + maxTokens, config.contextWindow)),
       )
     }
     const ps = pool.pageSize
@@ -340,6 +350,7 @@ export class SimEngine {
       ordinal,
       maxTokens,
       reasoning: format === 'chat',
+      json: record.json,
       echoIgnoreRate: config.echoIgnoreRate,
     })
     record.echoed = output.echoed

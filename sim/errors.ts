@@ -6,7 +6,10 @@
 export const AI_ERROR = {
   /** The input is malformed (no messages, wrong types). */
   invalidInput: 5006,
-  /** The prompt does not fit: the advertised window, or SGLang's real limit in `fixed` mode. */
+  /**
+   * The prompt does not fit: the advertised window (stating prompt + `max_tokens`), or SGLang's real
+   * limit in `fixed` mode (stating the prompt's tokens).
+   */
   contextLength: 5021,
   /** No KV pages came free in time. */
   capacity: 3040,
@@ -51,4 +54,16 @@ export function aiErrorCode(error: unknown): number | undefined {
  */
 export function sglangLengthMessage(inputTokens: number, maxTokens: number): string {
   return `Input length (${inputTokens} tokens) exceeds the maximum allowed length (${maxTokens} tokens)`
+}
+
+/**
+ * Workers AI's own refusal of a request over the advertised window; `estimated` is the prompt's tokens
+ * plus the request's `max_tokens`, so a caller that knows its `max_tokens` can read the engine's count.
+ *
+ * @example
+ * windowMessage(1_048_833, 1_048_576)
+ * // 'The estimated number of input and maximum output tokens (1048833) exceeded this model context window limit (1048576).'
+ */
+export function windowMessage(estimated: number, window: number): string {
+  return `The estimated number of input and maximum output tokens (${estimated}) exceeded this model context window limit (${window}).`
 }

@@ -11,6 +11,13 @@ import type { SimTokenizer } from './tokenizer'
 export const ECHO_DIRECTIVE =
   /begin your (?:reply|answer|response) with(?: the (?:code|token|marker))?\s*[:"'`]*\s*([A-Za-z0-9_-]+)/gi
 
+/**
+ * The JSON-mode echo directive: `Start your JSON object with the member "guard_echo": "cnry_…", then …`.
+ * Followed only when the request asks for a JSON object; the LAST visible match wins.
+ */
+export const JSON_ECHO_DIRECTIVE =
+  /start your json object with the member "([A-Za-z0-9_]+)": "([A-Za-z0-9_-]+)"/gi
+
 /** What decode sees and how much it may say. */
 export interface ModelInput {
   /** Token ids read from the request's KV pages (never-written slots already skipped). */
@@ -23,6 +30,8 @@ export interface ModelInput {
   maxTokens: number
   /** Whether the model thinks aloud first (`reasoning_content`); legacy models do not. */
   reasoning: boolean
+  /** Whether the answer must be one JSON object (JSON mode); reasoning stays free text. */
+  json: boolean
   /** Probability of not following a visible echo directive. */
   echoIgnoreRate: number
 }
@@ -32,7 +41,7 @@ export interface ModelOutput {
   reasoningTokens: number[]
   contentTokens: number[]
   finishReason: 'stop' | 'length'
-  /** The echo token followed, if any (for stats and tests). */
+  /** The echo token followed (text: the content's first word; JSON: the first member's value), if any. */
   echoed: string | null
 }
 
@@ -43,25 +52,43 @@ const MARKER_LINE = /^<\|[a-z_]+\|>$/
  * Generates reasoning and answer from the visible tokens alone.
  *
  * @example
- * const out = generate(tok, { visible, seed: 1, ordinal: 0, maxTokens: 256, reasoning: true, echoIgnoreRate: 0 })
+ * const out = generate(tok, {
+ *   visible, seed: 1, ordinal: 0, maxTokens: 256, reasoning: true, json: false, echoIgnoreRate: 0,
+ * })
  */
 export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
   const text = tok.decode(input.visible)
   const rand = prng(mixSeed(input.seed, input.ordinal, PURPOSE.content))
-  const echo = lastEcho(text)
+  // A model in JSON mode can only follow the JSON directive; in text mode only the text one.
+  const member = input.json ? lastJsonEcho(text) : null
+  const echo = input.json ? (member?.value ?? null) : lastEcho(text)
   const slipped = echo !== null && rand() < input.echoIgnoreRate
   const quotes = pickQuotes(text, rand)
   const q = (i: number): string => `“${quotes.middle[i] ?? quotes.first}”`
 
+  const asked = member
+    ? `I am asked to start my JSON object with "${member.key}": "${member.value}". `
+    : echo
+      ? `I am asked to begin my reply with ${echo}. `
+      : ''
   const reasoningText = input.reasoning
     ? `Reading the context (${input.visible.length} tokens). It opens with “${quotes.first}”. ` +
       `Further in: ${q(0)} … then ${q(1)}. It ends with “${quotes.last}”. ` +
-      (echo ? `I am asked to begin my reply with ${echo}. ` : '') +
+      asked +
       'I will answer from this material.'
     : ''
-  const contentText =
-    `${echo && !slipped ? `${echo} ` : ''}From the context → ${q(2)} … ${q(3)} … ` +
+  const answer =
+    `From the context → ${q(2)} … ${q(3)} … ` +
     `and at the end: “${quotes.last}”. That is what the provided material says.`
+  let contentText: string
+  if (!input.json) contentText = `${echo && !slipped ? `${echo} ` : ''}${answer}`
+  else {
+    const object = JSON.stringify({ answer })
+    contentText =
+      member && !slipped
+        ? `{${JSON.stringify(member.key)}:${JSON.stringify(member.value)},${object.slice(1)}`
+        : object
+  }
 
   const reasoningAll = reasoningText ? tok.encode(reasoningText) : []
   const contentAll = tok.encode(contentText)
@@ -76,6 +103,37 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
     finishReason: cut ? 'length' : 'stop',
     echoed: echo && !slipped ? echo : null,
   }
+}
+
+/**
+ * Whether a request asks for one JSON object: `response_format` of type `json_object` or `json_schema`
+ * (OpenAI, Workers AI), or Workers AI's `guided_json` (a `null` one asks for nothing).
+ *
+ * @example
+ * wantsJson({ response_format: { type: 'json_object' } }) // true
+ */
+export function wantsJson(inputs: Record<string, unknown>): boolean {
+  const format = inputs.response_format
+  if (typeof format === 'object' && format !== null) {
+    const type = (format as Record<string, unknown>).type
+    if (type === 'json_object' || type === 'json_schema') return true
+  }
+  return inputs.guided_json !== undefined && inputs.guided_json !== null
+}
+
+/**
+ * The member named by the last JSON echo directive in `text`, or null.
+ *
+ * @example
+ * lastJsonEcho('Start your JSON object with the member "guard_echo": "cnry_x1", then …')
+ * // { key: 'guard_echo', value: 'cnry_x1' }
+ */
+export function lastJsonEcho(text: string): { key: string; value: string } | null {
+  let found: RegExpMatchArray | null = null
+  for (const match of text.matchAll(JSON_ECHO_DIRECTIVE)) found = match
+  if (found === null) return null
+  // Fresh copies, for the same reason as in lastEcho.
+  return { key: [...found[1]!].join(''), value: [...found[2]!].join('') }
 }
 
 /**

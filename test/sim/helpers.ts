@@ -24,6 +24,34 @@ export function secretLines(tag: string, count: number): string {
   return lines.join('\n')
 }
 
+/** Anything that counts a request's tokens the way the simulated model does (`SimEngine`). */
+export interface TokenCounter {
+  countTokens(inputs: Record<string, unknown>): Promise<number>
+}
+
+/**
+ * The most lines of `secretLines(tag, n)` whose one-message prompt is at most `maxTokens` tokens in the
+ * simulated model's tokenizer: sizes follow the tokenizer instead of being tuned to one.
+ *
+ * @example
+ * const lines = await linesWithin(sim, 'A', 4_000) // fits a 4,096-token pool
+ */
+export async function linesWithin(
+  counter: TokenCounter,
+  tag: string,
+  maxTokens: number,
+): Promise<number> {
+  let lo = 0
+  let hi = 1
+  while ((await counter.countTokens(userMessage(secretLines(tag, hi)))) <= maxTokens) hi *= 2
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1
+    if ((await counter.countTokens(userMessage(secretLines(tag, mid)))) <= maxTokens) lo = mid
+    else hi = mid
+  }
+  return lo
+}
+
 /** A chat request with one user message. */
 export function userMessage(content: string, extra: Record<string, unknown> = {}) {
   return { messages: [{ role: 'user', content }], ...extra }

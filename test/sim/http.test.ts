@@ -78,6 +78,23 @@ describe('simulator HTTP surface', () => {
     )
   })
 
+  it('should map a window refusal to a 400 stating prompt + max_tokens', async () => {
+    const handle = sim()
+    await handle(post('/sim/config', { contextWindow: 3000 }))
+    const res = await handle(
+      chat({ messages: [{ role: 'user', content: 'x '.repeat(5000) }], max_tokens: 50 }, 'b'),
+    )
+    expect(res.status).toBe(400)
+    const body = (await res.json()) as { error: { code: string; message: string } }
+    expect(body.error.code).toBe('context_length_exceeded')
+    const n = await new SimEngine().countTokens({
+      messages: [{ role: 'user', content: 'x '.repeat(5000) }],
+    })
+    expect(body.error.message).toBe(
+      `AiError: 5021: The estimated number of input and maximum output tokens (${n + 50}) exceeded this model context window limit (3000).`,
+    )
+  })
+
   it('should answer the same over-length prompt with a 200 in pd-abort-leak mode', async () => {
     const handle = sim()
     await handle(chat({ messages: [{ role: 'user', content: secretLines('A', 100) }] }, 'a'))
@@ -105,11 +122,16 @@ describe('simulator HTTP surface', () => {
   it('should configure, report and reset over /sim/*, with Infinity as a string', async () => {
     const handle = sim()
     const config = await handle(
-      post('/sim/config', { mode: 'truncate', decodeTokensPerSecond: 'Infinity' }),
+      post('/sim/config', {
+        mode: 'truncate',
+        decodeTokensPerSecond: 'Infinity',
+        tokenizer: 'llama3',
+      }),
     )
     expect(((await config.json()) as { config: Record<string, unknown> }).config).toMatchObject({
       mode: 'truncate',
       decodeTokensPerSecond: 'Infinity',
+      tokenizer: 'llama3',
     })
     await handle(chat({ messages: [{ role: 'user', content: 'hi' }] }, 'a'))
     const stats = (await (await handle(new Request('http://sim/sim/stats'))).json()) as {
@@ -119,8 +141,10 @@ describe('simulator HTTP surface', () => {
     expect(stats.requests.total).toBe(1)
     expect(stats.requests.byMode.truncate).toBe(1)
     expect(stats.pool.totalPages).toBe(64)
-    const reset = (await (await handle(post('/sim/reset'))).json()) as { config: { mode: string } }
-    expect(reset.config.mode).toBe('pd-abort-leak')
+    const reset = (await (await handle(post('/sim/reset'))).json()) as {
+      config: { mode: string; tokenizer: string }
+    }
+    expect(reset.config).toMatchObject({ mode: 'pd-abort-leak', tokenizer: 'qwen3' })
     const after = (await (await handle(new Request('http://sim/sim/stats'))).json()) as typeof stats
     expect(after.requests.total).toBe(0)
   })
@@ -131,6 +155,11 @@ describe('simulator HTTP surface', () => {
     expect(bad.status).toBe(400)
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(
       /poolTokens/,
+    )
+    const tokenizer = await handle(post('/sim/config', { tokenizer: 'o200k' }))
+    expect(tokenizer.status).toBe(400)
+    expect(((await tokenizer.json()) as { error: { message: string } }).error.message).toMatch(
+      /tokenizer must be one of qwen3, deepseek_v3, llama3, gemma3, cl100k/,
     )
     const json = await handle(
       new Request('http://sim/v1/chat/completions', { method: 'POST', body: '{' }),

@@ -64,21 +64,23 @@ describe('incident replay (full size, over RPC)', { timeout: 30_000 }, () => {
     )
   })
 
-  it('should serve a 1,048,576-token prompt within seconds and reject one token more', async () => {
+  it('should serve a prompt that fills the window with its max_tokens, and reject one token more', async () => {
     const ai = simRpc()
+    const maxTokens = 256
     const overhead = (await counter.countTokens(userMessage(' alpha'.repeat(10)))) - 10
-    const words = 1_048_576 - overhead
-    const exact = userMessage(' alpha'.repeat(words))
-    expect(await counter.countTokens(exact)).toBe(1_048_576)
+    const words = 1_048_576 - maxTokens - overhead
+    const exact = userMessage(' alpha'.repeat(words), { max_tokens: maxTokens })
+    expect(await counter.countTokens(exact)).toBe(1_048_576 - maxTokens)
 
     const start = Date.now()
     const out = chatText(await ai.run(GLM, exact))
     const elapsed = Date.now() - start
-    expect(out.usage.prompt_tokens).toBe(1_048_576)
+    expect(out.usage.prompt_tokens).toBe(1_048_576 - maxTokens)
     expect(elapsed).toBeLessThan(10_000)
-    const error = await rejection(ai.run(GLM, userMessage(' alpha'.repeat(words + 1))))
+    const over = userMessage(' alpha'.repeat(words + 1), { max_tokens: maxTokens })
+    const error = await rejection(ai.run(GLM, over))
     expect(error.message).toBe(
-      'AiError: 5021: The estimated number of input tokens (1048577) exceeded this model context window limit (1048576).',
+      'AiError: 5021: The estimated number of input and maximum output tokens (1048577) exceeded this model context window limit (1048576).',
     )
   })
 })

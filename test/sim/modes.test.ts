@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SimConfig } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
-import { chatText, GLM, readSse, rejection, secretLines, userMessage } from './helpers'
+import { chatText, GLM, linesWithin, readSse, rejection, secretLines, userMessage } from './helpers'
 
 /** A small pool (4,096 tokens = 64 pages; SGLang limit 4,090) and no waits: fast and deterministic. */
 function engine(config: Partial<SimConfig> = {}): SimEngine {
@@ -97,7 +97,10 @@ describe('truncate mode', () => {
 describe('stale-pages mode', () => {
   it('should let an in-limit answer read an earlier request’s text from its unwritten tail pages', async () => {
     const sim = engine({ mode: 'stale-pages' })
-    await sim.binding('a').run(GLM, userMessage(secretLines('A', 140)))
+    // A fills nearly the whole pool (SGLang limit 4,090), so B's fresh pages are A's old ones.
+    await sim
+      .binding('a')
+      .run(GLM, userMessage(secretLines('A', await linesWithin(sim, 'A', 4_000))))
     const b = chatText(await sim.binding('b').run(GLM, userMessage(secretLines('B', 60))))
     expect(b.content).toContain('SECRET-A-7Q2X9')
     expect(b.content).toContain('SECRET-B-7Q2X9')
@@ -108,7 +111,9 @@ describe('stale-pages mode', () => {
 
   it('should not leak when the late write never happens (staleRate 0)', async () => {
     const sim = engine({ mode: 'stale-pages', staleRate: 0 })
-    await sim.binding('a').run(GLM, userMessage(secretLines('A', 140)))
+    await sim
+      .binding('a')
+      .run(GLM, userMessage(secretLines('A', await linesWithin(sim, 'A', 4_000))))
     const b = chatText(await sim.binding('b').run(GLM, userMessage(secretLines('B', 60))))
     expect(`${b.content}${b.reasoning}`).not.toContain('SECRET-A')
     expect(sim.stats().recent.at(-1)?.outcome).toBe('served')
@@ -133,6 +138,25 @@ describe('advertised window', () => {
       const error = await rejection(sim.binding('b').run(GLM, OVER_POOL))
       expect(error.message).toMatch(/^AiError: 5021: .*context window limit \(3000\)/)
     }
+  })
+
+  it('should state the prompt’s tokens plus max_tokens (or the default) in Workers AI’s words', async () => {
+    const sim = engine({ mode: 'pd-abort-leak', contextWindow: 3000, defaultMaxTokens: 256 })
+    const n = await sim.countTokens(OVER_POOL)
+    const windowError = (estimated: number) =>
+      `AiError: 5021: The estimated number of input and maximum output tokens (${estimated}) exceeded this model context window limit (3000).`
+    expect((await rejection(sim.binding('b').run(GLM, OVER_POOL))).message).toBe(
+      windowError(n + 256),
+    )
+    const capped = { ...OVER_POOL, max_tokens: 100 }
+    expect((await rejection(sim.binding('b').run(GLM, capped))).message).toBe(windowError(n + 100))
+    // Under the window by itself, over it with the output it may need.
+    const fits = userMessage('z '.repeat(1000))
+    const m = await sim.countTokens(fits)
+    const tooMuch = { ...fits, max_tokens: 3001 - m }
+    expect((await rejection(sim.binding('b').run(GLM, tooMuch))).message).toBe(windowError(3001))
+    const justFits = chatText(await sim.binding('b').run(GLM, { ...fits, max_tokens: 3000 - m }))
+    expect(justFits.usage.prompt_tokens).toBe(m)
   })
 
   it('should accept a prompt inside the window and the pool in every mode', async () => {
