@@ -16,7 +16,7 @@ export interface Env {
   TENANTS?: KVNamespace
   /** JSON object of per-model profile overrides (the `models` option). */
   GUARD_MODELS?: string
-  /** Largest accepted request body, bytes. @default 33554432 (32 MiB) */
+  /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
   ADMIN_SECRET?: string

@@ -33,24 +33,44 @@ beforeAll(async () => {
   })
 }, 30_000)
 
-function ask(app: Hono, engine: SimEngine, user: string | undefined, body: unknown) {
+/** The example's dev keys (wrangler.toml's USER_KEYS holds their SHA-256). */
+const USER_KEYS = JSON.stringify({
+  d0ee104f63c7f043dba14b9c402d8039ef2d3ec1155c537e833b4c7289518a14: 'alice',
+  '9fc17a20b16f8d5f1a0e8f6dd183829114f1fabccd63f33dddcfa0347148433a': 'bob',
+})
+
+function ask(
+  app: Hono,
+  engine: SimEngine,
+  user: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
   return app.request(
     '/chat',
     {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(user ? { 'x-user': user } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        ...(user ? { authorization: `Bearer dev-key-${user}` } : {}),
+        ...headers,
+      },
       body: JSON.stringify(body),
     },
-    { AI: engine.binding('workers-account'), GUARD_SECRET: SECRET },
+    { AI: engine.binding('workers-account'), GUARD_SECRET: SECRET, USER_KEYS },
   )
 }
 
 describe('examples/hono-app', () => {
-  it('should keep the app own sign-in: no user, no upstream call', async () => {
+  it('should keep the app own sign-in: no verified key, no upstream call', async () => {
     const engine = new SimEngine({ decodeTokensPerSecond: Infinity })
-    const res = await ask(createApp(SECRET), engine, undefined, { question: 'hi' })
-    expect(res.status).toBe(401)
-    expect(await res.json()).toEqual({ error: 'Sign in first.' })
+    const app = createApp(SECRET)
+    // A header naming a user is the client's claim, not a sign-in; a wrong key neither.
+    for (const headers of [{}, { 'x-user': 'alice' }, { authorization: 'Bearer dev-key-mallory' }]) {
+      const res = await ask(app, engine, undefined, { question: 'hi' }, headers)
+      expect(res.status).toBe(401)
+      expect(await res.json()).toEqual({ error: 'Sign in first.' })
+    }
     expect(engine.stats().requests.total).toBe(0)
   })
 
