@@ -16,7 +16,7 @@ export interface DemoRow {
   request: string
   /** Who sent it. */
   tenant: string
-  /** The model's (cl100k) count of the prompt. */
+  /** The simulated model's count of the prompt (its tokenizer, Qwen3 by default). */
   promptTokens: number
   /** `200`, or the error's status and code. */
   status: string
@@ -57,9 +57,9 @@ function tenantBShort(): Record<string, unknown> {
   }
 }
 
-function tenantBLong(): Record<string, unknown> {
+function tenantBLong(lineCount: number): Record<string, unknown> {
   const lines: string[] = []
-  for (let i = 0; i < 48_000; i++) {
+  for (let i = 0; i < lineCount; i++) {
     lines.push(`Manifest ${i}: crate ${i} of salmon for the northern quay, customs cleared.`)
   }
   return {
@@ -70,9 +70,31 @@ function tenantBLong(): Record<string, unknown> {
   }
 }
 
+/** The published figures the scenario is built around. */
+const POOL_TOKENS = 681_280
+const WINDOW_TOKENS = 1_048_576
+
+/**
+ * B's over-pool prompt, sized in the engine's own tokenizer: halfway between the real pool and the
+ * window (less the default output reserve), so it is over the pool and inside the window whatever the
+ * simulated model's tokenizer splits digits and words into.
+ */
+async function tenantBOverPool(engine: SimEngine): Promise<Record<string, unknown>> {
+  const target = (POOL_TOKENS + WINDOW_TOKENS - engine.stats().config.defaultMaxTokens) / 2
+  let lines = 40_000
+  // Tokens grow linearly with lines (a little faster as the numbers get longer): two corrections land
+  // within a few hundred tokens of the target.
+  for (let i = 0; i < 2; i++) {
+    const tokens = await engine.countTokens(tenantBLong(lines))
+    lines = Math.round((lines * target) / tokens)
+  }
+  return tenantBLong(lines)
+}
+
 /**
  * Runs the incident on a fresh engine (`pd-abort-leak`, published pool and window, prefill at
- * 300,000 tok/s): A's long prompt with a secret, B's normal request, B's over-pool request.
+ * 300,000 tok/s): A's long prompt with a secret, B's normal request, B's over-pool request (sized with
+ * the engine's own count, halfway between pool and window).
  *
  * @example
  * const rows = await runScenario((engine, account) => engine.binding(account))
@@ -88,7 +110,11 @@ export async function runScenario(
   const steps = [
     { request: 'long prompt with payroll secret', tenant: 'A', inputs: tenantAPrompt() },
     { request: 'normal short request', tenant: 'B', inputs: tenantBShort() },
-    { request: 'over-pool prompt (inside window)', tenant: 'B', inputs: tenantBLong() },
+    {
+      request: 'over-pool prompt (inside window)',
+      tenant: 'B',
+      inputs: await tenantBOverPool(engine),
+    },
   ]
   const rows: DemoRow[] = []
   for (const step of steps) {
