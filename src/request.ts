@@ -56,17 +56,30 @@ const REFUSED: Record<string, { allowed: unknown; why: string }> = {
   return_tokens_as_token_ids: { allowed: false, why: 'returns tokens the scanner cannot read' },
 }
 
-/** How deep `value` nests (arrays and objects), counted without recursion; stops past `limit`. */
+/**
+ * How deep `value` nests (arrays and objects), counted without recursion and without a tuple per node
+ * (two parallel stacks: a body at the value limit would otherwise allocate one array per value);
+ * stops past `limit`.
+ */
 function nestingDepth(value: unknown, limit: number): number {
   let deepest = 0
-  const stack: [unknown, number][] = [[value, 1]]
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!
-    if (node === null || typeof node !== 'object') continue
+  const nodes: object[] = []
+  const depths: number[] = []
+  if (value !== null && typeof value === 'object') {
+    nodes.push(value)
+    depths.push(1)
+  }
+  while (nodes.length > 0) {
+    const node = nodes.pop()!
+    const depth = depths.pop()!
     if (depth > deepest) deepest = depth
     if (deepest > limit) return deepest
-    for (const child of Object.values(node)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1])
+    const children = Array.isArray(node) ? node : Object.values(node)
+    for (const child of children) {
+      if (child !== null && typeof child === 'object') {
+        nodes.push(child)
+        depths.push(depth + 1)
+      }
     }
   }
   return deepest
