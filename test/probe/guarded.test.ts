@@ -3,7 +3,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { guardAi } from '../../src/guard'
 import { runnerTransport, runProbe } from '../../src/probe'
-import { expectLimitPinned, GLM, probeSim } from './sim'
+import { expectLimitPinned, GLM, probeSim, targetRatio } from './sim'
 
 describe('probe of healthy and guarded deployments', { timeout: 30_000 }, () => {
   it('should call a deployment safe (exit 0) when its pool holds the whole window', async () => {
@@ -18,10 +18,13 @@ describe('probe of healthy and guarded deployments', { timeout: 30_000 }, () => 
       impossibleTtft: false,
     })
     expect(report.smallestFailure).toBeNull()
-    expect(report.largestOk?.tokens).toBe(report.top)
-    // The top leaves room for max_tokens and the template, and is corrected for the target's count.
-    expect(report.top).toBeGreaterThan(131_072 - 1024 - 64 - 100)
-    expect(report.top).toBeLessThanOrEqual(131_072 - 1024 - 64)
+    // The top is the largest prompt sent, up to the last correction of the target's count ratio
+    // (learnt from each answer; Qwen3 counts the probe's filler about 1.5× o200k).
+    expect(Math.abs((report.largestOk?.tokens ?? 0) - report.top)).toBeLessThan(report.top * 0.001)
+    // In the target's tokens it leaves room for max_tokens and the template.
+    const top = report.top * targetRatio(report)
+    expect(top).toBeGreaterThan(131_072 - 1024 - 64 - 200)
+    expect(top).toBeLessThanOrEqual(131_072 - 1024)
     expect(report.steps.map((s) => s.kind)).toEqual(report.steps.map(() => 'ok'))
     expect(report.summary).toMatch(/^SAFE/)
   })
@@ -49,8 +52,9 @@ describe('probe of healthy and guarded deployments', { timeout: 30_000 }, () => 
     expect(report).toMatchObject({ verdict: 'unsafe', leak: false, impossibleTtft: false })
     expect(report.smallestFailure?.kind).toBe('error')
     expect(report.smallestFailure?.detail).toMatch(/^400: /)
-    // The guard refuses below the pool (output reserve, drift margin): the engine never leaks.
-    const good = report.largestOk?.tokens ?? 0
+    // The guard refuses below the pool (output reserve, drift margin): the engine never leaks. In the
+    // engine's own tokens, which is what the pool holds.
+    const good = report.largestOk?.reportedPromptTokens ?? 0
     expect(good).toBeLessThan(65_536 - 1024)
     expect(good).toBeGreaterThan(65_536 * 0.8)
     expect(engine.stats().requests.byOutcome.placeholder).toBe(0)
