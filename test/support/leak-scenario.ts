@@ -55,6 +55,19 @@ const SURFACES: [string, Surface][] = [
   ['middleware', middleware],
 ]
 
+/**
+ * `document(tenant, …)` sized to `tokens` in the engine's own tokenizer (Qwen3 by default splits its
+ * numbered lines about 1.3× finer than the nominal 16 tokens a line): sizes must sit between the real
+ * pool and the window whatever the simulated model counts.
+ */
+async function documentOf(engine: SimEngine, tenant: string, tokens: number): Promise<string> {
+  const nominal = Math.round(
+    (tokens * tokens) / (await engine.countTokens(chat(document(tenant, tokens)))),
+  )
+  return document(tenant, nominal)
+}
+
+/** B's size in the engine's tokens: over the real limit (8,186) and under the wrong ceiling (16,128). */
 const CASES: { mode: SimMode; bTokens: number; reason: RegExp }[] = [
   { mode: 'pd-abort-leak', bTokens: 12_000, reason: /foreign_canary|ttft_impossible/ },
   { mode: 'truncate', bTokens: 12_000, reason: /echo_missing|usage_undercount/ },
@@ -89,7 +102,7 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
             const a = await send(
               'tenant-a',
               LEAK.model,
-              chat(document('TENANT-A', 6_000), { stream }),
+              chat(await documentOf(engine, 'TENANT-A', 6_000), { stream }),
             )
             expect(a.status).toBe(200)
             expect(a.text).toContain('TENANT-A')
@@ -99,7 +112,7 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
             const b = await send(
               'tenant-b',
               LEAK.model,
-              chat(document('TENANT-B', bTokens), { stream }),
+              chat(await documentOf(engine, 'TENANT-B', bTokens), { stream }),
             )
             expect(leaked(b)).toEqual([])
             expect(b.status).toBe(502)
@@ -125,7 +138,8 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
         now: () => clock.now(),
       })
       for (const stream of [false, true]) {
-        const b = await send('tenant-b', LEAK.model, chat(document('TENANT-B', 3_000), { stream }))
+        const text = await documentOf(engine, 'TENANT-B', 3_000)
+        const b = await send('tenant-b', LEAK.model, chat(text, { stream }))
         expect(b.status).toBe(200)
         expect(b.text).toContain('TENANT-B')
         expect(leaked(b)).toEqual([])
