@@ -9,6 +9,12 @@ import type { AiRunner } from '../../src/upstream'
 import { hasCanary, LEAK } from '../support/leak-scenario'
 import { document } from '../support/prompts'
 
+/**
+ * B's document, nominal size: about 12,150 tokens for the simulated model (Qwen3), over the real
+ * limit (8,186) and under the wrong ceiling (16,128).
+ */
+const B_OVER_POOL = 9_300
+
 /** The leaking engine behind a guard that believes the pool is as large as the window. */
 function setup() {
   const clock = new VirtualClock()
@@ -75,7 +81,7 @@ describe('Vercel AI SDK with the guarded binding', () => {
     await generateText({ model: provider('tenant-a'), prompt: document('TENANT-A', 6_000) })
     const error = await generateText({
       model: provider('tenant-b'),
-      prompt: document('TENANT-B', 12_000),
+      prompt: document('TENANT-B', B_OVER_POOL),
     }).then(
       () => undefined,
       (e: unknown) => e,
@@ -95,7 +101,7 @@ describe('Vercel AI SDK with the guarded binding', () => {
     const errors: unknown[] = []
     const result = streamText({
       model: provider('tenant-b'),
-      prompt: document('TENANT-B', 12_000),
+      prompt: document('TENANT-B', B_OVER_POOL),
       onError: ({ error }) => {
         errors.push(error)
       },
