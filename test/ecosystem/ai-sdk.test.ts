@@ -10,7 +10,7 @@ import { hasCanary, LEAK } from '../support/leak-scenario'
 import { document } from '../support/prompts'
 
 /**
- * B's document, nominal size: about 12,150 tokens for the simulated model (Qwen3), over the real
+ * B's document, nominal size: about 12,100 tokens for the simulated model (Qwen3), over the real
  * limit (8,186) and under the wrong ceiling (16,128).
  */
 const B_OVER_POOL = 9_300
