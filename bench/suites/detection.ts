@@ -12,7 +12,6 @@ import { VirtualClock } from '../../sim/clock'
 import type { SimMode } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, GuardError, type ModelProfile } from '../../src'
-import { countTokens } from '../../src/ceiling/count'
 import { Guard, guardInfo } from '../../src/guard'
 import type { AiRunner } from '../../src/upstream'
 import {
@@ -29,12 +28,13 @@ import { rng } from '../texts'
 const POOL = 16_384
 const WINDOW = 24_576
 const SIM = {
+  tokenizer: 'qwen3',
   poolTokens: POOL,
   contextWindow: WINDOW,
   prefillTokensPerSecond: 20_000,
   decodeTokensPerSecond: 50,
   jitter: 0.1,
-}
+} as const
 /** The guard's physical bound: 2× the simulated prefill (the built-in glm-5.3 bound is also well above real). */
 const PROFILE: ModelProfile = {
   contextWindow: WINDOW,
@@ -81,11 +81,23 @@ interface CellCounts {
   victimGuarded: number
 }
 
-/** A ledger of about `tokens` o200k tokens, whatever the label's length (labels cost tokens on every line). */
+/** Counts like the simulated model (its tokenizer, Qwen3 by default): the unit the KV pool holds. */
+const COUNTER = new SimEngine(SIM)
+
+/**
+ * A ledger of about `tokens` tokens of the simulated model, whatever the label's length (labels cost
+ * tokens on every line). Sizes are shares of the real pool, so they are counted in the pool's unit; the
+ * guard counts the same text with o200k and its own factors, and the gap between the two (Qwen3 splits
+ * the ledger's numbers digit by digit) is part of what the matrix measures.
+ */
 async function sized(label: string, tokens: number, salt = 0): Promise<string> {
   const probe = ledger(label, 17 * 50, salt)
-  const perLine = (await countTokens([probe])) / 50
-  return ledger(label, Math.round((tokens / perLine) * 17), salt)
+  const perLine = (await COUNTER.countTokens(chat(probe))) / 50
+  const first = Math.round((tokens / perLine) * 17)
+  // Later lines carry longer numbers, which Qwen3 splits digit by digit: one correction lands within
+  // a fraction of a percent.
+  const counted = await COUNTER.countTokens(chat(ledger(label, first, salt)))
+  return ledger(label, Math.round((first * tokens) / counted), salt)
 }
 
 function guardFor(clock: VirtualClock, profile: ModelProfile): Guard {
@@ -467,7 +479,7 @@ function table(cells: CellCounts[], h: Healthy, samples: number, quick: boolean)
       `simulated prefill 20,000 tok/s ± 10%, guard bound 40,000 tok/s, 10% drift, 512-token output reserve. ` +
       `Per sample: a fresh engine; tenant A sends two documents (${VICTIM_SHARE}× pool each, a unique marker on every line; ` +
       'through the guard for even seeds, directly for odd seeds) in `fixed` mode, then the mode is switched and tenant B sends ' +
-      `a prompt of the given size × the real pool. ${samples} seeded samples per cell; one virtual clock shared by engine and guard; ` +
+      `a prompt of the given size × the real pool, counted in the simulated model's tokens (Qwen3; the guard counts with o200k). ${samples} seeded samples per cell; one virtual clock shared by engine and guard; ` +
       `Node ${m.node}${quick ? ', quick run' : ''}. **Leak** = B's client received A's marker or any canary (bytes released ` +
       'before a mid-stream quarantine count). ⚠ = incident-class cell (the unguarded engine served a placeholder, truncated or ' +
       `stale answer). Right ceiling: \`kvPoolTokens\` = real pool; wrong: = advertised window. ` +
