@@ -8,10 +8,17 @@ import { defineConfig } from 'vitest/config'
 // reference vocabularies (45 MB) each test file started seconds later. Choosing another over RPC fails
 // with the stub's message; tests that need one run a `SimEngine` in-process (see modulesRules below).
 const SIM_BUNDLE = 'node_modules/.cache/workers-ai-guard/sim.js'
+/** The Node file APIs written here (the project has no @types/node: its runtime code is Web-only). */
+interface NodeFs {
+  mkdirSync(path: string, options: { recursive: boolean }): unknown
+  writeFileSync(path: string, data: Uint8Array): void
+  renameSync(from: string, to: string): void
+}
 const OTHER_TOKENIZERS = /^@lenml\/tokenizer-(deepseek_v3|llama3|gemma3)$/
-await build({
+const simBuild = await build({
   entryPoints: ['sim/worker.ts'],
   outfile: SIM_BUNDLE,
+  write: false,
   bundle: true,
   format: 'esm',
   platform: 'neutral',
@@ -37,6 +44,13 @@ await build({
     },
   ],
 })
+// Written whole, then renamed over the old one: two test runs starting at once (other suites, other
+// terminals) must never hand workerd a half-written 10 MB file.
+const fs = (await import('node:fs' as string)) as NodeFs
+const simTemp = `${SIM_BUNDLE}.${process.pid}.tmp`
+fs.mkdirSync(SIM_BUNDLE.slice(0, SIM_BUNDLE.lastIndexOf('/')), { recursive: true })
+fs.writeFileSync(simTemp, simBuild.outputFiles[0]!.contents)
+fs.renameSync(simTemp, SIM_BUNDLE)
 
 // Tests use the real local D1 with the real migrations, applied by test/setup/d1.ts.
 const migrations = await readD1Migrations('./migrations')
