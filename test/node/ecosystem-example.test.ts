@@ -66,7 +66,12 @@ describe('examples/hono-app', () => {
     const engine = new SimEngine({ decodeTokensPerSecond: Infinity })
     const app = createApp(SECRET)
     // A header naming a user is the client's claim, not a sign-in; a wrong key neither.
-    for (const headers of [{}, { 'x-user': 'alice' }, { authorization: 'Bearer dev-key-mallory' }]) {
+    const attempts: Record<string, string>[] = [
+      {},
+      { 'x-user': 'alice' },
+      { authorization: 'Bearer dev-key-mallory' },
+    ]
+    for (const headers of attempts) {
       const res = await ask(app, engine, undefined, { question: 'hi' }, headers)
       expect(res.status).toBe(401)
       expect(await res.json()).toEqual({ error: 'Sign in first.' })
