@@ -44,7 +44,7 @@ describe('calibration', () => {
     const upstream = overcounting()
     const calibration = new MemoryCalibration()
     const ai = guardAi(upstream, { secret: SECRET, models: { [MODEL]: PROFILE }, calibration })
-    const prompt = chat(document('TENANT-A', 70_000))
+    const prompt = chat(document('TENANT-A', 40_000))
     await ai.run(MODEL, prompt)
     expect(upstream.calls).toBe(1)
     const { drift } = calibration.snapshot(MODEL)
