@@ -7,14 +7,21 @@
  * one asked (usually dropping the end, where the actual question is) and return a 200 that hides it.
  * A clear `context_length_exceeded` lets the client shorten the prompt knowingly.
  *
+ * What is bounded is the MODEL's tokens, not o200k's: the figure charged is at least what any
+ * tokenizer of the model's generation counts (see estimate.ts), per script class, plus the class's
+ * margin (the operator's floor, or what calibration learned for that class).
+ *
  * Bounds, cheapest first:
- * 1. **Bytes.** o200k_base is a byte-level BPE and every token (special tokens excluded: we count
- *    them as text) decodes to at least one byte, and the tokens' bytes concatenate to the text's
- *    UTF-8. So tokens ≤ UTF-8 bytes. If the byte count already fits, the decision is made without
+ * 1. **Bytes.** Every byte-level BPE token (special tokens excluded: we count them as text) decodes
+ *    to at least one byte, so tokens ≤ UTF-8 bytes — for every tokenizer of the family, with two
+ *    exceptions handled here: Qwen3 normalizes to NFC first, which can lengthen a text (so a text
+ *    that NFC changes is charged the larger of both byte counts), and a lone surrogate, 3 bytes to
+ *    `TextEncoder`, stays 3 WTF-8 bytes. If the bytes already fit, the decision is made without
  *    loading the tokenizer. UTF-8 bytes are at least the UTF-16 length, so a text whose length is
  *    already over the limit is not measured at all.
- * 2. **Count with early exit** at the largest estimate that still fits: exact when it fits; when it
- *    does not, counting stops after about `limit` tokens of text.
+ * 2. **Family estimate with early exit**: o200k's tokens through the family table, per class, with
+ *    the class margins; counting stops as soon as the charged figure passes the ceiling, so its cost
+ *    is bounded by the ceiling, not by the prompt.
  *
  * Other provable upper bounds were examined for mid-size prompts (e.g. 256k tokens of English,
  * ~1.1 MB, where bytes are ~4.5× too pessimistic); none is both sound and worth its cost:
@@ -28,27 +35,39 @@
  *   cheap), so no bound between "bytes" and "count" can save more than ~2×.
  * Sampling estimates are not bounds and are not used.
  */
-import { countWithinDetailed } from './count'
+import { type ClassFigures, scanFamily } from './estimate'
+import { CLASS_FACTORS, ENGLISH_BOUND_PER_O200K } from './family-table'
 import { type PromptPieces, templateOverhead } from './prompt'
-import { totalUtf8Length } from './utf8'
+import { addClassBytes, SCRIPT_CLASSES, type ScriptClass } from './script'
+
+/** The margin per script class, as a fraction (0.05 = 5%) on top of the family bound. */
+export type Margins = (cls: ScriptClass) => number
 
 /** What the ceiling decided and why. */
 export interface CeilingDecision {
   /** Whether the prompt plus margins fits the ceiling (false → reject before any upstream call). */
   fits: boolean
   /**
-   * The token figure used: the exact count (`count`), the byte upper bound (`bytes`), or, for
-   * `early-exit`, how many tokens were counted when counting stopped (a lower bound: more exist).
+   * The token figure before margins: the family bound (`count`), the UTF-8 bytes (`bytes`, an upper
+   * bound), or, for `early-exit`, the family bound of the text read when counting stopped (more
+   * text followed).
    */
   estimatedTokens: number
-  /** `ceil(estimatedTokens × (1 + drift)) + templateOverhead` — what is compared with the ceiling. */
+  /** `Σ_class ceil(figure × (1 + margin)) + templateOverhead` — what is compared with the ceiling. */
   adjustedTokens: number
   /** The ceiling compared against (prompt tokens, output reserve already taken off). */
   ceiling: number
   /** How the decision was reached (cheapest first). */
   method: 'bytes' | 'count' | 'early-exit'
-  /** Whether `estimatedTokens` is the exact o200k count. */
+  /** Whether `estimatedTokens` is the complete family estimate (every pre-token counted whole). */
   exact: boolean
+  /**
+   * Per script class present: on the count path the family figures, on the bytes path the class's
+   * UTF-8 bytes as `bound` (`lower` and `o200k` 0: nothing was counted).
+   */
+  classes: Partial<Record<ScriptClass, ClassFigures>>
+  /** The classes that contribute most to `adjustedTokens`, largest first (for the error message). */
+  drivers: ScriptClass[]
 }
 
 /**
@@ -66,8 +85,8 @@ export function ceilingFor(
 }
 
 /**
- * Estimated tokens after the drift margin: `ceil(estimate × (1 + drift))`. Floating-point
- * multiplication by a fixed factor is monotone, so a larger estimate never gets a smaller figure.
+ * Estimated tokens after a margin: `ceil(estimate × (1 + drift))`. Floating-point multiplication by
+ * a fixed factor is monotone, so a larger estimate never gets a smaller figure.
  *
  * @example
  * withDrift(1_000, 0.25) // 1_250
@@ -92,55 +111,145 @@ export function maxEstimateWithin(ceiling: number, drift: number, overhead: numb
   return estimate
 }
 
-function assertArguments(ceiling: number, drift: number): void {
-  if (!Number.isFinite(ceiling)) throw new RangeError(`ceiling must be finite, got ${ceiling}`)
-  if (!Number.isFinite(drift) || drift < 0) {
-    throw new RangeError(`drift must be a finite number ≥ 0, got ${drift}`)
+/**
+ * `1 + margin` per class id, validated: a margin that is not a finite number ≥ 0 is a bug in the
+ * caller (calibration or options), so it throws rather than guessing.
+ */
+function charges(margins: Margins): Float64Array {
+  return Float64Array.from(SCRIPT_CLASSES, (name) => {
+    const margin = margins(name)
+    if (!Number.isFinite(margin) || margin < 0) {
+      throw new RangeError(`margin for ${name} must be a finite number ≥ 0, got ${margin}`)
+    }
+    return 1 + margin
+  })
+}
+
+/** Σ over classes of `ceil(figure × charge)`. */
+function chargedTotal(figures: Float64Array, charge: Float64Array): number {
+  let total = 0
+  for (let c = 0; c < figures.length; c++) {
+    const figure = figures[c] ?? 0
+    if (figure > 0) total += Math.ceil(figure * (charge[c] ?? 1))
   }
+  return total
+}
+
+/** Share of the charged text figure below which a class is not named as a driver. */
+const DRIVER_SHARE = 0.1
+
+function driversOf(
+  classes: Partial<Record<ScriptClass, ClassFigures>>,
+  charge: Float64Array,
+): ScriptClass[] {
+  const charged = SCRIPT_CLASSES.map((name, c) => ({
+    name,
+    tokens: Math.ceil((classes[name]?.bound ?? 0) * (charge[c] ?? 1)),
+  })).filter((entry) => entry.tokens > 0)
+  const total = charged.reduce((sum, entry) => sum + entry.tokens, 0)
+  charged.sort((a, b) => b.tokens - a.tokens)
+  const named = charged.filter((entry, i) => i === 0 || entry.tokens >= total * DRIVER_SHARE)
+  return named.slice(0, 3).map((entry) => entry.name)
 }
 
 /**
- * Decides whether `pieces` fits `ceiling` with the tokenizer `drift` margin, cheapest bound first;
- * the tokenizer is loaded only when bytes cannot decide.
+ * UTF-8 bytes per class of every text; a text that NFC changes counts the larger of its own and its
+ * NFC form's bytes per class (Qwen3 tokenizes the NFC form, which can be up to 3× longer).
+ */
+function classBytes(texts: readonly string[]): Float64Array {
+  const total = new Float64Array(SCRIPT_CLASSES.length)
+  for (const text of texts) {
+    const nfc = text.normalize('NFC')
+    if (nfc === text) {
+      addClassBytes(text, total)
+      continue
+    }
+    const sent = new Float64Array(SCRIPT_CLASSES.length)
+    const normalized = new Float64Array(SCRIPT_CLASSES.length)
+    addClassBytes(text, sent)
+    addClassBytes(nfc, normalized)
+    for (let c = 0; c < total.length; c++) {
+      total[c] = (total[c] ?? 0) + Math.max(sent[c] ?? 0, normalized[c] ?? 0)
+    }
+  }
+  return total
+}
+
+/**
+ * Decides whether `pieces` fits `ceiling` with a margin per script class on top of the family
+ * bound, cheapest bound first; the tokenizer is loaded only when bytes cannot decide, and counting
+ * stops as soon as the charged figure passes the ceiling.
  *
  * @example
- * const d = await decideCeiling(promptPieces(inputs), ceilingFor(profile, reserve), 0.1)
- * if (!d.fits) throw new GuardError('context_length_exceeded', `${d.adjustedTokens} > ${d.ceiling}`)
+ * const margins: Margins = (cls) => Math.max(profile.tokenizerDrift, learned[cls] ?? 0)
+ * const d = await decideCeiling(promptPieces(inputs), ceilingFor(profile, reserve), margins)
+ * if (!d.fits) throw new GuardError('context_length_exceeded', `mostly ${d.drivers[0]} text`)
  */
 export async function decideCeiling(
   pieces: PromptPieces,
   ceiling: number,
-  drift: number,
+  margins: Margins,
 ): Promise<CeilingDecision> {
-  assertArguments(ceiling, drift)
+  if (!Number.isFinite(ceiling)) throw new RangeError(`ceiling must be finite, got ${ceiling}`)
+  const charge = charges(margins)
   const overhead = templateOverhead(pieces)
-  const limit = maxEstimateWithin(ceiling, drift, overhead)
   const decide = (
     estimatedTokens: number,
+    charged: number,
     method: CeilingDecision['method'],
     exact: boolean,
+    classes: Partial<Record<ScriptClass, ClassFigures>>,
   ): CeilingDecision => {
-    const adjustedTokens = withDrift(estimatedTokens, drift) + overhead
+    const adjustedTokens = charged + overhead
     return {
-      fits: adjustedTokens <= ceiling,
+      fits: method !== 'early-exit' && adjustedTokens <= ceiling,
       estimatedTokens,
       adjustedTokens,
       ceiling,
       method,
       exact,
+      classes,
+      drivers: driversOf(classes, charge),
     }
   }
 
   // Only the fixed overhead would already overflow: no count can change the answer.
-  if (limit < 0) return decide(0, 'early-exit', false)
+  if (overhead > ceiling) return decide(0, 0, 'early-exit', false, {})
+  let smallest = Number.POSITIVE_INFINITY
+  for (const c of charge) smallest = Math.min(smallest, c)
   let units = 0
   for (const text of pieces.texts) units += text.length
   // bytes ≥ UTF-16 units, so a longer text cannot pass the byte bound: skip measuring it.
-  if (units <= limit) {
-    const bytes = totalUtf8Length(pieces.texts)
-    if (bytes <= limit) return decide(bytes, 'bytes', bytes === 0)
+  if (Math.ceil(units * smallest) + overhead <= ceiling) {
+    const bytes = classBytes(pieces.texts)
+    const charged = chargedTotal(bytes, charge)
+    if (charged + overhead <= ceiling) {
+      const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
+      let total = 0
+      bytes.forEach((b, c) => {
+        if (b > 0) classes[SCRIPT_CLASSES[c] ?? 'other'] = { bound: b, lower: 0, o200k: 0 }
+        total += b
+      })
+      return decide(total, charged, 'bytes', total === 0, classes)
+    }
   }
-  const counted = await countWithinDetailed(pieces.texts, limit)
-  if (!counted.within) return decide(counted.tokens, 'early-exit', false)
-  return decide(counted.tokens, 'count', counted.exact)
+  const scan = await scanFamily(pieces.texts, charge, ceiling - overhead)
+  return decide(
+    scan.bound,
+    scan.charged,
+    scan.within ? 'count' : 'early-exit',
+    scan.exact,
+    scan.classes,
+  )
+}
+
+/**
+ * How much finer than English the reference family splits a class's text: the family bound per o200k
+ * token on ordinary text of that class over English's (both measured by scripts/measure-tokenizers).
+ *
+ * @example
+ * finerThanEnglish('georgian') // ≈ 6.8
+ */
+export function finerThanEnglish(cls: ScriptClass): number {
+  return CLASS_FACTORS[cls].typical / ENGLISH_BOUND_PER_O200K
 }

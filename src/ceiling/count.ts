@@ -2,19 +2,36 @@
  * @module o200k_base token counting: loaded lazily, special-token text counted as plain text, and an
  * early exit whose cost is bounded by the limit, not by the prompt.
  */
-import { utf8Length } from './utf8'
+/**
+ * Pre-tokens longer than this (in UTF-16 code units) are cut into chunks of at most this many units,
+ * each merged on its own. gpt-tokenizer's merge loop is superlinear in a pre-token's length (on Node
+ * 22, 100,000 spaces took 4 s; runs of 128 dashes cost 14 s per 677k-token ceiling, runs of 64 cost
+ * 0.04 s), and one run of spaces, dashes or letters is one pre-token however long it is.
+ *
+ * Why chunks and not the byte bound (which 0.1 charged): real text has long pre-tokens. Thai, Lao
+ * and Khmer are written without spaces and o200k's regex lumps a whole run of letters, so UDHR Thai
+ * has 119 of 468 pre-tokens over 32 units (up to 154), Lao up to 179, Japanese and Chinese up to 61;
+ * charging those bytes would cost Thai 3–5× its usable context. Cutting at 32 units adds 2.9% o200k
+ * tokens to Thai, 0.9% to Khmer, 0.1% to Japanese and nothing to languages with spaces (measured by
+ * scripts/measure-tokenizers.ts; the family bound is checked on the chunked count). The count of a
+ * chunked pre-token is not o200k's exact count (usually a few tokens more), so it says so.
+ */
+export const LONG_PIECE_UNITS = 32
 
 /**
- * Pre-tokens longer than this (in UTF-16 code units) are charged their UTF-8 byte length instead of
- * being merged. gpt-tokenizer's merge loop is quadratic in a pre-token's length (measured on Node 22:
- * 100,000 spaces take 4 s to count; 1,000,000 would take minutes), and a single run of spaces,
- * dashes or letters is one pre-token however long it is. Without this cap an attacker's 1 MB of
- * spaces would pin the guard's CPU regardless of any limit. Charging bytes is a sound upper bound
- * (every token is at least one byte) and real text never has pre-tokens this long (words, ≤ 3 digits,
- * punctuation and whitespace runs); a prompt that does is over-counted, never under-counted, and the
- * count says it is not exact.
+ * The end of the chunk of `piece` that starts at `start`: at most {@link LONG_PIECE_UNITS} code
+ * units, never splitting a surrogate pair (a split pair would be two U+FFFD, a different text).
+ *
+ * @example
+ * for (let s = 0, e; s < piece.length; s = e) { e = chunkEnd(piece, s); count(piece.slice(s, e)) }
  */
-export const LONG_PIECE_UNITS = 256
+export function chunkEnd(piece: string, start: number): number {
+  let end = start + LONG_PIECE_UNITS
+  if (end >= piece.length) return piece.length
+  const unit = piece.charCodeAt(end - 1)
+  if (unit >= 0xd800 && unit <= 0xdbff) end--
+  return end
+}
 
 /** What a count did: the tokens, whether it stayed within the limit, and how much text it read. */
 export interface CountResult {
@@ -22,17 +39,22 @@ export interface CountResult {
   tokens: number
   /** Whether `tokens` ≤ the limit (always true without a limit). */
   within: boolean
-  /** False when a pathological pre-token was charged its byte length (an upper bound) instead. */
+  /** False when a pre-token over {@link LONG_PIECE_UNITS} was counted in chunks (not o200k's exact count). */
   exact: boolean
   /** UTF-16 code units of text tokenized before the count returned (the work done). */
   scannedUnits: number
 }
 
-interface PieceCounter {
+/** The o200k pre-tokenizer and BPE, one pre-token at a time (what the ceiling's loops drive). */
+export interface PieceTokenizer {
   /** The o200k pre-tokenizer regex (global, Unicode). */
   split: RegExp
   /** Tokens of one pre-token. */
   countPiece: (piece: string) => number
+  /** The token id of a pre-token that is a single token, else undefined (no allocation). */
+  singleToken: (piece: string) => number | undefined
+  /** The token ids of one pre-token. */
+  encodePiece: (piece: string) => readonly number[]
 }
 
 /** The two methods of gpt-tokenizer 4's BPE core the library's own counting loop uses. */
@@ -54,11 +76,11 @@ function isBpeCore(value: unknown): value is BpeCore {
 // them as text also errs high: as a special token the string would be a single token.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
-let loading: Promise<PieceCounter> | undefined
+let loading: Promise<PieceTokenizer> | undefined
 let loaded = false
 let requests = 0
 
-async function load(): Promise<PieceCounter> {
+async function load(): Promise<PieceTokenizer> {
   // Importing o200k_base builds a 200k-entry vocabulary (~0.4–0.8 s). A Worker has 1 s to start,
   // so it is imported only when a prompt is too long for the byte bound to settle the ceiling.
   const [encoding, params] = await Promise.all([
@@ -66,14 +88,28 @@ async function load(): Promise<PieceCounter> {
     import('gpt-tokenizer/encodingParams/constants'),
   ])
   const core: unknown = Reflect.get(encoding.default, 'bytePairEncodingCoreProcessor')
-  const countPiece = isBpeCore(core)
-    ? // The library's own countNative loop, minus special-token handling: exact by construction.
-      (piece: string) =>
-        core.getBpeRankFromString(piece) === undefined ? core.bytePairEncode(piece).length : 1
-    : // A future gpt-tokenizer without that core: the public API, per piece (slower, same count).
-      (piece: string) => encoding.countTokens(piece, PLAIN_TEXT)
   loaded = true
-  return { split: params.O200K_TOKEN_SPLIT_REGEX, countPiece }
+  if (isBpeCore(core)) {
+    // The library's own countNative loop, minus special-token handling: exact by construction.
+    // (Ranks are o200k's token ids.)
+    return {
+      split: params.O200K_TOKEN_SPLIT_REGEX,
+      countPiece: (piece) =>
+        core.getBpeRankFromString(piece) === undefined ? core.bytePairEncode(piece).length : 1,
+      singleToken: (piece) => core.getBpeRankFromString(piece),
+      encodePiece: (piece) => {
+        const rank = core.getBpeRankFromString(piece)
+        return rank === undefined ? core.bytePairEncode(piece) : [rank]
+      },
+    }
+  }
+  // A future gpt-tokenizer without that core: the public API, per piece (slower, same tokens).
+  return {
+    split: params.O200K_TOKEN_SPLIT_REGEX,
+    countPiece: (piece) => encoding.countTokens(piece, PLAIN_TEXT),
+    singleToken: () => undefined,
+    encodePiece: (piece) => encoding.encode(piece, PLAIN_TEXT),
+  }
 }
 
 /**
@@ -84,10 +120,17 @@ async function load(): Promise<PieceCounter> {
  * await loadTokenizer() // warm it up off the request path, e.g. in ctx.waitUntil
  */
 export function loadTokenizer(): Promise<unknown> {
-  return counter()
+  return pieceTokenizer()
 }
 
-function counter(): Promise<PieceCounter> {
+/**
+ * The o200k pre-tokenizer and per-piece BPE, loaded once per isolate (see {@link loadTokenizer}).
+ *
+ * @example
+ * const { split, encodePiece } = await pieceTokenizer()
+ * for (const [piece] of text.matchAll(split)) ids.push(...encodePiece(piece))
+ */
+export function pieceTokenizer(): Promise<PieceTokenizer> {
   requests++
   loading ??= load().catch((error: unknown) => {
     loading = undefined
@@ -120,11 +163,11 @@ export function tokenizerRequests(): number {
 }
 
 /**
- * Counts o200k tokens of `texts`, stopping as soon as the count passes `limit`. Each pre-token costs
- * at most O(LONG_PIECE_UNITS²) and adds at least one token, so an over-limit answer is reached after
- * at most `limit + 1` pre-tokens — at most about `limit` tokens of text — whatever the prompt's length.
- * (gpt-tokenizer's `isWithinTokenLimit` exits early too, but merges any pre-token in full: see
- * {@link LONG_PIECE_UNITS}.)
+ * Counts o200k tokens of `texts`, stopping as soon as the count passes `limit`. Each pre-token (or
+ * chunk of a long one) costs at most O(LONG_PIECE_UNITS²) and adds at least one token, so an
+ * over-limit answer is reached after at most `limit + 1` of them — at most about `limit` tokens of
+ * text — whatever the prompt's length. (gpt-tokenizer's `isWithinTokenLimit` exits early too, but
+ * merges any pre-token in full: see {@link LONG_PIECE_UNITS}.)
  *
  * @example
  * const r = await countWithinDetailed(['user', longText], 600_000)
@@ -134,18 +177,25 @@ export async function countWithinDetailed(
   texts: readonly string[],
   limit = Number.POSITIVE_INFINITY,
 ): Promise<CountResult> {
-  const { split, countPiece } = await counter()
+  const { split, countPiece } = await pieceTokenizer()
   let tokens = 0
   let exact = true
   let scannedUnits = 0
   for (const text of texts) {
     for (const match of text.matchAll(split)) {
       const piece = match[0]
-      scannedUnits += piece.length
       if (piece.length > LONG_PIECE_UNITS) {
-        tokens += utf8Length(piece)
         exact = false
+        // One pre-token can be megabytes long: the limit is checked per chunk.
+        for (let start = 0, end = 0; start < piece.length; start = end) {
+          end = chunkEnd(piece, start)
+          tokens += countPiece(piece.slice(start, end))
+          if (tokens > limit) {
+            return { tokens, within: false, exact: false, scannedUnits: scannedUnits + end }
+          }
+        }
       } else tokens += countPiece(piece)
+      scannedUnits += piece.length
       if (tokens > limit) return { tokens, within: false, exact: false, scannedUnits }
     }
   }
@@ -153,8 +203,8 @@ export async function countWithinDetailed(
 }
 
 /**
- * o200k tokens of all `texts` (exact for any real text; pathological pre-tokens are charged their
- * byte length, an upper bound). Loads the tokenizer on first use.
+ * o200k tokens of all `texts` (exact unless a pre-token over {@link LONG_PIECE_UNITS} was counted in
+ * chunks: then usually a few tokens more). Loads the tokenizer on first use.
  *
  * @example
  * await countTokens(['user', 'Hello, world']) // 4

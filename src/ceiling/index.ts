@@ -4,5 +4,7 @@
 export * from './calibration'
 export * from './ceiling'
 export * from './count'
+export * from './estimate'
 export * from './prompt'
+export * from './script'
 export * from './utf8'

@@ -1,11 +1,38 @@
 import { describe, expect, it } from 'vitest'
-import { ceilingFor, decideCeiling, maxEstimateWithin, withDrift } from '../../src/ceiling/ceiling'
-import { countTokens } from '../../src/ceiling/count'
-import { promptPieces, templateOverhead } from '../../src/ceiling/prompt'
+import {
+  ceilingFor,
+  decideCeiling,
+  finerThanEnglish,
+  type Margins,
+  maxEstimateWithin,
+  withDrift,
+} from '../../src/ceiling/ceiling'
+import { type ClassFigures, estimateTexts } from '../../src/ceiling/estimate'
+import { type PromptPieces, promptPieces, templateOverhead } from '../../src/ceiling/prompt'
+import type { ScriptClass } from '../../src/ceiling/script'
 import { utf8Length } from '../../src/ceiling/utf8'
 import { prose, rng } from './gen'
 
 const GLM = { contextWindow: 1_048_576, kvPoolTokens: 681_280 }
+
+/** The same margin for every class. */
+const uniform =
+  (margin: number): Margins =>
+  () =>
+    margin
+
+/** What decideCeiling charges for these class figures: Σ ceil(bound × (1 + margin)). */
+function charged(classes: Partial<Record<ScriptClass, ClassFigures>>, margins: Margins): number {
+  let total = 0
+  for (const [cls, figures] of Object.entries(classes) as [ScriptClass, ClassFigures][]) {
+    total += Math.ceil(figures.bound * (1 + margins(cls)))
+  }
+  return total
+}
+
+const GEORGIAN =
+  'ვინაიდან ადამიანთა ოჯახის ყველა წევრისათვის დამახასიათებელი ღირსების და თანასწორი და ' +
+  'განუყოფელი უფლებების აღიარება წარმოადგენს თავისუფლების, სამართლიანობის და მშვიდობის საფუძველს. '
 
 describe('ceilingFor', () => {
   it('should take the real pool when it is smaller than the advertised window', () => {
@@ -40,83 +67,133 @@ describe('ceiling decision', () => {
   const text = prose(rng(11), 3_000)
   const pieces = promptPieces({ messages: [{ role: 'user', content: text }] })
   const overhead = templateOverhead(pieces)
-  const drift = 0.25
+  const margins = uniform(0.25)
 
-  it('should fit a prompt exactly at the ceiling, counted exactly', async () => {
-    const exact = await countTokens(pieces.texts)
-    const at = withDrift(exact, drift) + overhead
+  it('should fit a prompt exactly at the ceiling, charged the family bound plus margins', async () => {
+    const estimate = await estimateTexts(pieces.texts)
+    const at = charged(estimate.classes, margins) + overhead
     expect(utf8Length(text)).toBeGreaterThan(at) // bytes cannot decide: a real count is needed
-    const decision = await decideCeiling(pieces, at, drift)
-    expect(decision).toEqual({
+    const decision = await decideCeiling(pieces, at, margins)
+    expect(decision).toMatchObject({
       fits: true,
-      estimatedTokens: exact,
+      estimatedTokens: estimate.bound,
       adjustedTokens: at,
       ceiling: at,
       method: 'count',
       exact: true,
+      classes: estimate.classes,
     })
+    expect(decision.drivers[0]).toBe('latin')
+    expect(estimate.bound).toBeGreaterThanOrEqual(estimate.o200k)
   })
 
   it('should fit a prompt one token under the ceiling', async () => {
-    const at = withDrift(await countTokens(pieces.texts), drift) + overhead
-    const decision = await decideCeiling(pieces, at + 1, drift)
+    const at = charged((await estimateTexts(pieces.texts)).classes, margins) + overhead
+    const decision = await decideCeiling(pieces, at + 1, margins)
     expect(decision).toMatchObject({ fits: true, adjustedTokens: at, method: 'count' })
   })
 
-  it('should reject a prompt one token over the ceiling, stopping the count there', async () => {
-    const exact = await countTokens(pieces.texts)
-    const at = withDrift(exact, drift) + overhead
-    const decision = await decideCeiling(pieces, at - 1, drift)
+  it('should reject a prompt one token over the ceiling', async () => {
+    const estimate = await estimateTexts(pieces.texts)
+    const at = charged(estimate.classes, margins) + overhead
+    const decision = await decideCeiling(pieces, at - 1, margins)
     expect(decision.fits).toBe(false)
-    expect(decision.method).toBe('early-exit')
-    expect(decision.exact).toBe(false)
     expect(decision.adjustedTokens).toBeGreaterThan(at - 1)
-    expect(decision.estimatedTokens).toBeLessThanOrEqual(exact) // stopped, never over-read
+    expect(decision.estimatedTokens).toBeLessThanOrEqual(estimate.bound) // never over-read
   })
 
-  it('should apply the drift margin: a prompt that fits without it may not fit with it', async () => {
-    const exact = await countTokens(pieces.texts)
-    const ceiling = exact + overhead
-    expect((await decideCeiling(pieces, ceiling, 0)).fits).toBe(true)
-    expect((await decideCeiling(pieces, ceiling, 0.1)).fits).toBe(false)
+  it('should apply the margin: a prompt that fits without it may not fit with it', async () => {
+    const estimate = await estimateTexts(pieces.texts)
+    const ceiling = estimate.bound + overhead
+    expect((await decideCeiling(pieces, ceiling, uniform(0))).fits).toBe(true)
+    expect((await decideCeiling(pieces, ceiling, uniform(0.1))).fits).toBe(false)
+  })
+
+  it("should apply each class's own margin: Georgian's raise never moves English", async () => {
+    const mixed = promptPieces({
+      messages: [
+        { role: 'system', content: prose(rng(12), 4_000) },
+        { role: 'user', content: GEORGIAN.repeat(60) },
+      ],
+    })
+    const estimate = await estimateTexts(mixed.texts)
+    const georgianRaised: Margins = (cls) => (cls === 'georgian' ? 0.5 : 0.05)
+    const at = charged(estimate.classes, uniform(0.05)) + templateOverhead(mixed)
+    const base = await decideCeiling(mixed, at, uniform(0.05))
+    expect(base).toMatchObject({ fits: true, method: 'count' })
+    const raised = await decideCeiling(mixed, at, georgianRaised)
+    expect(raised.fits).toBe(false)
+    expect(raised.drivers[0]).toBe('georgian')
+    // An English-only prompt is charged exactly as before the Georgian raise.
+    const english = promptPieces({ prompt: prose(rng(13), 4_000) })
+    const e = await estimateTexts(english.texts)
+    const englishAt = charged(e.classes, uniform(0.05)) + templateOverhead(english)
+    expect(await decideCeiling(english, englishAt, georgianRaised)).toMatchObject({
+      fits: true,
+      adjustedTokens: englishAt,
+    })
+  })
+
+  it('should charge Georgian many times its o200k count, and name it as the driver', async () => {
+    const georgian = promptPieces({ prompt: GEORGIAN.repeat(200) })
+    const estimate = await estimateTexts(georgian.texts)
+    expect(estimate.bound / estimate.o200k).toBeGreaterThan(5)
+    const decision = await decideCeiling(georgian, estimate.o200k * 2, uniform(0.05))
+    expect(decision).toMatchObject({ fits: false })
+    expect(decision.drivers).toEqual(['georgian'])
+    expect(finerThanEnglish('georgian')).toBeGreaterThan(5)
   })
 
   it('should decide on bytes exactly at the byte boundary and count one byte past it', async () => {
-    const small = promptPieces({ prompt: 'The pool was smaller than the window.' })
-    const bytes = utf8Length('The pool was smaller than the window.')
-    const smallOverhead = templateOverhead(small)
-    const at = withDrift(bytes, drift) + smallOverhead
-    const onBytes = await decideCeiling(small, at, drift)
-    expect(onBytes).toMatchObject({ fits: true, method: 'bytes', estimatedTokens: bytes })
-    const counted = await decideCeiling(small, at - 1, drift)
+    const sentence = 'The pool was smaller than the window.'
+    const small = promptPieces({ prompt: sentence })
+    const onBytes = await decideCeiling(small, 10_000, margins)
+    expect(onBytes).toMatchObject({ fits: true, method: 'bytes' })
+    expect(onBytes.estimatedTokens).toBe(utf8Length(sentence))
+    // Bytes per class, each with its class's margin: letters, spaces, the full stop.
+    expect(onBytes.classes.latin?.bound).toBe(sentence.replace(/[^A-Za-z]/g, '').length)
+    expect(onBytes.classes.whitespace?.bound).toBe(6)
+    const at = onBytes.adjustedTokens
+    expect(await decideCeiling(small, at, margins)).toMatchObject({ fits: true, method: 'bytes' })
+    const counted = await decideCeiling(small, at - 1, margins)
     expect(counted).toMatchObject({ fits: true, method: 'count', exact: true })
-    expect(counted.estimatedTokens).toBeLessThan(bytes)
+    expect(counted.estimatedTokens).toBeLessThan(onBytes.estimatedTokens)
+  })
+
+  it('should charge the bytes of the NFC form when NFC lengthens the text (Qwen3 normalizes)', async () => {
+    // U+1D160 is 4 bytes; its NFC form is three code points, 12 bytes.
+    const notes = '\u{1D160}'.repeat(100)
+    const decision = await decideCeiling(promptPieces({ prompt: notes }), 2_000, uniform(0))
+    expect(decision.method).toBe('bytes')
+    expect(decision.estimatedTokens).toBeGreaterThanOrEqual(1_200)
   })
 
   it('should refuse the incident-sized prompt against the real pool and not the window', async () => {
-    const long = {
-      texts: ['user', 'lorem ipsum '.repeat(400_000)],
+    const long: PromptPieces = {
+      texts: ['user', 'the cache pool '.repeat(250_000)], // 750k tokens in every tokenizer
       messages: 1,
       tools: 0,
       nonTextParts: 0,
     }
-    const decision = await decideCeiling(long, ceilingFor(GLM, 4_096), 0.1)
+    const decision = await decideCeiling(long, ceilingFor(GLM, 4_096), uniform(0.05))
     expect(decision).toMatchObject({ fits: false, method: 'early-exit', ceiling: 677_184 })
     const window = ceilingFor({ ...GLM, kvPoolTokens: GLM.contextWindow }, 4_096)
-    expect((await decideCeiling(long, window, 0.1)).fits).toBe(true)
+    expect((await decideCeiling(long, window, uniform(0.05))).fits).toBe(true)
   })
 
   it('should charge non-text parts to the overhead', async () => {
     const image = promptPieces({
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }],
     })
-    expect((await decideCeiling(image, 1_100, 0)).fits).toBe(true)
-    expect((await decideCeiling(image, 1_000, 0)).fits).toBe(false)
+    expect((await decideCeiling(image, 1_100, uniform(0))).fits).toBe(true)
+    expect((await decideCeiling(image, 1_000, uniform(0))).fits).toBe(false)
   })
 
-  it('should refuse a negative or non-finite drift and a non-finite ceiling', async () => {
-    await expect(decideCeiling(pieces, 1_000, -0.1)).rejects.toThrow(/drift/)
-    await expect(decideCeiling(pieces, 1_000, Number.NaN)).rejects.toThrow(/drift/)
-    await expect(decideCeiling(pieces, Number.POSITIVE_INFINITY, 0.1)).rejects.toThrow(/ceiling/)
+  it('should refuse a negative or non-finite margin and a non-finite ceiling', async () => {
+    await expect(decideCeiling(pieces, 1_000, uniform(-0.1))).rejects.toThrow(/margin/)
+    await expect(decideCeiling(pieces, 1_000, uniform(Number.NaN))).rejects.toThrow(/margin/)
+    await expect(decideCeiling(pieces, Number.POSITIVE_INFINITY, margins)).rejects.toThrow(
+      /ceiling/,
+    )
   })
 })

@@ -3,15 +3,19 @@ import { decideCeiling } from '../../src/ceiling/ceiling'
 import { tokenizerLoaded, tokenizerRequests } from '../../src/ceiling/count'
 import { promptPieces } from '../../src/ceiling/prompt'
 
-// Its own file: nothing here loads the tokenizer before the bytes-path assertions run.
+const margins = () => 0.05
+
+// Its own file: nothing here loads the tokenizer (or the family table) before the bytes-path
+// assertions run.
 describe('lazy tokenizer', () => {
   it('should decide a small prompt on bytes without loading the tokenizer', async () => {
     const before = tokenizerRequests()
     const pieces = promptPieces({
-      messages: [{ role: 'user', content: 'Hei! 中文 😀 '.repeat(500) }],
+      messages: [{ role: 'user', content: 'Hei! 中文 😀 ქართული '.repeat(500) }],
     })
-    const decision = await decideCeiling(pieces, 677_184, 0.1)
+    const decision = await decideCeiling(pieces, 677_184, margins)
     expect(decision).toMatchObject({ fits: true, method: 'bytes', exact: false })
+    expect(decision.classes.georgian?.bound).toBe(500 * 7 * 3)
     expect(tokenizerRequests()).toBe(before)
     expect(tokenizerLoaded()).toBe(false)
   })
@@ -19,14 +23,14 @@ describe('lazy tokenizer', () => {
   it('should reject on the fixed overhead alone without loading the tokenizer', async () => {
     const before = tokenizerRequests()
     const pieces = { texts: ['user', 'x'], messages: 1, tools: 0, nonTextParts: 2 }
-    const decision = await decideCeiling(pieces, 1_000, 0.1)
+    const decision = await decideCeiling(pieces, 1_000, margins)
     expect(decision).toMatchObject({ fits: false, method: 'early-exit' })
     expect(tokenizerRequests()).toBe(before)
   })
 
   it('should load the tokenizer once a prompt is too long for the byte bound', async () => {
     const pieces = promptPieces({ prompt: 'The pool is smaller than the window. '.repeat(200) })
-    const decision = await decideCeiling(pieces, 3_000, 0.1)
+    const decision = await decideCeiling(pieces, 3_000, margins)
     expect(decision).toMatchObject({ fits: true, method: 'count', exact: true })
     expect(tokenizerLoaded()).toBe(true)
   })

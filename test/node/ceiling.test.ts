@@ -1,24 +1,29 @@
 import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/o200k_base'
 import { describe, expect, it } from 'vitest'
-import { effectiveDrift, emptyDriftState, observe } from '../../src/ceiling/calibration'
-import { decideCeiling, withDrift } from '../../src/ceiling/ceiling'
+import { decideCeiling, type Margins } from '../../src/ceiling/ceiling'
 import {
   countTokens,
   countWithinDetailed,
   tokenizerLoaded,
   tokenizerRequests,
 } from '../../src/ceiling/count'
+import { estimateTexts } from '../../src/ceiling/estimate'
 import { promptPieces, templateOverhead } from '../../src/ceiling/prompt'
 import { utf8Length } from '../../src/ceiling/utf8'
 import { prose, randomCodePoints, randomUnicode, rng } from '../ceiling/gen'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }
+const margins: Margins = () => 0.1
 
 // The same core, unchanged, on Node 22 (the bench runs here too).
 describe('token ceiling on Node', () => {
   it('should decide a small prompt on bytes before the tokenizer is ever loaded', async () => {
     const before = tokenizerRequests()
-    const decision = await decideCeiling(promptPieces({ prompt: 'Hei på deg 😀' }), 677_184, 0.1)
+    const decision = await decideCeiling(
+      promptPieces({ prompt: 'Hei på deg 😀' }),
+      677_184,
+      margins,
+    )
     expect(decision).toMatchObject({ fits: true, method: 'bytes' })
     expect(tokenizerRequests()).toBe(before)
     expect(tokenizerLoaded()).toBe(false)
@@ -37,12 +42,16 @@ describe('token ceiling on Node', () => {
 
   it('should fit at the ceiling and reject one under it', async () => {
     const pieces = promptPieces({ prompt: prose(rng(22), 2_000) })
-    const at = withDrift(await countTokens(pieces.texts), 0.5) + templateOverhead(pieces)
-    expect(await decideCeiling(pieces, at, 0.5)).toMatchObject({ fits: true, method: 'count' })
-    expect(await decideCeiling(pieces, at - 1, 0.5)).toMatchObject({
-      fits: false,
-      method: 'early-exit',
+    const half: Margins = () => 0.5
+    let charged = templateOverhead(pieces)
+    for (const figures of Object.values((await estimateTexts(pieces.texts)).classes)) {
+      charged += Math.ceil((figures?.bound ?? 0) * 1.5)
+    }
+    expect(await decideCeiling(pieces, charged, half)).toMatchObject({
+      fits: true,
+      method: 'count',
     })
+    expect((await decideCeiling(pieces, charged - 1, half)).fits).toBe(false)
   })
 
   it('should stop early on a 5M-character prompt', async () => {
@@ -50,11 +59,5 @@ describe('token ceiling on Node', () => {
     const stopped = await countWithinDetailed([huge], 2_000)
     expect(stopped.within).toBe(false)
     expect(stopped.scannedUnits).toBeLessThan(huge.length / 200)
-  })
-
-  it('should raise the drift at once and keep the floor', () => {
-    const state = observe(emptyDriftState(), { estimated: 50_000, actual: 60_000, at: 0 })
-    expect(effectiveDrift(state, 0.05, 0)).toBeCloseTo(0.22, 10)
-    expect(effectiveDrift(emptyDriftState(), 0.05, 0)).toBe(0.05)
   })
 })

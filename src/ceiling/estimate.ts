@@ -1,0 +1,320 @@
+/**
+ * @module The family estimate: for any text, at least as many tokens as any tokenizer of the model's
+ * generation counts (o200k, Qwen3, DeepSeek-V3, Llama 3, Gemma 3), computed from o200k's own tokens
+ * and a measured table, plus a lower figure no family tokenizer goes below.
+ *
+ * How the bound is built (scripts/measure-tokenizers.ts measures it; bench/results/
+ * tokenizer-factors.json holds the evidence):
+ * - Every o200k token t has an expansion: the most tokens any family tokenizer spends on t's text on
+ *   its own (o200k tokens that are not whole UTF-8 characters get their byte length). A text's
+ *   bound is the sum over its o200k tokens, times a per-class safety factor and plus a small slack
+ *   ({@link CLASS_SLACK}) measured for the places where a tokenizer's merges across o200k token
+ *   boundaries cost more than the parts.
+ * - Qwen3 normalizes to NFC before tokenizing, and NFC makes some characters longer (Devanagari
+ *   nukta letters, Hebrew presentation forms, musical symbols: up to 3× their bytes). A text that
+ *   NFC changes is estimated twice, as sent and as NFC, and each class is charged the larger.
+ * - Pre-tokens longer than {@link LONG_PIECE_UNITS} are cut into chunks (count.ts says why), which
+ *   bounds the merge work per token a crafted prompt can cost.
+ * - A lone surrogate is one o200k token but three in a tokenizer that encodes it as WTF-8 bytes:
+ *   pieces holding one are charged their bytes.
+ * - Each piece's cost is attributed to one script class (see script.ts), so margins and messages can
+ *   be per script.
+ */
+import { chunkEnd, LONG_PIECE_UNITS, pieceTokenizer } from './count'
+import {
+  CLASS_FACTORS,
+  FAMILY_ESCAPES,
+  FAMILY_NIBBLES,
+  FAMILY_TOKENS,
+  UNKNOWN_TOKEN_EXPANSION,
+} from './family-table'
+import { CLASS_MASK, LONE_SURROGATE, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from './script'
+import { utf8Length } from './utf8'
+
+/** What one script class of a prompt costs. */
+export interface ClassFigures {
+  /** Family bound: at least what any reference tokenizer counts for this class's pieces. */
+  bound: number
+  /** A figure no reference tokenizer goes below (80% of the smallest measured ratio); for timing. */
+  lower: number
+  /** o200k tokens of these pieces (chunked long pieces: a few more than o200k's exact count). */
+  o200k: number
+}
+
+/** The family estimate of a prompt. */
+export interface PromptEstimate {
+  /** Σ over classes of `bound`. */
+  bound: number
+  /** Σ over classes of `lower`. */
+  lower: number
+  /** Σ over classes of `o200k`: the exact o200k count when `exact`. */
+  o200k: number
+  /** False when a long pre-token was counted in chunks, or counting stopped early. */
+  exact: boolean
+  /** Per class, only classes present. */
+  classes: Partial<Record<ScriptClass, ClassFigures>>
+}
+
+const CLASS_COUNT = SCRIPT_CLASSES.length
+const SAFETY = Float64Array.from(SCRIPT_CLASSES, (c) => CLASS_FACTORS[c].safety)
+const LOWER = Float64Array.from(SCRIPT_CLASSES, (c) => CLASS_FACTORS[c].lower)
+
+let table: Uint8Array | undefined
+
+function base64Bytes(text: string): Uint8Array {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+/**
+ * The expansion of every o200k token id, decoded on first use (~200 kB; a millisecond or two), so
+ * the byte path never pays for it.
+ *
+ * @example
+ * familyTable()[12_345] // the most tokens any family tokenizer spends on that token's text
+ */
+export function familyTable(): Uint8Array {
+  if (table) return table
+  const packed = base64Bytes(FAMILY_NIBBLES)
+  const expansion = new Uint8Array(FAMILY_TOKENS)
+  for (let id = 0; id < FAMILY_TOKENS; id++) {
+    const byte = packed[id >> 1] ?? 0
+    expansion[id] = id & 1 ? byte >> 4 : byte & 0x0f
+  }
+  // Nibble 0 marks an expansion over 15, listed separately as [id, expansion] pairs.
+  for (let i = 0; i + 1 < FAMILY_ESCAPES.length; i += 2) {
+    expansion[FAMILY_ESCAPES[i] ?? 0] = Math.min(255, FAMILY_ESCAPES[i + 1] ?? 255)
+  }
+  table = expansion
+  return expansion
+}
+
+/** Per-class running figures of one scan. */
+interface Tally {
+  /** Family tokens before the safety factor (max over the NFC variants). */
+  raw: Float64Array
+  /** o200k tokens as sent (pieces with a lone surrogate: their bytes). */
+  o200k: Float64Array
+  /** o200k tokens that can be trusted as a floor (min over variants; lone-surrogate pieces: 0). */
+  floor: Float64Array
+}
+
+function tally(): Tally {
+  return {
+    raw: new Float64Array(CLASS_COUNT),
+    o200k: new Float64Array(CLASS_COUNT),
+    floor: new Float64Array(CLASS_COUNT),
+  }
+}
+
+/** The result of {@link scanFamily}. */
+export interface FamilyScan extends PromptEstimate {
+  /** False when the scan stopped because the charged figure passed the limit. */
+  within: boolean
+  /** Σ over classes of `ceil(bound × charge)`: the charged figure compared with the limit. */
+  charged: number
+}
+
+/**
+ * Tokens added to every class present, for merges across o200k token boundaries that cost a family
+ * tokenizer a token or two more than the parts (Qwen3 splits "asjonal" into 3, o200k's two tokens
+ * into 1 each). Over a long text the table's slack absorbs them, and the per-class safety factor
+ * covers the rest; in a short text a single one is a large share (measured: at most 2 tokens in
+ * windows under 100 o200k tokens of the corpus).
+ */
+export const CLASS_SLACK = 2
+
+/**
+ * The bound of one class from its raw family tokens: `ceil(raw × safety) + CLASS_SLACK` (0 if none).
+ *
+ * @example
+ * classBound(1_000, scriptClassId('georgian')) // 1_002
+ */
+export function classBound(raw: number, classId: number): number {
+  return raw > 0 ? Math.ceil(raw * (SAFETY[classId] ?? 1)) + CLASS_SLACK : 0
+}
+
+function charged(raw: Float64Array, charge: Float64Array | undefined): number {
+  let total = 0
+  for (let c = 0; c < CLASS_COUNT; c++) {
+    const r = raw[c] ?? 0
+    if (r === 0) continue
+    const bound = classBound(r, c)
+    total += charge ? Math.ceil(bound * (charge[c] ?? 1)) : bound
+  }
+  return total
+}
+
+/**
+ * Scans `texts` with o200k and the family table, attributing each pre-token to a script class.
+ * With a `limit`, stops as soon as Σ_class ceil(bound × charge[class]) passes it: every pre-token
+ * (or chunk of a long one, ≤ LONG_PIECE_UNITS units) adds at least one token, so at most about
+ * `limit` of them are merged, however long the prompt.
+ *
+ * @example
+ * const scan = await scanFamily(pieces.texts, charge, ceiling - overhead)
+ * if (!scan.within) reject()
+ */
+export async function scanFamily(
+  texts: readonly string[],
+  charge?: Float64Array,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<FamilyScan> {
+  const tokenizer = await pieceTokenizer()
+  const expansion = familyTable()
+  const { split, singleToken, encodePiece } = tokenizer
+  const weight = new Float64Array(CLASS_COUNT)
+  for (let c = 0; c < CLASS_COUNT; c++) weight[c] = (SAFETY[c] ?? 1) * (charge?.[c] ?? 1)
+
+  const total = tally()
+  let exact = true
+  let running = 0
+  // Per text, what the as-sent pass charged, so an NFC variant adds only what it costs beyond it.
+  const perText: Tally[] = []
+
+  // Adds one o200k-sized piece of text (a pre-token, or a chunk of a long one) to `into`; false when
+  // the live figure passed the limit.
+  const add = (text: string, c: number, into: Tally, live: boolean): boolean => {
+    const id = singleToken(text)
+    let tokens = 1
+    let cost: number
+    if (id !== undefined) cost = expansion[id] ?? UNKNOWN_TOKEN_EXPANSION
+    else {
+      const ids = encodePiece(text)
+      tokens = ids.length
+      cost = 0
+      for (const tokenId of ids) cost += expansion[tokenId] ?? UNKNOWN_TOKEN_EXPANSION
+    }
+    into.raw[c] = (into.raw[c] ?? 0) + cost
+    into.o200k[c] = (into.o200k[c] ?? 0) + tokens
+    into.floor[c] = (into.floor[c] ?? 0) + tokens
+    if (!live) return true
+    running += cost * (weight[c] ?? 1)
+    // The float running figure is a fast pre-check; the decision is the exact per-class sum.
+    return !(running > limit && charged(into.raw, charge) > limit)
+  }
+
+  const scanText = (text: string, into: Tally, live: boolean): boolean => {
+    for (const match of text.matchAll(split)) {
+      const piece = match[0]
+      const facts = pieceFacts(piece)
+      const c = facts & CLASS_MASK
+      if (facts & LONE_SURROGATE) {
+        // A lone surrogate is one o200k token (TextEncoder makes it U+FFFD) but 3 in a tokenizer
+        // that encodes it as its three WTF-8 bytes (Gemma 3 does): such a piece is charged its
+        // bytes, each lone surrogate 3, which covers any byte-level tokenizer.
+        const bytes = utf8Length(piece)
+        into.raw[c] = (into.raw[c] ?? 0) + bytes
+        into.o200k[c] = (into.o200k[c] ?? 0) + bytes
+        if (live) {
+          running += bytes * (weight[c] ?? 1)
+          if (running > limit && charged(into.raw, charge) > limit) return false
+        }
+        continue
+      }
+      if (piece.length <= LONG_PIECE_UNITS) {
+        if (!add(piece, c, into, live)) return false
+        continue
+      }
+      exact = false
+      for (let start = 0, end = 0; start < piece.length; start = end) {
+        end = chunkEnd(piece, start)
+        if (!add(piece.slice(start, end), c, into, live)) return false
+      }
+    }
+    return true
+  }
+
+  for (const text of texts) {
+    // Scanned straight into the total (one hot loop, live limit); the text's own share is the
+    // difference, kept for the NFC pass below (32 classes: cheap).
+    const before = {
+      raw: total.raw.slice(),
+      o200k: total.o200k.slice(),
+      floor: total.floor.slice(),
+    }
+    const within = scanText(text, total, true)
+    const mine = tally()
+    for (let c = 0; c < CLASS_COUNT; c++) {
+      mine.raw[c] = (total.raw[c] ?? 0) - (before.raw[c] ?? 0)
+      mine.o200k[c] = (total.o200k[c] ?? 0) - (before.o200k[c] ?? 0)
+      mine.floor[c] = (total.floor[c] ?? 0) - (before.floor[c] ?? 0)
+    }
+    perText.push(mine)
+    if (!within) return finish(total, false, charge, exact)
+  }
+
+  // Only once the prompt as sent fits: a text that NFC changes is scanned as NFC too (the cost of
+  // normalizing is then bounded by what fitted), and each class is charged the larger figure.
+  for (let t = 0; t < texts.length; t++) {
+    const text = texts[t] ?? ''
+    const nfc = text.normalize('NFC')
+    if (nfc === text) continue
+    const sent = perText[t] ?? tally()
+    const variant = tally()
+    scanText(nfc, variant, false)
+    for (let c = 0; c < CLASS_COUNT; c++) {
+      const extra = (variant.raw[c] ?? 0) - (sent.raw[c] ?? 0)
+      if (extra > 0) {
+        total.raw[c] = (total.raw[c] ?? 0) + extra
+        running += extra * (weight[c] ?? 1)
+      }
+      const less = (variant.floor[c] ?? 0) - (sent.floor[c] ?? 0)
+      if (less < 0) total.floor[c] = (total.floor[c] ?? 0) + less
+    }
+    if (running > limit && charged(total.raw, charge) > limit) {
+      return finish(total, false, charge, exact)
+    }
+  }
+  return finish(total, true, charge, exact)
+}
+
+function finish(
+  total: Tally,
+  within: boolean,
+  charge: Float64Array | undefined,
+  exact: boolean,
+): FamilyScan {
+  const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
+  let bound = 0
+  let lower = 0
+  let o200k = 0
+  for (let c = 0; c < CLASS_COUNT; c++) {
+    const raw = total.raw[c] ?? 0
+    const tokens = total.o200k[c] ?? 0
+    if (raw === 0 && tokens === 0) continue
+    const figures: ClassFigures = {
+      bound: classBound(raw, c),
+      lower: Math.floor(Math.max(0, total.floor[c] ?? 0) * (LOWER[c] ?? 0)),
+      o200k: tokens,
+    }
+    classes[SCRIPT_CLASSES[c] ?? 'other'] = figures
+    bound += figures.bound
+    lower += figures.lower
+    o200k += tokens
+  }
+  return {
+    bound,
+    lower,
+    o200k,
+    exact: exact && within,
+    classes,
+    within,
+    charged: charged(total.raw, charge),
+  }
+}
+
+/**
+ * The family estimate of `texts`: a bound at least as high as any reference tokenizer's count, a
+ * lower figure none goes below, and o200k's own count, per script class. Loads o200k on first use.
+ *
+ * @example
+ * const e = await estimateTexts(['user', 'ვინაიდან ადამიანთა ოჯახის'])
+ * e.bound >= e.o200k // true; e.classes.georgian?.bound is most of it
+ */
+export async function estimateTexts(texts: readonly string[]): Promise<PromptEstimate> {
+  const { within: _within, charged: _charged, ...estimate } = await scanFamily(texts)
+  return estimate
+}
