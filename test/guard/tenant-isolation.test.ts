@@ -6,7 +6,7 @@ import { MemoryCalibration } from '../../src/calibration'
 import { GuardError } from '../../src/errors'
 import { Guard } from '../../src/guard'
 import type { AiRunner } from '../../src/upstream'
-import { chat, document } from '../support/prompts'
+import { chat, document, english } from '../support/prompts'
 
 /**
  * The property issue 12 asks for: after any sequence of 1,000 requests from one tenant — every script,
@@ -89,8 +89,8 @@ describe('no tenant moves another tenant’s verdicts', () => {
     const attacker = guard.runner(engine.binding('attacker'), 'attacker')
     const random = prng(20_261_130)
     const honest: Record<string, unknown>[] = [
-      // English near the ceiling: the figure most at risk from a poisoned margin.
-      chat(document('VICTIM', Math.floor(POOL * 0.9))),
+      // English prose near the ceiling: the figure most at risk from a poisoned margin.
+      chat(`VICTIM ${english(Math.floor(POOL * 0.85))}`),
       chat(document('VICTIM', 20_000), { stream: true }),
       chat(document('VICTIM', 6_000), { response_format: { type: 'json_object' } }),
       chat(prose(SCRIPTS.georgian!, 30_000, prng(1)), { stream: true }),
@@ -106,7 +106,7 @@ describe('no tenant moves another tenant’s verdicts', () => {
     for (let i = 0; i < 1_000; i++) {
       const names = Object.keys(SCRIPTS)
       const script = random() < 0.4 ? 'latin' : names[Math.floor(random() * names.length)]!
-      const big = random() < 0.1
+      const big = random() < 0.04
       const chars = Math.floor((big ? 40_000 : 400) + random() * (big ? 80_000 : 8_000))
       const text =
         script === 'latin'

@@ -83,3 +83,36 @@ export async function rejection(promise: Promise<unknown>): Promise<GuardError> 
   }
   throw new Error('expected the call to be refused, but it resolved')
 }
+
+const WORDS = (
+  'the of and to in is that for it as was with be by on not he this are or his from at which but have ' +
+  'an had they you were their one all we can her has there been if more when will would who so no ' +
+  'report figure quarter plan team market customer review budget growth office product service ' +
+  'meeting month year result summary question answer policy people system program project between'
+).split(' ')
+
+/**
+ * Ordinary English prose of about `tokens` o200k tokens (common words, sentences, paragraphs): text
+ * every tokenizer of the generation splits alike, for "English keeps its usable context" checks.
+ *
+ * @example
+ * english(50_000)
+ */
+export function english(tokens: number, seed = 1): string {
+  let x = seed * 7_919 + 13
+  const next = (n: number) => {
+    x = (x * 48_271) % 2_147_483_647
+    return x % n
+  }
+  const sentences: string[] = []
+  let count = 0
+  while (count < tokens) {
+    const length = 8 + next(12)
+    const words: string[] = []
+    for (let i = 0; i < length; i++) words.push(WORDS[next(WORDS.length)]!)
+    words[0] = words[0]!.charAt(0).toUpperCase() + words[0]!.slice(1)
+    sentences.push(`${words.join(' ')}.${next(6) === 0 ? '\n\n' : ' '}`)
+    count += length + 1
+  }
+  return sentences.join('')
+}
