@@ -6,7 +6,8 @@
  * - `bench/results/tokenizer-factors.json`: per corpus text and per class, every tokenizer's count,
  *   our estimate and the ratios.
  *
- * Run: `npx tsx scripts/measure-tokenizers.ts` (about 2–3 minutes; the per-token counts are cached
+ * Run: `npx tsx scripts/measure-tokenizers.ts` (about 10 minutes on 2 cores, 40 s of it the table;
+ * the per-token counts are cached
  * in the OS temp directory, keyed by package versions). The tokenizers are dev dependencies: nothing
  * here is shipped.
  *

@@ -144,7 +144,7 @@ export function pieceTokenizer(): Promise<PieceTokenizer> {
  * never pays for it).
  *
  * @example
- * await decideCeiling(smallPieces, 600_000, 0.1)
+ * await decideCeiling(smallPieces, 600_000, () => 0.05)
  * tokenizerLoaded() // false
  */
 export function tokenizerLoaded(): boolean {
@@ -156,7 +156,7 @@ export function tokenizerLoaded(): boolean {
  * after a call, whatever other code in the isolate has done).
  *
  * @example
- * const before = tokenizerRequests(); await decideCeiling(p, c, d); tokenizerRequests() === before
+ * const before = tokenizerRequests(); await decideCeiling(p, c, margins); tokenizerRequests() === before
  */
 export function tokenizerRequests(): number {
   return requests
