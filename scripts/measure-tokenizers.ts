@@ -7,9 +7,8 @@
  *   our estimate and the ratios.
  *
  * Run: `npx tsx scripts/measure-tokenizers.ts` (about 10 minutes on 2 cores, 40 s of it the table;
- * the per-token counts are cached
- * in the OS temp directory, keyed by package versions). The tokenizers are dev dependencies: nothing
- * here is shipped.
+ * per-token and whole-text counts are cached in the OS temp directory, keyed by package versions).
+ * The tokenizers are dev dependencies: nothing here is shipped.
  *
  * Steps: (1) the table, (2) per-class factors from isolated piece counts on the corpus, (3) a child
  * process imports the shipped estimate with the new table and checks it against every tokenizer's
