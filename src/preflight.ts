@@ -134,7 +134,7 @@ export async function admit(
       : `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} estimated for the model's tokenizer, plus ${margin} and template overhead)`
   throw new GuardError(
     'context_length_exceeded',
-    `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}.${scriptNote(decision.drivers, decision.classes)} Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
+    `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}.${await scriptNote(decision.drivers, decision.classes)} Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
     { param: 'messages' },
   )
 }
@@ -151,10 +151,10 @@ function marginText(applied: readonly number[]): string {
  * where an English one of the same length is not: the scripts that drove the estimate, their share,
  * and how much finer the model's tokenizer family splits them than English.
  */
-function scriptNote(
+async function scriptNote(
   drivers: readonly ScriptClass[],
   classes: Partial<Record<ScriptClass, ClassFigures>>,
-): string {
+): Promise<string> {
   const scripts = drivers.filter((cls) => !BETWEEN_WORDS.has(cls))
   const first = scripts[0]
   if (first === undefined) return ''
@@ -162,7 +162,7 @@ function scriptNote(
   for (const figures of Object.values(classes)) total += figures?.bound ?? 0
   const share = (cls: ScriptClass) =>
     `${Math.round(((classes[cls]?.bound ?? 0) / Math.max(1, total)) * 100)}%`
-  const factor = finerThanEnglish(first)
+  const factor = await finerThanEnglish(first)
   const rest = scripts.slice(1).map((cls) => `${SCRIPT_CLASS_NAMES[cls]} (${share(cls)})`)
   const mostly = `The text is mostly ${SCRIPT_CLASS_NAMES[first]} script (${share(first)} of the estimate${rest.length ? `; then ${rest.join(', ')}` : ''})`
   if (first === 'latin' || factor < EXPLAIN_FROM) return ` ${mostly}.`

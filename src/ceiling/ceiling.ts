@@ -35,8 +35,7 @@
  *   cheap), so no bound between "bytes" and "count" can save more than ~2×.
  * Sampling estimates are not bounds and are not used.
  */
-import { type ClassFigures, scanFamily } from './estimate'
-import { CLASS_FACTORS, ENGLISH_BOUND_PER_O200K } from './family-table'
+import { type ClassFigures, loadFamily, scanFamily } from './estimate'
 import { type PromptPieces, templateOverhead } from './prompt'
 import { addClassBytes, SCRIPT_CLASSES, type ScriptClass } from './script'
 
@@ -248,8 +247,9 @@ export async function decideCeiling(
  * token on ordinary text of that class over English's (both measured by scripts/measure-tokenizers).
  *
  * @example
- * finerThanEnglish('georgian') // ≈ 6.8
+ * await finerThanEnglish('georgian') // ≈ 6.8
  */
-export function finerThanEnglish(cls: ScriptClass): number {
-  return CLASS_FACTORS[cls].typical / ENGLISH_BOUND_PER_O200K
+export async function finerThanEnglish(cls: ScriptClass): Promise<number> {
+  const family = await loadFamily()
+  return (family.typical[SCRIPT_CLASSES.indexOf(cls)] ?? 1) / family.english
 }

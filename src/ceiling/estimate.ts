@@ -21,13 +21,7 @@
  *   be per script.
  */
 import { chunkEnd, LONG_PIECE_UNITS, pieceTokenizer } from './count'
-import {
-  CLASS_FACTORS,
-  FAMILY_ESCAPES,
-  FAMILY_NIBBLES,
-  FAMILY_TOKENS,
-  UNKNOWN_TOKEN_EXPANSION,
-} from './family-table'
+import type { ClassFactor } from './family-table'
 import { CLASS_MASK, LONE_SURROGATE, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from './script'
 import { utf8Length } from './utf8'
 
@@ -56,10 +50,24 @@ export interface PromptEstimate {
 }
 
 const CLASS_COUNT = SCRIPT_CLASSES.length
-const SAFETY = Float64Array.from(SCRIPT_CLASSES, (c) => CLASS_FACTORS[c].safety)
-const LOWER = Float64Array.from(SCRIPT_CLASSES, (c) => CLASS_FACTORS[c].lower)
 
-let table: Uint8Array | undefined
+/** The decoded family table and its per-class factors (see family-table.ts). */
+export interface FamilyData {
+  /** Expansion per o200k token id. */
+  expansion: Uint8Array
+  /** Charged for a token id outside the table. */
+  unknown: number
+  /** Per class id: the table's safety factor. */
+  safety: Float64Array
+  /** Per class id: × o200k tokens = a figure no family tokenizer went below. */
+  lower: Float64Array
+  /** Per class id: family bound per o200k token on ordinary text of the class. */
+  typical: Float64Array
+  /** The family bound per o200k token of English prose. */
+  english: number
+}
+
+let loading: Promise<FamilyData> | undefined
 
 function base64Bytes(text: string): Uint8Array {
   const binary = atob(text)
@@ -68,27 +76,46 @@ function base64Bytes(text: string): Uint8Array {
   return bytes
 }
 
-/**
- * The expansion of every o200k token id, decoded on first use (~200 kB; a millisecond or two), so
- * the byte path never pays for it.
- *
- * @example
- * familyTable()[12_345] // the most tokens any family tokenizer spends on that token's text
- */
-export function familyTable(): Uint8Array {
-  if (table) return table
-  const packed = base64Bytes(FAMILY_NIBBLES)
-  const expansion = new Uint8Array(FAMILY_TOKENS)
-  for (let id = 0; id < FAMILY_TOKENS; id++) {
+async function decodeFamily(): Promise<FamilyData> {
+  // Imported on first count, like o200k itself: the byte path never evaluates or decodes it.
+  const family = await import('./family-table')
+  const packed = base64Bytes(family.FAMILY_NIBBLES)
+  const expansion = new Uint8Array(family.FAMILY_TOKENS)
+  for (let id = 0; id < family.FAMILY_TOKENS; id++) {
     const byte = packed[id >> 1] ?? 0
     expansion[id] = id & 1 ? byte >> 4 : byte & 0x0f
   }
   // Nibble 0 marks an expansion over 15, listed separately as [id, expansion] pairs.
-  for (let i = 0; i + 1 < FAMILY_ESCAPES.length; i += 2) {
-    expansion[FAMILY_ESCAPES[i] ?? 0] = Math.min(255, FAMILY_ESCAPES[i + 1] ?? 255)
+  const escapes = family.FAMILY_ESCAPES
+  for (let i = 0; i + 1 < escapes.length; i += 2) {
+    expansion[escapes[i] ?? 0] = Math.min(255, escapes[i + 1] ?? 255)
   }
-  table = expansion
-  return expansion
+  const per = (pick: (factor: ClassFactor) => number) =>
+    Float64Array.from(SCRIPT_CLASSES, (name) => pick(family.CLASS_FACTORS[name]))
+  return {
+    expansion,
+    unknown: family.UNKNOWN_TOKEN_EXPANSION,
+    safety: per((f) => f.safety),
+    lower: per((f) => f.lower),
+    typical: per((f) => f.typical),
+    english: family.ENGLISH_BOUND_PER_O200K,
+  }
+}
+
+/**
+ * The family table and factors, imported and decoded once per isolate on first use (~200 kB, a
+ * millisecond or two). A failed load is not cached: a later request retries.
+ *
+ * @example
+ * const { expansion } = await loadFamily()
+ * expansion[12_345] // the most tokens any family tokenizer spends on that o200k token's text
+ */
+export function loadFamily(): Promise<FamilyData> {
+  loading ??= decodeFamily().catch((error: unknown) => {
+    loading = undefined
+    throw error
+  })
+  return loading
 }
 
 /** Per-class running figures of one scan. */
@@ -126,22 +153,21 @@ export interface FamilyScan extends PromptEstimate {
  */
 export const CLASS_SLACK = 2
 
-/**
- * The bound of one class from its raw family tokens: `ceil(raw × safety) + CLASS_SLACK` (0 if none).
- *
- * @example
- * classBound(1_000, scriptClassId('georgian')) // 1_002
- */
-export function classBound(raw: number, classId: number): number {
-  return raw > 0 ? Math.ceil(raw * (SAFETY[classId] ?? 1)) + CLASS_SLACK : 0
+/** The bound of one class from its raw family tokens: `ceil(raw × safety) + CLASS_SLACK` (0 if none). */
+function classBound(raw: number, safety: number): number {
+  return raw > 0 ? Math.ceil(raw * safety) + CLASS_SLACK : 0
 }
 
-function charged(raw: Float64Array, charge: Float64Array | undefined): number {
+function charged(
+  raw: Float64Array,
+  safety: Float64Array,
+  charge: Float64Array | undefined,
+): number {
   let total = 0
   for (let c = 0; c < CLASS_COUNT; c++) {
     const r = raw[c] ?? 0
     if (r === 0) continue
-    const bound = classBound(r, c)
+    const bound = classBound(r, safety[c] ?? 1)
     total += charge ? Math.ceil(bound * (charge[c] ?? 1)) : bound
   }
   return total
@@ -162,11 +188,12 @@ export async function scanFamily(
   charge?: Float64Array,
   limit = Number.POSITIVE_INFINITY,
 ): Promise<FamilyScan> {
-  const tokenizer = await pieceTokenizer()
-  const expansion = familyTable()
+  const [tokenizer, family] = await Promise.all([pieceTokenizer(), loadFamily()])
   const { split, singleToken, encodePiece } = tokenizer
+  const { expansion, unknown, safety } = family
   const weight = new Float64Array(CLASS_COUNT)
-  for (let c = 0; c < CLASS_COUNT; c++) weight[c] = (SAFETY[c] ?? 1) * (charge?.[c] ?? 1)
+  for (let c = 0; c < CLASS_COUNT; c++) weight[c] = (safety[c] ?? 1) * (charge?.[c] ?? 1)
+  const over = (raw: Float64Array) => running > limit && charged(raw, safety, charge) > limit
 
   const total = tally()
   let exact = true
@@ -180,12 +207,12 @@ export async function scanFamily(
     const id = singleToken(text)
     let tokens = 1
     let cost: number
-    if (id !== undefined) cost = expansion[id] ?? UNKNOWN_TOKEN_EXPANSION
+    if (id !== undefined) cost = expansion[id] ?? unknown
     else {
       const ids = encodePiece(text)
       tokens = ids.length
       cost = 0
-      for (const tokenId of ids) cost += expansion[tokenId] ?? UNKNOWN_TOKEN_EXPANSION
+      for (const tokenId of ids) cost += expansion[tokenId] ?? unknown
     }
     into.raw[c] = (into.raw[c] ?? 0) + cost
     into.o200k[c] = (into.o200k[c] ?? 0) + tokens
@@ -193,7 +220,7 @@ export async function scanFamily(
     if (!live) return true
     running += cost * (weight[c] ?? 1)
     // The float running figure is a fast pre-check; the decision is the exact per-class sum.
-    return !(running > limit && charged(into.raw, charge) > limit)
+    return !over(into.raw)
   }
 
   const scanText = (text: string, into: Tally, live: boolean): boolean => {
@@ -210,7 +237,7 @@ export async function scanFamily(
         into.o200k[c] = (into.o200k[c] ?? 0) + bytes
         if (live) {
           running += bytes * (weight[c] ?? 1)
-          if (running > limit && charged(into.raw, charge) > limit) return false
+          if (over(into.raw)) return false
         }
         continue
       }
@@ -243,7 +270,7 @@ export async function scanFamily(
       mine.floor[c] = (total.floor[c] ?? 0) - (before.floor[c] ?? 0)
     }
     perText.push(mine)
-    if (!within) return finish(total, false, charge, exact)
+    if (!within) return finish(total, false, charge, exact, family)
   }
 
   // Only once the prompt as sent fits: a text that NFC changes is scanned as NFC too (the cost of
@@ -264,11 +291,9 @@ export async function scanFamily(
       const less = (variant.floor[c] ?? 0) - (sent.floor[c] ?? 0)
       if (less < 0) total.floor[c] = (total.floor[c] ?? 0) + less
     }
-    if (running > limit && charged(total.raw, charge) > limit) {
-      return finish(total, false, charge, exact)
-    }
+    if (over(total.raw)) return finish(total, false, charge, exact, family)
   }
-  return finish(total, true, charge, exact)
+  return finish(total, true, charge, exact, family)
 }
 
 function finish(
@@ -276,6 +301,7 @@ function finish(
   within: boolean,
   charge: Float64Array | undefined,
   exact: boolean,
+  family: FamilyData,
 ): FamilyScan {
   const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
   let bound = 0
@@ -286,8 +312,8 @@ function finish(
     const tokens = total.o200k[c] ?? 0
     if (raw === 0 && tokens === 0) continue
     const figures: ClassFigures = {
-      bound: classBound(raw, c),
-      lower: Math.floor(Math.max(0, total.floor[c] ?? 0) * (LOWER[c] ?? 0)),
+      bound: classBound(raw, family.safety[c] ?? 1),
+      lower: Math.floor(Math.max(0, total.floor[c] ?? 0) * (family.lower[c] ?? 0)),
       o200k: tokens,
     }
     classes[SCRIPT_CLASSES[c] ?? 'other'] = figures
@@ -302,7 +328,7 @@ function finish(
     exact: exact && within,
     classes,
     within,
-    charged: charged(total.raw, charge),
+    charged: charged(total.raw, family.safety, charge),
   }
 }
 

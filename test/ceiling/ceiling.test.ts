@@ -141,7 +141,7 @@ describe('ceiling decision', () => {
     const decision = await decideCeiling(georgian, estimate.o200k * 2, uniform(0.05))
     expect(decision).toMatchObject({ fits: false })
     expect(decision.drivers).toEqual(['georgian'])
-    expect(finerThanEnglish('georgian')).toBeGreaterThan(5)
+    expect(await finerThanEnglish('georgian')).toBeGreaterThan(5)
   })
 
   it('should decide on bytes exactly at the byte boundary and count one byte past it', async () => {

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { decideCeiling } from '../../src/ceiling/ceiling'
-import { estimateTexts, familyTable } from '../../src/ceiling/estimate'
+import { estimateTexts, loadFamily } from '../../src/ceiling/estimate'
 import { promptPieces } from '../../src/ceiling/prompt'
 import {
   base64,
@@ -70,7 +70,7 @@ beforeAll(async () => {
     corpus.push({ label: `${code_} NFD`, text: udhrText(code_).normalize('NFD') })
   }
   // The o200k tokens the family splits most: the adversary's alphabet, run together and spaced.
-  const table = familyTable()
+  const table = (await loadFamily()).expansion
   const decoder = (
     Reflect.get(o200k, 'bytePairEncodingCoreProcessor') as {
       bytePairRankDecoder: unknown[]
