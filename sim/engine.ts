@@ -16,7 +16,7 @@ import { generate, wantsJson } from './model'
 import { EMPTY_SLOT, KvPool, type PoolStats } from './pool'
 import { hashPage, hashString, mixSeed, PURPOSE, prng } from './random'
 import { renderPrompt, TemplateError } from './template'
-import { loadTokenizer } from './tokenizer'
+import { loadTokenizer, type SimTokenizer } from './tokenizer'
 import {
   type Answer,
   type ChatCompletion,
@@ -238,7 +238,13 @@ export class SimEngine {
       this.byOutcome[outcome]++
       throw error
     }
-    const tok = await loadTokenizer(config.tokenizer)
+    let tok: SimTokenizer
+    try {
+      tok = await loadTokenizer(config.tokenizer)
+    } catch (error) {
+      // A tokenizer this build does not carry (vitest's simulator Worker): counted, then thrown as is.
+      return fail('invalid', error as Error)
+    }
     const inputs = req.inputs
     if (typeof inputs !== 'object' || inputs === null) {
       return fail('invalid', new SimAiError(AI_ERROR.invalidInput, 'inputs must be an object'))

@@ -57,4 +57,13 @@ describe('simulator worker over RPC', () => {
     const error = await rejection(simRpc().configure({ poolSize: 1 } as never))
     expect(error.message).toMatch(/poolSize/)
   })
+
+  it('should name a tokenizer the test build does not bundle, and keep serving the default', async () => {
+    const ai = simRpc()
+    await ai.configure({ tokenizer: 'gemma3' })
+    const error = await rejection(ai.run(GLM, userMessage('hello')))
+    expect(error.message).toMatch(/tokenizer-gemma3 is not bundled in the test build/)
+    await ai.configure({ tokenizer: 'qwen3' })
+    expect(chatText(await ai.run(GLM, userMessage('hello again'))).content).toContain('hello again')
+  })
 })
