@@ -17,14 +17,17 @@ function setup() {
 
 describe('an output limit too small for the echo', () => {
   for (const stream of [false, true]) {
-    it(`should withhold once, without retrying, and tell the client to raise max_tokens (${stream ? 'stream' : 'whole'})`, async () => {
+    it(`should withhold once, without retrying or an incident, and tell the client to raise max_tokens (${stream ? 'stream' : 'whole'})`, async () => {
       const { upstream, ai } = setup()
       // GLM-5.3 reasons first: 20 tokens end inside the reasoning, before any visible reply.
       const error = await rejection(
         ai.run(MODEL, chat(document('TENANT-A', 500), { max_tokens: 20, stream })),
       )
-      expect(error.code).toBe('response_quarantined')
+      // A client error, not a leak: 400 naming max_tokens, nothing of the answer, no incident id.
+      expect([error.status, error.code, error.param]).toEqual([400, 'invalid_request', 'max_tokens'])
       expect(error.message).toMatch(/Raise max_tokens/)
+      expect(error.message).not.toContain('TENANT-A')
+      expect(error.incidentId).toBeUndefined()
       expect(upstream.calls).toBe(1)
     })
   }
