@@ -20,7 +20,7 @@ const importMs = performance.now() - importStart
 const decideStart = performance.now()
 const pieces = promptPieces({ messages: [{ role: 'user', content: text }] })
 const ceiling = ceilingFor({ contextWindow: 1_048_576, kvPoolTokens: 681_280 }, 4_096)
-const decision = await decideCeiling(pieces, ceiling, 0.1)
+const decision = await decideCeiling(pieces, ceiling, () => 0.03)
 const decideMs = performance.now() - decideStart
 
 console.log(

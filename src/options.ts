@@ -30,8 +30,10 @@ export interface ModelProfile {
    */
   maxPrefillTokensPerSecond: number
   /**
-   * Margin for the gap between the guard's tokenizer (o200k) and the model's own, as a fraction
-   * (0.1 = count 10% more). Calibration may raise it, never lower it below this floor.
+   * Margin on top of the family bound (the most tokens any tokenizer of the model's generation counts,
+   * see src/ceiling/estimate.ts), as a fraction (0.03 = 3% more), for a model of that generation whose
+   * own tokenizer is not in the reference family. Calibration may raise it per script class, never
+   * lower it below this floor.
    */
   tokenizerDrift: number
   /** Output tokens reserved when the request sets no `max_tokens` / `max_completion_tokens`. */
@@ -45,9 +47,11 @@ export interface ModelProfile {
  *
  * `@cf/zai-org/glm-5.3`: window 1,048,576 and pool 681,280 are the published figures at the incident.
  * 200,000 tokens/s is above what one GLM-5.3 prefill replica sustains (an MoE of that size prefills in the
- * tens of thousands per second), so a faster first token is impossible, not merely unusual. The 10%
- * drift covers o200k against GLM's tokenizer on English and code; calibration raises it where text differs
- * more (CJK). 4,096 output tokens is the reserve when a request sets none.
+ * tens of thousands per second), so a faster first token is impossible, not merely unusual. The 3%
+ * margin sits on top of the family bound (Qwen3, DeepSeek-V3, Llama 3, Gemma 3 and o200k, per token):
+ * GLM-5.3's tokenizer is of that generation but not published; with it, English is charged 1.08× its
+ * o200k count and English at 95% of the ceiling by its largest family count is still admitted.
+ * 4,096 output tokens is the reserve when a request sets none.
  *
  * @example
  * const pool = BUILTIN_PROFILES['@cf/zai-org/glm-5.3'].kvPoolTokens // 681_280
@@ -57,7 +61,7 @@ export const BUILTIN_PROFILES: Readonly<Record<string, Readonly<ModelProfile>>> 
     contextWindow: 1_048_576,
     kvPoolTokens: 681_280,
     maxPrefillTokensPerSecond: 200_000,
-    tokenizerDrift: 0.1,
+    tokenizerDrift: 0.03,
     defaultOutputReserve: 4_096,
     echo: 'require',
   },
