@@ -164,10 +164,12 @@ describe("one tenant's prefix record never relaxes another tenant's timing check
     const binding = engine.binding('shared-account')
     const upstream = options.hideCache ? hidingCachedTokens(binding) : binding
     const quarantine = new MemoryQuarantineStore()
-    // One guard for every tenant, as in the Worker and the middleware; no canary, so timing decides.
+    // One guard for every tenant, as in the Worker and the middleware. The echo verifies every answer
+    // here (the engine reads each prompt whole), so timing decides; and only echo-verified answers may
+    // enter a tenant's prefix record.
     const guard = new Guard({
       secret: DEV_SECRET,
-      models: { [MODEL]: { echo: 'off', maxPrefillTokensPerSecond: 200_000 } },
+      models: { [MODEL]: { maxPrefillTokensPerSecond: 200_000 } },
       minTimingEvidenceMs: 5,
       quarantine,
       now: () => clock.now(),
