@@ -246,7 +246,7 @@ describe('token ceiling over HTTP', () => {
   })
 
   it('should pass an in-pool prompt through byte-identical, whole and streamed', async () => {
-    const inputs = chat(document('TENANT-A', 5_000), { max_tokens: 64 })
+    const inputs = chat(document('TENANT-A', 3_500), { max_tokens: 64 })
     for (const stream of [false, true]) {
       const unguarded = await overHttp(engine()).run(LEAK.model, { ...inputs, stream })
       const guarded = await guardAi(overHttp(engine()), {
