@@ -10,6 +10,8 @@ export {
   PROBE_DEFAULTS,
   type ProbeOptions,
   type ProbeSettings,
+  RATIO_NOISE,
+  ratioMargin,
   resolveProbeSettings,
   TEMPLATE_ROOM,
   topLength,

@@ -195,19 +195,54 @@ export function resolveProbeSettings(options: Omit<ProbeOptions, 'transport'>): 
 }
 
 /**
+ * How far apart two probe prompts' target-tokens-per-o200k-token ratios can be, as a fraction, times
+ * √(o200k length of the prompt the ratio was measured on): the probe sizes prompts in o200k and learns
+ * the target's ratio from `usage.prompt_tokens`, but each prompt draws fresh words, line lengths and
+ * tag, so the next prompt's ratio is not the measured one. Tokenizers that split digits one by one
+ * (Qwen3, Gemma 3) count the tag on every filler line at 10 tokens against o200k's 4, so a prompt's
+ * ratio follows its mix of 6- to 10-word lines: measured over 30–40 seeds at 4k–64k o200k tokens, its
+ * relative standard deviation is 0.10–0.17 / √length (Qwen3 0.15, Gemma 3 0.17 at 16k); DeepSeek-V3,
+ * Llama 3 and cl100k, which split digits like o200k, stay under 0.01 / √length. 1.0 covers the
+ * difference of two prompts (√2 × 0.17) at 4 standard deviations, and the drift of the fixed head and
+ * tail between a length and its double (about 14 / length, under 1 / √length above 200 tokens).
+ * Without it the top prompt overshot `window − max_tokens` by 3–31 target tokens in about one run in
+ * six at a 32k window (a 5021 refusal that a healthy deployment does not deserve).
+ *
+ * @example
+ * RATIO_NOISE / Math.sqrt(16_384) // 0.0078: the top stays 0.8% under the window at a 32k window
+ */
+export const RATIO_NOISE = 1
+
+/**
+ * The fraction the top keeps free for {@link RATIO_NOISE} when the ratio was measured on a prompt of
+ * `measuredAt` o200k tokens (at most 25%).
+ *
+ * @example
+ * ratioMargin(16_384) // 0.0078125
+ * ratioMargin(524_288) // 0.00138
+ */
+export function ratioMargin(measuredAt: number): number {
+  return Math.min(0.25, RATIO_NOISE / Math.sqrt(Math.max(1, measuredAt)))
+}
+
+/**
  * The largest length the search sends: the window less the output cap and template room, converted
  * to o200k tokens with the target's own tokens-per-o200k-token `ratio` once it is known, and never
- * above `maxLength`.
+ * above `maxLength`. Given `measuredAt` (the o200k length the ratio was measured on), the top also
+ * keeps {@link ratioMargin} free, so the next prompt's own ratio cannot push it past the window.
  *
  * @example
  * topLength({ window: 1_048_576, maxOutput: 1024, maxLength: 1_048_576 }) // 1047488
+ * topLength({ window: 32_768, maxOutput: 1024, maxLength: 32_768 }, 1.46, 16_384) // 21530
  */
 export function topLength(
   settings: Pick<ProbeSettings, 'window' | 'maxOutput' | 'maxLength'>,
   ratio = 1,
+  measuredAt?: number,
 ): number {
   const room = settings.window - settings.maxOutput - TEMPLATE_ROOM
-  return Math.min(settings.maxLength, Math.floor(room / Math.max(ratio, 0.01)))
+  const margin = measuredAt === undefined ? 0 : ratioMargin(measuredAt)
+  return Math.min(settings.maxLength, Math.floor(room / Math.max(ratio, 0.01) / (1 + margin)))
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -21,10 +21,19 @@ import { buildReport, type DryRunReport, type ProbeReport, type ProbeStep } from
 import { planSearch, type SearchBounds, type SearchPoint, searchState } from './search'
 import type { ProbeTransport } from './transport'
 
-function bounds(settings: ProbeSettings, minTokens: number, ratio: number): SearchBounds {
+/** The target's count ratio, the o200k length it was measured on, and a top that already passed. */
+interface Learned {
+  ratio: number
+  measuredAt?: number
+  passedTop?: number
+}
+
+function bounds(settings: ProbeSettings, minTokens: number, learned: Learned): SearchBounds {
   return {
     start: settings.start,
-    top: Math.max(settings.start, topLength(settings, ratio)),
+    top:
+      learned.passedTop ??
+      Math.max(settings.start, topLength(settings, learned.ratio, learned.measuredAt)),
     tolerance: settings.tolerance,
     minTokens,
   }
@@ -43,7 +52,7 @@ export function planProbe(
   describe: { target: string; model: string },
 ): DryRunReport {
   const settings = resolveProbeSettings(options)
-  const plan = planSearch(bounds(settings, MIN_PROBE_TOKENS, 1), settings.maxOutput)
+  const plan = planSearch(bounds(settings, MIN_PROBE_TOKENS, { ratio: 1 }), settings.maxOutput)
   return {
     version: 1,
     dryRun: true,
@@ -75,17 +84,20 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   const rng = seededRng(seed)
   const builder = await loadPromptBuilder()
   const minTokens = Math.max(builder.minTokens, MIN_PROBE_TOKENS)
-  const planned = planSearch(bounds(settings, minTokens, 1), settings.maxOutput).worstCaseRequests
+  const planned = planSearch(
+    bounds(settings, minTokens, { ratio: 1 }),
+    settings.maxOutput,
+  ).worstCaseRequests
   // Every marker ever sent → the step that sent it: found in a later answer, it is a leak.
   const earlier = new Map<string, number>()
   const steps: ProbeStep[] = []
   const points: SearchPoint[] = []
-  let ratio = 1
+  const learned: Learned = { ratio: 1 }
   let charged = 0
   let reached = false
   let stoppedBy: 'max-requests' | 'max-tokens-total' | null = null
   let fatal: string | null = null
-  let state = searchState(points, bounds(settings, minTokens, ratio))
+  let state = searchState(points, bounds(settings, minTokens, learned))
 
   run: while (!state.finished) {
     const tokens = state.next as number
@@ -144,12 +156,19 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     }
     if (step === undefined) break
     points.push({ tokens, ok: step.kind === 'ok' })
+    // A correct answer at the top settles the top. Re-deriving it from that answer's own ratio would
+    // move it by the ratio's noise and send yet another near-top prompt, each a fresh chance to
+    // overshoot the window (up to six in a row were seen at a 32k window).
+    if (step.kind === 'ok' && tokens >= bounds(settings, minTokens, learned).top) {
+      learned.passedTop = tokens
+    }
     if (step.kind === 'ok' && step.reportedPromptTokens !== null && tokens >= state.largestOk) {
       // The target's tokens per o200k token at the largest good length: the top of the window in
       // o200k terms, so a tokenizer that counts more is not failed for the window it enforces.
-      ratio = step.reportedPromptTokens / tokens
+      learned.ratio = step.reportedPromptTokens / tokens
+      learned.measuredAt = tokens
     }
-    state = searchState(points, bounds(settings, minTokens, ratio))
+    state = searchState(points, bounds(settings, minTokens, learned))
   }
 
   return buildReport({
@@ -157,7 +176,7 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     model: transport.model,
     seed,
     window: settings.window,
-    top: bounds(settings, minTokens, ratio).top,
+    top: bounds(settings, minTokens, learned).top,
     tolerance: settings.tolerance,
     maxPrefill: settings.maxPrefill,
     margin: settings.margin,

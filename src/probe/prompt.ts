@@ -95,9 +95,12 @@ export function mintNeedle(rng: Rng): string {
 
 /**
  * A fresh filler tag: `ref` and 9 random digits (30 bits). Digits, because every BPE tokenizer in use
- * splits digit runs the same way (groups of up to three), so a line costs the same in the target's
- * tokens as in o200k and the search's lengths mean the same to both; random letters would not (a
- * letter tag that o200k splits finer than the target's tokenizer makes a "720k" prompt 670k to it).
+ * splits a digit run by a fixed rule whatever the digits (o200k, cl100k, Llama 3 and DeepSeek-V3 in
+ * groups of up to three; Qwen3 and Gemma 3 one by one), so every tag costs the same as any other in
+ * the target's tokens and the target's count of a prompt is a steady multiple of its o200k length;
+ * random letters would not be (a letter tag that o200k splits finer than the target's tokenizer makes
+ * a "720k" prompt 670k to it). Where the two rules differ (a tag is 4 o200k tokens, 10 Qwen3 ones),
+ * that multiple still moves a little with each prompt's mix of line lengths: see `RATIO_NOISE`.
  * Unlike a needle in shape, so a model asked for "codes" is not tempted by it.
  *
  * @example

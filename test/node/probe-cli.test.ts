@@ -1,13 +1,25 @@
 import { spawn } from 'node:child_process'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { VirtualClock } from '../../sim/clock'
 import { type SimConfig, SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
-import { type ProbeReport, runProbe, urlTransport } from '../../src/probe'
+import { loadTokenizer, type SimTokenizerName } from '../../sim/tokenizer'
+import {
+  loadPromptBuilder,
+  type ProbeReport,
+  ratioMargin,
+  runnerTransport,
+  runProbe,
+  seededRng,
+  urlTransport,
+} from '../../src/probe'
 
 // The simulator over real HTTP on 127.0.0.1 (port 0), scaled down so real time stays short: a 20,480
 // token pool behind a 32,768-token window, prefilling at 100,000 tok/s — real waits, so the probe's
 // default 200,000 tok/s bound passes real prefills and catches the placeholder's instant answers.
+// Every run is seeded: the simulated model counts with Qwen3, whose count of a probe prompt varies a
+// little with the prompt's random words, so an unseeded run is a different experiment each time.
 const SMALL: Partial<SimConfig> = {
   poolTokens: 20_480,
   contextWindow: 32_768,
@@ -115,9 +127,10 @@ describe('probe over HTTP (Node)', { timeout: 30_000 }, () => {
 
   it('should print one JSON report and exit 1 for the leaking engine', async () => {
     reset({ mode: 'pd-abort-leak' })
-    const run = await cli(['probe', '--url', `${base}/v1`, '--window', '32768', '--json'], {
-      PROBE_API_KEY: 'probe',
-    })
+    const run = await cli(
+      ['probe', '--url', `${base}/v1`, '--window', '32768', '--json', '--seed', '3'],
+      { PROBE_API_KEY: 'probe' },
+    )
     expect(run.code).toBe(1)
     const report = JSON.parse(run.stdout) as ProbeReport
     expect(report).toMatchObject({ version: 1, verdict: 'unsafe', exitCode: 1, leak: true })
@@ -130,7 +143,17 @@ describe('probe over HTTP (Node)', { timeout: 30_000 }, () => {
 
   it('should exit 0 with a text report when the pool holds the whole window', async () => {
     reset({ mode: 'fixed', poolTokens: 65_536 })
-    const run = await cli(['probe', '--url', `${base}/v1`, '--key', 'probe', '--window', '32768'])
+    const run = await cli([
+      'probe',
+      '--url',
+      `${base}/v1`,
+      '--key',
+      'probe',
+      '--window',
+      '32768',
+      '--seed',
+      '4',
+    ])
     expect(run.code).toBe(0)
     expect(run.stdout).toContain('SAFE (exit 0)')
     expect(run.stdout).toContain('leak             none seen')
@@ -201,6 +224,8 @@ describe('probe over HTTP (Node)', { timeout: 30_000 }, () => {
       '32768',
       '--max-requests',
       '2',
+      '--seed',
+      '6',
     ])
     expect(spent.code).toBe(2)
     expect(requests).toBe(2)
@@ -212,5 +237,63 @@ describe('probe over HTTP (Node)', { timeout: 30_000 }, () => {
     expect(run.code).toBe(0)
     expect(run.stdout).toContain('Usage: workers-ai-guard probe --url <base-url> [options]')
     expect(run.stdout).toContain('Exit codes: 0 safe')
+  })
+})
+
+describe('probe top against a finer tokenizer (Node)', { timeout: 60_000 }, () => {
+  it('should serve the top of a 32k window without a 5021 in seeds that overshot before the margin', async () => {
+    // Seeds 14, 21, 24, 25, 55, 61, 73 and 75 sent a top prompt 3–31 Qwen3 tokens past
+    // window − max_tokens before the top kept a ratio margin (13 seeds in 80 failed).
+    for (const seed of [14, 21, 24, 25, 55, 61, 73, 75]) {
+      const clock = new VirtualClock()
+      const fixed = new SimEngine(
+        { ...SMALL, mode: 'fixed', poolTokens: 65_536, prefillTokensPerSecond: 1e9 },
+        { clock },
+      )
+      const report = await runProbe({
+        transport: runnerTransport(fixed.binding('probe'), {
+          model: 'glm',
+          now: () => clock.now(),
+        }),
+        window: 32_768,
+        maxPrefill: Infinity,
+        seed,
+      })
+      expect(report.verdict, `seed ${seed}: ${report.summary}`).toBe('safe')
+      // One top prompt, not a creep of near-top prompts: the doubling lengths and the top.
+      expect(report.steps.map((s) => s.tokens).slice(0, 5)).toEqual([
+        1024, 2048, 4096, 8192, 16_384,
+      ])
+      expect(report.steps).toHaveLength(6)
+      const used = (report.largestOk?.reportedPromptTokens ?? 0) + 1024
+      expect(used).toBeLessThanOrEqual(32_768)
+      expect(used).toBeGreaterThan(32_768 * 0.985)
+    }
+  })
+
+  it('should keep a ratio margin wider than the spread of the digit-splitting reference tokenizers', async () => {
+    // The margin is measured, not guessed: a ratio learnt on a prompt of L o200k tokens must hold for
+    // the next prompt at L (bisection) or 2L (doubling), for the tokenizers whose counts of the probe's
+    // filler vary most from prompt to prompt (they split the filler tag's digits one by one).
+    const builder = await loadPromptBuilder()
+    for (const name of ['qwen3', 'gemma3'] satisfies SimTokenizerName[]) {
+      const tokenizer = await loadTokenizer(name)
+      for (const length of [4096, 16_384]) {
+        const ratios = async (tokens: number, from: number): Promise<number[]> => {
+          const out: number[] = []
+          for (let seed = from; seed < from + 12; seed++) {
+            const prompt = await builder.build(tokens, seededRng(seed))
+            out.push(tokenizer.encode(prompt.text).length / tokens)
+          }
+          return out
+        }
+        const measured = await ratios(length, 100)
+        const next = [...(await ratios(length, 200)), ...(await ratios(length * 2, 300))]
+        let worst = 0
+        for (const a of measured) for (const b of next) worst = Math.max(worst, b / a - 1)
+        expect(worst, `${name} at ${length}`).toBeLessThan(ratioMargin(length))
+        expect(worst, `${name} at ${length}: the spread is real`).toBeGreaterThan(0)
+      }
+    }
   })
 })

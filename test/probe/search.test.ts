@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest'
 import {
   planProbe,
   planSearch,
+  RATIO_NOISE,
+  ratioMargin,
   renderDryRun,
   resolveProbeSettings,
   type SearchState,
@@ -124,5 +126,15 @@ describe('probe dry run and options', () => {
     expect(topLength(s)).toBe(131_072 - 1024 - 64)
     expect(topLength(s, 1.1)).toBe(Math.floor((131_072 - 1024 - 64) / 1.1))
     expect(topLength(resolveProbeSettings({ window: 131_072, maxLength: 50_000 }))).toBe(50_000)
+  })
+
+  it('should keep a ratio margin at the top that narrows as the ratio is learnt on longer prompts', () => {
+    const s = resolveProbeSettings({ window: 131_072 })
+    const room = 131_072 - 1024 - 64
+    expect(ratioMargin(16_384)).toBeCloseTo(RATIO_NOISE / 128)
+    expect(topLength(s, 1.46, 16_384)).toBe(Math.floor(room / 1.46 / (1 + 1 / 128)))
+    expect(topLength(s, 1.46, 65_536)).toBeGreaterThan(topLength(s, 1.46, 16_384))
+    expect(ratioMargin(524_288)).toBeLessThan(0.0015)
+    expect(ratioMargin(1)).toBe(0.25)
   })
 })
