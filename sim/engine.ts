@@ -16,7 +16,7 @@ import { generate, wantsJson } from './model'
 import { EMPTY_SLOT, KvPool, type PoolStats } from './pool'
 import { hashPage, hashString, mixSeed, PURPOSE, prng } from './random'
 import { renderPrompt, TemplateError } from './template'
-import { loadTokenizer, type SimTokenizer } from './tokenizer'
+import { forgetLongTexts, loadTokenizer, type SimTokenizer } from './tokenizer'
 import {
   type Answer,
   type ChatCompletion,
@@ -177,6 +177,7 @@ export class SimEngine {
     this.byMode = zeroCounts(SIM_MODES)
     this.byOutcome = zeroCounts(OUTCOMES)
     this.recent = []
+    forgetLongTexts()
     return { ...this.config }
   }
 

@@ -637,6 +637,20 @@ function byteDecoder(table: ByteTable): Pick<SimTokenizer, 'decode' | 'decodeGro
 
 // ---------------------------------------------------------------------------------------------------
 
+/** Every tokenizer's long-text memo, so a reset engine holds no earlier prompt. */
+const MEMOS = new Set<Map<string, readonly number[]>>()
+
+/**
+ * Forgets every remembered long text (`SimEngine.reset` calls it): the memo is a cache, and a reset
+ * engine must not keep earlier prompts alive.
+ *
+ * @example
+ * forgetLongTexts()
+ */
+export function forgetLongTexts(): void {
+  for (const memo of MEMOS) memo.clear()
+}
+
 /**
  * Remembers the ids of the last few long texts: a test, the demo or the bench counts a prompt and then
  * sends it (twice the same megabytes), or sends the same one from several tenants.
@@ -645,6 +659,7 @@ function memoised(encode: (text: string) => number[]): (text: string) => readonl
   const MIN_CHARS = 65_536
   const MAX_ENTRIES = 4
   const memo = new Map<string, readonly number[]>()
+  MEMOS.add(memo)
   return (text) => {
     if (text.length < MIN_CHARS) return encode(text)
     const hit = memo.get(text)

@@ -103,7 +103,10 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
       })
     }
     if (!lesson.verified) return
-    ctx.guard.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
+    // Only a timed prompt's prefix can excuse a later first token (and it was hashed during the call).
+    if (ctx.timed) {
+      ctx.guard.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
+    }
     if (lesson.firstTokenMs !== undefined && lesson.reported !== undefined) {
       await store.observeTiming(ctx.model, {
         scriptClass: estimate.dominant,

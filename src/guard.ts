@@ -47,6 +47,8 @@ export interface AttemptContext {
   estimate: RequestPlan['estimate']
   /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
   counted: boolean
+  /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */
+  timed: boolean
   /** An upper bound of the prompt's tokens (what the ceiling admitted). */
   boundTokens: number
   /** What this tenant's own verified prompts say the engine may have cached (0 on a retry's record). */
@@ -214,6 +216,7 @@ export class Guard {
         proof: plan.proof,
         estimate: plan.estimate,
         counted: plan.counted,
+        timed: plan.timed,
         boundTokens: plan.admission.estimated,
         // A retry re-sends everything but the directive: the engine may have all of it cached.
         prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),

@@ -76,6 +76,9 @@ function isBpeCore(value: unknown): value is BpeCore {
 // them as text also errs high: as a special token the string would be a single token.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
+/** Merged pieces the tokenizer remembers (pieces are at most 32 units: about 2 MB). */
+const MERGE_CACHE_ENTRIES = 10_000
+
 let loading: Promise<PieceTokenizer> | undefined
 let loaded = false
 let requests = 0
@@ -88,6 +91,9 @@ async function load(): Promise<PieceTokenizer> {
     import('gpt-tokenizer/encodingParams/constants'),
   ])
   const core: unknown = Reflect.get(encoding.default, 'bytePairEncodingCoreProcessor')
+  // gpt-tokenizer keeps up to 100,000 merged pieces by default: tens of MB that every new prompt's
+  // unseen pieces keep filling, in an isolate of 128 MB. A small cache keeps the common pieces.
+  encoding.default.setMergeCacheSize(MERGE_CACHE_ENTRIES)
   loaded = true
   if (isBpeCore(core)) {
     // The library's own countNative loop, minus special-token handling: exact by construction.
