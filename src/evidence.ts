@@ -80,6 +80,8 @@ export interface Lesson {
   firstTokenMs?: number
   /** The echo verified: the prompt's end was read, so timing and prefixes may be learned. */
   verified: boolean
+  /** The count comes from an engine refusal (rare, and the most valuable observation). */
+  refusal?: boolean
 }
 
 /**
@@ -89,7 +91,9 @@ export interface Lesson {
  * the host allows; refused, failed, retried and quarantined attempts never reach it.
  */
 export function teach(ctx: AttemptContext, lesson: Lesson): void {
-  if (!ctx.counted) return
+  // An uncounted prompt was admitted by its bytes, which no byte-level BPE exceeds: nothing to learn
+  // from a release. A refusal is always worth the count (see teachRefusal).
+  if (!ctx.counted && !lesson.refusal) return
   const work = (async () => {
     const store = ctx.guard.calibration
     const estimate = await ctx.estimate()
@@ -129,7 +133,7 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
  * most valuable observation there is: exactly the prompt that did not fit.
  */
 export function teachRefusal(ctx: AttemptContext, statedTokens: number): void {
-  teach(ctx, { reported: statedTokens, verified: false })
+  teach(ctx, { reported: statedTokens, verified: false, refusal: true })
 }
 
 function boundsOf(estimate: PlanEstimate): Partial<Record<ScriptClass, number>> {

@@ -56,6 +56,38 @@ describe('calibration', () => {
     expect(upstream.calls).toBe(1)
   }, 30_000)
 
+  it('should raise a script class at once from an engine refusal that states its count, and no other class', async () => {
+    // Russian prose: the engine (a tokenizer outside the family) counts it three times the bound.
+    const words = ['привет', 'данные', 'отчёт', 'квартал', 'система', 'решение', 'вопрос', 'работа']
+    const russian = Array.from({ length: 12_000 }, (_, i) => words[(i * 7) % words.length]).join(' ')
+    const calibration = new MemoryCalibration()
+    let calls = 0
+    const refusing: AiRunner = {
+      run: async () => {
+        calls++
+        throw new Error(
+          'AiError: 5021: The estimated number of input and maximum output tokens (150256) exceeded this model context window limit (200000).',
+        )
+      },
+    }
+    const ai = guardAi(refusing, { secret: SECRET, models: { [MODEL]: PROFILE }, calibration })
+    const first = await rejection(ai.run(MODEL, chat(russian, { max_tokens: 256 })))
+    expect(first.status).toBe(400)
+    expect(calls).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    const { drift } = calibration.snapshot(MODEL)
+    expect(drift.cyrillic).toBeGreaterThan(1)
+    expect(drift.latin).toBeUndefined()
+    // The same prompt is now refused by the ceiling, before the engine, naming the script.
+    const second = await rejection(ai.run(MODEL, chat(russian, { max_tokens: 256 })))
+    expect(second.code).toBe('context_length_exceeded')
+    expect(second.message).toMatch(/Cyrillic/i)
+    expect(calls).toBe(1)
+    // English is untouched: a long English prompt still reaches the engine.
+    await rejection(ai.run(MODEL, chat(document('TENANT-A', 20_000))))
+    expect(calls).toBe(2)
+  }, 30_000)
+
   it('should not learn from short prompts, nor lower the profile floor', async () => {
     const calibration = new MemoryCalibration()
     const ai = guardAi(overcounting(), {
