@@ -59,7 +59,9 @@ describe('calibration', () => {
   it('should raise a script class at once from an engine refusal that states its count, and no other class', async () => {
     // Russian prose: the engine (a tokenizer outside the family) counts it three times the bound.
     const words = ['привет', 'данные', 'отчёт', 'квартал', 'система', 'решение', 'вопрос', 'работа']
-    const russian = Array.from({ length: 12_000 }, (_, i) => words[(i * 7) % words.length]).join(' ')
+    const russian = Array.from({ length: 12_000 }, (_, i) => words[(i * 7) % words.length]).join(
+      ' ',
+    )
     const calibration = new MemoryCalibration()
     let calls = 0
     const refusing: AiRunner = {

@@ -24,7 +24,11 @@ describe('an output limit too small for the echo', () => {
         ai.run(MODEL, chat(document('TENANT-A', 500), { max_tokens: 20, stream })),
       )
       // A client error, not a leak: 400 naming max_tokens, nothing of the answer, no incident id.
-      expect([error.status, error.code, error.param]).toEqual([400, 'invalid_request', 'max_tokens'])
+      expect([error.status, error.code, error.param]).toEqual([
+        400,
+        'invalid_request',
+        'max_tokens',
+      ])
       expect(error.message).toMatch(/Raise max_tokens/)
       expect(error.message).not.toContain('TENANT-A')
       expect(error.incidentId).toBeUndefined()

@@ -99,7 +99,8 @@ describe('the primer + opt-out leak (issue 12)', () => {
           if (record?.reasons.includes('foreign_canary')) {
             // The stale pages may hold A's prompt or B's own earlier (filler, primer) requests.
             expect(record.sourceTenants.length).toBeGreaterThan(0)
-            for (const source of record.sourceTenants) expect(['tenant-a', 'tenant-b']).toContain(source)
+            for (const source of record.sourceTenants)
+              expect(['tenant-a', 'tenant-b']).toContain(source)
           }
         }, 60_000)
       }
