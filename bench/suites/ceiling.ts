@@ -1,21 +1,27 @@
 /**
- * @module Benchmark: what the token ceiling costs per script and prompt size, next to a plain full
- * o200k count (0.1's cost), how much of the pool each script can use, what a crafted prompt costs,
- * and what a cold process pays to decide with and without loading the tokenizer.
+ * @module Benchmark: what the token ceiling costs per script and prompt size, next to 0.1's decision
+ * (UTF-8 bytes, else a plain o200k count), how much of the pool each script can use, what a crafted
+ * prompt costs, and what a cold process pays to decide with and without loading the tokenizer.
  */
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import { countTokens, LONG_PIECE_UNITS, loadTokenizer } from '../../src/ceiling/count'
+import {
+  countTokens,
+  countWithinDetailed,
+  LONG_PIECE_UNITS,
+  loadTokenizer,
+} from '../../src/ceiling/count'
 import { estimateTexts } from '../../src/ceiling/estimate'
-import { type PromptPieces, promptPieces } from '../../src/ceiling/prompt'
-import { utf8Length } from '../../src/ceiling/utf8'
+import { type PromptPieces, promptPieces, templateOverhead } from '../../src/ceiling/prompt'
+import { totalUtf8Length, utf8Length } from '../../src/ceiling/utf8'
 import { sized, udhrText } from '../../test/node/ceiling-corpus'
 import {
   BENCH_DIR,
   machineInfo,
   ms,
   ROOT,
+  reproduce,
   type Suite,
   type SuiteOptions,
   type Summary,
@@ -63,8 +69,11 @@ interface Row {
   method: string
   fits: boolean
   decide: Summary
-  count: Summary
-  /** decide median ÷ count median. */
+  /** 0.1's decision of the same prompt ({@link decide01}). */
+  old: Summary
+  /** How 0.1 decided it. */
+  oldMethod: string
+  /** decide median ÷ 0.1's median. */
   ratio: number
 }
 
@@ -88,6 +97,22 @@ async function largestAdmitted(text: string, admit: (t: string) => Promise<boole
     else high = mid
   }
   return text.slice(0, low)
+}
+
+/**
+ * 0.1's `decideCeiling`, step for step (its code at 5217d87, on today's o200k counter): o200k × 1.10
+ * plus the template overhead against the ceiling; admitted by UTF-8 bytes when even the bytes fit,
+ * else counted, stopping once the count passes the limit.
+ */
+async function decide01(pieces: PromptPieces): Promise<{ fits: boolean; method: string }> {
+  const overhead = templateOverhead(pieces)
+  const limit = Math.floor((CEILING - overhead) / (1 + OLD_DRIFT))
+  let units = 0
+  for (const text of pieces.texts) units += text.length
+  if (units <= limit && totalUtf8Length(pieces.texts) <= limit)
+    return { fits: true, method: 'bytes' }
+  const counted = await countWithinDetailed(pieces.texts, limit)
+  return counted.within ? { fits: true, method: 'count' } : { fits: false, method: 'early-exit' }
 }
 
 async function oldRuleFits(text: string): Promise<boolean> {
@@ -136,15 +161,16 @@ async function sizeRows(runs: number, quick: boolean) {
       const pieces = piecesOf(text)
       const o200k = await countTokens(pieces.texts)
       const decision = await decideCeiling(pieces, CEILING, MARGINS)
+      const oldDecision = await decide01(pieces)
       const t = await sideBySide(
         {
           decide: () => decideCeiling(pieces, CEILING, MARGINS),
-          count: () => countTokens(pieces.texts),
+          old: () => decide01(pieces),
         },
         runs,
       )
       const decide = summarize(t.decide)
-      const count = summarize(t.count)
+      const old = summarize(t.old)
       const row: Row = {
         script,
         size,
@@ -155,12 +181,13 @@ async function sizeRows(runs: number, quick: boolean) {
         method: decision.method,
         fits: decision.fits,
         decide,
-        count,
-        ratio: Math.round((decide.median / count.median) * 1000) / 1000,
+        old,
+        oldMethod: oldDecision.fits ? oldDecision.method : `${oldDecision.method} (reject)`,
+        ratio: Math.round((decide.median / old.median) * 1000) / 1000,
       }
       rows.push(row)
       console.log(
-        `  ${script.padEnd(9)} ${size.padStart(9)} ${String(o200k).padStart(9)} o200k  decide ${ms(decide.median).padStart(9)} (${row.method}${row.fits ? '' : ', reject'})  count ${ms(count.median).padStart(9)}  ×${row.ratio}`,
+        `  ${script.padEnd(9)} ${size.padStart(9)} ${String(o200k).padStart(9)} o200k  decide ${ms(decide.median).padStart(9)} (${row.method}${row.fits ? '' : ', reject'})  0.1 ${ms(old.median).padStart(9)} (${row.oldMethod})  ×${row.ratio}`,
       )
     }
     const u = usable.at(-1)
@@ -295,13 +322,16 @@ function table(
     `Node ${process.version}, ${machineInfo().cpu} (${machineInfo().cores} cores)${quick ? ', quick run' : ''}. ` +
       `Ceiling ${n(CEILING)} tokens (pool 681,280 − 4,096 reserve); each script class charged the family bound ` +
       `(at least what o200k, Qwen3, DeepSeek-V3, Llama 3 and Gemma 3 count) + ${MARGIN * 100}%. Medians; ` +
-      '`decideCeiling` and a full o200k `countTokens` (what 0.1 paid) of the same text, side by side in one run.',
+      "`decideCeiling` and 0.1's decision (o200k × 1.10: admitted by UTF-8 bytes when the bytes fit, else an " +
+      "o200k count that stops past the limit; its code at 5217d87 on today's counter) of the same text, " +
+      'side by side in one run. Sizes in o200k tokens; near-pool: the largest prompt of the script ' +
+      'the ceiling admits.',
     '',
-    '| script | size | o200k tokens | family bound | decideCeiling | method | full o200k count | decide ÷ count |',
-    '|---|---|---:|---:|---:|---|---:|---:|',
+    '| script | size | o200k tokens | family bound | decideCeiling | method | 0.1 decision | 0.1 method | now ÷ 0.1 |',
+    '|---|---|---:|---:|---:|---|---:|---|---:|',
     ...sizes.rows.map(
       (r) =>
-        `| ${r.script} | ${r.size} | ${n(r.o200k)} | ${n(r.bound)} | ${ms(r.decide.median)} | ${r.method}${r.fits ? '' : ' (reject)'} | ${ms(r.count.median)} | ${r.ratio.toFixed(3)} |`,
+        `| ${r.script} | ${r.size} | ${n(r.o200k)} | ${n(r.bound)} | ${ms(r.decide.median)} | ${r.method}${r.fits ? '' : ' (reject)'} | ${ms(r.old.median)} | ${r.oldMethod} | ${r.ratio.toFixed(2)} |`,
     ),
     '',
     'Usable context: the largest prompt of each script the ceiling admits, in o200k tokens ÷ the 681,280-token pool ' +
@@ -338,6 +368,7 @@ function table(
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
+  const started = performance.now()
   const sizes = await sizeRows(quick ? 1 : 5, quick)
   console.log('  crafted prompts…')
   const crafted = await craftedRows(quick ? 1 : 3)
@@ -361,7 +392,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     machine: machineInfo(),
     config: { profile: PROFILE, reserve: RESERVE, margin: MARGIN, ceiling: CEILING },
     note:
-      'Times in ms. ratio = decide median / count median (a full o200k count: what 0.1 paid). ' +
+      "Times in ms. ratio = decide median / 0.1's decision median (decide01: bytes, else an o200k count " +
+      'with early exit). ' +
       'usable = admitted o200k tokens / pool. Runs alternate decide/count order.',
     sizes: sizes.rows,
     usable: sizes.usable,
@@ -369,7 +401,12 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     coldStart: cold,
   })
   // A quick run's figures are noisy: they go to the results file, not to the README.
-  const updated = !quick && (await updateReadmeTable('ceiling', table(sizes, crafted, cold, quick)))
+  const updated =
+    !quick &&
+    (await updateReadmeTable(
+      'ceiling',
+      `${table(sizes, crafted, cold, quick)}\n\n${reproduce('ceiling', quick, started)}`,
+    ))
   console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
   if (quick) console.log(table(sizes, crafted, cold, quick))
 }

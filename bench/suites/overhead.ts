@@ -45,6 +45,8 @@ interface Cell {
   guarded: Summary
   /** Per-round differences guarded − direct (ms). */
   added: Summary
+  /** Those differences, round by round (ms, to the µs): runs of two trees can be pooled and compared. */
+  addedSamples: number[]
   /** guarded median ÷ direct median. */
   ratio: number
   /** Time to first body byte (workerd, streams only). */
@@ -99,6 +101,7 @@ function cellOf(
     direct: summarize(d),
     guarded: summarize(g),
     added: summarize(diffs),
+    addedSamples: diffs.map((v) => Math.round(v * 1000) / 1000),
     ratio: Math.round((median(g) / median(d)) * 1000) / 1000,
     guardedErrors: samples.guarded.filter((s) => !s.ok).length,
     directErrors: samples.direct.filter((s) => !s.ok).length,
