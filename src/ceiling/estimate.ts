@@ -51,6 +51,12 @@ export interface PromptEstimate {
 
 const CLASS_COUNT = SCRIPT_CLASSES.length
 
+/** ASCII letters: no real word of them is longer than a chunk, so a longer run is charged its bytes. */
+const LATIN = SCRIPT_CLASSES.indexOf('latin')
+
+/** Chunk costs remembered within one scan: a repeated run (`aaaa…`, a pasted block) merges once. */
+const CHUNK_MEMO_ENTRIES = 4_096
+
 /** The decoded family table and its per-class factors (see family-table.ts). */
 export interface FamilyData {
   /** Expansion per o200k token id. */
@@ -203,16 +209,28 @@ export async function scanFamily(
 
   // Adds one o200k-sized piece of text (a pre-token, or a chunk of a long one) to `into`; false when
   // the live figure passed the limit.
-  const add = (text: string, c: number, into: Tally, live: boolean): boolean => {
+  const memo = new Map<string, number>()
+  const add = (text: string, c: number, into: Tally, live: boolean, chunk = false): boolean => {
     const id = singleToken(text)
     let tokens = 1
     let cost: number
     if (id !== undefined) cost = expansion[id] ?? unknown
     else {
-      const ids = encodePiece(text)
-      tokens = ids.length
-      cost = 0
-      for (const tokenId of ids) cost += expansion[tokenId] ?? unknown
+      // A chunk's tokens and cost packed in one number (cost < 2^20 per 32-unit chunk).
+      const known = chunk ? memo.get(text) : undefined
+      if (known !== undefined) {
+        tokens = known % 1_048_576
+        cost = Math.floor(known / 1_048_576)
+      } else {
+        const ids = encodePiece(text)
+        tokens = ids.length
+        cost = 0
+        for (const tokenId of ids) cost += expansion[tokenId] ?? unknown
+        if (chunk) {
+          if (memo.size >= CHUNK_MEMO_ENTRIES) memo.clear()
+          memo.set(text, cost * 1_048_576 + tokens)
+        }
+      }
     }
     into.raw[c] = (into.raw[c] ?? 0) + cost
     into.o200k[c] = (into.o200k[c] ?? 0) + tokens
@@ -246,9 +264,23 @@ export async function scanFamily(
         continue
       }
       exact = false
+      if (c === LATIN) {
+        // A run of ASCII letters longer than any word (random letters, `aaaa…`): its bytes are a
+        // sound charge (no byte-level BPE has more tokens than bytes) and cost no merging — such a
+        // run is the cheapest way to make a tokenizer burn CPU (1.7 s per 8 MB rejected when merged).
+        // Its o200k figure (what the lower estimate scales) stays a lower count: one token per chunk.
+        const bytes = utf8Length(piece)
+        into.raw[c] = (into.raw[c] ?? 0) + bytes
+        into.o200k[c] = (into.o200k[c] ?? 0) + Math.ceil(piece.length / LONG_PIECE_UNITS)
+        if (live) {
+          running += bytes * (weight[c] ?? 1)
+          if (over(into.raw)) return false
+        }
+        continue
+      }
       for (let start = 0, end = 0; start < piece.length; start = end) {
         end = chunkEnd(piece, start)
-        if (!add(piece.slice(start, end), c, into, live)) return false
+        if (!add(piece.slice(start, end), c, into, live, true)) return false
       }
     }
     return true
