@@ -62,7 +62,9 @@ describe('simulator worker over RPC', () => {
     const ai = simRpc()
     await ai.configure({ tokenizer: 'gemma3' })
     const error = await rejection(ai.run(GLM, userMessage('hello')))
-    expect(error.message).toMatch(/tokenizer-gemma3 is not bundled in this simulator Worker \(vitest.config.ts\)/)
+    expect(error.message).toMatch(
+      /tokenizer-gemma3 is not bundled in this simulator Worker \(vitest.config.ts\)/,
+    )
     await ai.configure({ tokenizer: 'qwen3' })
     expect(chatText(await ai.run(GLM, userMessage('hello again'))).content).toContain('hello again')
   })
