@@ -60,26 +60,42 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
   const text = tok.decode(input.visible)
   const rand = prng(mixSeed(input.seed, input.ordinal, PURPOSE.content))
   // A model in JSON mode can only follow the JSON directive; in text mode only the text one.
-  const member = input.json ? lastJsonEcho(text) : null
-  const echo = input.json ? (member?.value ?? null) : lastEcho(text)
+  const directive = input.json ? lastJsonEchoMatch(text) : lastEchoMatch(text)
+  const member = input.json && directive ? copyMember(directive) : null
+  const echo = input.json ? (member?.value ?? null) : directive ? fresh(directive[1]!) : null
   const slipped = echo !== null && rand() < input.echoIgnoreRate
-  const quotes = pickQuotes(text, rand)
-  const q = (i: number): string => `“${quotes.middle[i] ?? quotes.first}”`
+  // The directive it follows (or slips on) is its instruction, not its material: quoting it would
+  // put the request's own canary in the answer, where a guard cuts it and leaves a hole that reads
+  // like a leak. Every other directive (a stale page of another request's) is context, quoted as is.
+  const quotes = pickQuotes(directive ? withoutInstruction(text, directive) : text, rand)
 
   const asked = member
-    ? `I am asked to start my JSON object with "${member.key}": "${member.value}". `
+    ? `I am asked to start my JSON object with a "${member.key}" member holding a code. `
     : echo
-      ? `I am asked to begin my reply with ${echo}. `
+      ? 'I am asked to begin my reply with a code on its own line. '
       : ''
-  const reasoningText = input.reasoning
-    ? `Reading the context (${input.visible.length} tokens). It opens with “${quotes.first}”. ` +
-      `Further in: ${q(0)} … then ${q(1)}. It ends with “${quotes.last}”. ` +
-      asked +
-      'I will answer from this material.'
-    : ''
-  const answer =
-    `From the context → ${q(2)} … ${q(3)} … ` +
-    `and at the end: “${quotes.last}”. That is what the provided material says.`
+  let reasoningText = ''
+  let answer: string
+  if (quotes === null) {
+    reasoningText = input.reasoning
+      ? `Reading the context (${input.visible.length} tokens). ` +
+        `It holds no material besides ${directive ? 'that instruction' : 'the template'}. ` +
+        asked +
+        'There is nothing to answer from.'
+      : ''
+    answer = 'The context is empty: there is no provided material to quote.'
+  } else {
+    const q = (i: number): string => `“${quotes.middle[i] ?? quotes.first}”`
+    reasoningText = input.reasoning
+      ? `Reading the context (${input.visible.length} tokens). It opens with “${quotes.first}”. ` +
+        `Further in: ${q(0)} … then ${q(1)}. It ends with “${quotes.last}”. ` +
+        asked +
+        'I will answer from this material.'
+      : ''
+    answer =
+      `From the context → ${q(2)} … ${q(3)} … ` +
+      `and at the end: “${quotes.last}”. That is what the provided material says.`
+  }
   let contentText: string
   if (!input.json) contentText = `${echo && !slipped ? `${echo} ` : ''}${answer}`
   else {
@@ -106,6 +122,44 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
 }
 
 /**
+ * `text` without the instruction `directive` matched in it: from the match to the end of its line,
+ * which holds the directive's own tail (`… on its own line, then answer normally.`). Text before it on
+ * the same line (`Summarise this. Begin your reply with …`) is the user's and stays.
+ */
+function withoutInstruction(text: string, directive: RegExpMatchArray): string {
+  const start = directive.index ?? 0
+  const newline = text.indexOf('\n', start + directive[0].length)
+  return text.slice(0, start) + (newline === -1 ? '' : text.slice(newline))
+}
+
+/** The last match of `pattern` (a global regex) in `text`, or null. */
+function lastMatch(text: string, pattern: RegExp): RegExpMatchArray | null {
+  let found: RegExpMatchArray | null = null
+  for (const match of text.matchAll(pattern)) found = match
+  return found
+}
+
+function lastEchoMatch(text: string): RegExpMatchArray | null {
+  return lastMatch(text, ECHO_DIRECTIVE)
+}
+
+function lastJsonEchoMatch(text: string): RegExpMatchArray | null {
+  return lastMatch(text, JSON_ECHO_DIRECTIVE)
+}
+
+function copyMember(match: RegExpMatchArray): { key: string; value: string } {
+  return { key: fresh(match[1]!), value: fresh(match[2]!) }
+}
+
+/**
+ * A fresh copy: V8 slices share the parent string, and the engine's request log would otherwise keep
+ * a whole (possibly 4 MB) prompt alive per record.
+ */
+function fresh(slice: string): string {
+  return [...slice].join('')
+}
+
+/**
  * Whether a request asks for one JSON object: `response_format` of type `json_object` or `json_schema`
  * (OpenAI, Workers AI), or Workers AI's `guided_json` (a `null` one asks for nothing).
  *
@@ -129,11 +183,8 @@ export function wantsJson(inputs: Record<string, unknown>): boolean {
  * // { key: 'guard_echo', value: 'cnry_x1' }
  */
 export function lastJsonEcho(text: string): { key: string; value: string } | null {
-  let found: RegExpMatchArray | null = null
-  for (const match of text.matchAll(JSON_ECHO_DIRECTIVE)) found = match
-  if (found === null) return null
-  // Fresh copies, for the same reason as in lastEcho.
-  return { key: [...found[1]!].join(''), value: [...found[2]!].join('') }
+  const found = lastJsonEchoMatch(text)
+  return found === null ? null : copyMember(found)
 }
 
 /**
@@ -143,11 +194,8 @@ export function lastJsonEcho(text: string): { key: string; value: string } | nul
  * lastEcho('… Begin your reply with the code cnry_x1 …') // 'cnry_x1'
  */
 export function lastEcho(text: string): string | null {
-  let found: string | null = null
-  for (const match of text.matchAll(ECHO_DIRECTIVE)) found = match[1] ?? found
-  // A fresh copy: V8 slices share the parent string, and the engine's request log would otherwise keep
-  // a whole (possibly 4 MB) prompt alive per record.
-  return found === null ? null : [...found].join('')
+  const found = lastEchoMatch(text)
+  return found === null ? null : fresh(found[1]!)
 }
 
 interface Quotes {
@@ -156,9 +204,14 @@ interface Quotes {
   last: string
 }
 
-/** First line, four seeded evenly spread lines, last line: leaked context shows up wherever it sits. */
-function pickQuotes(text: string, rand: Prng): Quotes {
-  const first = lineFrom(text, 0, 1) ?? ''
+/**
+ * First line, four seeded evenly spread lines, last line: leaked context shows up wherever it sits.
+ * Null when the text has no line to quote (only template markers, blanks, fragments).
+ */
+function pickQuotes(text: string, rand: Prng): Quotes | null {
+  const head = lineFrom(text, 0, 1)
+  if (head === null && !text.split('\n').some(isContentLine)) return null
+  const first = head ?? ''
   const last = lineFrom(text, text.length - 1, -1) ?? first
   const middle: string[] = []
   const spans = 4
@@ -183,10 +236,16 @@ function lineFrom(text: string, pos: number, dir: 1 | -1): string | null {
     let end = text.indexOf('\n', at)
     if (end === -1) end = text.length
     const line = text.slice(start, Math.min(end, start + 4 * QUOTE_CHARS)).trim()
-    if (line.length >= 3 && !MARKER_LINE.test(line)) return line
+    if (isContentLine(line)) return line
     at = dir === 1 ? end + 1 : start - 2
   }
   return null
+}
+
+/** A (trimmed) line worth quoting: not a fragment, not a template marker. */
+function isContentLine(line: string): boolean {
+  const trimmed = line.trim()
+  return trimmed.length >= 3 && !MARKER_LINE.test(trimmed)
 }
 
 function clip(line: string, start: number): string {

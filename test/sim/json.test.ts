@@ -65,6 +65,10 @@ describe('JSON mode', () => {
     const out = chatText(await sim.binding('a').run(GLM, userMessage(body, JSON_OBJECT)))
     expect(out.content.startsWith('{"guard_echo":"cnry_Last",')).toBe(true)
     expect(sim.stats().recent.at(-1)).toMatchObject({ echoed: 'cnry_Last', json: true })
+    // The followed directive is an instruction, never quoted; the others are context, quoted verbatim.
+    const answer = (JSON.parse(out.content) as { answer: string }).answer
+    expect(`${answer}${out.reasoning}`).not.toMatch(/cnry_last/i)
+    expect(out.reasoning).toContain(`“${directive('cnry_first').slice(0, 90)}”`)
   })
 
   it('should not follow the JSON directive in text mode', async () => {

@@ -248,9 +248,12 @@ describe('inputs', () => {
     const inputs = userMessage(
       'Begin your reply with cnry_first\nlater: begin your answer with the token "cnry_second"',
     )
-    expect(
-      chatText(await engine().binding('a').run(GLM, inputs)).content.startsWith('cnry_second '),
-    ).toBe(true)
+    const out = chatText(await engine().binding('a').run(GLM, inputs))
+    expect(out.content.startsWith('cnry_second ')).toBe(true)
+    // The directive it follows is its instruction, not material: the earlier one is quoted as context.
+    expect(out.content.slice('cnry_second '.length)).not.toContain('cnry_second')
+    expect(out.reasoning).not.toContain('cnry_second')
+    expect(out.reasoning).toContain('“Begin your reply with cnry_first”')
     const slipped = chatText(await engine({ echoIgnoreRate: 1 }).binding('a').run(GLM, inputs))
     expect(slipped.content.startsWith('cnry_')).toBe(false)
   })
