@@ -49,7 +49,7 @@ export default defineConfig({
         // Everything that touches Workers: the guard, the Worker, the simulator, inside workerd.
         plugins: [
           cloudflareTest({
-            wrangler: { configPath: './wrangler.toml', environment: 'dev' },
+            wrangler: { configPath: './wrangler.dev.toml' },
             miniflare: {
               bindings: { TEST_MIGRATIONS: migrations },
               // The simulator's tokenizers (sim/tokenizer.ts), when a test runs a SimEngine in its own

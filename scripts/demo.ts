@@ -3,7 +3,7 @@
  * tenant received. `--json` prints the same rows as JSON.
  */
 import { SimEngine } from '../sim/engine'
-import { guardAi } from '../src/guard'
+import { guardAi } from '../src/create-guard'
 import type { ModelProfile, VerdictLog } from '../src/options'
 import type { AiRunner } from '../src/upstream'
 

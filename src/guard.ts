@@ -110,7 +110,7 @@ export class Guard {
   /** A runner for one tenant over one upstream; cheap, so the middleware makes one per request. */
   runner(upstream: AiRunner, tenant = this.options.tenant, hooks: RunnerHooks = {}): AiRunner {
     if (typeof tenant !== 'string' || tenant === '')
-      throw new Error('tenant must be a non-empty string')
+      throw new Error('option "tenant" must be a non-empty string')
     return {
       run: (model, inputs, options) => this.run(upstream, tenant, hooks, model, inputs, options),
     }
@@ -403,21 +403,4 @@ function timingFigures(
   if (f.ttftMs !== undefined) out.ttftMs = Math.round(f.ttftMs)
   if (f.expectedMinMs !== undefined) out.expectedMinMs = Math.round(f.expectedMinMs)
   return out
-}
-
-/**
- * Wraps a Workers AI binding (or anything with its `run()` shape) with the three guards.
- * Same inputs, same outputs, canaries removed; blocked work rejects with a {@link GuardError}.
- *
- * @example
- * const ai = guardAi(env.AI, { secret: env.GUARD_SECRET, tenant: 'acme' })
- * const out = await ai.run('@cf/zai-org/glm-5.3', { messages: [{ role: 'user', content: 'Hello' }] })
- */
-export function guardAi(upstream: AiRunner, options: GuardOptions): AiRunner {
-  if (!upstream || typeof upstream.run !== 'function') {
-    throw new Error(
-      'guardAi needs an upstream with a run(model, inputs, options) method, e.g. env.AI',
-    )
-  }
-  return new Guard(options).runner(upstream)
 }

@@ -11,8 +11,9 @@ export {
 } from './attribution'
 export { MemoryCalibration } from './calibration'
 export { CANARY_PATTERN } from './canary'
+export { type AiGuard, createGuard, type GuardRequest, guardAi } from './create-guard'
 export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
-export { type GuardInfo, guardAi, guardInfo } from './guard'
+export { type GuardInfo, guardInfo } from './guard'
 export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './middleware'
 export {
   BUILTIN_PROFILES,

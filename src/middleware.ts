@@ -2,8 +2,8 @@
  * @module Hono middleware: a guarded Workers AI runner at `c.var.ai`, guard errors as OpenAI-style responses.
  */
 import type { Context, MiddlewareHandler } from 'hono'
+import { type AiGuard, createGuard } from './create-guard'
 import { GuardError } from './errors'
-import { Guard } from './guard'
 import type { GuardOptions } from './options'
 import type { AiRunner } from './upstream'
 
@@ -17,8 +17,8 @@ declare module 'hono' {
   interface ContextVariableMap extends AiGuardVariables {}
 }
 
-/** Options of {@link aiGuard}: the guard's options, with the tenant and upstream read per request. */
-export type AiGuardOptions = Omit<GuardOptions, 'tenant'> & {
+/** Per-request choices of {@link aiGuard}: the tenant, the upstream and the error response. */
+interface AiGuardRequestOptions {
   /**
    * Who the request belongs to: a fixed id, or a function of the context returning what the server
    * verified (the user an auth middleware proved from a key, session or token) — never a header or
@@ -31,6 +31,15 @@ export type AiGuardOptions = Omit<GuardOptions, 'tenant'> & {
   /** Turns a guard error into a response. @default the OpenAI-style body with the error's status */
   onError?: (error: GuardError, c: Context) => Response | Promise<Response>
 }
+
+/**
+ * Options of {@link aiGuard}: the guard's own options (a guard is created with the middleware), or an
+ * existing guard from {@link createGuard} to share with other code of the isolate; plus the per-request
+ * choices.
+ */
+export type AiGuardOptions =
+  | (Omit<GuardOptions, 'tenant'> & AiGuardRequestOptions & { guard?: never })
+  | (AiGuardRequestOptions & { guard: AiGuard })
 
 /**
  * Puts a guarded runner on `c.var.ai`. Options are validated once, when the middleware is created; a
@@ -52,21 +61,48 @@ export type AiGuardOptions = Omit<GuardOptions, 'tenant'> & {
  * app.post('/chat', async (c) => c.json(await c.var.ai.run('@cf/zai-org/glm-5.3', await c.req.json())))
  */
 export function aiGuard(options: AiGuardOptions): MiddlewareHandler {
-  const { tenant, upstream, onError, ...guardOptions } = options
+  const { tenant, upstream, onError, guard: shared, ...guardOptions } = options
   if (tenant !== undefined && typeof tenant !== 'string' && typeof tenant !== 'function') {
     throw new Error('option "tenant" must be a string or a function of the context')
   }
-  const guard = new Guard({ ...guardOptions, ...(typeof tenant === 'string' ? { tenant } : {}) })
+  const guard = shared ?? createGuard(guardOptions as GuardOptions)
   return async function aiGuard(c, next) {
     const ai = upstream ? upstream(c) : (c.env as { AI?: AiRunner } | undefined)?.AI
     if (!ai || typeof ai.run !== 'function') {
       throw new Error('aiGuard: no upstream; bind Workers AI as "AI" or pass the "upstream" option')
     }
-    const who = typeof tenant === 'function' ? await tenant(c) : guard.options.tenant
-    c.set('ai', guard.runner(ai, who))
+    const who = typeof tenant === 'function' ? await tenant(c) : tenant
+    c.set('ai', guard.wrap(ai, { tenant: who, waitUntil: hostWaitUntil(c) }))
     await next()
-    if (c.error instanceof GuardError) {
-      c.res = onError ? await onError(c.error, c) : c.error.getResponse()
-    }
+    const error = c.error instanceof GuardError ? c.error : await malformedBody(c)
+    if (error) c.res = onError ? await onError(error, c) : error.getResponse()
+  }
+}
+
+/**
+ * The handler's `await c.req.json()` threw on a body that is not JSON: that is the client's mistake,
+ * so it gets a 400 naming it, not the 500 of an unexpected error. Decided by parsing the body Hono
+ * cached again, so a SyntaxError from anywhere else stays the app's own error.
+ */
+async function malformedBody(c: Context): Promise<GuardError | undefined> {
+  if (!(c.error instanceof SyntaxError)) return undefined
+  const text = c.req.bodyCache.text
+  if (!text) return undefined
+  try {
+    JSON.parse(await text)
+    return undefined
+  } catch {
+    return new GuardError('invalid_request', 'The request body is not valid JSON.')
+  }
+}
+
+/** The host's `waitUntil`, where there is one (Workers), so background writes outlive the response. */
+function hostWaitUntil(c: Context): ((promise: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx
+    return (promise) => ctx.waitUntil(promise)
+  } catch {
+    // Node, tests and other hosts have no execution context.
+    return undefined
   }
 }

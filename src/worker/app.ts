@@ -95,6 +95,10 @@ export function createApp(): Hono<AppEnv> {
 
   app.route('/admin', adminRoutes())
 
+  // The simulator's control routes (/sim/config, /sim/reset, /sim/stats) under `npm start`, where
+  // wrangler.dev.toml binds it as SIM; production has no such binding, so they are not found there.
+  app.all('/sim/*', (c) => (c.env.SIM ? c.env.SIM.fetch(c.req.raw) : c.notFound()))
+
   app.notFound((c) =>
     c.json(
       {

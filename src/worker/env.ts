@@ -6,8 +6,10 @@ import type { GuardState } from './state'
 
 /** Bindings and secrets of the guard Worker (see wrangler.toml and the README's deploy section). */
 export interface Env {
-  /** Workers AI in production; the simulator's RPC entrypoint under `--env dev`. */
+  /** Workers AI in production; the simulator's RPC entrypoint locally (wrangler.dev.toml). */
   AI: AiRunner
+  /** Locally only: the simulator's HTTP routes, forwarded under /sim/ (never bound in production). */
+  SIM?: Fetcher
   /** Canary key, ≥ 32 bytes. `wrangler secret put GUARD_SECRET`. */
   GUARD_SECRET: string
   /** JSON object mapping API keys to tenant ids. `wrangler secret put TENANT_KEYS`. */

@@ -27,7 +27,14 @@ export async function startWranglerDev(
 ): Promise<WranglerDev> {
   const root = host.cwd
   const dir = host.tempDir('guard-wrangler-')
-  for (const path of ['src', 'sim', 'migrations', 'wrangler.toml', 'package.json']) {
+  for (const path of [
+    'src',
+    'sim',
+    'migrations',
+    'wrangler.toml',
+    'wrangler.dev.toml',
+    'package.json',
+  ]) {
     host.copy(host.join(root, path), host.join(dir, path))
   }
   host.link(host.join(root, 'node_modules'), host.join(dir, 'node_modules'))
@@ -47,8 +54,8 @@ export async function startWranglerDev(
       'apply',
       'workers-ai-guard-quarantine-dev',
       '--local',
-      '--env',
-      'dev',
+      '-c',
+      'wrangler.dev.toml',
       ...persist,
     ],
     { cwd: dir, env },
@@ -59,7 +66,7 @@ export async function startWranglerDev(
     wrangler,
     [
       'dev',
-      ...['-c', 'wrangler.toml', '-c', 'sim/wrangler.toml', '--env', 'dev'],
+      ...['-c', 'wrangler.dev.toml', '-c', 'sim/wrangler.toml'],
       ...['--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector)],
       ...persist,
       '--show-interactive-dev-session=false',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
-import { guardAi } from '../../src/guard'
+import { guardAi } from '../../src/create-guard'
 import { ratioMargin, runnerTransport, runProbe } from '../../src/probe'
 import { expectLimitPinned, GLM, probeSim } from './sim'
 

@@ -13,7 +13,10 @@ import { MODEL, SECRET } from './upstreams'
  * request's marker (no cross-talk between requests in flight), and the only errors are the intended
  * ones. Bounded in count; the wall-clock bound is the test timeout, never a tight assertion.
  */
-const MARK = /TENANT-[A-Z]-R\d+/g
+const MARK = /TENANT-[A-Z]-R\d{3}/g
+
+/** Fixed width, so no marker is a prefix of another and a quote cut mid-marker matches none. */
+const mark = (tenant: string, i: number): string => `TENANT-${tenant}-R${String(i).padStart(3, '0')}`
 
 /** The distinct request markers an answer carries. */
 function markersIn(text: string): string[] {
@@ -32,15 +35,15 @@ describe('concurrent requests through the Worker (SELF → simulator Worker)', {
     const before = (await sim.stats()).requests.total
     const jobs = Array.from({ length: 48 }, (_, i) => {
       const [key, tenant] = i % 2 ? [KEY_B, 'B'] : [KEY_A, 'A']
-      const marker = `TENANT-${tenant}-R${i}`
+      const marker = mark(tenant, i)
       const stream = i % 3 === 0
       return { marker, key, body: { model: MODEL, ...chat(document(marker, 600), { stream }) } }
     })
     // Intended refusals in the same burst: an output reserve beyond the pool, and an unknown key.
     const refused = Array.from({ length: 8 }, (_, i) => ({
-      marker: `TENANT-X-R${100 + i}`,
+      marker: mark('X', 100 + i),
       key: i % 2 ? KEY_A : 'not-a-tenant-key',
-      body: { model: MODEL, ...chat(document(`TENANT-X-R${100 + i}`, 50)), max_tokens: 2 ** 24 },
+      body: { model: MODEL, ...chat(document(mark('X', 100 + i), 50)), max_tokens: 2 ** 24 },
     }))
     const results = await Promise.all(
       [...jobs, ...refused].map(async ({ marker, key, body }) => {
@@ -80,7 +83,7 @@ describe('concurrent requests through guardAi over one shared engine', { timeout
     const results = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
         const tenant = tenants[i % tenants.length]!
-        const marker = `TENANT-${tenant}-R${i}`
+        const marker = mark(tenant, i)
         const runner = guard.runner(engine.binding(`account-${tenant}`), `tenant-${tenant}`)
         const out = await runner.run(MODEL, chat(document(marker, 200), { stream: i % 2 === 0 }))
         const body =
@@ -115,7 +118,7 @@ describe('concurrent requests through guardAi over one shared engine', { timeout
     }
     const jobs = Array.from({ length: 24 }, (_, i) => {
       const tenant = i % 2 ? 'A' : 'B'
-      const marker = `TENANT-${tenant}-R${i}`
+      const marker = mark(tenant, i)
       const over = i % 6 === 5
       return { marker, over, tokens: over ? 24_000 : 1_500, stream: i % 4 < 2 }
     })
