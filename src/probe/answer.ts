@@ -11,6 +11,7 @@
 import { parseFrame } from '../stream/frames'
 import { sseDecoder } from '../stream/sse'
 import { ProbeTransportError } from './errors'
+import type { GuardSign } from './guard-sign'
 
 /** What the target answered, as the probe judges it. Never printed: it may hold another tenant's text. */
 export interface ProbeAnswer {
@@ -32,6 +33,8 @@ export interface ProbeAnswer {
   finishReason: string | null
   /** Whether it arrived as a stream (else its TTFT is the whole answer's time: an upper bound). */
   streamed: boolean
+  /** Set when the answer came from a workers-ai-guard endpoint (its `x-guard-*` headers). */
+  guard?: GuardSign
 }
 
 type Json = Record<string, unknown>

@@ -69,8 +69,12 @@ Output
   --json                    print one JSON report on stdout
   --help                    this text
 
-Exit codes: 0 safe (the advertised window is served correctly), 1 unsafe (a lower real limit, a leak,
-or an impossible TTFT), 2 could not run (bad arguments, unreachable URL, budget exhausted first).
+Exit codes: 0 safe (the advertised window is served correctly) or guarded (a workers-ai-guard Worker
+answered correctly under its ceiling and refused everything over it), 1 unsafe (a lower real limit, a
+leak, or an impossible TTFT), 2 could not run (bad arguments, unreachable URL, budget exhausted first).
+Pointed at a workers-ai-guard Worker, the probe measures the guard's ceiling, not the engine's pool:
+to measure the engine, point --url at the upstream (Workers AI's
+https://api.cloudflare.com/client/v4/accounts/<account-id>/ai/v1, or \`npm run sim\` locally).
 `
 
 type Kind = 'string' | 'int' | 'fraction' | 'rate' | 'seconds' | 'flag'
@@ -151,7 +155,8 @@ function parseArgs(args: readonly string[]): Parsed {
 }
 
 /**
- * Runs `workers-ai-guard <argv…>` and resolves to the exit code: 0 safe, 1 unsafe, 2 could not run.
+ * Runs `workers-ai-guard <argv…>` and resolves to the exit code: 0 safe or guarded, 1 unsafe, 2 could
+ * not run.
  *
  * @example
  * const code = await probeCommand(['probe', '--url', 'http://localhost:8787/v1', '--json'], io)

@@ -1,6 +1,7 @@
 /**
  * @module Why a probe request got no judgeable answer, in one typed error for both transports.
  */
+import type { GuardSign } from './guard-sign'
 
 /** What went wrong with one probe request. */
 export type ProbeErrorKind =
@@ -36,15 +37,18 @@ export class ProbeTransportError extends Error {
   readonly retryable: boolean
   /** The run cannot go on (authentication, wrong URL or route). */
   readonly fatal: boolean
+  /** How the error showed it came from a workers-ai-guard endpoint, if it did. */
+  readonly guard?: GuardSign
 
   constructor(
     kind: ProbeErrorKind,
     message: string,
-    options: { status?: number; cause?: unknown } = {},
+    options: { status?: number; cause?: unknown; guard?: GuardSign } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.kind = kind
     if (options.status !== undefined) this.status = options.status
+    if (options.guard !== undefined) this.guard = options.guard
     const status = options.status ?? 0
     this.fatal = kind === 'http' && FATAL_STATUSES.has(status)
     this.retryable = kind === 'network' || (kind === 'http' && RETRYABLE_STATUSES.has(status))

@@ -4,6 +4,13 @@
  */
 export type { ProbeAnswer } from './answer'
 export { type ProbeErrorKind, ProbeTransportError } from './errors'
+export {
+  describeGuardSign,
+  GUARD_HEADERS,
+  type GuardSign,
+  guardSignOf,
+  guardSignOfThrown,
+} from './guard-sign'
 export { type Judgement, judgeAnswer, minTtftMs, type StepKind } from './judge'
 export {
   MIN_PROBE_TOKENS,
@@ -31,12 +38,14 @@ export { type Rng, randomSeed, seededRng } from './random'
 export {
   buildReport,
   type DryRunReport,
+  type ProbeGuardFinding,
   type ProbeProfile,
   type ProbeReport,
   type ProbeStep,
   type ProbeVerdict,
   renderDryRun,
   renderReport,
+  UPSTREAM_HINT,
 } from './report'
 export { type ProbePlan, planSearch, type SearchState, searchState } from './search'
 export {

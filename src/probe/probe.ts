@@ -152,6 +152,12 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
         fatal = `could not reach ${transport.target}: ${error.message}`
         break run
       }
+      // A refused connection after the target answered is a server that went away (a crash, a dev
+      // server reloading), not a length it cannot serve: judging it would "pin" a limit that is not.
+      if (error?.kind === 'network' && attempt >= settings.retries && REFUSED.test(error.message)) {
+        fatal = `${transport.target} stopped accepting connections (${error.message}); restart it and probe again`
+        break run
+      }
       if (!(error && isRetryable(error) && attempt < settings.retries)) break
     }
     if (step === undefined) break
@@ -190,6 +196,9 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
     steps,
   })
 }
+
+/** A connection refused (Node's fetch puts the code in the cause, which the message carries). */
+const REFUSED = /ECONNREFUSED|connection refused/i
 
 /** Milliseconds to the microsecond: enough for any TTFT verdict, readable in JSON. */
 function round(ms: number): number {
@@ -242,6 +251,7 @@ async function sendAndJudge(
       missing: j.missing,
       foreignFrom: [...new Set(j.foreign.map((f) => f.step))].sort((a, b) => a - b),
       impossibleTtft: j.impossibleTtft,
+      ...(answer.guard === undefined ? {} : { guard: answer.guard }),
     }
   } catch (caught) {
     const error =
@@ -270,6 +280,7 @@ async function sendAndJudge(
         ...(error.status === undefined ? {} : { status: error.status }),
         message: error.message,
       },
+      ...(error.guard === undefined ? {} : { guard: error.guard }),
     }
   }
 }

@@ -7,6 +7,7 @@
  * pasted into tickets and CI logs. Needles and tags are random and safe to show.
  */
 import type { ProbeErrorKind } from './errors'
+import { describeGuardSign, type GuardSign } from './guard-sign'
 import type { StepKind } from './judge'
 import type { ProbePlan } from './search'
 
@@ -38,6 +39,8 @@ export interface ProbeStep {
   impossibleTtft: boolean
   /** Set when the request got no judgeable answer. */
   error?: { kind: ProbeErrorKind; status?: number; message: string }
+  /** Set when the answer or error came from a workers-ai-guard endpoint, and how it showed. */
+  guard?: GuardSign
 }
 
 /** The verdict: exit 0, 1 or 2. */
@@ -46,6 +49,12 @@ export type ProbeVerdict =
   | 'safe'
   /** A real limit below the advertised window, or any leak or impossible TTFT. */
   | 'unsafe'
+  /**
+   * The endpoint is a workers-ai-guard Worker (or `guardAi`) that answered every prompt under its
+   * ceiling correctly and refused every one over it itself, with no leak and no impossible TTFT: its
+   * clients are safe (exit 0), and what was measured is the guard's ceiling, not the engine's pool.
+   */
+  | 'guarded'
   /** No conclusion: a fatal error, nothing answered correctly, or the budget ran out first. */
   | 'inconclusive'
 
@@ -54,6 +63,18 @@ export interface ProbeProfile {
   contextWindow: number
   kvPoolTokens: number
   maxPrefillTokensPerSecond: number
+}
+
+/** What the probe saw of a workers-ai-guard endpoint between it and the engine. */
+export interface ProbeGuardFinding {
+  /** How the endpoint showed it is the guard. */
+  signs: GuardSign[]
+  /** Prompts the guard refused itself (`context_length_exceeded`), before any engine call. */
+  refusals: number
+  /** Answers the guard withheld (`response_quarantined`): the engine behind it failed them. */
+  quarantines: number
+  /** What was measured, and where to point the probe to measure the engine. */
+  note: string
 }
 
 /** The whole report (`--json` prints exactly this). */
@@ -81,6 +102,11 @@ export interface ProbeReport {
   leak: boolean
   /** A first token came faster than any real prefill: the prompt was not processed. */
   impossibleTtft: boolean
+  /**
+   * Set when the endpoint is a workers-ai-guard Worker: the run measured the guard's ceiling, so
+   * `recommendation` and `profile` are null (feeding its own ceiling back would only shrink it).
+   */
+  guard: ProbeGuardFinding | null
   /** Fastest prefill observed on correct answers (tokens ÷ TTFT), a lower bound of the real rate. */
   observedPrefillTokensPerSecond: number | null
   recommendation: {
@@ -93,7 +119,7 @@ export interface ProbeReport {
     /** Whether the figures are in the target's own tokens (`usage`) or o200k (no usage reported). */
     basis: 'reported' | 'o200k'
   } | null
-  /** For the guard's `models` option. */
+  /** For the guard's `models` option (null through a guard: see `guard`). */
   profile: ProbeProfile | null
   /** `profile` as a ready TypeScript snippet. */
   profileSnippet: string | null
@@ -134,6 +160,34 @@ export interface RunRecord {
 }
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
+
+/**
+ * Where to point the probe to measure the engine instead of the guard: Workers AI's own
+ * OpenAI-compatible REST endpoint, or the simulator alone (sim/wrangler.toml, `npm run sim`).
+ */
+export const UPSTREAM_HINT =
+  'To measure the engine, point --url at the upstream instead: Workers AI’s OpenAI-compatible endpoint ' +
+  'https://api.cloudflare.com/client/v4/accounts/<account-id>/ai/v1 with an API token as --key, or ' +
+  'locally the simulator alone: `npm run sim`, then --url http://localhost:8787/v1 (stop `npm start` ' +
+  'first: both listen on port 8787; any --key, it names the simulated account).'
+
+function guardFinding(steps: readonly ProbeStep[]): ProbeGuardFinding | null {
+  const signs = [...new Set(steps.flatMap((s) => (s.guard === undefined ? [] : [s.guard])))]
+  if (signs.length === 0) return null
+  const refusals = steps.filter((s) => s.guard === 'refusal').length
+  const quarantines = steps.filter((s) => s.guard === 'quarantine').length
+  const notes = [
+    'The endpoint is a workers-ai-guard Worker, so this run measured the guard’s own ceiling (it refuses, before the engine, every prompt its profile says the engine cannot hold), not the engine’s KV pool; no profile is recommended from it.',
+  ]
+  if (quarantines > 0) {
+    notes.push(
+      `The guard withheld ${quarantines} answer(s) (response_quarantined): prompts it admitted failed in the engine behind it, so its profile allows more than the engine serves.`,
+    )
+  }
+  notes.push(UPSTREAM_HINT)
+  return { signs: signs.sort(), refusals, quarantines, note: notes.join(' ') }
+}
+
 const under = (n: number): string => fmt(n).replace(/,/g, '_')
 
 /**
@@ -153,6 +207,7 @@ export function buildReport(run: RunRecord): ProbeReport {
   }
   const leak = judged.some((s) => s.foreignFrom.length > 0)
   const impossibleTtft = judged.some((s) => s.impossibleTtft)
+  const guard = guardFinding(judged)
   const largestOk = okStep
     ? { tokens: okStep.tokens, reportedPromptTokens: okStep.reportedPromptTokens }
     : null
@@ -163,15 +218,24 @@ export function buildReport(run: RunRecord): ProbeReport {
   let verdict: ProbeVerdict
   if (leak || impossibleTtft) verdict = 'unsafe'
   else if (run.fatal !== null) verdict = 'inconclusive'
-  else if (smallestFailure && largestOk) verdict = 'unsafe'
+  else if (
+    guard !== null &&
+    largestOk &&
+    guard.refusals > 0 &&
+    judged.every((s) => s.kind === 'ok' || s.guard === 'refusal')
+  ) {
+    // Everything over the guard's ceiling was refused by the guard itself and everything under it
+    // answered correctly: a client of this endpoint cannot get a wrong or leaked answer by length.
+    verdict = 'guarded'
+  } else if (smallestFailure && largestOk) verdict = 'unsafe'
   else if (!smallestFailure && largestOk && largestOk.tokens >= run.top) verdict = 'safe'
   else verdict = 'inconclusive'
-  const exitCode = verdict === 'safe' ? 0 : verdict === 'unsafe' ? 1 : 2
+  const exitCode = verdict === 'safe' || verdict === 'guarded' ? 0 : verdict === 'unsafe' ? 1 : 2
 
   let recommendation: ProbeReport['recommendation'] = null
   let profile: ProbeProfile | null = null
   let profileSnippet: string | null = null
-  if (largestOk) {
+  if (largestOk && guard === null) {
     const basis = largestOk.reportedPromptTokens === null ? 'o200k' : 'reported'
     const good = largestOk.reportedPromptTokens ?? largestOk.tokens
     const kvPoolTokens = Math.floor(good * (1 - run.margin))
@@ -223,6 +287,7 @@ export function buildReport(run: RunRecord): ProbeReport {
     tolerance: run.tolerance,
     leak,
     impossibleTtft,
+    guard,
     observedPrefillTokensPerSecond: observed,
     recommendation,
     profile,
@@ -245,7 +310,12 @@ export function buildReport(run: RunRecord): ProbeReport {
 function summarize(r: ProbeReport): string {
   const window = `the advertised ${fmt(r.advertisedWindow)}-token window`
   const parts: string[] = []
-  if (r.verdict === 'safe') {
+  if (r.verdict === 'guarded') {
+    const refused = r.smallestFailure ? ` (the smallest at ${fmt(r.smallestFailure.tokens)})` : ''
+    parts.push(
+      `GUARDED: answered correctly up to ${fmt(r.largestOk?.tokens ?? 0)} tokens; the guard itself refused all ${r.guard?.refusals ?? 0} longer prompts${refused} with context_length_exceeded, before the engine; no leak, no impossible TTFT. Its clients are kept under its ceiling.`,
+    )
+  } else if (r.verdict === 'safe') {
     parts.push(
       `SAFE: answered correctly at ${fmt(r.largestOk?.tokens ?? 0)} tokens, the top of ${window}; no leak, no impossible TTFT.`,
     )
@@ -307,6 +377,12 @@ export function renderReport(r: ProbeReport): string {
   const row = (label: string, value: string): void => {
     out.push(`${label.padEnd(17)}${value}`)
   }
+  if (r.guard) {
+    row(
+      'endpoint',
+      `a workers-ai-guard Worker (seen: ${r.guard.signs.map(describeGuardSign).join(', ')}) — this measures the guard’s ceiling, not the engine’s pool`,
+    )
+  }
   row('verdict', `${r.verdict.toUpperCase()} (exit ${r.exitCode})`)
   row('advertised', `${fmt(r.advertisedWindow)} tokens (probed up to ${fmt(r.top)})`)
   row(
@@ -351,7 +427,11 @@ export function renderReport(r: ProbeReport): string {
       `ceiling ${fmt(rec.ceiling)} ${unit} (pool ${fmt(rec.kvPoolTokens)} = largest correct − ${rec.margin * 100}%, less ${fmt(rec.outputReserve)} output reserve)`,
     )
   }
+  if (r.guard && r.largestOk) {
+    row('recommended', 'none: this is the guard’s own ceiling (probe the upstream for a profile)')
+  }
   out.push('', r.summary)
+  if (r.guard) out.push('', r.guard.note)
   if (r.profileSnippet) {
     out.push('', 'Profile for guardAi / aiGuard (`models` option):', '', r.profileSnippet)
   }

@@ -8,6 +8,7 @@
 import type { AiRunner } from '../upstream'
 import { clip, type ProbeAnswer, readAnswerObject, readAnswerStream } from './answer'
 import { ProbeTransportError } from './errors'
+import { type GuardSign, guardSignOf, guardSignOfThrown } from './guard-sign'
 
 export type { ProbeAnswer } from './answer'
 
@@ -77,7 +78,8 @@ function chatBody(model: string, request: ProbeRequest): Record<string, unknown>
 
 /**
  * `POST {url}/chat/completions` with fetch, streaming. Error statuses become `ProbeTransportError`s
- * carrying the server's own message (clipped); 401/403/404/405 are fatal.
+ * carrying the server's own message (clipped); 401/403/404/405 are fatal. Answers and errors of a
+ * workers-ai-guard Worker carry its {@link GuardSign} (`x-guard-*` headers, its refusal wording).
  *
  * @example
  * const transport = urlTransport({ url: 'http://localhost:8787/v1', apiKey, model: '@cf/zai-org/glm-5.3' })
@@ -122,19 +124,24 @@ export function urlTransport(options: UrlTransportOptions): ProbeTransport {
           signal,
         })
         if (!res.ok) throw await httpError(res)
+        const guard = guardSignOf(res.headers)
         const type = res.headers.get('content-type') ?? ''
+        let answer: ProbeAnswer
         if (res.body !== null && type.includes('text/event-stream')) {
-          return await readAnswerStream(res.body, started, now)
+          answer = await readAnswerStream(res.body, started, now)
+        } else {
+          let json: unknown
+          try {
+            json = await res.json()
+          } catch (cause) {
+            throw new ProbeTransportError('malformed', 'the answer is neither SSE nor JSON', {
+              cause,
+            })
+          }
+          answer = readAnswerObject(json, started, now)
         }
-        let json: unknown
-        try {
-          json = await res.json()
-        } catch (cause) {
-          throw new ProbeTransportError('malformed', 'the answer is neither SSE nor JSON', {
-            cause,
-          })
-        }
-        return readAnswerObject(json, started, now)
+        if (guard !== undefined) answer.guard = guard
+        return answer
       } catch (error) {
         throw fetchError(error, signal, timeoutMs)
       }
@@ -145,17 +152,24 @@ export function urlTransport(options: UrlTransportOptions): ProbeTransport {
 async function httpError(res: Response): Promise<ProbeTransportError> {
   const text = await res.text().catch(() => '')
   let message = text
+  let error: { code?: unknown; message?: unknown } | undefined
   try {
-    const json = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown }
+    const json = JSON.parse(text) as {
+      error?: { message?: unknown; code?: unknown } | string
+      message?: unknown
+    }
     if (typeof json.error === 'string') message = json.error
     else if (typeof json.error?.message === 'string') message = json.error.message
     else if (typeof json.message === 'string') message = json.message
+    if (typeof json.error === 'object' && json.error !== null) error = json.error
   } catch {
     // Not JSON: the raw text (clipped) is the best message there is.
   }
   const detail = message.trim() === '' ? res.statusText : message
+  const guard = guardSignOf(res.headers, error)
   return new ProbeTransportError('http', clip(`HTTP ${res.status}: ${detail}`), {
     status: res.status,
+    ...(guard === undefined ? {} : { guard }),
   })
 }
 
@@ -177,7 +191,8 @@ function timeoutError(timeoutMs: number, cause: unknown): ProbeTransportError {
 /**
  * `runner.run(model, { messages, max_tokens, stream: true })` in process. A thrown error with a
  * numeric `status` (a `GuardError`) counts as an HTTP error of that status; any other throw (the
- * binding's `AiError: 5021: …`) as the upstream's own error, message kept.
+ * binding's `AiError: 5021: …`) as the upstream's own error, message kept. A `guardAi` runner is
+ * recognised by its `GuardError`s only (its released answers carry no mark the probe reads).
  *
  * @example
  * const clock = new VirtualClock()
@@ -209,7 +224,12 @@ function runnerError(error: unknown): ProbeTransportError {
   const message = clip(error instanceof Error ? error.message : String(error))
   const status = (error as { status?: unknown } | null)?.status
   if (typeof status === 'number') {
-    return new ProbeTransportError('http', `${status}: ${message}`, { status, cause: error })
+    const guard = guardSignOfThrown(error)
+    return new ProbeTransportError('http', `${status}: ${message}`, {
+      status,
+      cause: error,
+      ...(guard === undefined ? {} : { guard }),
+    })
   }
   return new ProbeTransportError('upstream', message, { cause: error })
 }

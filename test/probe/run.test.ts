@@ -16,6 +16,7 @@ describe('probe runs', () => {
         'converged',
         'exitCode',
         'fatal',
+        'guard',
         'impossibleTtft',
         'largestOk',
         'leak',
@@ -45,6 +46,7 @@ describe('probe runs', () => {
       leak: false,
       impossibleTtft: false,
       fatal: null,
+      guard: null,
       smallestFailure: { kind: 'missing-needle' },
     })
     expect(report.largestOk?.tokens).toBeLessThanOrEqual(10_000)
@@ -157,6 +159,47 @@ describe('probe runs', () => {
     expect(down.calls).toHaveLength(2)
     expect(unreachable.exitCode).toBe(2)
     expect(unreachable.fatal).toBe('could not reach fake: fetch failed: ECONNREFUSED')
+  })
+
+  it('should not pin a limit where the target stopped accepting connections (exit 2)', async () => {
+    // A dev server that crashed or reloaded mid-run (seen with `wrangler dev` while its config changed).
+    const dies = fakeTransport((req, _tokens, n) => {
+      if (n >= 5) throw new ProbeTransportError('network', 'fetch failed: connect ECONNREFUSED')
+      return answer(req.prompt)
+    })
+    const report = await runProbe({ transport: dies, ...small })
+    expect(dies.calls).toHaveLength(6)
+    expect(report).toMatchObject({ verdict: 'inconclusive', exitCode: 2, recommendation: {} })
+    expect(report.fatal).toBe(
+      'fake stopped accepting connections (fetch failed: connect ECONNREFUSED); restart it and probe again',
+    )
+  })
+
+  it('should keep a guard’s non-refusal failures unsafe, and never recommend from its ceiling', async () => {
+    const refusal = 'HTTP 400: This request needs … the guard rejects rather than truncates …'
+    const transport = fakeTransport((req, tokens) => {
+      if (tokens > 16_000) {
+        throw new ProbeTransportError('http', refusal, { status: 400, guard: 'refusal' })
+      }
+      // Answers through the guard, but one length comes back without its end needle.
+      const content = tokens > 12_000 ? markersOf(req.prompt).start : undefined
+      return answer(req.prompt, {
+        guard: 'response-header',
+        ...(content === undefined ? {} : { content }),
+      })
+    })
+    const report = await runProbe({ transport, ...small })
+    expect(report).toMatchObject({
+      verdict: 'unsafe',
+      exitCode: 1,
+      recommendation: null,
+      profile: null,
+      guard: { signs: ['refusal', 'response-header'], quarantines: 0 },
+    })
+    expect(report.smallestFailure?.kind).toBe('missing-needle')
+    const text = renderReport(report)
+    expect(text).toContain('endpoint         a workers-ai-guard Worker')
+    expect(text).toContain('The endpoint is a workers-ai-guard Worker, so this run measured')
   })
 
   it('should report progress before each request and after each judgement', async () => {

@@ -218,4 +218,45 @@ describe('probe transports', { timeout: 20_000 }, () => {
     )
     expect(guardLike).toMatchObject({ kind: 'http', status: 400, message: '400: too long' })
   })
+  it('should recognise a workers-ai-guard endpoint by its headers and its own refusals only', async () => {
+    const reply = (res: Response) =>
+      urlTransport({ url: 'http://guard.test/v1', model: GLM, fetch: async () => res })
+    const ok = sse([{ choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] }])
+    ok.headers.set('x-guard-request-id', 'r-1')
+    expect((await reply(ok).send(REQUEST)).guard).toBe('response-header')
+    expect(
+      (await reply(sse([{ choices: [{ index: 0, delta: { content: 'hi' } }] }])).send(REQUEST))
+        .guard,
+    ).toBeUndefined()
+
+    const error = (code: string, message: string, status: number, headers = {}) =>
+      Response.json({ error: { message, type: 'x', code, param: null } }, { status, headers })
+    const refused = await failure(
+      reply(
+        error(
+          'context_length_exceeded',
+          'This request needs 70,000 tokens … Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.',
+          400,
+        ),
+      ).send(REQUEST),
+    )
+    expect(refused).toMatchObject({ kind: 'http', status: 400, guard: 'refusal' })
+    const withheld = await failure(
+      reply(error('response_quarantined', 'withheld', 502, { 'x-guard-incident-id': 'i-1' })).send(
+        REQUEST,
+      ),
+    )
+    expect(withheld.guard).toBe('quarantine')
+    // The engine's own refusal (the simulator, Workers AI) carries the same code, not the guard's words.
+    const engine = await failure(
+      reply(
+        error(
+          'context_length_exceeded',
+          'AiError: 5021: Input length (70000 tokens) exceeds the maximum allowed length (65530 tokens)',
+          400,
+        ),
+      ).send(REQUEST),
+    )
+    expect(engine.guard).toBeUndefined()
+  })
 })
