@@ -171,7 +171,9 @@ export async function judge(
   })
   const figures = {
     ...timingRecord(timing),
-    estimatedTokens: estimate ? estimate.bound + estimate.overhead : ctx.boundTokens,
+    ...(estimate
+      ? { estimatedTokens: estimate.bound + estimate.overhead }
+      : { tokenBound: ctx.boundTokens }),
     ...(reported !== undefined ? { promptTokensReported: reported } : {}),
   }
   return { verdict, figures }

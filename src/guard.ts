@@ -256,7 +256,9 @@ export class Guard {
         model: plan.model,
         action: 'release',
         reasons: attempt > 1 ? ['released_after_retry'] : [],
-        estimatedTokens: plan.admission.estimated,
+        ...(outcome.figures.estimatedTokens !== undefined
+          ? tokenFigures(outcome.figures)
+          : promptFigures(plan.admission)),
         ...timingFigures(outcome.figures),
       })
       if (released !== null && typeof released === 'object') {
@@ -292,7 +294,7 @@ export class Guard {
       model: ctx.model,
       action: 'reject',
       reasons: outcome.verdict.reasons,
-      estimatedTokens: ctx.boundTokens,
+      ...tokenFigures(outcome.figures),
     })
     return new GuardError(
       'invalid_request',
@@ -341,7 +343,7 @@ export class Guard {
       action: 'quarantine',
       reasons: stored ? outcome.verdict.reasons : [...outcome.verdict.reasons, 'store_failed'],
       incidentId: id,
-      estimatedTokens: ctx.boundTokens,
+      ...tokenFigures(outcome.figures),
       ...timingFigures(outcome.figures),
     })
     return quarantineError(id)
@@ -394,6 +396,23 @@ const INFO = new WeakMap<object, GuardInfo>()
  */
 export function guardInfo(output: unknown): GuardInfo | undefined {
   return output !== null && typeof output === 'object' ? INFO.get(output) : undefined
+}
+
+/** A released prompt's size for the log: its token estimate when it was counted, else its byte bound. */
+function promptFigures(
+  admission: RequestPlan['admission'],
+): Pick<VerdictLog, 'estimatedTokens' | 'tokenBound'> {
+  return admission.method === 'count'
+    ? { estimatedTokens: admission.estimated + admission.overhead }
+    : { tokenBound: admission.estimated }
+}
+
+/** A judged answer's prompt size, as the judgement worked it out. */
+function tokenFigures(
+  f: QuarantineRecord['figures'],
+): Pick<VerdictLog, 'estimatedTokens' | 'tokenBound'> {
+  if (f.estimatedTokens !== undefined) return { estimatedTokens: f.estimatedTokens }
+  return f.tokenBound !== undefined ? { tokenBound: f.tokenBound } : {}
 }
 
 function timingFigures(

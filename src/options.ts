@@ -175,7 +175,13 @@ export interface VerdictLog {
   action: 'release' | 'quarantine' | 'reject'
   reasons: string[]
   incidentId?: string
+  /**
+   * The prompt's tokens for the model (the family estimate, template included). Absent when the prompt
+   * was admitted by its byte count alone and never counted: then `tokenBound` is that byte count.
+   */
   estimatedTokens?: number
+  /** An upper bound of the prompt's tokens that is not an estimate: its UTF-8 bytes (plus template). */
+  tokenBound?: number
   ttftMs?: number
   expectedMinMs?: number
 }

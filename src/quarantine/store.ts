@@ -16,7 +16,10 @@ export interface QuarantineRecord {
   reasons: string[]
   /** The figures behind the reasons. */
   figures: {
+    /** The prompt's tokens for the model (family estimate); absent when it was never counted. */
     estimatedTokens?: number
+    /** When the prompt was not counted: its byte bound (no byte-level BPE has more tokens than bytes). */
+    tokenBound?: number
     promptTokensReported?: number
     cachedTokens?: number
     ttftMs?: number
