@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# @module The consumer path, end to end, as a user takes it: pack the package (the real prepack build),
+# install it into a fresh project with the README's own install commands (the ```sh block after
+# `<!-- consumer:install -->`, the package name replaced by the tarball), add examples/consumer, then
+# type-check it, build it for deploy, and run it under `wrangler dev` in front of the simulator: one
+# guarded request per surface (guard.wrap, guardAi, aiGuard) must answer from its own text with no
+# canary left, and a body that is not JSON must answer 400.
+#
+# Usage: scripts/check-consumer.sh [--keep]   (--keep leaves the temporary project for inspection)
+# Quiet on success (a few lines); on failure, the step that failed and its log.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+# As npm scripts do: the repository's Node 22 (the `node` devDependency) first on PATH, so npm, tsc and
+# wrangler run on Node 22 even where the system Node is older.
+export PATH="$root/node_modules/.bin:$PATH"
+export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+# Locked versions are in npm's cache already; ask the registry only for what is not.
+export npm_config_prefer_offline=true
+export WRANGLER_SEND_METRICS=false CI=1
+
+keep=${1:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/guard-consumer-XXXXXX")
+app=$work/app
+log=$work/log
+wrangler_pid=
+started=$SECONDS
+
+stop_wrangler() {
+  [ -n "$wrangler_pid" ] || return 0
+  # wrangler runs in its own process group (setsid), with workerd in it: end the group, by its id.
+  kill -TERM -- "-$wrangler_pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 -- "-$wrangler_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$wrangler_pid" 2>/dev/null || true
+  wrangler_pid=
+}
+cleanup() {
+  stop_wrangler
+  if [ "$keep" = --keep ]; then echo "kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# Runs one step with its output in $log; on failure prints the step and the log, and exits.
+step() {
+  local name=$1
+  shift
+  if ! "$@" >"$log" 2>&1; then
+    echo "check-consumer: FAILED at: $name" >&2
+    cat "$log" >&2
+    if [ -f "$work/wrangler.log" ]; then
+      echo "--- wrangler dev log" >&2
+      tail -n 80 "$work/wrangler.log" >&2
+    fi
+    exit 1
+  fi
+}
+
+pack() {
+  mkdir -p "$work/pack"
+  (cd "$root" && npm pack --silent --pack-destination "$work/pack")
+}
+
+# The README's install block, exactly, with `workers-ai-guard` as a package argument replaced by the
+# tarball (it is not on the registry yet, and this must test the code here).
+install_block() {
+  awk '/<!-- consumer:install -->/ { found = 1; next }
+       found && /^```/ { if (inside) exit; inside = 1; next }
+       inside { print }' "$root/README.md"
+}
+
+install() {
+  local tarball block
+  tarball=$(ls "$work"/pack/*.tgz)
+  block=$(install_block)
+  [ -n "$block" ] || { echo 'README.md has no ```sh block after <!-- consumer:install -->'; return 1; }
+  grep -Eq '^npm i(nstall)? .*workers-ai-guard( |$)' <<<"$block" ||
+    { echo "the install block does not install workers-ai-guard:"; echo "$block"; return 1; }
+  block=$(sed -E "/^npm /s#(^|[[:space:]])workers-ai-guard([[:space:]]|\$)#\\1$tarball\\2#" <<<"$block")
+  mkdir -p "$app"
+  cp -R "$root/examples/consumer/." "$app/"
+  rm -rf "$app/node_modules" "$app/.wrangler" "$app/worker-configuration.d.ts"
+  echo '{ "name": "consumer-check", "private": true, "type": "module" }' >"$app/package.json"
+  echo "$block"
+  (cd "$app" && bash -euo pipefail -c "$block")
+  grep -Eq '"workers-ai-guard": ?"file:' "$app/package.json" ||
+    { echo "workers-ai-guard was not installed from the tarball"; cat "$app/package.json"; return 1; }
+}
+
+# A TCP port nobody listens on now.
+free_port() {
+  node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
+}
+
+start_wrangler() {
+  port=$(free_port)
+  local inspector
+  inspector=$(free_port)
+  base=http://127.0.0.1:$port
+  (
+    cd "$app"
+    # Its own dev registry, so another `wrangler dev` on this machine is never bound instead.
+    WRANGLER_REGISTRY_PATH=$work/registry exec setsid npx wrangler dev \
+      -c wrangler.dev.toml -c "$root/sim/wrangler.toml" \
+      --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
+      --persist-to "$work/state" --show-interactive-dev-session=false
+  ) >"$work/wrangler.log" 2>&1 &
+  wrangler_pid=$!
+  for _ in $(seq 240); do
+    kill -0 "$wrangler_pid" 2>/dev/null || { echo "wrangler dev exited"; return 1; }
+    # 401: the Worker answers (no key), so both Workers are up.
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/ask")" = 401 ] && return 0
+    sleep 0.25
+  done
+  echo "wrangler dev did not come up in 60 s"
+  return 1
+}
+
+# POSTs $2 to path $1 with alice's key; prints the status line then the body.
+ask() {
+  curl -s -w '\n%{http_code}' "$base$1" -H 'authorization: Bearer dev-key-alice' \
+    -H 'content-type: application/json' --data-binary "$2"
+}
+
+# One guarded request: 200, the answer quotes the request's own text, and carries no canary.
+expect_guarded() {
+  local path=$1 body=$2 needle=$3 out status
+  out=$(ask "$path" "$body")
+  status=${out##*$'\n'}
+  out=${out%$'\n'*}
+  echo "$path -> $status $out"
+  [ "$status" = 200 ] || { echo "expected 200"; return 1; }
+  grep -qF "$needle" <<<"$out" || { echo "the answer does not quote '$needle'"; return 1; }
+  if grep -q 'cnry_' <<<"$out"; then echo "a canary reached the client"; return 1; fi
+}
+
+requests() {
+  expect_guarded /ask '{"question":"Summarise the WRAP-7731 ledger."}' 'WRAP-7731 ledger'
+  expect_guarded /ask-once '{"question":"Summarise the ONCE-5512 ledger."}' 'ONCE-5512 ledger'
+  expect_guarded /chat '{"messages":[{"role":"user","content":"Summarise the HONO-2290 ledger."}]}' \
+    'HONO-2290 ledger'
+  local out status
+  out=$(ask /chat '{"messages": [')
+  status=${out##*$'\n'}
+  echo "/chat (malformed JSON) -> $out"
+  [ "$status" = 400 ] || { echo "expected 400 for a body that is not JSON"; return 1; }
+  grep -q invalid_request <<<"$out" || { echo "expected code invalid_request"; return 1; }
+}
+
+step 'npm pack (prepack build)' pack
+step 'install with the README commands' install
+installed=$(cd "$app" && node -p "['wrangler','@cloudflare/workers-types','typescript','hono'].map(p=>p+'@'+require('./node_modules/'+p+'/package.json').version).join(' ')")
+step 'tsc --noEmit' bash -c "cd '$app' && npx tsc --noEmit -p ."
+step 'wrangler deploy --dry-run' bash -c "cd '$app' && npx wrangler deploy --dry-run --outdir '$work/out'"
+step 'wrangler dev (consumer + simulator)' start_wrangler
+step 'guarded requests' requests
+stop_wrangler
+echo "check-consumer: ok in $((SECONDS - started)) s (node $(node --version); $installed)"
+echo "  packed, installed by the README's commands, type-checked, built, and served under wrangler dev:"
+echo "  /ask (guard.wrap), /ask-once (guardAi), /chat (aiGuard) answered from their own text, no canary;"
+echo "  a malformed JSON body to /chat answered 400 invalid_request"
