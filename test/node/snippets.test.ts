@@ -154,4 +154,9 @@ describe('README and docs snippets', () => {
     expect(block).toMatch(/wrangler@\^4\.1\d\d/)
     expect(block).toContain('wrangler types')
   })
+
+  it('should type-check the files the docs snippets are copied from', async () => {
+    const tsc = host.join(host.cwd, 'node_modules/.bin/tsc')
+    await host.run(tsc, ['--noEmit', '-p', 'examples/snippets'], { cwd: host.cwd })
+  }, 60_000)
 })
