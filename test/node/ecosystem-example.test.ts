@@ -1,6 +1,6 @@
 import { build } from 'esbuild'
 import type { Hono } from 'hono'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
 import { hasCanary } from '../support/leak-scenario'
@@ -55,7 +55,7 @@ function ask(
         ...(user ? { authorization: `Bearer dev-key-${user}` } : {}),
         ...headers,
       },
-      body: JSON.stringify(body),
+      body: typeof body === 'string' ? body : JSON.stringify(body),
     },
     { AI: engine.binding('workers-account'), GUARD_SECRET: SECRET, USER_KEYS },
   )
@@ -100,6 +100,26 @@ describe('examples/hono-app', () => {
     expect(hasCanary(text)).toBe(false)
   }, 30_000)
 
+  it('should answer a body that is not JSON with 400 invalid_request, not a 500', async () => {
+    const engine = new SimEngine({ decodeTokensPerSecond: Infinity })
+    const app = createApp(SECRET)
+    // Hono's default error handler logs the SyntaxError before the middleware answers 400: expected,
+    // so it is captured here and asserted rather than printed.
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {})
+    let errors: unknown[] = []
+    try {
+      const res = await ask(app, engine, 'alice', '{"question":')
+      expect(res.status).toBe(400)
+      const { error } = (await res.json()) as { error: { code: string; type: string } }
+      expect(error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error' })
+    } finally {
+      errors = logged.mock.calls.flat()
+      logged.mockRestore()
+    }
+    expect(errors.some((e) => e instanceof SyntaxError)).toBe(true)
+    expect(engine.stats().requests.total).toBe(0)
+  })
+
   it('should withhold a leaked answer with a 502 and the incident id', async () => {
     // A pool far smaller than the built-in profile believes: over-pool prompts reach the engine.
     const engine = new SimEngine({
@@ -110,33 +130,55 @@ describe('examples/hono-app', () => {
       decodeTokensPerSecond: Infinity,
     })
     const app = createApp(SECRET)
-    expect((await ask(app, engine, 'alice', { question: document('ALICE', 6_000) })).status).toBe(
-      200,
-    )
-    const res = await ask(app, engine, 'bob', { question: document('BOB', 12_000) })
-    const text = await res.text()
-    expect(res.status).toBe(502)
-    expect(text).not.toContain('ALICE')
-    const { error } = JSON.parse(text) as { error: { code: string; incident_id: string } }
-    expect(error.code).toBe('response_quarantined')
-    expect(res.headers.get('x-guard-incident-id')).toBe(error.incident_id)
+    // The guard logs each withheld answer as one JSON line (console.warn): captured and asserted.
+    const warned = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      expect((await ask(app, engine, 'alice', { question: document('ALICE', 6_000) })).status).toBe(
+        200,
+      )
+      const res = await ask(app, engine, 'bob', { question: document('BOB', 12_000) })
+      const text = await res.text()
+      expect(res.status).toBe(502)
+      expect(text).not.toContain('ALICE')
+      const { error } = JSON.parse(text) as { error: { code: string; incident_id: string } }
+      expect(error.code).toBe('response_quarantined')
+      expect(res.headers.get('x-guard-incident-id')).toBe(error.incident_id)
+      const verdict = warned.mock.calls
+        .map((call) => String(call[0]))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+      expect(verdict).toContainEqual(
+        expect.objectContaining({
+          action: 'quarantine',
+          tenant: 'bob',
+          incidentId: error.incident_id,
+        }),
+      )
+    } finally {
+      warned.mockRestore()
+    }
   }, 30_000)
 
-  it('should type-check, and bundle for deploy with wrangler', async () => {
+  it('should type-check, and bundle with wrangler for production and for local runs, unwarned', async () => {
     const bin = (name: string) => host.join(host.cwd, 'node_modules/.bin', name)
     await host.run(bin('tsc'), ['--noEmit', '-p', 'examples/hono-app'], { cwd: host.cwd })
-    const out = host.tempDir('hono-app-')
-    try {
-      await host.run(
-        bin('wrangler'),
-        ['deploy', '--dry-run', '--outdir', out, '-c', 'examples/hono-app/wrangler.toml'],
-        { cwd: host.cwd, env: { ...host.env, WRANGLER_SEND_METRICS: 'false', CI: '1' } },
-      )
-      const bundle = host.read(host.join(out, 'index.js'))
-      expect(bundle).toContain('aiGuard')
-      expect(bundle).toContain('cloudflare:workers')
-    } finally {
-      host.remove(out)
+    // wrangler.toml: the real [ai]; wrangler.dev.toml: AI bound to the simulator. Two files, so no
+    // "ai exists at the top level, but not on env.dev" warning on either.
+    for (const config of ['wrangler.toml', 'wrangler.dev.toml']) {
+      const out = host.tempDir('hono-app-')
+      try {
+        const log = await host.run(
+          bin('wrangler'),
+          ['deploy', '--dry-run', '--outdir', out, '-c', `examples/hono-app/${config}`],
+          { cwd: host.cwd, env: { ...host.env, WRANGLER_SEND_METRICS: 'false', CI: '1' } },
+        )
+        expect(log).not.toMatch(/WARNING|\[WARN/)
+        expect(log).toContain(config === 'wrangler.toml' ? 'env.AI' : 'workers-ai-sim#SimulatedAi')
+        const bundle = host.read(host.join(out, 'index.js'))
+        expect(bundle).toContain('aiGuard')
+        expect(bundle).toContain('cloudflare:workers')
+      } finally {
+        host.remove(out)
+      }
     }
-  }, 60_000)
+  }, 90_000)
 })
