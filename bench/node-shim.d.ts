@@ -6,7 +6,8 @@ declare module 'node:fs/promises' {
   export function readFile(path: string, encoding: 'utf8'): Promise<string>
   export function writeFile(path: string, data: string): Promise<void>
   export function mkdir(path: string, options?: { recursive?: boolean }): Promise<unknown>
-  export function readdir(path: string): Promise<string[]>
+  export function readdir(path: string, options?: { recursive?: boolean }): Promise<string[]>
+  export function stat(path: string): Promise<{ isFile(): boolean }>
 }
 
 declare module 'node:os' {

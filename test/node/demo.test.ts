@@ -1,9 +1,30 @@
 import { describe, expect, it } from 'vitest'
-import { type DemoReport, formatGuardTable, formatTable, runDemo } from '../../scripts/demo'
+import { type DemoReport, formatGuardTable, formatTable } from '../../scripts/demo'
+import { nodeHost } from '../ecosystem/node-host'
+
+/** Runs a command as the README shows it; resolves with its stdout alone (stderr is the logs'). */
+async function stdoutOf(command: string, args: string[]): Promise<string> {
+  const host = await nodeHost()
+  const child = host.spawn(command, args, { cwd: host.cwd, env: host.env })
+  let out = ''
+  let err = ''
+  child.stdout?.on('data', (d) => {
+    out += d.toString()
+  })
+  child.stderr?.on('data', (d) => {
+    err += d.toString()
+  })
+  const code = await new Promise<number | null>((done) => child.once('exit', done))
+  if (code !== 0) throw new Error(`${command} ${args.join(' ')} exited ${code}:\n${err}`)
+  return out
+}
 
 describe('incident demo', () => {
   it('should show the leak unguarded, and the guard stopping it with and without the right pool', async () => {
-    const rows = await runDemo()
+    // Exactly the README's command: its stdout must be JSON and nothing else (npm's banner included).
+    const rows = JSON.parse(
+      await stdoutOf('npm', ['run', '-s', 'demo', '--', '--json']),
+    ) as DemoReport[]
     const [a, bShort, bLong] = rows as [DemoReport, DemoReport, DemoReport]
 
     // Unguarded: the incident. B's over-pool request gets A's payroll secret with a 200.
@@ -32,6 +53,7 @@ describe('incident demo', () => {
         (r) => r === 'foreign_canary' || r === 'ttft_impossible',
       ),
     ).not.toEqual([])
+    expect(bLong.guardedWrongPool.reasons).toContain('echo_missing')
     expect(bLong.guardedWrongPool.received).toBe('')
     // Honest requests pass through the guard with their own content.
     for (const row of [a, bShort]) {

@@ -1,0 +1,103 @@
+import { readdir, readFile, stat } from 'node:fs/promises'
+import { describe, expect, it } from 'vitest'
+
+/**
+ * The docs say what the code does. Each check here reads the source of truth (a type union, the
+ * package scripts, the file tree) and the prose that describes it, so a new reason, error code, script
+ * or moved file cannot leave the README behind without a red test.
+ */
+const read = (path: string): Promise<string> => readFile(path, 'utf8')
+
+/** The string members of an exported union type, read from its source. */
+async function unionMembers(path: string, name: string): Promise<string[]> {
+  const source = await read(path)
+  const start = source.indexOf(`export type ${name} =`)
+  expect(start, `${name} in ${path}`).toBeGreaterThanOrEqual(0)
+  const body = source.slice(start).split(/\n\s*\n/)[0]!
+  const members = [...body.matchAll(/\|\s*'([a-z_]+)'/g)].map((m) => m[1]!)
+  expect(members.length).toBeGreaterThan(2)
+  return members
+}
+
+/** The rows' first cells of the README table whose header starts with `first`. */
+function tableKeys(markdown: string, first: string): string[] {
+  const lines = markdown.split('\n')
+  const header = lines.findIndex((l) => l.startsWith(`| ${first} |`))
+  expect(header, `a table headed "${first}"`).toBeGreaterThanOrEqual(0)
+  const keys: string[] = []
+  for (const line of lines.slice(header + 2)) {
+    if (!line.startsWith('|')) break
+    keys.push(...[...(line.split('|')[1] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!))
+  }
+  return keys
+}
+
+/** The markdown files a reader meets. */
+async function markdownFiles(): Promise<string[]> {
+  const files = ['README.md', 'CHANGELOG.md', 'sim/README.md']
+  for (const dir of ['docs', 'examples']) {
+    for (const entry of await readdir(dir, { recursive: true })) {
+      if (String(entry).endsWith('.md')) files.push(`${dir}/${entry}`)
+    }
+  }
+  return files
+}
+
+describe('the README and docs agree with the code', () => {
+  it('should explain every reason a verdict can give, in the incident reasons table', async () => {
+    const reasons = await unionMembers('src/verdict.ts', 'Reason')
+    const documented = tableKeys(await read('README.md'), 'reason')
+    expect(reasons.filter((r) => !documented.includes(r))).toEqual([])
+  })
+
+  it('should say what to do for every error code, in Troubleshooting', async () => {
+    const codes = await unionMembers('src/errors.ts', 'GuardErrorCode')
+    const readme = await read('README.md')
+    const troubleshooting = readme.slice(readme.indexOf('## Troubleshooting'))
+    expect(troubleshooting.startsWith('## Troubleshooting')).toBe(true)
+    expect(codes.filter((c) => !tableKeys(troubleshooting, 'code').includes(c))).toEqual([])
+  })
+
+  it('should only name npm scripts that exist', async () => {
+    const scripts = Object.keys(
+      (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts,
+    )
+    const missing: string[] = []
+    for (const file of await markdownFiles()) {
+      for (const m of (await read(file)).matchAll(/npm run (?:-s |--silent )?([a-z][\w:.-]*)/g)) {
+        if (!scripts.includes(m[1]!)) missing.push(`${file}: npm run ${m[1]}`)
+      }
+    }
+    expect(missing).toEqual([])
+  })
+
+  it('should link only to files that exist', async () => {
+    const broken: string[] = []
+    for (const file of await markdownFiles()) {
+      const dir = file.includes('/') ? file.slice(0, file.lastIndexOf('/') + 1) : ''
+      for (const m of (await read(file)).matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1]!.split('#')[0]!
+        if (target === '' || /^[a-z]+:/.test(target)) continue
+        const exists = await stat(`${dir}${target}`).then(
+          () => true,
+          () => false,
+        )
+        if (!exists) broken.push(`${file} → ${m[1]}`)
+      }
+      // A file named in prose (`sim/README.md`, INCIDENT.md) must exist too, from the file or the root.
+      for (const m of (await read(file)).matchAll(/(?<![\w./-])([\w./-]+\.md)\b/g)) {
+        const name = m[1]!.replace(/^\//, '')
+        const found = await Promise.all(
+          [`${dir}${name}`, name].map((p) =>
+            stat(p).then(
+              () => true,
+              () => false,
+            ),
+          ),
+        )
+        if (!found.includes(true)) broken.push(`${file} names ${m[1]}`)
+      }
+    }
+    expect(broken).toEqual([])
+  })
+})
