@@ -65,6 +65,7 @@ describe('npm pack', () => {
       'package.json',
       'README.md',
       'CHANGELOG.md',
+      'LICENSE',
       'wrangler.toml',
       'migrations/0001_incidents.sql',
       'dist/index.js',
@@ -81,7 +82,7 @@ describe('npm pack', () => {
 
   it('should ship nothing of the tests, the simulator, the bench, the examples or the sources', () => {
     const allowed =
-      /^(dist\/|migrations\/|package\.json$|README\.md$|CHANGELOG\.md$|wrangler\.toml$)/
+      /^(dist\/|migrations\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$|wrangler\.toml$)/
     expect(files.filter((f) => !allowed.test(f))).toEqual([])
     expect(files.filter((f) => /\.test\.|(^|\/)(test|sim|bench|examples)\//.test(f))).toEqual([])
     const code = files
@@ -176,17 +177,23 @@ describe('the packed package installed in an empty project', () => {
 })
 
 describe('wrangler types', () => {
-  it('should keep the committed worker-configuration.d.ts in step with wrangler.toml', async () => {
+  it('should keep the committed worker-configuration.d.ts in step with `npm run types`', async () => {
+    // The same command as the `types` script (whichever config it reads), in --check mode.
+    const pkg = JSON.parse(host.read(host.join(host.cwd, 'package.json'))) as {
+      scripts: Record<string, string>
+    }
+    const [command, ...args] = pkg.scripts.types!.split(/\s+/)
+    expect(command).toBe('wrangler')
     const wrangler = host.join(host.cwd, 'node_modules/.bin/wrangler')
-    const args = ['types', '--include-runtime=false', '--strict-vars=false', '--check']
-    const out = await host.run(wrangler, args, {
+    const out = await host.run(wrangler, [...args, '--check'], {
       cwd: host.cwd,
       env: { ...host.env, WRANGLER_SEND_METRICS: 'false', CI: '1' },
     })
     expect(out).toContain('up to date')
-    // Production's binding is the real Workers AI; dev's the simulator — both are in the union.
+    // One config, so one AI binding: the real Workers AI (wrangler.toml) or the simulator's RPC
+    // entrypoint (wrangler.dev.toml) — no union left from an [env.dev].
     expect(host.read(host.join(host.cwd, 'worker-configuration.d.ts'))).toMatch(
-      /AI: Service .*\| Ai;/,
+      /\tAI: (Ai|Service \/\* entrypoint SimulatedAi from workers-ai-sim \*\/);/,
     )
   }, 30_000)
 })
