@@ -58,6 +58,14 @@ describe('the README and docs agree with the code', () => {
     expect(codes.filter((c) => !tableKeys(troubleshooting, 'code').includes(c))).toEqual([])
   })
 
+  it('should state the licence in package.json, LICENSE and the README, and ship it', async () => {
+    const pkg = JSON.parse(await read('package.json')) as { license?: string; files: string[] }
+    expect(pkg.license).toBe('MIT')
+    expect(pkg.files).toContain('LICENSE')
+    expect((await read('LICENSE')).split('\n')[0]).toBe('MIT License')
+    expect(await read('README.md')).toMatch(/## License\n\nMIT/)
+  })
+
   it('should only name npm scripts that exist', async () => {
     const scripts = Object.keys(
       (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts,
