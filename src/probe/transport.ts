@@ -175,13 +175,30 @@ async function httpError(res: Response): Promise<ProbeTransportError> {
 
 function fetchError(error: unknown, signal: AbortSignal, timeoutMs: number): ProbeTransportError {
   if (error instanceof ProbeTransportError) {
-    return signal.aborted ? timeoutError(timeoutMs, error) : error
+    if (signal.aborted) return timeoutError(timeoutMs, error)
+    // The connection closed mid-answer (a server restarting, a proxy dropping it): a network blip,
+    // worth one retry, not an answer the length made unreadable.
+    if (error.kind === 'malformed' && connectionCut(error.cause)) {
+      return new ProbeTransportError(
+        'network',
+        `the connection closed mid-answer: ${error.message}`,
+        {
+          cause: error.cause,
+        },
+      )
+    }
+    return error
   }
   if (signal.aborted) return timeoutError(timeoutMs, error)
   const message = error instanceof Error ? error.message : String(error)
   const cause =
     error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ''
   return new ProbeTransportError('network', clip(`${message}${cause}`), { cause: error })
+}
+
+/** undici's error for a body whose connection closed: `TypeError: terminated` (cause: a socket error). */
+function connectionCut(error: unknown): boolean {
+  return error instanceof TypeError && error.message === 'terminated'
 }
 
 function timeoutError(timeoutMs: number, cause: unknown): ProbeTransportError {

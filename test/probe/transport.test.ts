@@ -259,4 +259,24 @@ describe('probe transports', { timeout: 20_000 }, () => {
     )
     expect(engine.guard).toBeUndefined()
   })
+  it('should call a connection closed mid-answer a network error (retried), not a bad answer', async () => {
+    const cut = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(
+          new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{}}]}\n\n'),
+        )
+      },
+      pull(controller) {
+        controller.error(new TypeError('terminated', { cause: new Error('other side closed') }))
+      },
+    })
+    const transport = urlTransport({
+      url: 'http://x/v1',
+      model: GLM,
+      fetch: async () => new Response(cut, { headers: { 'content-type': 'text/event-stream' } }),
+    })
+    const error = await failure(transport.send(REQUEST))
+    expect(error).toMatchObject({ kind: 'network', retryable: true, fatal: false })
+    expect(error.message).toBe('the connection closed mid-answer: terminated')
+  })
 })
