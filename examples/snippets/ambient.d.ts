@@ -18,6 +18,8 @@ declare const user: { id: string }
 declare const messages: { role: 'user' | 'assistant' | 'system'; content: string }[]
 declare const prompt: string
 declare const model: string
+/** A request's inputs to `run()` (`{ messages }` or `{ prompt }`). */
+declare const inputs: { messages: { role: string; content: string }[] }
 declare const TENANT_KEY: string
 declare const secret: string
 declare const guard: import('workers-ai-guard').AiGuard
