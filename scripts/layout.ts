@@ -1,0 +1,224 @@
+/**
+ * @module `npm run layout`: checks the shape of `src/` — no import circle (type-only imports count: a
+ * circle of types is still a circle a reader must hold at once), no two files with one base name
+ * (`index.ts` aside), no function longer than {@link MAX_FUNCTION_LINES} lines — and lists the longest
+ * functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
+ * reads without a compiler API.
+ *
+ * Exit code: 0 when every rule holds, 1 when one does not; `--json` prints the report as JSON.
+ */
+import { readdir, readFile } from 'node:fs/promises'
+import { parseAst } from 'rolldown/parseAst'
+
+/** The longest function a reader is asked to hold on one screen, and a bit. */
+export const MAX_FUNCTION_LINES = 80
+
+/** One file's outgoing imports (resolved to files of `src/`) and its functions' lengths. */
+interface FileFacts {
+  imports: string[]
+  functions: { name: string; lines: number; line: number }[]
+}
+
+/** What `npm run layout` found. */
+export interface LayoutReport {
+  files: number
+  /** Each circle once, as the files in import order, the first repeated at the end. */
+  cycles: string[][]
+  /** Base names shared by more than one file (other than `index.ts`), with the files. */
+  sharedNames: Record<string, string[]>
+  /** The longest functions, longest first. */
+  longest: { file: string; name: string; line: number; lines: number }[]
+  tooLong: number
+}
+
+interface AstNode {
+  type: string
+  start: number
+  end: number
+  [key: string]: unknown
+}
+
+/**
+ * Reads every `.ts` file under `root` and reports its layout.
+ *
+ * @example
+ * const report = await checkLayout('src')
+ * if (report.cycles.length > 0) console.log(report.cycles[0]!.join(' → '))
+ */
+export async function checkLayout(root = 'src'): Promise<LayoutReport> {
+  const files = (await readdir(root, { recursive: true }))
+    .map(String)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+    .map((f) => `${root}/${f}`)
+    .sort()
+  const known = new Set(files)
+  const facts = new Map<string, FileFacts>()
+  for (const file of files) facts.set(file, await readFacts(file, known))
+  const longest = [...facts]
+    .flatMap(([file, f]) => f.functions.map((fn) => ({ file, ...fn })))
+    .sort((a, b) => b.lines - a.lines)
+  return {
+    files: files.length,
+    cycles: findCycles(new Map([...facts].map(([file, f]) => [file, f.imports]))),
+    sharedNames: sharedBaseNames(files),
+    longest: longest.slice(0, 10),
+    tooLong: longest.filter((f) => f.lines > MAX_FUNCTION_LINES).length,
+  }
+}
+
+async function readFacts(file: string, known: Set<string>): Promise<FileFacts> {
+  const source = await readFile(file, 'utf8')
+  const ast = parseAst(source, { lang: 'ts' }, file) as unknown as { body: AstNode[] }
+  const imports: string[] = []
+  for (const node of ast.body) {
+    const from = (node.source as { value?: unknown } | null | undefined)?.value
+    if (typeof from !== 'string' || !from.startsWith('.')) continue
+    const target = resolve(file, from, known)
+    if (target) imports.push(target)
+  }
+  const lineAt = lineIndex(source)
+  const functions: FileFacts['functions'] = []
+  walk(ast as unknown as AstNode, undefined, (node, name) => {
+    const line = lineAt(node.start)
+    functions.push({ name, line, lines: lineAt(node.end) - line + 1 })
+  })
+  return { imports: [...new Set(imports)], functions }
+}
+
+/** The file an import specifier names, if it is one of `src/`'s. */
+function resolve(from: string, specifier: string, known: Set<string>): string | undefined {
+  const parts = from.split('/').slice(0, -1)
+  for (const part of specifier.split('/')) {
+    if (part === '..') parts.pop()
+    else if (part !== '.') parts.push(part)
+  }
+  const base = parts.join('/').replace(/\.js$/, '')
+  return [`${base}.ts`, `${base}/index.ts`].find((f) => known.has(f))
+}
+
+const FUNCTION_TYPES = new Set([
+  'FunctionDeclaration',
+  'FunctionExpression',
+  'ArrowFunctionExpression',
+])
+
+/** Calls `visit` for every function in the tree, with the best name its context gives it. */
+function walk(node: AstNode, name: string | undefined, visit: (n: AstNode, name: string) => void) {
+  if (FUNCTION_TYPES.has(node.type)) {
+    visit(node, name ?? nameOf(node.id) ?? '(anonymous)')
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'type' || value === null || typeof value !== 'object') continue
+    const children = Array.isArray(value) ? value : [value]
+    for (const child of children) {
+      if (child === null || typeof child !== 'object' || typeof child.type !== 'string') continue
+      walk(child as AstNode, childName(node, child as AstNode) ?? name, visit)
+    }
+  }
+}
+
+/** The name a function gets from where it sits: a method's key, a variable, a property. */
+function childName(parent: AstNode, child: AstNode): string | undefined {
+  if (!FUNCTION_TYPES.has(child.type)) return undefined
+  if (parent.type === 'MethodDefinition' || parent.type === 'Property') return nameOf(parent.key)
+  if (parent.type === 'VariableDeclarator') return nameOf(parent.id)
+  if (parent.type === 'PropertyDefinition') return nameOf(parent.key)
+  return undefined
+}
+
+function nameOf(node: unknown): string | undefined {
+  const n = node as { type?: string; name?: unknown } | null | undefined
+  return typeof n?.name === 'string' ? n.name : undefined
+}
+
+/** Offset → 1-based line, by binary search over the line starts. */
+function lineIndex(source: string): (offset: number) => number {
+  const starts = [0]
+  for (let i = 0; i < source.length; i++) if (source[i] === '\n') starts.push(i + 1)
+  return (offset) => {
+    let lo = 0
+    let hi = starts.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (starts[mid]! <= offset) lo = mid
+      else hi = mid - 1
+    }
+    return lo + 1
+  }
+}
+
+/** Every elementary circle of the graph's strongly connected parts, shortest first, each once. */
+function findCycles(graph: Map<string, string[]>): string[][] {
+  const cycles: string[][] = []
+  const seen = new Set<string>()
+  for (const start of [...graph.keys()].sort()) {
+    // Breadth-first from each file back to itself: the shortest circle through it.
+    const previous = new Map<string, string>()
+    const queue = [start]
+    let found: string[] | undefined
+    while (queue.length > 0 && !found) {
+      const at = queue.shift()!
+      for (const next of graph.get(at) ?? []) {
+        if (next === start) {
+          const path = [at]
+          while (path[0] !== start) path.unshift(previous.get(path[0]!)!)
+          found = [...path, start]
+          break
+        }
+        if (!previous.has(next)) {
+          previous.set(next, at)
+          queue.push(next)
+        }
+      }
+    }
+    if (!found) continue
+    const key = [...found.slice(0, -1)].sort().join(',')
+    if (!seen.has(key)) {
+      seen.add(key)
+      cycles.push(found)
+    }
+  }
+  return cycles.sort((a, b) => a.length - b.length)
+}
+
+function sharedBaseNames(files: string[]): Record<string, string[]> {
+  const byName = new Map<string, string[]>()
+  for (const file of files) {
+    const name = file.slice(file.lastIndexOf('/') + 1)
+    if (name === 'index.ts') continue
+    byName.set(name, [...(byName.get(name) ?? []), file])
+  }
+  return Object.fromEntries([...byName].filter(([, list]) => list.length > 1))
+}
+
+function format(report: LayoutReport): string {
+  const lines = [`src/: ${report.files} files`]
+  lines.push(
+    report.cycles.length === 0 ? 'import circles: none' : `import circles: ${report.cycles.length}`,
+    ...report.cycles.map((c) => `  ${c.join(' → ')}`),
+  )
+  const shared = Object.entries(report.sharedNames)
+  lines.push(
+    shared.length === 0 ? 'shared base names: none' : `shared base names: ${shared.length}`,
+    ...shared.map(([name, list]) => `  ${name}: ${list.join(', ')}`),
+  )
+  lines.push(
+    `functions over ${MAX_FUNCTION_LINES} lines: ${report.tooLong}`,
+    'longest functions:',
+    ...report.longest.map(
+      (f) => `  ${String(f.lines).padStart(4)}  ${f.name} (${f.file}:${f.line})`,
+    ),
+  )
+  return lines.join('\n')
+}
+
+const argv = (globalThis as { process?: { argv: string[]; exitCode?: number } }).process
+if (argv && /(^|[\\/])layout\.ts$/.test(argv.argv[1] ?? '')) {
+  const report = await checkLayout('src')
+  console.log(argv.argv.includes('--json') ? JSON.stringify(report, null, 2) : format(report))
+  const ok =
+    report.cycles.length === 0 &&
+    Object.keys(report.sharedNames).length === 0 &&
+    report.tooLong === 0
+  argv.exitCode = ok ? 0 : 1
+}
