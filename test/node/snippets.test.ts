@@ -159,4 +159,36 @@ describe('README and docs snippets', () => {
     const tsc = host.join(host.cwd, 'node_modules/.bin/tsc')
     await host.run(tsc, ['--noEmit', '-p', 'examples/snippets'], { cwd: host.cwd })
   }, 60_000)
+
+  it('should type-check examples/consumer against this source, with the Env wrangler types gives', async () => {
+    // CI's scripts/check-consumer.sh does this on the packed package in a fresh project; this is the
+    // quick version for `npm test`: the package names map to src/, the types come from its wrangler.toml.
+    const dir = host.tempDir('guard-consumer-types-')
+    try {
+      const env = { ...host.env, WRANGLER_SEND_METRICS: 'false', CI: '1' }
+      const bin = (name: string) => host.join(host.cwd, 'node_modules/.bin', name)
+      const consumer = host.join(host.cwd, 'examples/consumer')
+      const types = host.join(dir, 'worker-configuration.d.ts')
+      await host.run(
+        bin('wrangler'),
+        ['types', types, '-c', host.join(consumer, 'wrangler.toml'), '--include-runtime=false'],
+        { cwd: consumer, env },
+      )
+      host.write(
+        host.join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          extends: host.join(consumer, 'tsconfig.json'),
+          compilerOptions: {
+            paths: { 'workers-ai-guard': [host.join(host.cwd, 'src/index.ts')] },
+            // The temporary directory has no node_modules of its own: types resolve from the repository's.
+            typeRoots: [host.join(host.cwd, 'node_modules')],
+          },
+          include: [host.join(consumer, 'src'), types],
+        }),
+      )
+      await host.run(bin('tsc'), ['--noEmit', '-p', dir], { cwd: host.cwd })
+    } finally {
+      host.remove(dir)
+    }
+  }, 60_000)
 })
