@@ -10,7 +10,6 @@ import {
   observe,
 } from './ceiling/calibration'
 import type { ScriptClass } from './ceiling/script'
-import type { CalibrationSnapshot, CalibrationStore } from './options'
 import {
   type BaselineState,
   emptyBaseline,
@@ -18,6 +17,30 @@ import {
   learnedMinimumMs,
   type TimingSample,
 } from './timing/baseline'
+
+/** What the guard has learned about a model from verified traffic and the engine's own counts. */
+export interface CalibrationSnapshot {
+  /**
+   * Learned tokenizer margin per script class, on top of the family bound; the guard uses the larger
+   * of it and the profile's `tokenizerDrift` floor. Classes with nothing learned are absent.
+   */
+  drift: Partial<Record<ScriptClass, number>>
+  /** Learned honest TTFT per script class and prompt-size bucket. */
+  baseline: BaselineState
+}
+
+/**
+ * Calibration storage, shared across isolates in the Worker (a Durable Object); per isolate by default.
+ * Only released answers' usage and engine refusals' stated counts reach `observeTokens`; only
+ * echo-verified released answers reach `observeTiming`, so a leaking upstream cannot teach it to relax.
+ */
+export interface CalibrationStore {
+  snapshot(model: string): Promise<CalibrationSnapshot> | CalibrationSnapshot
+  /** The engine's count of a prompt beside what the guard charged it, per script class. */
+  observeTokens(model: string, observation: TokenObservation): Promise<void> | void
+  /** An honest time to first token, in the engine's own tokens. */
+  observeTiming(model: string, sample: TimingSample): Promise<void> | void
+}
 
 /** Everything learned about one model; small, bounded and serializable (a Durable Object stores it). */
 export interface ModelCalibration {

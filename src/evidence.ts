@@ -2,11 +2,11 @@
  * @module The evidence both paths (whole answers and streams) gather: canary findings and timing.
  */
 
+import type { AttemptContext } from './attempt'
 import { tenantKey } from './calibration'
 import { CANARY_PATTERN, type Finding, scanText } from './canary'
 import type { ClassFigures } from './ceiling/estimate'
 import type { ScriptClass } from './ceiling/script'
-import type { AttemptContext } from './guard'
 import type { QuarantineRecord } from './quarantine/store'
 import { type PlanEstimate, prefixKey } from './request-plan'
 import type { Channel } from './stream/frames'
@@ -20,7 +20,7 @@ export async function scanChannels(
   texts: Partial<Record<Channel, string>>,
 ): Promise<{ texts: Partial<Record<Channel, string>>; findings: Finding[] }> {
   if (ctx.canary === undefined) return { texts, findings: [] }
-  const key = await ctx.guard.key()
+  const key = await ctx.services.key()
   const out: Partial<Record<Channel, string>> = {}
   const findings: Finding[] = []
   for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
@@ -55,7 +55,7 @@ export async function timingEvidence(
   reportedCachedTokens: number,
 ): Promise<TimingSignal | undefined> {
   const { maxPrefillTokensPerSecond } = ctx.profile
-  const minEvidenceMs = ctx.guard.options.minTimingEvidenceMs
+  const minEvidenceMs = ctx.services.options.minTimingEvidenceMs
   const boundMs = (ctx.boundTokens / maxPrefillTokensPerSecond) * 1000
   if (boundMs < minEvidenceMs) return undefined
   const estimate = await ctx.estimate()
@@ -95,7 +95,7 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
   // from a release. A refusal is always worth the count (see teachRefusal).
   if (!ctx.counted && !lesson.refusal) return
   const work = (async () => {
-    const store = ctx.guard.calibration
+    const store = ctx.services.calibration
     const estimate = await ctx.estimate()
     const tenant = tenantKey(ctx.tenant)
     if (lesson.reported !== undefined) {
@@ -109,7 +109,7 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
     if (!lesson.verified) return
     // Only a timed prompt's prefix can excuse a later first token (and it was hashed during the call).
     if (ctx.timed) {
-      ctx.guard.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
+      ctx.services.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
     }
     if (lesson.firstTokenMs !== undefined && lesson.reported !== undefined) {
       await store.observeTiming(ctx.model, {
@@ -167,7 +167,7 @@ export async function judge(
     ...(timing ? { timing } : {}),
     ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
     attempt: ctx.attempt,
-    retries: ctx.guard.options.echoRetries,
+    retries: ctx.services.options.echoRetries,
   })
   const figures = {
     ...timingRecord(timing),

@@ -2,14 +2,13 @@
  * @module guardAi: preflight → inject → call → verify → release | retry | quarantine.
  */
 
+import type { AttemptContext, AttemptOutcome, AttemptServices } from './attempt'
 import { isolateTenantDirectory, TenantAttribution } from './attribution'
-import { MemoryCalibration } from './calibration'
+import { type CalibrationSnapshot, type CalibrationStore, MemoryCalibration } from './calibration'
 import { type CanaryKey, importCanaryKey, injectCanary, mintCanary } from './canary'
 import { asGuardError, GuardError } from './errors'
 import { teachRefusal } from './evidence'
 import {
-  type CalibrationSnapshot,
-  type CalibrationStore,
   type GuardOptions,
   type ModelProfile,
   type ResolvedOptions,
@@ -20,7 +19,7 @@ import { IncidentRecorder } from './quarantine/aggregate'
 import { MemoryQuarantineStore } from './quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from './quarantine/store'
 import type { ProofKind } from './request'
-import { type PrefixLookup, planRequest, type RequestPlan } from './request-plan'
+import { type PlanServices, type PrefixLookup, planRequest, type RequestPlan } from './request-plan'
 import { assembleAnswer } from './stream/assemble'
 import type { StreamFormat } from './stream/frames'
 import { deadline } from './stream/watchdog'
@@ -32,49 +31,8 @@ import type { Verdict } from './verdict'
 import { verifyOutput } from './verify-output'
 import { verifyStream } from './verify-stream'
 
-/** Everything a verification step needs to know about the attempt it checks. */
-export interface AttemptContext {
-  guard: Guard
-  requestId: string
-  tenant: string
-  model: string
-  profile: ModelProfile
-  /** This attempt's canary, or undefined when the echo policy is `off`. */
-  canary: string | undefined
-  /** The echo the prompt asked for (`none`: not asked; the answer is still scanned). */
-  proof: ProofKind
-  /** The prompt's family estimate (see {@link RequestPlan.estimate}). */
-  estimate: RequestPlan['estimate']
-  /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
-  counted: boolean
-  /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */
-  timed: boolean
-  /** An upper bound of the prompt's tokens (what the ceiling admitted). */
-  boundTokens: number
-  /** What this tenant's own verified prompts say the engine may have cached (0 on a retry's record). */
-  prefix: RequestPlan['prefix']
-  /** Learned honest timing for this model. */
-  baseline: BaselineState
-  /** Keeps background work (calibration reports) alive past the response, where the host allows. */
-  waitUntil: ((promise: Promise<unknown>) => void) | undefined
-  /** When the upstream call was made, by the guard's clock. */
-  startedAt: number
-  attempt: number
-}
-
-/** What a verification step concluded, and the withheld text if it did not release. */
-export interface AttemptOutcome<T> {
-  verdict: Verdict
-  released?: T
-  withheld: Record<string, string>
-  figures: QuarantineRecord['figures']
-  canaries: QuarantineRecord['canaries']
-  /** The released stream's format, when the verification saw it. */
-  format?: StreamFormat
-}
-
 /** The guard's per-isolate state, shared by every request it serves. */
-export class Guard {
+export class Guard implements AttemptServices, PlanServices {
   readonly options: ResolvedOptions
   readonly quarantine: QuarantineStore
   readonly calibration: CalibrationStore
@@ -207,7 +165,7 @@ export class Guard {
           }
         : injected
       const ctx: AttemptContext = {
-        guard: this,
+        services: this,
         requestId: plan.requestId,
         tenant: plan.tenant,
         model: plan.model,
@@ -245,7 +203,7 @@ export class Guard {
       const outcome = streamed ? await verifyStream(ctx, output) : await verifyOutput(ctx, output)
       if (outcome.verdict.action === 'retry') continue
       if (outcome.verdict.action === 'refuse') throw this.refusal(ctx, outcome)
-      if (outcome.verdict.action === 'quarantine') throw await this.recordQuarantine(ctx, outcome)
+      if (outcome.verdict.action === 'quarantine') throw await this.withhold(ctx, outcome)
       const released =
         plan.viaStream && outcome.released instanceof ReadableStream
           ? await assembleAnswer(outcome.released as ReadableStream<Uint8Array>)
@@ -304,10 +262,7 @@ export class Guard {
   }
 
   /** Records a withheld answer and returns the error for its client. Never releases anything. */
-  async recordQuarantine(
-    ctx: AttemptContext,
-    outcome: AttemptOutcome<unknown>,
-  ): Promise<GuardError> {
+  async withhold(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<GuardError> {
     let id = `inc_${crypto.randomUUID()}`
     const { canaries, sourceTenants } = await this.attribution.attribute(outcome.canaries)
     const record: QuarantineRecord = {

@@ -9,7 +9,11 @@ export {
   MemoryTenantDirectory,
   type TenantDirectory,
 } from './attribution'
-export { MemoryCalibration } from './calibration'
+export {
+  type CalibrationSnapshot,
+  type CalibrationStore,
+  MemoryCalibration,
+} from './calibration'
 export { CANARY_PATTERN } from './canary'
 export { type AiGuard, createGuard, type GuardRequest, guardAi } from './create-guard'
 export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
@@ -17,8 +21,6 @@ export { type GuardInfo, guardInfo } from './guard'
 export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './middleware'
 export {
   BUILTIN_PROFILES,
-  type CalibrationSnapshot,
-  type CalibrationStore,
   type EchoPolicy,
   type GuardOptions,
   type ModelProfile,

@@ -2,10 +2,9 @@
  * @module GuardOptions, model profiles and their one-time validation.
  */
 import type { TenantDirectory } from './attribution'
-import type { TokenObservation } from './calibration'
+import type { CalibrationSnapshot, CalibrationStore } from './calibration'
 import type { ScriptClass } from './ceiling/script'
 import type { QuarantineStore } from './quarantine/store'
-import type { BaselineState, TimingSample } from './timing/baseline'
 
 /**
  * What the canary guard asks of a model's answer.
@@ -73,30 +72,6 @@ export type OverflowPolicy =
   | 'reject'
   /** Lower `max_tokens` to what fits and say so in the `x-guard-clamped-max-tokens` header. */
   | 'clamp-output'
-
-/** What the guard has learned about a model from verified traffic and the engine's own counts. */
-export interface CalibrationSnapshot {
-  /**
-   * Learned tokenizer margin per script class, on top of the family bound; the guard uses the larger
-   * of it and the profile's `tokenizerDrift` floor. Classes with nothing learned are absent.
-   */
-  drift: Partial<Record<ScriptClass, number>>
-  /** Learned honest TTFT per script class and prompt-size bucket. */
-  baseline: BaselineState
-}
-
-/**
- * Calibration storage, shared across isolates in the Worker (a Durable Object); per isolate by default.
- * Only released answers' usage and engine refusals' stated counts reach `observeTokens`; only
- * echo-verified released answers reach `observeTiming`, so a leaking upstream cannot teach it to relax.
- */
-export interface CalibrationStore {
-  snapshot(model: string): Promise<CalibrationSnapshot> | CalibrationSnapshot
-  /** The engine's count of a prompt beside what the guard charged it, per script class. */
-  observeTokens(model: string, observation: TokenObservation): Promise<void> | void
-  /** An honest time to first token, in the engine's own tokens. */
-  observeTiming(model: string, sample: TimingSample): Promise<void> | void
-}
 
 /** Options of {@link guardAi} and the Hono middleware. */
 export interface GuardOptions {

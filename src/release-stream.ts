@@ -7,10 +7,11 @@
  * any channel's text in it could still be the start of a canary; a completed foreign canary ends the
  * stream with a quarantine before its event (or anything after it) is released.
  */
+
+import type { AttemptContext } from './attempt'
 import { CANARY_LENGTH, classify, quickHold } from './canary'
 import { GuardError } from './errors'
 import { redactCanaries } from './evidence'
-import type { AttemptContext } from './guard'
 import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
 import type { SseEvent } from './stream/sse'
 import type { Usage } from './upstream'
@@ -129,7 +130,7 @@ export function releaseStream(
   }
 
   const classifyAll = async (slow: [Channel, ChannelState][], final: boolean): Promise<void> => {
-    const key = await ctx.guard.key()
+    const key = await ctx.services.key()
     for (const [name, state] of slow) {
       const lead = state.context.length
       const found = await classify(key, ctx.canary, name, state.context + state.text, final)

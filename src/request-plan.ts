@@ -1,11 +1,12 @@
 /**
  * @module Everything decided about a request before its first upstream call, shared by its attempts.
  */
+
+import type { CalibrationSnapshot } from './calibration'
 import { estimateTexts, type PromptEstimate } from './ceiling/estimate'
 import { type PromptPieces, promptPieces } from './ceiling/prompt'
 import type { ScriptClass } from './ceiling/script'
-import type { Guard } from './guard'
-import type { CalibrationSnapshot, ModelProfile } from './options'
+import type { ModelProfile, ResolvedOptions } from './options'
 import { type Admission, admit } from './preflight'
 import { type ProofKind, type RequestFacts, readRequest } from './request'
 import { PrefixRecord, type PromptDigest } from './timing/prefix-record'
@@ -53,6 +54,14 @@ export interface RequestPlan {
   prefix: () => Promise<PrefixLookup>
 }
 
+/** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
+export interface PlanServices {
+  readonly options: Pick<ResolvedOptions, 'overflow' | 'minTimingEvidenceMs' | 'wholeAnswers'>
+  readonly prefixes: PrefixRecord
+  profile(model: string): ModelProfile
+  snapshot(model: string): Promise<CalibrationSnapshot>
+}
+
 /**
  * Reads and admits a request: envelope checks, the model's profile, the ceiling.
  * Throws `invalid_request` or `context_length_exceeded`; never calls the upstream.
@@ -61,7 +70,7 @@ export interface RequestPlan {
  * const plan = await planRequest(guard, requestId, 'acme', model, inputs)
  */
 export async function planRequest(
-  guard: Guard,
+  guard: PlanServices,
   requestId: string,
   tenant: string,
   model: string,

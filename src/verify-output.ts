@@ -1,6 +1,8 @@
 /**
  * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
  */
+
+import type { AttemptContext, AttemptOutcome } from './attempt'
 import { cutOff, matchEchoSpan } from './canary'
 import { GuardError } from './errors'
 import {
@@ -11,7 +13,6 @@ import {
   teach,
   timingEvidence,
 } from './evidence'
-import type { AttemptContext, AttemptOutcome } from './guard'
 import { readTexts, replaceTexts } from './stream/frames'
 import type { EchoOutcome } from './verdict'
 
@@ -27,7 +28,7 @@ export async function verifyOutput(
 ): Promise<AttemptOutcome<unknown>> {
   // A whole answer's latency includes its decode, so it can only exceed the prefill bound: judging it
   // against the bound alone never accuses an honest answer.
-  const observedMs = ctx.guard.options.now() - ctx.startedAt
+  const observedMs = ctx.services.options.now() - ctx.startedAt
   if (output instanceof ReadableStream) {
     // A stream nobody asked for: stop it rather than leave it running, and refuse it.
     await output.cancel().catch(() => {})

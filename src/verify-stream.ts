@@ -12,6 +12,8 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
+
+import type { AttemptContext, AttemptOutcome } from './attempt'
 import { cutOff, matchEchoSpan } from './canary'
 import { GuardError } from './errors'
 import {
@@ -22,7 +24,6 @@ import {
   teach,
   timingEvidence,
 } from './evidence'
-import type { AttemptContext, AttemptOutcome } from './guard'
 import { releaseStream } from './release-stream'
 import { type Channel, type Frame, parseFrame } from './stream/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from './stream/sse'
@@ -48,7 +49,7 @@ export async function verifyStream(
       'The upstream did not return a stream for a streaming request.',
     )
   }
-  const { timeouts } = ctx.guard.options
+  const { timeouts } = ctx.services.options
   const events = (body as ReadableStream<Uint8Array>)
     .pipeThrough(stallWatchdog({ firstByteMs: timeouts.firstTokenMs, idleMs: timeouts.idleMs }))
     .pipeThrough(sseDecoder())
@@ -101,10 +102,10 @@ export async function verifyStream(
       heldBytes += next.value.data.length
       if (frame.done) sawDone = true
       if (frame.finishReason) finishReason = frame.finishReason
-      if (heldBytes > ctx.guard.options.maxHeldBytes) {
+      if (heldBytes > ctx.services.options.maxHeldBytes) {
         throw new GuardError(
           'upstream_error',
-          `The answer grew past ${ctx.guard.options.maxHeldBytes} bytes before it could be verified; it was withheld.`,
+          `The answer grew past ${ctx.services.options.maxHeldBytes} bytes before it could be verified; it was withheld.`,
         )
       }
       let hasText = false
@@ -115,7 +116,7 @@ export async function verifyStream(
       }
       if (hasText && firstTokenMs === undefined) {
         // Reasoning counts: the first token of any kind is when prefill must have finished.
-        firstTokenMs = ctx.guard.options.now() - ctx.startedAt
+        firstTokenMs = ctx.services.options.now() - ctx.startedAt
         timing = await timingEvidence(ctx, firstTokenMs, 0)
       }
       settleEcho(false)
@@ -190,7 +191,7 @@ export async function verifyStream(
         onEnd: lesson,
         onForeign: (channel, tenantTag, seen) =>
           // Quarantine mid-stream: record what was seen, end the stream before the offending event.
-          ctx.guard.recordQuarantine(ctx, {
+          ctx.services.withhold(ctx, {
             verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
             withheld: seen,
             figures,

@@ -1,8 +1,12 @@
 /**
  * @module The Worker's calibration store: the GuardState Durable Object, with a short per-isolate cache.
  */
-import type { CalibrationReport, TokenObservation } from '../calibration'
-import type { CalibrationSnapshot, CalibrationStore } from '../options'
+import type {
+  CalibrationReport,
+  CalibrationSnapshot,
+  CalibrationStore,
+  TokenObservation,
+} from '../calibration'
 import type { TimingSample } from '../timing/baseline'
 import type { GuardState } from './state'
 

@@ -2,6 +2,7 @@
  * @module GuardState: the Durable Object that shares calibration across every isolate of the Worker.
  */
 import { DurableObject } from 'cloudflare:workers'
+import type { CalibrationSnapshot } from '../calibration'
 import {
   type CalibrationReport,
   calibrate,
@@ -11,7 +12,6 @@ import {
   snapshotOf,
   type TokenObservation,
 } from '../calibration'
-import type { CalibrationSnapshot } from '../options'
 import type { TimingSample } from '../timing/baseline'
 
 /**

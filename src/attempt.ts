@@ -1,0 +1,70 @@
+/**
+ * @module One attempt's context and outcome, and the few services of the guard a stage may use: the
+ * stages (verify, release) import this, never the guard, so the pipeline runs one way.
+ */
+import type { CalibrationStore } from './calibration'
+import type { CanaryKey } from './canary'
+import type { GuardError } from './errors'
+import type { ModelProfile, ResolvedOptions } from './options'
+import type { QuarantineRecord } from './quarantine/store'
+import type { ProofKind } from './request'
+import type { RequestPlan } from './request-plan'
+import type { StreamFormat } from './stream/frames'
+import type { BaselineState } from './timing/baseline'
+import type { PrefixRecord } from './timing/prefix-record'
+import type { Verdict } from './verdict'
+
+/** What a stage may ask of the guard running it. */
+export interface AttemptServices {
+  readonly options: ResolvedOptions
+  /** The canary key (imported once per guard). */
+  key(): Promise<CanaryKey>
+  /** Where verified answers teach tokenizer margins and timing. */
+  readonly calibration: CalibrationStore
+  /** Each tenant's verified prompts, which excuse a fast first token as a cache hit. */
+  readonly prefixes: PrefixRecord
+  /** Records a withheld answer and returns the error for its client; never releases anything. */
+  withhold(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<GuardError>
+}
+
+/** Everything a verification step needs to know about the attempt it checks. */
+export interface AttemptContext {
+  /** What the stages may use of the guard that runs them. */
+  services: AttemptServices
+  requestId: string
+  tenant: string
+  model: string
+  profile: ModelProfile
+  /** This attempt's canary, or undefined when the echo policy is `off`. */
+  canary: string | undefined
+  /** The echo the prompt asked for (`none`: not asked; the answer is still scanned). */
+  proof: ProofKind
+  /** The prompt's family estimate (see {@link RequestPlan.estimate}). */
+  estimate: RequestPlan['estimate']
+  /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
+  counted: boolean
+  /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */
+  timed: boolean
+  /** An upper bound of the prompt's tokens (what the ceiling admitted). */
+  boundTokens: number
+  /** What this tenant's own verified prompts say the engine may have cached (0 on a retry's record). */
+  prefix: RequestPlan['prefix']
+  /** Learned honest timing for this model. */
+  baseline: BaselineState
+  /** Keeps background work (calibration reports) alive past the response, where the host allows. */
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined
+  /** When the upstream call was made, by the guard's clock. */
+  startedAt: number
+  attempt: number
+}
+
+/** What a verification step concluded, and the withheld text if it did not release. */
+export interface AttemptOutcome<T> {
+  verdict: Verdict
+  released?: T
+  withheld: Record<string, string>
+  figures: QuarantineRecord['figures']
+  canaries: QuarantineRecord['canaries']
+  /** The released stream's format, when the verification saw it. */
+  format?: StreamFormat
+}
