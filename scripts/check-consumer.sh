@@ -40,7 +40,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs one step with its output in $log; on failure prints the step and the log, and exits.
+# Runs one step with its output in $log; on failure prints the step and the log, and exits. A step
+# runs in an `if`, where bash ignores `set -e`: so every command in a step ends in `|| return 1`.
 step() {
   local name=$1
   shift
@@ -56,8 +57,8 @@ step() {
 }
 
 pack() {
-  mkdir -p "$work/pack"
-  (cd "$root" && npm pack --silent --pack-destination "$work/pack")
+  mkdir -p "$work/pack" || return 1
+  (cd "$root" && npm pack --silent --pack-destination "$work/pack") || return 1
 }
 
 # The README's install block, exactly, with `workers-ai-guard` as a package argument replaced by the
@@ -70,18 +71,18 @@ install_block() {
 
 install() {
   local tarball block
-  tarball=$(ls "$work"/pack/*.tgz)
-  block=$(install_block)
+  tarball=$(ls "$work"/pack/*.tgz) || return 1
+  block=$(install_block) || return 1
   [ -n "$block" ] || { echo 'README.md has no ```sh block after <!-- consumer:install -->'; return 1; }
   grep -Eq '^npm i(nstall)? .*workers-ai-guard( |$)' <<<"$block" ||
     { echo "the install block does not install workers-ai-guard:"; echo "$block"; return 1; }
   block=$(sed -E "/^npm /s#(^|[[:space:]])workers-ai-guard([[:space:]]|\$)#\\1$tarball\\2#" <<<"$block")
-  mkdir -p "$app"
-  cp -R "$root/examples/consumer/." "$app/"
-  rm -rf "$app/node_modules" "$app/.wrangler" "$app/worker-configuration.d.ts"
+  mkdir -p "$app" || return 1
+  cp -R "$root/examples/consumer/." "$app/" || return 1
+  rm -rf "$app/node_modules" "$app/.wrangler" "$app/worker-configuration.d.ts" || return 1
   echo '{ "name": "consumer-check", "private": true, "type": "module" }' >"$app/package.json"
   echo "$block"
-  (cd "$app" && bash -euo pipefail -c "$block")
+  (cd "$app" && bash -euo pipefail -c "$block") || return 1
   grep -Eq '"workers-ai-guard": ?"file:' "$app/package.json" ||
     { echo "workers-ai-guard was not installed from the tarball"; cat "$app/package.json"; return 1; }
 }
@@ -92,9 +93,9 @@ free_port() {
 }
 
 start_wrangler() {
-  port=$(free_port)
+  port=$(free_port) || return 1
   local inspector
-  inspector=$(free_port)
+  inspector=$(free_port) || return 1
   base=http://127.0.0.1:$port
   (
     cd "$app"
@@ -124,7 +125,7 @@ ask() {
 # One guarded request: 200, the answer quotes the request's own text, and carries no canary.
 expect_guarded() {
   local path=$1 body=$2 needle=$3 out status
-  out=$(ask "$path" "$body")
+  out=$(ask "$path" "$body") || return 1
   status=${out##*$'\n'}
   out=${out%$'\n'*}
   echo "$path -> $status $out"
@@ -134,12 +135,13 @@ expect_guarded() {
 }
 
 requests() {
-  expect_guarded /ask '{"question":"Summarise the WRAP-7731 ledger."}' 'WRAP-7731 ledger'
-  expect_guarded /ask-once '{"question":"Summarise the ONCE-5512 ledger."}' 'ONCE-5512 ledger'
+  expect_guarded /ask '{"question":"Summarise the WRAP-7731 ledger."}' 'WRAP-7731 ledger' || return 1
+  expect_guarded /ask-once '{"question":"Summarise the ONCE-5512 ledger."}' 'ONCE-5512 ledger' ||
+    return 1
   expect_guarded /chat '{"messages":[{"role":"user","content":"Summarise the HONO-2290 ledger."}]}' \
-    'HONO-2290 ledger'
+    'HONO-2290 ledger' || return 1
   local out status
-  out=$(ask /chat '{"messages": [')
+  out=$(ask /chat '{"messages": [') || return 1
   status=${out##*$'\n'}
   echo "/chat (malformed JSON) -> $out"
   [ "$status" = 400 ] || { echo "expected 400 for a body that is not JSON"; return 1; }
