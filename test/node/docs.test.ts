@@ -48,6 +48,10 @@ describe('the README and docs agree with the code', () => {
     const reasons = await unionMembers('src/verdict.ts', 'Reason')
     const documented = tableKeys(await read('README.md'), 'reason')
     expect(reasons.filter((r) => !documented.includes(r))).toEqual([])
+    // One table: a second copy elsewhere would fall behind (docs/ecosystem.md's did).
+    for (const file of (await markdownFiles()).filter((f) => f !== 'README.md')) {
+      expect((await read(file)).match(/^\| reason\s*\|/m), file).toBeNull()
+    }
   })
 
   it('should say what to do for every error code, in Troubleshooting', async () => {

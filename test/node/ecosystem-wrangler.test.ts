@@ -17,14 +17,27 @@ import { document } from '../support/prompts'
  * process) on loopback, driven by the official openai client over a socket. The tree is snapshotted to a
  * temporary directory first, so edits elsewhere in the repository cannot reload the Worker mid-test.
  *
- * The simulator cannot be reconfigured from outside that process, so this replays the incident at full
- * size instead: the engine's real pool is its default 681,280 tokens, and the Worker is given the
- * misconfiguration that caused it — a profile that believes the pool is the whole 1,048,576-token window.
+ * This replays the incident at full size: the engine's real pool is its default 681,280 tokens, and the
+ * Worker runs as `npm run start:unsafe-pool` runs it, with the misconfiguration that caused the incident —
+ * a profile that believes the pool is the whole 1,048,576-token window.
  */
 const ADMIN = 'dev-only-admin-secret'
-const WRONG_PROFILE = JSON.stringify({
-  [MODEL]: { kvPoolTokens: 1_048_576, maxPrefillTokensPerSecond: 1_000_000 },
-})
+
+/**
+ * The misconfiguration, read from `npm run start:unsafe-pool` itself, so the command the README
+ * documents is the one shown to end in a withheld leak.
+ */
+async function unsafePoolProfile(host: NodeHost): Promise<string> {
+  const { scripts } = JSON.parse(host.read(host.join(host.cwd, 'package.json'))) as {
+    scripts: Record<string, string>
+  }
+  const script = scripts['start:unsafe-pool']!
+  // The same Workers as `npm start`, plus one variable.
+  expect(script.startsWith(`${scripts.start} --var 'GUARD_MODELS:`)).toBe(true)
+  const profile = script.slice(script.indexOf('GUARD_MODELS:') + 'GUARD_MODELS:'.length, -1)
+  expect(JSON.parse(profile)[MODEL].kvPoolTokens).toBe(1_048_576)
+  return profile
+}
 
 let host: NodeHost
 let dir = ''
@@ -37,7 +50,7 @@ beforeAll(async () => {
     base,
     child: dev,
     dir,
-  } = await startWranglerDev(host, { vars: { GUARD_MODELS: WRONG_PROFILE } }))
+  } = await startWranglerDev(host, { vars: { GUARD_MODELS: await unsafePoolProfile(host) } }))
 }, 90_000)
 
 afterAll(async () => {
