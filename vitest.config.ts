@@ -1,7 +1,8 @@
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin'
 import { build } from 'esbuild'
 import { defineConfig } from 'vitest/config'
-import { defaultTokenizerOnly } from './sim/bundle'
+// With its extension: Vite's native config loader (its future default) resolves no bare specifiers.
+import { defaultTokenizerOnly } from './sim/bundle.ts'
 
 // The simulator runs as its own Worker beside the guard, exactly as under `npm start`. Miniflare's
 // auxiliary Workers take plain JavaScript, so bundle it once here when the config loads. Its code is
@@ -39,17 +40,48 @@ fs.renameSync(simTemp, SIM_BUNDLE)
 // Tests use the real local D1 with the real migrations, applied by test/setup/d1.ts.
 const migrations = await readD1Migrations('./migrations')
 
+/** The events of the guard's verdict lines: the default logger's and the Worker's (src/worker/config.ts). */
+const VERDICT_EVENTS = new Set(['ai_guard', 'ai_guard_verdict'])
+
+/** Whether one line is exactly one verdict the guard logged: a JSON object with a verdict event. */
+function isVerdictLine(line: string): boolean {
+  if (!line.startsWith('{"event":"ai_guard')) return false
+  try {
+    const value = JSON.parse(line) as { event?: unknown; action?: unknown } | null
+    return VERDICT_EVENTS.has(String(value?.event)) && typeof value?.action === 'string'
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Whether a console write holds nothing but the guard's verdict lines (Vitest joins a test's
+ * consecutive writes into one). Tests that care about a verdict capture it (an `onVerdict`, or a console
+ * spy); the rest, mostly the Worker's one line per request under `SELF.fetch`, buried a failure in
+ * thousands of lines. A write with anything else in it — an error, a warning — prints whole.
+ */
+function onlyVerdicts(log: string): boolean {
+  const lines = log.split('\n').filter((line) => line.trim() !== '')
+  return lines.length > 0 && lines.every((line) => isVerdictLine(line.trim()))
+}
+
 export default defineConfig({
   test: {
     // CI is a 2-core machine running both projects at once, and the first o200k load in workerd takes
     // seconds: per-test limits are generous; speed limits live in bench/, not here.
     testTimeout: 30_000,
+    onConsoleLog: (log) => (onlyVerdicts(log) ? false : undefined),
     projects: [
       {
         // Everything that touches Workers: the guard, the Worker, the simulator, inside workerd.
         plugins: [
           cloudflareTest({
             wrangler: { configPath: './wrangler.dev.toml' },
+            // workerd's INFO logs off: it logs every exception an RPC method throws as "uncaught", even
+            // when the caller catches it, and the simulator refuses over-long prompts by throwing (as
+            // Workers AI does): the guard catches each refusal, workerd printed each with its stack.
+            // Errors and warnings still print.
+            verbose: false,
             miniflare: {
               bindings: { TEST_MIGRATIONS: migrations },
               // The simulator's tokenizers (sim/tokenizer.ts), when a test runs a SimEngine in its own
@@ -69,6 +101,10 @@ export default defineConfig({
         ],
         test: {
           name: 'workerd',
+          // A fresh isolate per test file is Vitest's default; stated, because Vitest otherwise ends every
+          // run with a hint to turn it off, after the summary. Files share no module state this way
+          // (guardAi's isolate guards among it).
+          isolate: true,
           include: ['test/**/*.test.ts'],
           exclude: ['test/node/**'],
           setupFiles: ['./test/setup/d1.ts'],
@@ -76,7 +112,12 @@ export default defineConfig({
       },
       {
         // Node-only entry points (CLI scripts, demo) and proof that the core runs unchanged on Node 22.
-        test: { name: 'node', include: ['test/node/**/*.test.ts'], environment: 'node' },
+        test: {
+          name: 'node',
+          include: ['test/node/**/*.test.ts'],
+          environment: 'node',
+          isolate: true, // the default, stated (see above)
+        },
       },
     ],
   },

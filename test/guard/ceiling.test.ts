@@ -3,6 +3,7 @@ import { SimEngine } from '../../sim/engine'
 import { GuardError, guardAi } from '../../src'
 import { chat, counted, document, readAll, rejection } from '../support/prompts'
 import { direct, middleware } from '../support/surfaces'
+import { recordVerdicts } from '../support/verdicts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'test-canary-secret-0123456789abcdef-xyz'
@@ -22,7 +23,8 @@ describe('token ceiling', () => {
     for (const tokens of [700_000, 1_000_000]) {
       it(`should refuse a ${tokens.toLocaleString('en-US')}-token prompt before any upstream call (${surfaceName})`, async () => {
         const upstream = counted(engine('pd-abort-leak').binding('b'))
-        const send = surface(upstream, { secret: SECRET, models })
+        const verdicts = recordVerdicts()
+        const send = surface(upstream, { secret: SECRET, models, onVerdict: verdicts.onVerdict })
         const out = await send('b', MODEL, chat(document('TENANT-B', tokens)))
         expect(out.status).toBe(400)
         expect(out.code).toBe('context_length_exceeded')
@@ -31,6 +33,10 @@ describe('token ceiling', () => {
         expect(message).toContain('1,048,576')
         expect(message).toMatch(/rejects rather than truncates/)
         expect(upstream.calls).toBe(0)
+        // The operator sees the refusal too (only its reason: no prompt text).
+        expect(verdicts.events.map((v) => [v.tenant, v.action, v.reasons])).toEqual([
+          ['b', 'reject', ['context_length_exceeded']],
+        ])
       }, 30_000)
     }
 
@@ -56,7 +62,8 @@ describe('token ceiling', () => {
 
   it('should reject with the GuardError itself through guardAi', async () => {
     const upstream = counted(engine('pd-abort-leak').binding('b'))
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'b', models })
+    const { onVerdict } = recordVerdicts()
+    const ai = guardAi(upstream, { secret: SECRET, tenant: 'b', models, onVerdict })
     const error = await rejection(ai.run(MODEL, chat(document('TENANT-B', 700_000))))
     expect(error).toBeInstanceOf(GuardError)
     expect(error.status).toBe(400)
@@ -65,7 +72,8 @@ describe('token ceiling', () => {
 
   it('should count the output reserve: a prompt that fits alone is refused with a huge max_tokens', async () => {
     const upstream = counted(engine().binding('a'))
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', models })
+    const { onVerdict } = recordVerdicts()
+    const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', models, onVerdict })
     const inputs = chat(document('TENANT-A', 100_000), { max_tokens: 600_000 })
     const error = await rejection(ai.run(MODEL, inputs))
     expect(error.code).toBe('context_length_exceeded')

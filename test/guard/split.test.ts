@@ -3,6 +3,7 @@ import { GuardError, guardAi } from '../../src'
 import { importCanaryKey, mintCanary } from '../../src/canary'
 import type { AiRunner } from '../../src/upstream'
 import { chat, sseText } from '../support/prompts'
+import { recordVerdicts } from '../support/verdicts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'split-test-canary-secret-0123456789abcdef'
@@ -66,8 +67,13 @@ describe('canaries split anywhere', () => {
   it('should strip our own canary split at every byte offset and across events', async () => {
     const probe = upstreamSplitAt(0, ownBody)
     const length = probe.bytes('cnry_000000000000000000000000').length
+    const verdicts = recordVerdicts()
     for (let offset = 0; offset <= length; offset++) {
-      const ai = guardAi(upstreamSplitAt(offset, ownBody), { secret: SECRET, models })
+      const ai = guardAi(upstreamSplitAt(offset, ownBody), {
+        secret: SECRET,
+        models,
+        onVerdict: verdicts.onVerdict,
+      })
       const out = await ai.run(MODEL, chat('hello', { stream: true }))
       const body = await new Response(out as ReadableStream<Uint8Array>).text()
       const { reasoning, content } = sseText(body)
@@ -75,6 +81,7 @@ describe('canaries split anywhere', () => {
       expect(reasoning).toBe('Thinking — é 😀 — the code is .')
       expect(content).toBe('Answer: é😀 quoting  and done.')
     }
+    expect(verdicts.events.map((v) => v.action)).toEqual(Array(length + 1).fill('release'))
   }, 60_000)
 
   it('should withhold a foreign canary split at every byte offset, and nothing after it', async () => {
@@ -91,8 +98,15 @@ describe('canaries split anywhere', () => {
       chunk({ content: ' and more VICTIM-DATA.' }) +
       ending
     const length = new TextEncoder().encode(leakBody(foreign)).length
+    // Each withheld answer is logged once as a quarantine naming the foreign canary (captured here).
+    const verdicts = recordVerdicts()
     for (let offset = 0; offset <= length; offset++) {
-      const ai = guardAi(upstreamSplitAt(offset, leakBody), { secret: SECRET, models })
+      verdicts.clear()
+      const ai = guardAi(upstreamSplitAt(offset, leakBody), {
+        secret: SECRET,
+        models,
+        onVerdict: verdicts.onVerdict,
+      })
       let delivered = ''
       let code: string | undefined
       try {
@@ -108,6 +122,10 @@ describe('canaries split anywhere', () => {
       expect(code).toBe('response_quarantined')
       expect(delivered).not.toMatch(/cnry/i)
       expect(sseText(delivered).content).not.toContain('VICTIM')
+      const [quarantine, ...more] = verdicts.of('quarantine')
+      expect(more).toEqual([])
+      expect(quarantine?.reasons).toContain('foreign_canary')
+      expect(quarantine?.incidentId).toMatch(/^inc_/)
     }
   }, 60_000)
 })

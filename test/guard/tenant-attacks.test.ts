@@ -10,6 +10,7 @@ import { prefixKey } from '../../src/request-plan'
 import { PrefixRecord } from '../../src/timing/prefix-record'
 import { chat, document, rejection } from '../support/prompts'
 import { direct, middleware, type Surface } from '../support/surfaces'
+import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 /**
  * Issue 12's attacks, each as the attacker ran it, asserting on what every client received. The
@@ -36,19 +37,24 @@ const SLIPPED = {
   defaultOutputReserve: 256,
 }
 
+// Every test builds a fresh guard through guardAi, which warns once that the isolate saw many option sets.
+captureWarnings(/guardAi was called with more than \d+ different option sets/)
+
 function setup(surface: Surface, extra: Partial<GuardOptions> = {}) {
   const clock = new VirtualClock()
   const engine = new SimEngine({ ...SIM, mode: 'pd-abort-leak' }, { clock })
   const quarantine = new MemoryQuarantineStore()
+  const verdicts = recordVerdicts()
   const send = surface(engine.binding('account'), {
     secret: SECRET,
     models: { [MODEL]: SLIPPED },
     quarantine,
     minTimingEvidenceMs: 5,
     now: () => clock.now(),
+    onVerdict: verdicts.onVerdict,
     ...extra,
   })
-  return { send, quarantine, engine, clock }
+  return { send, quarantine, engine, clock, verdicts }
 }
 
 /** The opt-out fields of 0.1: each switched the echo off. Dummy or empty values must count as absent. */
@@ -72,7 +78,7 @@ describe('the primer + opt-out leak (issue 12)', () => {
     for (const [name, optOut] of OPT_OUTS) {
       for (const stream of [false, true]) {
         it(`should deliver no byte of A to B and record the incident (${surfaceName}, ${name}, ${stream ? 'stream' : 'whole'})`, async () => {
-          const { send, quarantine } = setup(surface)
+          const { send, quarantine, verdicts } = setup(surface)
           // 1. A's long prompt with secrets: released, A's own.
           const a = await send('tenant-a', MODEL, chat(document('TENANT-A', 6_000), { stream }))
           expect(a.status).toBe(200)
@@ -102,6 +108,9 @@ describe('the primer + opt-out leak (issue 12)', () => {
             for (const source of record.sourceTenants)
               expect(['tenant-a', 'tenant-b']).toContain(source)
           }
+          // The operator's log names the incident once, under B.
+          const logged = verdicts.of('quarantine')
+          expect(logged.map((v) => [v.tenant, v.incidentId])).toEqual([['tenant-b', b.incidentId]])
         }, 60_000)
       }
     }
@@ -185,6 +194,7 @@ describe('only verified answers teach', () => {
     const guard = new Guard({
       secret: SECRET,
       models: { [MODEL]: { ...SLIPPED, contextWindow: 262_144, kvPoolTokens: 262_144 } },
+      onVerdict: recordVerdicts().onVerdict,
       minTimingEvidenceMs: 5,
       now: () => clock.now(),
     })
@@ -247,6 +257,7 @@ describe('learned state cannot be turned against other tenants', () => {
       calibration,
       minTimingEvidenceMs: 5,
       now: () => clock.now(),
+      onVerdict: recordVerdicts().onVerdict,
     }
     const english = guardAi(engine.binding('english'), { ...options, tenant: 'english' })
     const attacker = guardAi(engine.binding('attacker'), { ...options, tenant: 'attacker' })
@@ -334,6 +345,7 @@ describe('attribution across isolates', () => {
       minTimingEvidenceMs: 5,
       now: () => clock.now(),
       tenantDirectory: new D1TenantDirectory(db),
+      onVerdict: recordVerdicts().onVerdict,
     }
     // Two isolates: A is served by one guard, B by another; only the directory is shared.
     const first = new Guard(options)

@@ -7,6 +7,7 @@ import { GuardError } from '../../src/errors'
 import { Guard } from '../../src/guard'
 import type { AiRunner } from '../../src/upstream'
 import { chat, document, english } from '../support/prompts'
+import { recordVerdicts } from '../support/verdicts'
 
 /**
  * The property issue 12 asks for: after any sequence of 1,000 requests from one tenant — every script,
@@ -77,9 +78,11 @@ describe('no tenant moves another tenant’s verdicts', () => {
       },
       { clock },
     )
+    const verdicts = recordVerdicts()
     const guard = new Guard({
       secret: SECRET,
       models: { [MODEL]: PROFILE },
+      onVerdict: verdicts.onVerdict,
       quarantine: new MemoryQuarantineStore(),
       calibration: new MemoryCalibration({ now: () => clock.now() }),
       minTimingEvidenceMs: 5,
@@ -98,8 +101,13 @@ describe('no tenant moves another tenant’s verdicts', () => {
       chat(`${document('VICTIM', 8_000)}\n${prose(SCRIPTS.han!, 8_000, prng(3))}`),
       chat(document('VICTIM', Math.floor(POOL * 1.2))), // refused before and after
     ]
+    // The victim's verdicts as the operator's log shows them, before and after: the same actions.
+    const logged = () =>
+      verdicts.events.map((v) => `${v.tenant} ${v.action} ${v.reasons.join(',')}`)
     const before: string[] = []
     for (const inputs of honest) before.push(await outcome(victim, inputs))
+    const loggedBefore = logged()
+    verdicts.clear()
     expect(before[0]).toBe('200')
     expect(before.at(-1)).toBe('400 context_length_exceeded')
 
@@ -120,9 +128,12 @@ describe('no tenant moves another tenant’s verdicts', () => {
       else if (roll < 0.35) extra.tools = [{ type: 'function', function: { name: 'f' } }]
       await outcome(attacker, chat(text, extra))
     }
+    expect(verdicts.events.filter((v) => v.tenant !== 'attacker')).toEqual([])
+    verdicts.clear()
 
     const after: string[] = []
     for (const inputs of honest) after.push(await outcome(victim, inputs))
     expect(after).toEqual(before)
+    expect(logged()).toEqual(loggedBefore)
   }, 300_000)
 })

@@ -6,6 +6,7 @@ import { judgeTiming } from '../../src/timing/prefill'
 import { decide } from '../../src/verdict'
 import { chat, document } from '../support/prompts'
 import { direct, middleware, type Surface } from '../support/surfaces'
+import { recordVerdicts } from '../support/verdicts'
 
 /**
  * Timing as the only signal: echo off, ceiling misconfigured to the window. The engine and the guard
@@ -33,13 +34,15 @@ function setup(surface: Surface) {
   const clock = new VirtualClock()
   const engine = new SimEngine({ ...SIM, mode: 'pd-abort-leak' }, { clock })
   const quarantine = new MemoryQuarantineStore()
+  const verdicts = recordVerdicts()
   const send = surface(engine.binding('account'), {
     secret: SECRET,
     models: { [MODEL]: TIMING_ONLY },
     quarantine,
     now: () => clock.now(),
+    onVerdict: verdicts.onVerdict,
   })
-  return { send, quarantine, engine }
+  return { send, quarantine, engine, verdicts }
 }
 
 describe('time to first token', () => {
@@ -51,7 +54,7 @@ describe('time to first token', () => {
       const how = `${name}, ${stream ? 'stream' : 'whole'}`
 
       it(`should quarantine an over-pool answer by timing alone (${how})`, async () => {
-        const { send, quarantine } = setup(surface)
+        const { send, quarantine, verdicts } = setup(surface)
         const a = await send('tenant-a', MODEL, chat(document('TENANT-A', 40_000), { stream }))
         expect(a.status).toBe(200)
         expect(a.text).toContain('TENANT-A')
@@ -65,6 +68,12 @@ describe('time to first token', () => {
         expect(record?.figures.ttftMs).toBeLessThan(10)
         // The withheld text is kept for review: it is A's, delivered to nobody.
         expect(record?.withheld.content ?? record?.withheld.reasoning).toContain('TENANT-A')
+        // The log carries the timing figures an operator needs, and the incident to look up.
+        const [logged, ...more] = verdicts.of('quarantine')
+        expect(more).toEqual([])
+        expect(logged).toMatchObject({ tenant: 'tenant-b', incidentId: b.incidentId })
+        expect(logged?.expectedMinMs).toBeGreaterThan(200)
+        expect(logged?.ttftMs).toBeLessThan(10)
       }, 30_000)
 
       it(`should release honest long answers, and a repeated prefix served from cache (${how})`, async () => {

@@ -10,6 +10,7 @@ import { CANARY_PATTERN, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/upstream'
 import { chat, document } from './prompts'
 import { type Delivered, direct, middleware, type Surface } from './surfaces'
+import { recordVerdicts } from './verdicts'
 
 /**
  * The incident, scaled down 80× so every case runs in well under a second: a 8,192-token pool behind a
@@ -91,10 +92,12 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
             const clock = new VirtualClock()
             const engine = new SimEngine({ ...LEAK.sim, mode: 'fixed' }, { clock })
             const quarantine = new MemoryQuarantineStore()
+            const verdicts = recordVerdicts()
             const send = surface(upstreamOf(engine), {
               secret: LEAK.secret,
               models: { [LEAK.model]: LEAK.wrongProfile },
               quarantine,
+              onVerdict: verdicts.onVerdict,
               minTimingEvidenceMs: 5,
               now: () => clock.now(),
             })
@@ -123,6 +126,11 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
             if (record?.reasons.includes('foreign_canary')) {
               expect(record.sourceTenants).toEqual(['tenant-a'])
             }
+            // The operator's log names the incident once, under B.
+            const logged = verdicts.of('quarantine')
+            expect(logged.map((v) => [v.tenant, v.incidentId])).toEqual([
+              ['tenant-b', b.incidentId],
+            ])
           }, 30_000)
         }
       }
@@ -131,7 +139,9 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
     it('should release in-limit answers with their own content and the canary stripped', async () => {
       const clock = new VirtualClock()
       const engine = new SimEngine({ ...LEAK.sim, mode: 'pd-abort-leak' }, { clock })
+      const verdicts = recordVerdicts()
       const send = direct(upstreamOf(engine), {
+        onVerdict: verdicts.onVerdict,
         secret: LEAK.secret,
         models: { [LEAK.model]: LEAK.wrongProfile },
         minTimingEvidenceMs: 1,
@@ -144,6 +154,7 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
         expect(b.text).toContain('TENANT-B')
         expect(leaked(b)).toEqual([])
       }
+      expect(verdicts.events.map((v) => v.action)).toEqual(['release', 'release'])
     }, 30_000)
   })
 }
