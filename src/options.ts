@@ -5,6 +5,7 @@ import type { TenantDirectory } from './attribution'
 import type { CalibrationSnapshot, CalibrationStore } from './calibration'
 import type { ScriptClass } from './ceiling/script'
 import type { QuarantineStore } from './quarantine/store'
+import { assertSecret } from './secret'
 
 /**
  * What the canary guard asks of a model's answer.
@@ -161,8 +162,6 @@ export interface VerdictLog {
   expectedMinMs?: number
 }
 
-const MIN_SECRET_BYTES = 32
-
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions {
   secret: string
@@ -190,9 +189,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object')
     throw new Error('guard options must be an object')
   const { secret } = options
-  if (typeof secret !== 'string' || new TextEncoder().encode(secret).length < MIN_SECRET_BYTES) {
-    throw new Error(`option "secret" must be a string of at least ${MIN_SECRET_BYTES} bytes`)
-  }
+  assertSecret('secret', secret)
   const tenant = options.tenant ?? 'default'
   if (typeof tenant !== 'string' || tenant === '') {
     throw new Error('option "tenant" must be a non-empty string')

@@ -36,6 +36,8 @@
  * directive is about 34 — negligible next to the long prompts this guard exists for, and the echo
  * costs the same again in output.
  */
+import { constantTimeEqual, toHex } from '../bytes'
+import { assertSecret, MIN_SECRET_BYTES } from '../secret'
 
 /**
  * Every canary starts with this.
@@ -85,7 +87,6 @@ const MAC_BYTES = 6
 /** The v1 layout, still verified (see the module comment). */
 const V1 = { nonce: 5, tag: 3, mac: 7, label: 'canary\0' } as const
 const MAC_LABEL = 'canary-v2\0'
-const MIN_SECRET_BYTES = 32
 
 const utf8 = new TextEncoder()
 
@@ -105,9 +106,11 @@ export interface CanaryKey {
  * const key = await importCanaryKey(env.GUARD_SECRET)
  */
 export async function importCanaryKey(secret: string): Promise<CanaryKey> {
-  if (typeof secret !== 'string' || utf8.encode(secret).length < MIN_SECRET_BYTES) {
-    throw new Error(`secret must be a string of at least ${MIN_SECRET_BYTES} bytes (UTF-8)`)
-  }
+  assertSecret(
+    'secret',
+    secret,
+    `secret must be a string of at least ${MIN_SECRET_BYTES} bytes (UTF-8)`,
+  )
   const cryptoKey = await crypto.subtle.importKey(
     'raw',
     utf8.encode(secret),
@@ -131,10 +134,6 @@ async function hmac(key: CanaryKey, ...parts: Uint8Array[]): Promise<Uint8Array>
     offset += part.length
   }
   return new Uint8Array(await crypto.subtle.sign('HMAC', cryptoKey, message))
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
 /** 15 bytes → 24 base32 chars (120 bits, no padding). */
@@ -223,7 +222,7 @@ async function macBytes(key: CanaryKey, nonce: Uint8Array, tag: Uint8Array): Pro
  * if (finding.tenantTag === (await tenantTag(key, 'acme'))) console.log('acme leaked')
  */
 export async function tenantTag(key: CanaryKey, tenant: string): Promise<string> {
-  return hex(await tagBytes(key, tenant))
+  return toHex(await tagBytes(key, tenant))
 }
 
 const FINGERPRINTS = new WeakMap<CanaryKey, Promise<string>>()
@@ -239,7 +238,7 @@ const FINGERPRINTS = new WeakMap<CanaryKey, Promise<string>>()
 export function keyFingerprint(key: CanaryKey): Promise<string> {
   let fingerprint = FINGERPRINTS.get(key)
   if (!fingerprint) {
-    fingerprint = hmac(key, utf8.encode('fingerprint\0')).then((bytes) => hex(bytes.slice(0, 8)))
+    fingerprint = hmac(key, utf8.encode('fingerprint\0')).then((bytes) => toHex(bytes.slice(0, 8)))
     fingerprint.catch(() => FINGERPRINTS.delete(key))
     FINGERPRINTS.set(key, fingerprint)
   }
@@ -276,13 +275,6 @@ export type CanaryInspection = { ours: false } | { ours: true; tenantTag: string
 
 const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/
 
-/** Whether a canary's MAC bytes equal the expected ones, in constant time. */
-function sameMac(given: Uint8Array, expected: Uint8Array): boolean {
-  let diff = given.length ^ expected.length
-  for (let i = 0; i < expected.length; i++) diff |= (given[i] ?? 0) ^ (expected[i] ?? 0)
-  return diff === 0
-}
-
 /**
  * Whether `token` (exactly one canary-shaped string, any case) was minted under `key`; if so, its
  * tenant tag and nonce (hex: 10 and 8 chars; 6 and 10 for a canary of the v1 layout). The MAC is
@@ -301,15 +293,15 @@ export async function inspectCanary(key: CanaryKey, token: string): Promise<Cana
   if (body === undefined) return { ours: false }
   const nonce = body.slice(0, NONCE_BYTES)
   const tag = body.slice(NONCE_BYTES, NONCE_BYTES + TAG_BYTES)
-  if (sameMac(body.slice(NONCE_BYTES + TAG_BYTES), await macBytes(key, nonce, tag))) {
-    return { ours: true, tenantTag: hex(tag), nonce: hex(nonce) }
+  if (constantTimeEqual(body.slice(NONCE_BYTES + TAG_BYTES), await macBytes(key, nonce, tag))) {
+    return { ours: true, tenantTag: toHex(tag), nonce: toHex(nonce) }
   }
   // Only a token that failed the current layout pays for the second HMAC.
   const v1Nonce = body.slice(0, V1.nonce)
   const v1Tag = body.slice(V1.nonce, V1.nonce + V1.tag)
   const v1Mac = (await hmac(key, utf8.encode(V1.label), v1Nonce, v1Tag)).slice(0, V1.mac)
-  if (sameMac(body.slice(V1.nonce + V1.tag), v1Mac)) {
-    return { ours: true, tenantTag: hex(v1Tag), nonce: hex(v1Nonce) }
+  if (constantTimeEqual(body.slice(V1.nonce + V1.tag), v1Mac)) {
+    return { ours: true, tenantTag: toHex(v1Tag), nonce: toHex(v1Nonce) }
   }
   return { ours: false }
 }

@@ -1,7 +1,8 @@
 /**
  * @module The D1 quarantine store for the Worker: durable, queryable, withheld text encrypted at rest.
  */
-import { seal, sealingKey, unseal } from './seal'
+import { assertSecret } from '../secret'
+import { QUARANTINE_KEY_MESSAGE, seal, sealingKey, unseal } from './seal'
 import type { QuarantineQuery, QuarantineRecord, QuarantineStore, QuarantineSummary } from './store'
 
 /** Options of {@link D1QuarantineStore}. */
@@ -48,9 +49,7 @@ export class D1QuarantineStore implements QuarantineStore {
 
   constructor(db: D1Database, options: D1QuarantineOptions) {
     // Checked here, at start-up: found only at the first quarantine, the record would be lost.
-    if (typeof options.key !== 'string' || new TextEncoder().encode(options.key).length < 32) {
-      throw new Error('option "QUARANTINE_KEY" must be at least 32 bytes')
-    }
+    assertSecret('QUARANTINE_KEY', options.key, QUARANTINE_KEY_MESSAGE)
     const days = options.retentionDays ?? 30
     if (!(days > 0)) throw new Error('option "retentionDays" must be a positive number')
     this.#db = db

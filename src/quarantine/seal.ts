@@ -1,8 +1,12 @@
 /**
  * @module Encryption at rest for withheld answers: AES-256-GCM under a key derived from a Worker secret.
  */
+import { assertSecret, MIN_SECRET_BYTES } from '../secret'
 
 const INFO = new TextEncoder().encode('workers-ai-guard/quarantine/v1')
+
+/** What a short or missing quarantine key is told (the Worker's secret name, as operators set it). */
+export const QUARANTINE_KEY_MESSAGE = `option "QUARANTINE_KEY" must be at least ${MIN_SECRET_BYTES} bytes`
 
 /**
  * Derives the sealing key from a secret (≥ 32 bytes) with HKDF-SHA-256, so the secret itself is never
@@ -12,8 +16,8 @@ const INFO = new TextEncoder().encode('workers-ai-guard/quarantine/v1')
  * const key = await sealingKey(env.QUARANTINE_KEY)
  */
 export async function sealingKey(secret: string): Promise<CryptoKey> {
+  assertSecret('QUARANTINE_KEY', secret, QUARANTINE_KEY_MESSAGE)
   const material = new TextEncoder().encode(secret)
-  if (material.length < 32) throw new Error('option "QUARANTINE_KEY" must be at least 32 bytes')
   const base = await crypto.subtle.importKey('raw', material, 'HKDF', false, ['deriveKey'])
   return crypto.subtle.deriveKey(
     { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(32), info: INFO },

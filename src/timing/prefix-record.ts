@@ -12,6 +12,7 @@
  * placeholder answer of the next, shorter attack prompt as a cache hit. Looking up and remembering
  * are two steps over one hashing pass ({@link PrefixRecord.digest}).
  */
+import { toHex } from '../bytes'
 
 /** Bytes per hashed chunk: coarse enough to be cheap (a 4 MB prompt is 64 digests), fine enough to matter. */
 export const CHUNK_CHARS = 64 * 1024
@@ -57,7 +58,8 @@ export class PrefixRecord {
       input.set(previous)
       input.set(chunk, previous.length)
       previous = new Uint8Array(await crypto.subtle.digest('SHA-256', input))
-      hashes.push(toHex(previous))
+      // The first 16 bytes name a chunk: 128 bits, half the memory of the whole digest.
+      hashes.push(toHex(previous.subarray(0, 16)))
     }
     return { hashes, totalChars: text.length }
   }
@@ -89,10 +91,4 @@ export class PrefixRecord {
       }
     }
   }
-}
-
-function toHex(bytes: Uint8Array): string {
-  let out = ''
-  for (let i = 0; i < 16; i++) out += bytes[i]!.toString(16).padStart(2, '0')
-  return out
 }

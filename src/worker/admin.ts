@@ -2,11 +2,11 @@
  * @module Admin routes: review quarantined answers and what the guard has learned. Own bearer secret.
  */
 import { Hono } from 'hono'
+import { constantTimeEqual } from '../bytes'
 import type { QuarantineQuery } from '../quarantine/store'
 import type { DurableCalibration } from './calibration'
 import { guardFor } from './config'
 import type { Env } from './env'
-import { timingSafeEqual } from './tenants'
 
 type AdminEnv = { Bindings: Env }
 
@@ -29,7 +29,7 @@ export function adminRoutes(): Hono<AdminEnv> {
     const secret = c.env.ADMIN_SECRET
     if (!secret || secret.length < 16) return c.json(refused('Admin routes are disabled.'), 403)
     const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')
-    if (!match || !timingSafeEqual(match[1]!, secret)) {
+    if (!match || !constantTimeEqual(match[1]!, secret)) {
       return c.json(refused('Missing or wrong admin secret.'), 401)
     }
     await next()

@@ -1,6 +1,7 @@
 /**
  * @module Tenant authentication: an API key maps to a tenant id, from a Worker secret or KV — never code.
  */
+import { constantTimeEqual, toHex } from '../bytes'
 import { GuardError } from '../errors'
 import type { Env } from './env'
 
@@ -22,7 +23,7 @@ export async function tenantFor(
   const fromSecret = keyMap(env.TENANT_KEYS)
   let found: string | undefined
   for (const [candidate, tenant] of fromSecret) {
-    if (timingSafeEqual(candidate, key) && found === undefined) found = tenant
+    if (constantTimeEqual(candidate, key) && found === undefined) found = tenant
   }
   if (found !== undefined) return found
   if (env.TENANTS) {
@@ -63,18 +64,11 @@ function keyMap(json: string | undefined): [string, string][] {
   return parsed
 }
 
-/** Constant-time string equality (for equal lengths; unequal lengths still walk the longer string). */
-export function timingSafeEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a)
-  const y = new TextEncoder().encode(b)
-  const n = Math.max(x.length, y.length)
-  let diff = x.length ^ y.length
-  for (let i = 0; i < n; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0)
-  return diff === 0
-}
+/** @deprecated Import {@link constantTimeEqual} from src/bytes.ts; kept while a test imports it here. */
+export { constantTimeEqual as timingSafeEqual } from '../bytes'
 
 /** Lowercase hex SHA-256 of a string. */
-export async function sha256Hex(text: string): Promise<string> {
+async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
+  return toHex(new Uint8Array(digest))
 }
