@@ -12,7 +12,7 @@ import type { RequestPlan } from './request-plan'
 import type { StreamFormat } from './stream/frames'
 import type { BaselineState } from './timing/baseline'
 import type { PrefixRecord } from './timing/prefix-record'
-import type { Verdict } from './verdict'
+import type { Verdict } from './verify/verdict'
 
 /** What a stage may ask of the guard running it. */
 export interface AttemptServices {

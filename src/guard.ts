@@ -5,9 +5,9 @@
 import type { AttemptContext, AttemptOutcome, AttemptServices } from './attempt'
 import { isolateTenantDirectory, TenantAttribution } from './attribution'
 import { type CalibrationSnapshot, type CalibrationStore, MemoryCalibration } from './calibration'
+import { teachRefusal } from './calibration/teach'
 import { type CanaryKey, importCanaryKey, injectCanary, mintCanary } from './canary'
 import { asGuardError, GuardError } from './errors'
-import { teachRefusal } from './evidence'
 import {
   type GuardOptions,
   type ModelProfile,
@@ -27,9 +27,8 @@ import type { BaselineState } from './timing/baseline'
 import { PrefixRecord } from './timing/prefix-record'
 import type { AiRunner } from './upstream'
 import { statedPromptTokens, upstreamError } from './upstream-error'
-import type { Verdict } from './verdict'
-import { verifyOutput } from './verify-output'
-import { verifyStream } from './verify-stream'
+import { verifyStreamedAnswer } from './verify/streamed-answer'
+import { verifyWholeAnswer } from './verify/whole-answer'
 
 /** The guard's per-isolate state, shared by every request it serves. */
 export class Guard implements AttemptServices, PlanServices {
@@ -200,7 +199,9 @@ export class Guard implements AttemptServices, PlanServices {
         if (stated !== undefined) teachRefusal(ctx, stated)
         throw upstreamError(error)
       }
-      const outcome = streamed ? await verifyStream(ctx, output) : await verifyOutput(ctx, output)
+      const outcome = streamed
+        ? await verifyStreamedAnswer(ctx, output)
+        : await verifyWholeAnswer(ctx, output)
       if (outcome.verdict.action === 'retry') continue
       if (outcome.verdict.action === 'refuse') throw this.refusal(ctx, outcome)
       if (outcome.verdict.action === 'quarantine') throw await this.withhold(ctx, outcome)

@@ -15,6 +15,7 @@ export {
   CanaryScanner,
   type Classification,
   classify,
+  cutRanges,
   type Finding,
   quickHold,
   type ScanResult,

@@ -131,14 +131,37 @@ async function scanBuffer(
   final: boolean,
 ): Promise<{ release: string; hold: string; findings: Finding[] }> {
   const { cuts, findings, holdAt } = await classify(key, own, channel, buffer, final)
-  let release = ''
-  let from = 0
-  for (const [at, to] of [...cuts].sort((x, y) => x[0] - y[0])) {
-    if (at > from) release += buffer.slice(from, Math.min(at, holdAt))
-    from = Math.max(from, to)
+  const ranges = cuts.map(([start, end]) => ({ start, end }))
+  const cutEnd = cuts.reduce((end, [, to]) => Math.max(end, to), 0)
+  return {
+    release: cutRanges(buffer.slice(0, holdAt), 0, ranges),
+    hold: buffer.slice(Math.max(holdAt, cutEnd)),
+    findings,
   }
-  if (holdAt > from) release += buffer.slice(from, holdAt)
-  return { release, hold: buffer.slice(Math.max(holdAt, from)), findings }
+}
+
+/**
+ * `text` (which starts at `offset` in its channel) with every overlapping range removed: the one way
+ * canaries are cut, for whole answers and for released stream events alike.
+ *
+ * @example
+ * cutRanges('ab cnry_… cd', 0, [{ start: 3, end: 32 }])
+ */
+export function cutRanges(
+  text: string,
+  offset: number,
+  ranges: readonly { start: number; end: number }[],
+): string {
+  let out = ''
+  let at = 0
+  for (const r of [...ranges].sort((a, b) => a.start - b.start)) {
+    const s = Math.max(0, r.start - offset)
+    const e = Math.min(text.length, r.end - offset)
+    if (e <= 0 || s >= text.length || e <= s) continue
+    if (s > at) out += text.slice(at, s)
+    at = Math.max(at, e)
+  }
+  return out + text.slice(at)
 }
 
 /**

@@ -10,8 +10,8 @@
  */
 import { parseFrame } from '../stream/frames'
 import { sseDecoder } from '../stream/sse'
-import { ProbeTransportError } from './errors'
 import type { GuardSign } from './guard-sign'
+import { ProbeTransportError } from './transport-error'
 
 /** What the target answered, as the probe judges it. Never printed: it may hold another tenant's text. */
 export interface ProbeAnswer {

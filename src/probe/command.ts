@@ -2,10 +2,11 @@
  * @module `workers-ai-guard probe [options]`: argument parsing, output and exit code, with all I/O
  * injected so the command runs (and is tested) anywhere; `src/cli.ts` is its thin Node adapter.
  */
-import { PROBE_DEFAULTS, type ProbeOptions } from './options'
+
 import { planProbe, runProbe } from './probe'
 import { progressLine } from './progress'
 import { renderDryRun, renderReport } from './report'
+import { PROBE_DEFAULTS, type ProbeOptions } from './settings'
 import { urlTransport } from './transport'
 
 /** What the command may touch. */

@@ -3,7 +3,6 @@
  * its answers, instead of trusting the advertised window. Web-standard APIs only (workerd and Node).
  */
 export type { ProbeAnswer } from './answer'
-export { type ProbeErrorKind, ProbeTransportError } from './errors'
 export {
   describeGuardSign,
   GUARD_HEADERS,
@@ -12,17 +11,6 @@ export {
   guardSignOfThrown,
 } from './guard-sign'
 export { type Judgement, judgeAnswer, minTtftMs, type StepKind } from './judge'
-export {
-  MIN_PROBE_TOKENS,
-  PROBE_DEFAULTS,
-  type ProbeOptions,
-  type ProbeSettings,
-  RATIO_NOISE,
-  ratioMargin,
-  resolveProbeSettings,
-  TEMPLATE_ROOM,
-  topLength,
-} from './options'
 export { planProbe, runProbe } from './probe'
 export { type ProbeProgress, progressLine } from './progress'
 export {
@@ -33,7 +21,7 @@ export {
   NEEDLE_PATTERN,
   type ProbePrompt,
   type PromptBuilder,
-} from './prompt'
+} from './prompt-builder'
 export { type Rng, randomSeed, seededRng } from './random'
 export {
   buildReport,
@@ -49,6 +37,17 @@ export {
 } from './report'
 export { type ProbePlan, planSearch, type SearchState, searchState } from './search'
 export {
+  MIN_PROBE_TOKENS,
+  PROBE_DEFAULTS,
+  type ProbeOptions,
+  type ProbeSettings,
+  RATIO_NOISE,
+  ratioMargin,
+  resolveProbeSettings,
+  TEMPLATE_ROOM,
+  topLength,
+} from './settings'
+export {
   type ProbeRequest,
   type ProbeTransport,
   type RunnerTransportOptions,
@@ -56,3 +55,4 @@ export {
   type UrlTransportOptions,
   urlTransport,
 } from './transport'
+export { type ProbeErrorKind, ProbeTransportError } from './transport-error'

@@ -7,7 +7,7 @@
  * count (a target that says it read far fewer tokens than were sent truncated the prompt).
  */
 import type { ProbeAnswer } from './answer'
-import { NEEDLE_PATTERN, type ProbePrompt } from './prompt'
+import { NEEDLE_PATTERN, type ProbePrompt } from './prompt-builder'
 
 /** The outcome of one probe request, worst first when several apply. */
 export type StepKind =

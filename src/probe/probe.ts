@@ -6,20 +6,21 @@
  * test that was missing: grow, then bisect, the prompt length; judge every answer on its content,
  * its timing and its token count; stop within a hard budget; recommend a ceiling below what passed.
  */
-import { ProbeTransportError } from './errors'
+
 import { judgeAnswer } from './judge'
+import { loadPromptBuilder } from './prompt-builder'
+import { randomSeed, seededRng } from './random'
+import { buildReport, type DryRunReport, type ProbeReport, type ProbeStep } from './report'
+import { planSearch, type SearchBounds, type SearchPoint, searchState } from './search'
 import {
   MIN_PROBE_TOKENS,
   type ProbeOptions,
   type ProbeSettings,
   resolveProbeSettings,
   topLength,
-} from './options'
-import { loadPromptBuilder } from './prompt'
-import { randomSeed, seededRng } from './random'
-import { buildReport, type DryRunReport, type ProbeReport, type ProbeStep } from './report'
-import { planSearch, type SearchBounds, type SearchPoint, searchState } from './search'
+} from './settings'
 import type { ProbeTransport } from './transport'
+import { ProbeTransportError } from './transport-error'
 
 /** The target's count ratio, the o200k length it was measured on, and a top that already passed. */
 interface Learned {

@@ -6,10 +6,11 @@
  * It never holds answer text: an answer that leaked holds another tenant's prompt, and a report is
  * pasted into tickets and CI logs. Needles and tags are random and safe to show.
  */
-import type { ProbeErrorKind } from './errors'
+
 import { describeGuardSign, type GuardSign } from './guard-sign'
 import type { StepKind } from './judge'
 import type { ProbePlan } from './search'
+import type { ProbeErrorKind } from './transport-error'
 
 /** One request of the run, as judged. */
 export interface ProbeStep {

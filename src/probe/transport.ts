@@ -7,8 +7,8 @@
  */
 import type { AiRunner } from '../upstream'
 import { clip, type ProbeAnswer, readAnswerObject, readAnswerStream } from './answer'
-import { ProbeTransportError } from './errors'
 import { type GuardSign, guardSignOf, guardSignOfThrown } from './guard-sign'
+import { ProbeTransportError } from './transport-error'
 
 export type { ProbeAnswer } from './answer'
 

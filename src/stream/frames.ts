@@ -43,6 +43,18 @@ export interface Frame {
 
 type Json = Record<string, unknown>
 
+/**
+ * The channels of a per-channel record that hold a value, typed (`Object.entries` loses the key type).
+ *
+ * @example
+ * for (const [channel, text] of channelEntries(frame.texts)) raw[channel] = (raw[channel] ?? '') + text
+ */
+export function channelEntries<V>(record: Partial<Record<Channel, V>>): [Channel, V][] {
+  return (Object.entries(record) as [Channel, V | undefined][]).filter(
+    (entry): entry is [Channel, V] => entry[1] !== undefined,
+  )
+}
+
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
@@ -205,7 +217,7 @@ function fieldTexts(
 
 /** Writes `field:<path>` channel texts back into `json` (in place; the caller owns a copy). */
 function writeFields(json: Json, texts: Partial<Record<Channel, string>>): void {
-  for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
+  for (const [channel, text] of channelEntries(texts)) {
     if (text === undefined || !channel.startsWith('field:')) continue
     const path = channel.slice('field:'.length).split('/')
     let node: unknown = json
@@ -272,7 +284,7 @@ export function parseFrame(event: SseEvent): Frame {
 
 /** Write `texts` into a chat `delta`/`message` object in place (the caller owns a copy). */
 function writeChat(body: Json, texts: Partial<Record<Channel, string>>): void {
-  for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
+  for (const [channel, text] of channelEntries(texts)) {
     if (text === undefined || channel.startsWith('field:')) continue
     if (channel === 'reasoning') body.reasoning_content = fromText(body.reasoning_content, text)
     else if (channel === 'content') body.content = fromText(body.content, text)
@@ -300,7 +312,7 @@ function writeChat(body: Json, texts: Partial<Record<Channel, string>>): void {
 
 /** Write `texts` into a legacy object in place (the caller owns a copy). */
 function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void {
-  for (const [channel, text] of Object.entries(texts) as [Channel, string | undefined][]) {
+  for (const [channel, text] of channelEntries(texts)) {
     if (text === undefined || channel.startsWith('field:')) continue
     if (channel === 'content') json.response = fromText(json.response, text)
     else if (channel === 'reasoning') {

@@ -8,13 +8,13 @@
  * stream with a quarantine before its event (or anything after it) is released.
  */
 
-import type { AttemptContext } from './attempt'
-import { CANARY_LENGTH, classify, quickHold } from './canary'
-import { GuardError } from './errors'
-import { redactCanaries } from './evidence'
-import { type Channel, type Frame, parseFrame, withTexts } from './stream/frames'
-import type { SseEvent } from './stream/sse'
-import type { Usage } from './upstream'
+import type { AttemptContext } from '../attempt'
+import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
+import { GuardError } from '../errors'
+import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../stream/frames'
+import type { SseEvent } from '../stream/sse'
+import type { Usage } from '../upstream'
+import { redactCanaries } from '../verify/canary-evidence'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
 const SHORT_TAIL = /^c(?:n(?:r(?:y)?)?)?$/i
@@ -49,12 +49,12 @@ export interface ReleaseStart {
   held: Frame[]
   /** Ranges of our own canary (the echo and its decoration) to remove, per channel. */
   strips: Partial<Record<Channel, Range[]>>
-  /** Called when a foreign canary appears after release; returns the error that ends the stream. */
   /**
    * Called once the whole answer was released intact (its end seen, nothing foreign), with the last
    * usage the upstream reported: only such an answer may teach learned state.
    */
   onEnd?: (usage: Usage | undefined) => void
+  /** Called when a foreign canary appears after release; returns the error that ends the stream. */
   onForeign: (
     channel: Channel,
     tenantTag: string | undefined,
@@ -72,71 +72,106 @@ export function releaseStream(
   ctx: AttemptContext,
   start: ReleaseStart,
 ): TransformStream<SseEvent, SseEvent> {
-  const channels = new Map<Channel, ChannelState>()
-  /** Channels with text added since their last scan: only those need scanning again. */
-  const dirty = new Set<Channel>()
-  const queue: Held[] = []
-  let sawDone = false
-  let usage: Usage | undefined
-  const seen: Partial<Record<Channel, string>> = {}
+  const release = new Release(ctx, start)
+  return new TransformStream<SseEvent, SseEvent>({
+    async start(controller) {
+      for (const frame of start.held) release.add(frame)
+      await release.scan(start.held.some((f) => f.done))
+      release.flushInto(controller)
+    },
+    transform(event, controller) {
+      const frame = parseFrame(event)
+      release.add(frame)
+      // Nothing follows [DONE], so no canary can still be completing: release everything.
+      const pending = release.scan(frame.done)
+      if (pending === undefined) {
+        release.flushInto(controller)
+        return
+      }
+      return pending.then(() => release.flushInto(controller))
+    },
+    async flush(controller) {
+      await release.scan(true)
+      release.flushInto(controller)
+      release.end()
+    },
+  })
+}
 
-  const channel = (name: Channel): ChannelState => {
-    let state = channels.get(name)
+/** The release stage's state: per-channel text not yet released, and the frames waiting for it. */
+class Release {
+  readonly #ctx: AttemptContext
+  readonly #start: ReleaseStart
+  readonly #channels = new Map<Channel, ChannelState>()
+  /** Channels with text added since their last scan: only those need scanning again. */
+  readonly #dirty = new Set<Channel>()
+  readonly #queue: Held[] = []
+  /** A bounded copy of everything seen, for the quarantine record should a foreign canary appear. */
+  readonly #seen: Partial<Record<Channel, string>> = {}
+  #sawDone = false
+  #usage: Usage | undefined
+
+  constructor(ctx: AttemptContext, start: ReleaseStart) {
+    this.#ctx = ctx
+    this.#start = start
+  }
+
+  #channel(name: Channel): ChannelState {
+    let state = this.#channels.get(name)
     if (!state) {
-      state = { base: 0, text: '', safe: 0, strips: [...(start.strips[name] ?? [])], context: '' }
-      channels.set(name, state)
+      const strips = [...(this.#start.strips[name] ?? [])]
+      state = { base: 0, text: '', safe: 0, strips, context: '' }
+      this.#channels.set(name, state)
     }
     return state
   }
 
-  const add = (frame: Frame) => {
-    if (frame.done) sawDone = true
-    if (frame.usage) usage = frame.usage
+  add(frame: Frame): void {
+    if (frame.done) this.#sawDone = true
+    if (frame.usage) this.#usage = frame.usage
     const spans: Held['spans'] = {}
-    for (const [name, text] of Object.entries(frame.texts) as [Channel, string][]) {
+    for (const [name, text] of channelEntries(frame.texts)) {
       if (!text) continue
-      const state = channel(name)
+      const state = this.#channel(name)
       const startAt = state.base + state.text.length
       state.text += text
-      dirty.add(name)
+      this.#dirty.add(name)
       spans[name] = { start: startAt, end: startAt + text.length }
-      // Bounded copy for the quarantine record, should a foreign canary appear later.
-      const prior = seen[name] ?? ''
-      if (prior.length < 65_536) seen[name] = prior + text
+      const prior = this.#seen[name] ?? ''
+      if (prior.length < 65_536) this.#seen[name] = prior + text
     }
-    queue.push({ frame, spans })
+    this.#queue.push({ frame, spans })
   }
 
   /**
    * Classifies each channel's unreleased text: our own canary (and fragments of it) become strips, a
    * foreign canary ends the stream; the point where a canary could still be forming bounds release.
+   * Synchronous (undefined) when no text holds a `cnry_`: no promise per event on the common path.
    */
-  const scan = (final: boolean): Promise<void> | undefined => {
+  scan(final: boolean): Promise<void> | undefined {
     const slow: [Channel, ChannelState][] = []
-    for (const [name, state] of channels) {
-      if (!final && !dirty.has(name)) continue
-      if (ctx.canary === undefined) {
+    for (const [name, state] of this.#channels) {
+      if (!final && !this.#dirty.has(name)) continue
+      if (this.#ctx.canary === undefined) {
         state.safe = state.base + state.text.length
         continue
       }
-      // The common case, a text with no `cnry_` in it, needs no key and no async classification:
-      // it is settled synchronously, without a promise per event.
       const quick = quickHold(state.context + state.text, final)
       if (quick === undefined) slow.push([name, state])
       else state.safe = state.base + Math.max(0, quick - state.context.length)
     }
-    dirty.clear()
-    return slow.length === 0 ? undefined : classifyAll(slow, final)
+    this.#dirty.clear()
+    return slow.length === 0 ? undefined : this.#classify(slow, final)
   }
 
-  const classifyAll = async (slow: [Channel, ChannelState][], final: boolean): Promise<void> => {
-    const key = await ctx.services.key()
+  async #classify(slow: [Channel, ChannelState][], final: boolean): Promise<void> {
+    const key = await this.#ctx.services.key()
     for (const [name, state] of slow) {
       const lead = state.context.length
-      const found = await classify(key, ctx.canary, name, state.context + state.text, final)
+      const found = await classify(key, this.#ctx.canary, name, state.context + state.text, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
-        throw await start.onForeign(name, foreign.tenantTag, redactCanaries(seen))
+        throw await this.#start.onForeign(name, foreign.tenantTag, redactCanaries(this.#seen))
       }
       for (const [at, to] of found.cuts) {
         // Positions are in context + text; what lies in the context is out already.
@@ -150,23 +185,24 @@ export function releaseStream(
   }
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */
-  const release = (controller: TransformStreamDefaultController<SseEvent>) => {
-    while (queue.length > 0) {
-      const next = queue[0]!
-      const spans = Object.entries(next.spans) as [Channel, Range][]
-      const blocked = spans.filter(([name, span]) => span.end > channel(name).safe)
-      if (blocked.length > 0 && !moveOn(blocked)) break
-      queue.shift()
-      controller.enqueue(emit(next, spans))
-      for (const [name, span] of spans) {
-        const state = channel(name)
-        const released = state.text.slice(0, span.end - state.base)
-        state.context = (state.context + released).slice(-(CANARY_LENGTH - 1))
-        state.text = state.text.slice(span.end - state.base)
-        state.base = span.end
-        state.strips = state.strips.filter((r) => r.end > state.base)
-      }
+  flushInto(controller: TransformStreamDefaultController<SseEvent>): void {
+    while (this.#queue.length > 0) {
+      const next = this.#queue[0]!
+      const spans = channelEntries(next.spans)
+      const blocked = spans.filter(([name, span]) => span.end > this.#channel(name).safe)
+      if (blocked.length > 0 && !this.#moveOn(blocked)) break
+      this.#queue.shift()
+      controller.enqueue(this.#emit(next, spans))
+      for (const [name, span] of spans) this.#advance(this.#channel(name), span.end)
     }
+  }
+
+  #advance(state: ChannelState, to: number): void {
+    const released = state.text.slice(0, to - state.base)
+    state.context = (state.context + released).slice(-(CANARY_LENGTH - 1))
+    state.text = state.text.slice(to - state.base)
+    state.base = to
+    state.strips = state.strips.filter((r) => r.end > state.base)
   }
 
   /**
@@ -177,39 +213,35 @@ export function releaseStream(
    * so the canary is caught before its remaining bytes leave. A tail that is the start of our own
    * canary is cut rather than released; any other `cnry_…` tail keeps holding.
    */
-  const moveOn = (blocked: [Channel, Range][]): boolean => {
+  #moveOn(blocked: [Channel, Range][]): boolean {
     const names = new Set(blocked.map(([name]) => name))
-    const others = queue.some((held) =>
-      Object.keys(held.spans).some((name) => !names.has(name as Channel)),
+    const others = this.#queue.some((held) =>
+      channelEntries(held.spans).some(([name]) => !names.has(name)),
     )
     if (!others) return false
     const cuts: [ChannelState, Range][] = []
     for (const [name] of blocked) {
-      const state = channel(name)
+      const state = this.#channel(name)
       const tail = state.text.slice(state.safe - state.base)
       if (SHORT_TAIL.test(tail)) continue
       // The start of our own canary (a quote of the directive cut short): cut, never released.
-      if (ctx.canary?.startsWith(tail.toLowerCase())) {
-        cuts.push([state, { start: state.safe, end: state.base + state.text.length }])
-        continue
-      }
-      return false
+      if (!this.#ctx.canary?.startsWith(tail.toLowerCase())) return false
+      cuts.push([state, { start: state.safe, end: state.base + state.text.length }])
     }
     for (const [state, range] of cuts) state.strips.push(range)
     for (const [name] of blocked) {
-      const state = channel(name)
+      const state = this.#channel(name)
       state.safe = state.base + state.text.length
     }
     return true
   }
 
-  const emit = (held: Held, spans: [Channel, Range][]): SseEvent => {
+  #emit(held: Held, spans: [Channel, Range][]): SseEvent {
     const replaced: Partial<Record<Channel, string>> = {}
     let changed = false
     for (const [name, span] of spans) {
-      const state = channel(name)
       const original = held.frame.texts[name] ?? ''
-      const cut = cutRanges(original, span.start, state.strips)
+      const cut = cutRanges(original, span.start, this.#channel(name).strips)
       if (cut !== original) {
         replaced[name] = cut
         changed = true
@@ -218,49 +250,15 @@ export function releaseStream(
     return changed ? withTexts(held.frame, replaced) : held.frame.event
   }
 
-  return new TransformStream<SseEvent, SseEvent>({
-    async start(controller) {
-      for (const frame of start.held) add(frame)
-      const final = start.held.some((f) => f.done)
-      await scan(final)
-      release(controller)
-    },
-    transform(event, controller) {
-      const frame = parseFrame(event)
-      add(frame)
-      // Nothing follows [DONE], so no canary can still be completing: release everything.
-      const pending = scan(frame.done)
-      if (pending === undefined) {
-        release(controller)
-        return
-      }
-      return pending.then(() => release(controller))
-    },
-    async flush(controller) {
-      await scan(true)
-      release(controller)
-      if (!sawDone) {
-        // Every byte released so far was verified; the client still must not take a cut answer as whole.
-        throw new GuardError(
-          'upstream_error',
-          'The upstream stream ended before it was complete; the answer is truncated.',
-        )
-      }
-      start.onEnd?.(usage)
-    },
-  })
-}
-
-/** `text` (which starts at `offset` in its channel) with every overlapping range removed. */
-function cutRanges(text: string, offset: number, ranges: Range[]): string {
-  let out = ''
-  let at = 0
-  for (const r of [...ranges].sort((a, b) => a.start - b.start)) {
-    const s = Math.max(0, r.start - offset)
-    const e = Math.min(text.length, r.end - offset)
-    if (e <= 0 || s >= text.length || e <= s) continue
-    if (s > at) out += text.slice(at, s)
-    at = Math.max(at, e)
+  /** The stream ended: a whole answer teaches; one without its end marker is an error, never whole. */
+  end(): void {
+    if (!this.#sawDone) {
+      // Every byte released so far was verified; the client still must not take a cut answer as whole.
+      throw new GuardError(
+        'upstream_error',
+        'The upstream stream ended before it was complete; the answer is truncated.',
+      )
+    }
+    this.#start.onEnd?.(this.#usage)
   }
-  return out + text.slice(at)
 }

@@ -1,0 +1,83 @@
+/**
+ * @module What a released answer (or an engine refusal) teaches learned state: tokenizer margins from
+ * the engine's counts, and — only when the echo proved the prompt was read — timing and prefixes.
+ */
+import type { AttemptContext } from '../attempt'
+import { tenantKey } from '../calibration'
+import type { ClassFigures } from '../ceiling/estimate'
+import type { ScriptClass } from '../ceiling/script'
+import { type PlanEstimate, prefixKey } from '../request-plan'
+
+/** What a released answer can teach, and whether its provenance was proven. */
+export interface Lesson {
+  /** The engine's `usage.prompt_tokens`. */
+  reported?: number
+  /** The engine's `usage.prompt_tokens_details.cached_tokens`. */
+  reportedCached?: number
+  /** Time to the first token, when the answer was streamed (or fetched as a stream). */
+  firstTokenMs?: number
+  /** The echo verified: the prompt's end was read, so timing and prefixes may be learned. */
+  verified: boolean
+  /** The count comes from an engine refusal (rare, and the most valuable observation). */
+  refusal?: boolean
+}
+
+/**
+ * Teaches learned state from a RELEASED answer. The engine's own prompt count calibrates the ceiling
+ * (any released answer: it is the engine's statement); honest timing and the tenant's prefix record
+ * are taught only by echo-verified answers, in the engine's own tokens. Runs in the background where
+ * the host allows; refused, failed, retried and quarantined attempts never reach it.
+ */
+export function teach(ctx: AttemptContext, lesson: Lesson): void {
+  // An uncounted prompt was admitted by its bytes, which no byte-level BPE exceeds: nothing to learn
+  // from a release. A refusal is always worth the count (see teachRefusal).
+  if (!ctx.counted && !lesson.refusal) return
+  const work = (async () => {
+    const store = ctx.services.calibration
+    const estimate = await ctx.estimate()
+    const tenant = tenantKey(ctx.tenant)
+    if (lesson.reported !== undefined) {
+      await store.observeTokens(ctx.model, {
+        classes: boundsOf(estimate),
+        overhead: estimate.overhead,
+        actual: lesson.reported,
+        tenant,
+      })
+    }
+    if (!lesson.verified) return
+    // Only a timed prompt's prefix can excuse a later first token (and it was hashed during the call).
+    if (ctx.timed) {
+      ctx.services.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
+    }
+    if (lesson.firstTokenMs !== undefined && lesson.reported !== undefined) {
+      await store.observeTiming(ctx.model, {
+        scriptClass: estimate.dominant,
+        uncachedTokens: lesson.reported - (lesson.reportedCached ?? 0),
+        ttftMs: lesson.firstTokenMs,
+        tenant,
+      })
+    }
+  })().catch((error: unknown) => {
+    // Losing one calibration sample is harmless: the family bound and the profile's floors still apply.
+    console.error(
+      JSON.stringify({ event: 'ai_guard_calibration_failed', error: String(error).slice(0, 200) }),
+    )
+  })
+  if (ctx.waitUntil) ctx.waitUntil(work)
+}
+
+/**
+ * Teaches the ceiling from an engine refusal that states the engine's own count of the prompt — the
+ * most valuable observation there is: exactly the prompt that did not fit.
+ */
+export function teachRefusal(ctx: AttemptContext, statedTokens: number): void {
+  teach(ctx, { reported: statedTokens, verified: false, refusal: true })
+}
+
+function boundsOf(estimate: PlanEstimate): Partial<Record<ScriptClass, number>> {
+  const out: Partial<Record<ScriptClass, number>> = {}
+  for (const [cls, figures] of Object.entries(estimate.classes) as [ScriptClass, ClassFigures][]) {
+    out[cls] = figures.bound
+  }
+  return out
+}

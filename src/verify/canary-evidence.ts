@@ -1,0 +1,45 @@
+/**
+ * @module Canary evidence of an answer: findings per channel, our own canary stripped, and the withheld
+ * text made safe to store (no live canary in it).
+ */
+import type { AttemptContext } from '../attempt'
+import { CANARY_PATTERN, type Finding, scanText } from '../canary'
+import type { QuarantineRecord } from '../quarantine/store'
+import type { Channel } from '../stream/frames'
+
+/** Scans every channel for canaries; returns the texts with our own canary removed, and the findings. */
+export async function scanChannels(
+  ctx: AttemptContext,
+  texts: Partial<Record<Channel, string>>,
+): Promise<{ texts: Partial<Record<Channel, string>>; findings: Finding[] }> {
+  if (ctx.canary === undefined) return { texts, findings: [] }
+  const key = await ctx.services.key()
+  const out: Partial<Record<Channel, string>> = {}
+  const findings: Finding[] = []
+  for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
+    const scanned = await scanText(key, ctx.canary, channel, text)
+    out[channel] = scanned.text
+    findings.push(...scanned.findings)
+  }
+  return { texts: out, findings }
+}
+
+/** Findings as quarantine-record entries (tenant tags only, never canary text). */
+export function canaryEntries(findings: Finding[]): QuarantineRecord['canaries'] {
+  return findings
+    .filter((f) => f.kind === 'foreign')
+    .map((f) => {
+      const entry: QuarantineRecord['canaries'][number] = { kind: 'foreign', channel: f.channel }
+      if (f.tenantTag !== undefined) entry.tenantTag = f.tenantTag
+      return entry
+    })
+}
+
+/** Every canary-shaped token replaced, so withheld text can be stored without live canaries in it. */
+export function redactCanaries(texts: Partial<Record<Channel, string>>): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [channel, text] of Object.entries(texts)) {
+    if (text) out[channel] = text.replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[canary]')
+  }
+  return out
+}

@@ -1,0 +1,83 @@
+/**
+ * @module The one conclusion step of an attempt, whole answer or stream: evidence → verdict and the
+ * figures behind it, the texts a release may send, and what a withheld answer records.
+ */
+import type { AttemptContext, AttemptOutcome } from '../attempt'
+import type { QuarantineRecord } from '../quarantine/store'
+import type { Channel } from '../stream/frames'
+import type { TimingSignal } from '../timing/prefill'
+import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
+import { decide, type EchoOutcome, type Verdict } from './verdict'
+
+/** Channel texts of one answer. */
+type Texts = Partial<Record<Channel, string>>
+
+/** What an attempt's evidence gathered. */
+export interface Evidence {
+  echo: EchoOutcome
+  /** The answer's texts, scanned here for canaries. */
+  texts: Texts
+  timing?: TimingSignal
+  /** The engine's `usage.prompt_tokens`. */
+  reported?: number
+}
+
+/** What the evidence concluded. */
+export interface Conclusion {
+  verdict: Verdict
+  figures: QuarantineRecord['figures']
+  /** The texts with our own canary cut out: what a release may send. */
+  texts: Texts
+  /** The outcome of withholding the answer whose unreleased text is `raw`. */
+  withheld(raw: Texts): AttemptOutcome<never>
+}
+
+/**
+ * Scans the texts and combines every piece of evidence into one verdict (see ./verdict.ts). The usage
+ * cross-check needs the prompt's lower estimate, which exists when the prompt was counted.
+ *
+ * @example
+ * const { verdict, texts } = await conclude(ctx, { echo: 'echoed', texts: { content } })
+ */
+export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise<Conclusion> {
+  const { timing, reported } = evidence
+  const scanned = await scanChannels(ctx, evidence.texts)
+  const estimate = ctx.counted ? await ctx.estimate() : undefined
+  const lower = estimate ? estimate.lower + estimate.overhead : undefined
+  const verdict = decide({
+    echo: evidence.echo,
+    foreignCanaries: scanned.findings.filter((f) => f.kind === 'foreign').length,
+    ...(timing ? { timing } : {}),
+    ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
+    attempt: ctx.attempt,
+    retries: ctx.services.options.echoRetries,
+  })
+  const figures = {
+    ...timingRecord(timing),
+    ...(estimate
+      ? { estimatedTokens: estimate.bound + estimate.overhead }
+      : { tokenBound: ctx.boundTokens }),
+    ...(reported !== undefined ? { promptTokensReported: reported } : {}),
+  }
+  return {
+    verdict,
+    figures,
+    texts: scanned.texts,
+    withheld: (raw) => ({
+      verdict,
+      withheld: redactCanaries(raw),
+      figures,
+      canaries: canaryEntries(scanned.findings),
+    }),
+  }
+}
+
+/** Timing figures for a quarantine record. */
+function timingRecord(timing: TimingSignal | undefined): QuarantineRecord['figures'] {
+  if (!timing) return {}
+  return {
+    ttftMs: timing.observedMs,
+    expectedMinMs: timing.expectedMinMs,
+    cachedTokens: timing.cachedTokens,
+  }
+}

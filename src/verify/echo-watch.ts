@@ -1,0 +1,54 @@
+/**
+ * @module Where this request's echo stands in an answer's visible content — the same question for a
+ * whole answer (read once, final) and a stream (read as the content grows).
+ */
+import type { AttemptContext } from '../attempt'
+import { cutOff, matchEchoSpan } from '../canary'
+import type { EchoOutcome } from './verdict'
+
+/**
+ * Watches the content for the echo the prompt asked for.
+ *
+ * @example
+ * const echo = new EchoWatch(ctx)
+ * echo.observe(content, true)
+ * const outcome = echo.conclude(content, finishReason, true) // 'echoed' | 'missing' | 'cut-off' | …
+ */
+export class EchoWatch {
+  readonly #ctx: Pick<AttemptContext, 'proof' | 'canary'>
+  #state: EchoOutcome | 'pending'
+  /** Where the echo (and its decoration) sits in the content, once it was seen. */
+  span: { start: number; end: number } | undefined
+
+  constructor(ctx: Pick<AttemptContext, 'proof' | 'canary'>) {
+    this.#ctx = ctx
+    this.#state = ctx.proof !== 'none' && ctx.canary !== undefined ? 'pending' : 'not-requested'
+  }
+
+  /** Whether the echo is known to be there, known to be missing, or was never asked for. */
+  get settled(): boolean {
+    return this.#state !== 'pending'
+  }
+
+  /** Looks at the content so far (`final`: nothing more will come). */
+  observe(content: string, final: boolean): void {
+    const { proof, canary } = this.#ctx
+    if (this.#state !== 'pending' || canary === undefined || proof === 'none') return
+    const span = matchEchoSpan(proof, content, canary, final)
+    if (span.status === 'echoed') {
+      this.#state = 'echoed'
+      this.span = { start: span.start, end: span.end }
+    } else if (span.status === 'missing') this.#state = 'missing'
+  }
+
+  /**
+   * The outcome once reading stopped: a missing echo in an answer that ended on its output limit
+   * before any visible reply is `cut-off` (the client's limit, not a leak).
+   */
+  conclude(content: string, finishReason: string | null | undefined, ended: boolean): EchoOutcome {
+    this.observe(content, true)
+    const missing = this.#state === 'pending' || this.#state === 'missing'
+    if (missing && ended && cutOff(finishReason, content)) return 'cut-off'
+    return this.#state === 'pending' ? 'missing' : this.#state
+  }
+}

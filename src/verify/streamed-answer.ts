@@ -1,0 +1,223 @@
+/**
+ * @module Verifies a streamed answer before its first byte is released.
+ *
+ * Reasoning leaks as much as content does, so nothing is released before the verdict: the stream is
+ * read (and held) until the first token has been timed and, where an echo was asked for, the start of
+ * the visible reply has shown it or shown that it is missing. Only then does `run()` resolve, so a
+ * withheld answer is an ordinary error response, never a 200 that breaks off. After release,
+ * {@link releaseStream} keeps watching every byte.
+ *
+ * A first token that looks too fast is not yet proof when the echo still verifies: another tenant may
+ * have sent the same long prefix, which the engine serves from its cache and the guard's per-tenant
+ * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
+ * and judged again with them — the same evidence a whole answer gets.
+ */
+import type { AttemptContext, AttemptOutcome } from '../attempt'
+import { teach } from '../calibration/teach'
+import { GuardError } from '../errors'
+import { releaseStream } from '../release/release-stream'
+import { type Channel, channelEntries, type Frame, parseFrame } from '../stream/frames'
+import { type SseEvent, sseDecoder, sseEncoder } from '../stream/sse'
+import { stallWatchdog } from '../stream/watchdog'
+import type { TimingSignal } from '../timing/prefill'
+import type { Usage } from '../upstream'
+import { type Conclusion, conclude } from './conclude'
+import { EchoWatch } from './echo-watch'
+import { timingEvidence } from './timing-evidence'
+import type { EchoOutcome } from './verdict'
+
+/**
+ * Reads the upstream stream up to its verdict; on release returns the client stream.
+ *
+ * @example
+ * const outcome = await verifyStreamedAnswer(ctx, await upstream.run(model, { ...inputs, stream: true }))
+ */
+export async function verifyStreamedAnswer(
+  ctx: AttemptContext,
+  output: unknown,
+): Promise<AttemptOutcome<ReadableStream<Uint8Array>>> {
+  const body = output instanceof Response ? output.body : output
+  if (!(body instanceof ReadableStream)) {
+    throw new GuardError(
+      'upstream_error',
+      'The upstream did not return a stream for a streaming request.',
+    )
+  }
+  const { timeouts } = ctx.services.options
+  const events = (body as ReadableStream<Uint8Array>)
+    .pipeThrough(stallWatchdog({ firstByteMs: timeouts.firstTokenMs, idleMs: timeouts.idleMs }))
+    .pipeThrough(sseDecoder())
+  const reading = new HeldStream(ctx, events.getReader())
+  await reading.untilVerdict()
+  const conclusion = await reading.conclude()
+  if (conclusion.verdict.action !== 'release') {
+    // Stop the upstream: nothing of this answer will be used.
+    await reading.cancel()
+    return conclusion.withheld(reading.raw)
+  }
+  return reading.release(events, conclusion)
+}
+
+/** The head of an upstream stream, read and held until its verdict. */
+class HeldStream {
+  readonly held: Frame[] = []
+  readonly raw: Partial<Record<Channel, string>> = {}
+  readonly #ctx: AttemptContext
+  readonly #reader: ReadableStreamDefaultReader<SseEvent>
+  readonly #echo: EchoWatch
+  #heldBytes = 0
+  #ended = false
+  #sawDone = false
+  #finishReason: string | undefined
+  #firstTokenMs: number | undefined
+  #timing: TimingSignal | undefined
+  #concluded: EchoOutcome | undefined
+
+  constructor(ctx: AttemptContext, reader: ReadableStreamDefaultReader<SseEvent>) {
+    this.#ctx = ctx
+    this.#reader = reader
+    this.#echo = new EchoWatch(ctx)
+  }
+
+  /** Reads until the first token is timed and the echo settled (or the stream ends). */
+  async untilVerdict(): Promise<void> {
+    try {
+      while (!(await this.#readOne()) && !this.#decidable()) {}
+    } catch (error) {
+      await this.#reader.cancel(error).catch(() => {})
+      throw error
+    }
+  }
+
+  /** True at the end of the stream. */
+  async #readOne(): Promise<boolean> {
+    let next: ReadableStreamReadResult<SseEvent>
+    try {
+      next = await this.#reader.read()
+    } catch (error) {
+      // The watchdog's 504 and the decoder's own errors keep their meaning.
+      if (error instanceof GuardError) throw error
+      throw new GuardError(
+        'upstream_error',
+        'The upstream stream failed before it could be verified.',
+        { cause: error },
+      )
+    }
+    if (next.done) {
+      this.#ended = true
+      return true
+    }
+    await this.#hold(parseFrame(next.value), next.value.data.length)
+    return false
+  }
+
+  async #hold(frame: Frame, bytes: number): Promise<void> {
+    const { maxHeldBytes, now } = this.#ctx.services.options
+    this.held.push(frame)
+    this.#heldBytes += bytes
+    if (frame.done) this.#sawDone = true
+    if (frame.finishReason) this.#finishReason = frame.finishReason
+    if (this.#heldBytes > maxHeldBytes) {
+      throw new GuardError(
+        'upstream_error',
+        `The answer grew past ${maxHeldBytes} bytes before it could be verified; it was withheld.`,
+      )
+    }
+    let hasText = false
+    for (const [channel, text] of channelEntries(frame.texts)) {
+      if (!text) continue
+      hasText = true
+      this.raw[channel] = (this.raw[channel] ?? '') + text
+    }
+    if (hasText && this.#firstTokenMs === undefined) {
+      // Reasoning counts: the first token of any kind is when prefill must have finished.
+      this.#firstTokenMs = now() - this.#ctx.startedAt
+      this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs, 0)
+    }
+    this.#echo.observe(this.raw.content ?? '', false)
+  }
+
+  /**
+   * Timed and settled — unless the first token came too fast: then the upstream's cached-token report
+   * at the end decides, so an honest cache hit the guard could not foresee (another tenant's identical
+   * prefix) is not withheld, even when it coincides with a slipped echo. Nothing is released meanwhile.
+   */
+  #decidable(): boolean {
+    return this.#firstTokenMs !== undefined && this.#echo.settled && !this.#timing?.impossible
+  }
+
+  /** The verdict on what was read, with the upstream's cache report where the stream ended. */
+  async conclude(): Promise<Conclusion> {
+    const echo = this.#echo.conclude(this.raw.content ?? '', this.#finishReason, this.#ended)
+    this.#concluded = echo
+    const usage = this.#endUsage()
+    if (this.#timing?.impossible && this.#ended && this.#firstTokenMs !== undefined) {
+      const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0
+      this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs, cached)
+    }
+    const reported = usage?.prompt_tokens
+    return conclude(this.#ctx, {
+      echo,
+      texts: this.raw,
+      ...(this.#timing ? { timing: this.#timing } : {}),
+      ...(reported !== undefined ? { reported } : {}),
+    })
+  }
+
+  #endUsage(): Usage | undefined {
+    if (!this.#ended) return undefined
+    return this.held.findLast((f) => f.usage?.prompt_tokens !== undefined)?.usage
+  }
+
+  cancel(): Promise<void> {
+    return this.#reader.cancel().catch(() => {})
+  }
+
+  /** Hands the held frames and the rest of the stream to the release stage. */
+  release(
+    events: ReadableStream<SseEvent>,
+    conclusion: Conclusion,
+  ): AttemptOutcome<ReadableStream<Uint8Array>> {
+    if (this.#ended && !this.#sawDone) {
+      throw new GuardError(
+        'upstream_error',
+        'The upstream stream ended before it was complete; nothing was released.',
+      )
+    }
+    const ctx = this.#ctx
+    const { verdict, figures } = conclusion
+    const span = this.#echo.span
+    this.#reader.releaseLock()
+    const released = events
+      .pipeThrough(
+        releaseStream(ctx, {
+          held: this.held,
+          strips: span && span.end > span.start ? { content: [span] } : {},
+          // Usage comes at the end of the stream: taught once the whole answer passed.
+          onEnd: (usage) => this.#teach(usage),
+          onForeign: (channel, tenantTag, seen) =>
+            // Quarantine mid-stream: record what was seen, end the stream before the offending event.
+            ctx.services.withhold(ctx, {
+              verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
+              withheld: seen,
+              figures,
+              canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
+            }),
+        }),
+      )
+      .pipeThrough(sseEncoder())
+    const format = this.held.find((f) => f.format !== undefined)?.format
+    return { verdict, released, withheld: {}, figures, canaries: [], ...(format ? { format } : {}) }
+  }
+
+  #teach(usage: Usage | undefined): void {
+    teach(this.#ctx, {
+      ...(usage?.prompt_tokens !== undefined ? { reported: usage.prompt_tokens } : {}),
+      ...(usage?.prompt_tokens_details?.cached_tokens !== undefined
+        ? { reportedCached: usage.prompt_tokens_details.cached_tokens }
+        : {}),
+      ...(this.#firstTokenMs !== undefined ? { firstTokenMs: this.#firstTokenMs } : {}),
+      verified: this.#concluded === 'echoed',
+    })
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * @module One verdict from every signal: release, retry, or quarantine — with reasons and a score.
+ *
+ * | signal (alone)                                   | action     | why                                            |
+ * |--------------------------------------------------|------------|------------------------------------------------|
+ * | foreign canary (verifies, not this request's)     | quarantine | proof: another request's prompt is in the answer |
+ * | first token faster than any real prefill         | quarantine | the prompt was not read (placeholder path)      |
+ * | reported prompt tokens below the lower estimate  | quarantine | the engine read less than was sent (truncation) |
+ * | echo missing + any signal above                  | quarantine | two independent signs                           |
+ * | echo missing, nothing else wrong                 | retry      | a lone instruction slip is common (≈2%); a     |
+ * |                                                  |            | retry is cheap and, unlike releasing, never     |
+ * |                                                  |            | lets a stale or truncated answer out            |
+ * | echo missing again after the allowed retries     | quarantine | systematic: truncation or stale pages repeat    |
+ * | output limit reached before the echo could come  | refuse     | unverifiable, and a retry would end the same    |
+ * |                                                  |            | way: withheld, a 400 telling the client to      |
+ * |                                                  |            | raise max_tokens — a client error, no incident  |
+ * | echo verified or not required, nothing else      | release    |                                                 |
+ *
+ * The score (0–1) orders incidents for review: it is the strongest single piece of evidence, not a
+ * threshold — any quarantine rule above is sufficient on its own.
+ */
+import type { TimingSignal } from '../timing/prefill'
+
+/**
+ * How the echo check ended. `cut-off`: the answer reached its output limit before any visible reply
+ * long enough to carry the echo (a reasoning model spends its budget thinking first).
+ */
+export type EchoOutcome = 'echoed' | 'missing' | 'cut-off' | 'not-requested'
+
+/** Every signal the guards gathered about one answer. */
+export interface Signals {
+  echo: EchoOutcome
+  /** Canaries in the answer that verify under our key but belong to another request. */
+  foreignCanaries: number
+  timing?: TimingSignal
+  /**
+   * The upstream's own prompt count beside the guard's lower estimate of it (the family's smallest
+   * count with a margin, template included), when both are known.
+   */
+  usage?: { reported: number; lower: number }
+  /** Attempts made so far, including this one, and how many retries a lone missing echo may use. */
+  attempt: number
+  retries: number
+}
+
+/** A reason code and what it weighs. */
+export type Reason =
+  | 'foreign_canary'
+  | 'ttft_impossible'
+  | 'usage_undercount'
+  | 'echo_missing'
+  | 'echo_missing_repeatedly'
+  | 'echo_cut_off'
+
+/** The decision on one answer. */
+export interface Verdict {
+  /** `refuse`: withheld as a client error (nothing leaked, nothing to review), never an incident. */
+  action: 'release' | 'retry' | 'quarantine' | 'refuse'
+  reasons: Reason[]
+  score: number
+}
+
+const WEIGHT: Record<Reason, number> = {
+  foreign_canary: 1,
+  ttft_impossible: 0.9,
+  usage_undercount: 0.8,
+  echo_missing_repeatedly: 0.6,
+  echo_missing: 0.4,
+  echo_cut_off: 0.3,
+}
+
+/**
+ * The engine reports reading fewer tokens than the guard's lower estimate: no tokenizer of the model's
+ * generation counts the prompt that low (see src/ceiling/estimate.ts), while silent truncation drops
+ * far more — at the incident's figures, 681,280 / 1,048,576 = 65% of the prompt is kept.
+ */
+/**
+ * Combines the signals into one verdict (see the module table).
+ *
+ * @example
+ * decide({ echo: 'echoed', foreignCanaries: 0, attempt: 1, retries: 1 }).action // 'release'
+ */
+export function decide(signals: Signals): Verdict {
+  const hard: Reason[] = []
+  if (signals.foreignCanaries > 0) hard.push('foreign_canary')
+  if (signals.timing?.impossible) hard.push('ttft_impossible')
+  if (signals.usage && signals.usage.reported < signals.usage.lower) {
+    hard.push('usage_undercount')
+  }
+  if (hard.length > 0) {
+    const reasons = signals.echo === 'missing' ? [...hard, 'echo_missing' as const] : hard
+    return { action: 'quarantine', reasons, score: score(reasons) }
+  }
+  if (signals.echo === 'cut-off') {
+    // Unverifiable, and a retry would be cut off the same way: withhold, and tell the client why. Not
+    // an incident: nothing points at a leak, and `max_tokens: 1` must not flood the review queue.
+    return { action: 'refuse', reasons: ['echo_cut_off'], score: WEIGHT.echo_cut_off }
+  }
+  if (signals.echo === 'missing') {
+    if (signals.attempt <= signals.retries) {
+      return { action: 'retry', reasons: ['echo_missing'], score: WEIGHT.echo_missing }
+    }
+    const reasons: Reason[] = ['echo_missing_repeatedly']
+    return { action: 'quarantine', reasons, score: score(reasons) }
+  }
+  return { action: 'release', reasons: [], score: 0 }
+}
+
+function score(reasons: Reason[]): number {
+  return Math.max(0, ...reasons.map((r) => WEIGHT[r]))
+}
