@@ -80,7 +80,8 @@ export default defineConfig({
             // workerd's INFO logs off: it logs every exception an RPC method throws as "uncaught", even
             // when the caller catches it, and the simulator refuses over-long prompts by throwing (as
             // Workers AI does): the guard catches each refusal, workerd printed each with its stack.
-            // Errors and warnings still print.
+            // The simulator's console.error/warn still print, and an exception it throws still reaches the
+            // test that called it.
             verbose: false,
             miniflare: {
               bindings: { TEST_MIGRATIONS: migrations },

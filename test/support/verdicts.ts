@@ -69,3 +69,43 @@ export function captureWarnings(pattern: RegExp): { readonly lines: string[] } {
   })
   return { lines }
 }
+
+/** One verdict line of the Worker's log (src/worker/config.ts): `ai_guard_verdict` and the verdict. */
+export type WorkerVerdict = VerdictLog & { event: 'ai_guard_verdict' }
+
+/**
+ * Captures, instead of printing, the Worker's verdict lines (console.log of `ai_guard_verdict` JSON)
+ * during every test of the calling file or `describe`, parsed; any other console.log still prints.
+ * The Worker runs in the test's isolate under `SELF.fetch`, so its console is the test's.
+ *
+ * @example
+ * const logged = captureWorkerVerdicts()
+ * await post('/v1/chat/completions', body, KEY_B)
+ * expect(logged.events.at(-1)?.action).toBe('quarantine')
+ */
+export function captureWorkerVerdicts(): { readonly events: WorkerVerdict[] } {
+  const events: WorkerVerdict[] = []
+  let spy: MockInstance<typeof console.log> | undefined
+  beforeEach(() => {
+    events.length = 0
+    const real = console.log.bind(console)
+    spy = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
+      const verdict = args.length === 1 ? workerVerdict(args[0]) : undefined
+      if (verdict) events.push(verdict)
+      else real(...args)
+    })
+  })
+  afterEach(() => {
+    spy?.mockRestore()
+  })
+  return { events }
+}
+
+function workerVerdict(line: unknown): WorkerVerdict | undefined {
+  if (typeof line !== 'string' || !line.startsWith('{"event":"ai_guard_verdict"')) return undefined
+  try {
+    return JSON.parse(line) as WorkerVerdict
+  } catch {
+    return undefined
+  }
+}

@@ -3,6 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest'
 import { CANARY_PATTERN } from '../../src'
 import type { QuarantineRecord, QuarantineSummary } from '../../src/quarantine/store'
 import { chat, document } from '../support/prompts'
+import { captureWorkerVerdicts } from '../support/verdicts'
 import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -44,6 +45,8 @@ async function leak(
 }
 
 describe('quarantine through the Worker', () => {
+  const logged = captureWorkerVerdicts()
+
   for (const mode of ['pd-abort-leak', 'truncate', 'stale-pages'] as const)
     for (const stream of [false, true]) {
       it(`should withhold the answer and tell the client only the incident id (${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
@@ -61,6 +64,14 @@ describe('quarantine through the Worker', () => {
         expect(res.headers.get('x-guard-incident-id')).toBe(parsed.error.incident_id)
         expect(body).not.toContain('TENANT-A')
         expect(body).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
+        // The operator's log: A's answer released, B's withheld under the incident the client got.
+        const quarantined = logged.events.filter((v) => v.action === 'quarantine')
+        expect(quarantined.map((v) => [v.tenant, v.incidentId])).toEqual([
+          ['tenant-b', parsed.error.incident_id],
+        ])
+        expect(logged.events.filter((v) => v.tenant === 'tenant-a').map((v) => v.action)).toEqual([
+          'release',
+        ])
       })
     }
 
