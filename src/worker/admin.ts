@@ -7,12 +7,9 @@ import type { QuarantineQuery } from '../quarantine/store'
 import type { DurableCalibration } from './calibration'
 import { guardFor } from './config'
 import type { Env } from './env'
+import { refusalBody } from './openai'
 
 type AdminEnv = { Bindings: Env }
-
-const refused = (message: string) => ({
-  error: { message, type: 'invalid_request_error', code: 'unauthorized', param: null },
-})
 
 /**
  * `/admin/incidents` (list; filters `since`, `until` (ms), `tenant`, `reason`, `limit`),
@@ -27,10 +24,11 @@ export function adminRoutes(): Hono<AdminEnv> {
 
   admin.use('*', async (c, next) => {
     const secret = c.env.ADMIN_SECRET
-    if (!secret || secret.length < 16) return c.json(refused('Admin routes are disabled.'), 403)
+    if (!secret || secret.length < 16)
+      return c.json(refusalBody('unauthorized', 'Admin routes are disabled.'), 403)
     const match = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')
     if (!match || !constantTimeEqual(match[1]!, secret)) {
-      return c.json(refused('Missing or wrong admin secret.'), 401)
+      return c.json(refusalBody('unauthorized', 'Missing or wrong admin secret.'), 401)
     }
     await next()
   })
@@ -52,19 +50,7 @@ export function adminRoutes(): Hono<AdminEnv> {
 
   admin.get('/incidents/:id', async (c) => {
     const record = await guardFor(c.env).quarantine.get(c.req.param('id'))
-    if (!record) {
-      return c.json(
-        {
-          error: {
-            message: 'No such incident.',
-            type: 'invalid_request_error',
-            code: 'not_found',
-            param: 'id',
-          },
-        },
-        404,
-      )
-    }
+    if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
     return c.json(record)
   })
 

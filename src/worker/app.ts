@@ -1,7 +1,7 @@
 /**
  * @module The deployable guard Worker: an OpenAI-compatible endpoint and a native Workers AI route.
  */
-import { Hono } from 'hono'
+import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { GuardError } from '../errors'
 import { guardInfo } from '../guard'
 import type { AiRunner } from '../upstream'
@@ -9,10 +9,88 @@ import { adminRoutes } from './admin'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'
 import type { Env } from './env'
-import { fromOpenAi, SSE_HEADERS, toChatChunks, toChatCompletion, withErrorEvent } from './openai'
+import {
+  fromOpenAi,
+  refusalBody,
+  SSE_HEADERS,
+  toChatChunks,
+  toChatCompletion,
+  withErrorEvent,
+} from './openai'
 import { tenantFor } from './tenants'
 
 type AppEnv = { Bindings: Env; Variables: { tenant: string } }
+
+type AppContext = Context<AppEnv>
+
+/**
+ * The Worker's Hono app.
+ *
+ * @example
+ * export default { fetch: createApp().fetch } satisfies ExportedHandler<Env>
+ */
+export function createApp(): Hono<AppEnv> {
+  const app = new Hono<AppEnv>()
+  app.get('/health', (c) => c.json({ ok: true, service: 'workers-ai-guard' }))
+  // Every model route needs a tenant: the key alone decides it, never a header the client picks.
+  app.use('/v1/*', requireTenant(OPENAI_UNAUTHORIZED))
+  app.use('/ai/*', requireTenant(NATIVE_UNAUTHORIZED))
+  app.post('/v1/chat/completions', chatCompletions)
+  app.post('/ai/run/*', runNative)
+  app.route('/admin', adminRoutes())
+  // The simulator's control routes (/sim/config, /sim/reset, /sim/stats) under `npm start`, where
+  // wrangler.dev.toml binds it as SIM; production has no such binding, so they are not found there.
+  app.all('/sim/*', (c) => (c.env.SIM ? c.env.SIM.fetch(c.req.raw) : c.notFound()))
+  app.notFound((c) => c.json(refusalBody('not_found', 'Not found.'), 404))
+  app.onError(errorResponse)
+  return app
+}
+
+/** The 401 body of each surface, in the error shape its clients parse. */
+const OPENAI_UNAUTHORIZED = refusalBody(
+  'invalid_api_key',
+  'Missing or unknown API key; send Authorization: Bearer <key>.',
+)
+const NATIVE_UNAUTHORIZED = {
+  success: false,
+  errors: [{ code: 10000, message: 'Missing or unknown API key.' }],
+}
+
+/** Middleware: the tenant of the bearer key at `c.var.tenant`, or a 401 with the surface's body. */
+function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
+  return async function tenant(c, next) {
+    const found = await tenantFor(c.env, c.req.header('authorization'))
+    if (!found) return c.json(unauthorized, 401)
+    c.set('tenant', found)
+    await next()
+  }
+}
+
+/** `POST /v1/chat/completions`: an OpenAI chat body in, an OpenAI answer or chunk stream out. */
+async function chatCompletions(c: AppContext): Promise<Response> {
+  const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, bodyLimit(c.env)))
+  const output = await runnerFor(c).run(model, inputs)
+  if (output instanceof ReadableStream) {
+    // Chat-format streams are already OpenAI chunks: only legacy events need rewriting.
+    const chunks = guardInfo(output)?.format === 'chat' ? output : toChatChunks(output, model)
+    return streamResponse(chunks, output)
+  }
+  return c.json(toChatCompletion(output, model), 200, headersFor(output))
+}
+
+/** `POST /ai/run/<model>`: the Workers AI input and output shapes, as `env.AI.run` takes and returns them. */
+async function runNative(c: AppContext): Promise<Response> {
+  const model = modelFromPath(c.req.path)
+  const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
+  const output = await runnerFor(c).run(model, inputs)
+  if (output instanceof ReadableStream) return streamResponse(output, output)
+  return c.json(output as Record<string, unknown>, 200, headersFor(output))
+}
+
+/** A guarded stream as the client's SSE response, ended by an error event if the guard stops it. */
+function streamResponse(body: ReadableStream<Uint8Array>, guarded: unknown): Response {
+  return new Response(withErrorEvent(body), { headers: { ...SSE_HEADERS, ...headersFor(guarded) } })
+}
 
 function headersFor(output: unknown): Record<string, string> {
   const info = guardInfo(output)
@@ -24,112 +102,15 @@ function headersFor(output: unknown): Record<string, string> {
   return headers
 }
 
-/**
- * The Worker's Hono app.
- *
- * @example
- * export default { fetch: createApp().fetch } satisfies ExportedHandler<Env>
- */
-export function createApp(): Hono<AppEnv> {
-  const app = new Hono<AppEnv>()
-
-  app.get('/health', (c) => c.json({ ok: true, service: 'workers-ai-guard' }))
-
-  // Every model route needs a tenant: the key alone decides it, never a header the client picks.
-  app.use('/v1/*', async (c, next) => {
-    const tenant = await tenantFor(c.env, c.req.header('authorization'))
-    if (!tenant) {
-      return c.json(
-        {
-          error: {
-            message: 'Missing or unknown API key; send Authorization: Bearer <key>.',
-            type: 'invalid_request_error',
-            code: 'invalid_api_key',
-            param: null,
-          },
-        },
-        401,
-      )
-    }
-    c.set('tenant', tenant)
-    await next()
+/** A guard error answers with its own status and body; anything else is logged and answers 500. */
+function errorResponse(error: Error): Response {
+  if (error instanceof GuardError) return error.getResponse()
+  console.error(JSON.stringify({ event: 'ai_guard_error', error: String(error).slice(0, 300) }))
+  const internal = new GuardError('guard_unavailable', 'Internal error; nothing was released.', {
+    status: 500,
+    cause: error,
   })
-  app.use('/ai/*', async (c, next) => {
-    const tenant = await tenantFor(c.env, c.req.header('authorization'))
-    if (!tenant) {
-      return c.json(
-        { success: false, errors: [{ code: 10000, message: 'Missing or unknown API key.' }] },
-        401,
-      )
-    }
-    c.set('tenant', tenant)
-    await next()
-  })
-
-  app.post('/v1/chat/completions', async (c) => {
-    const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, bodyLimit(c.env)))
-    const ai = runnerFor(c.env, c.var.tenant, c.executionCtx)
-    const output = await ai.run(model, inputs)
-    if (output instanceof ReadableStream) {
-      // Chat-format streams are already OpenAI chunks: only legacy events need rewriting.
-      const chunks = guardInfo(output)?.format === 'chat' ? output : toChatChunks(output, model)
-      return new Response(withErrorEvent(chunks), {
-        headers: { ...SSE_HEADERS, ...headersFor(output) },
-      })
-    }
-    return c.json(toChatCompletion(output, model), 200, headersFor(output))
-  })
-
-  // The Workers AI input and output shapes, as `env.AI.run(model, inputs)` takes and returns them.
-  app.post('/ai/run/*', async (c) => {
-    const model = modelFromPath(c.req.path)
-    const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
-    const output = await runnerFor(c.env, c.var.tenant, c.executionCtx).run(model, inputs)
-    if (output instanceof ReadableStream) {
-      return new Response(withErrorEvent(output), {
-        headers: { ...SSE_HEADERS, ...headersFor(output) },
-      })
-    }
-    return c.json(output as Record<string, unknown>, 200, headersFor(output))
-  })
-
-  app.route('/admin', adminRoutes())
-
-  // The simulator's control routes (/sim/config, /sim/reset, /sim/stats) under `npm start`, where
-  // wrangler.dev.toml binds it as SIM; production has no such binding, so they are not found there.
-  app.all('/sim/*', (c) => (c.env.SIM ? c.env.SIM.fetch(c.req.raw) : c.notFound()))
-
-  app.notFound((c) =>
-    c.json(
-      {
-        error: {
-          message: 'Not found.',
-          type: 'invalid_request_error',
-          code: 'not_found',
-          param: null,
-        },
-      },
-      404,
-    ),
-  )
-
-  app.onError((error, c) => {
-    if (error instanceof GuardError) return error.getResponse()
-    console.error(JSON.stringify({ event: 'ai_guard_error', error: String(error).slice(0, 300) }))
-    return c.json(
-      {
-        error: {
-          message: 'Internal error; nothing was released.',
-          type: 'server_error',
-          code: 'guard_unavailable',
-          param: null,
-        },
-      },
-      500,
-    )
-  })
-
-  return app
+  return internal.getResponse()
 }
 
 /** Longer than any Workers AI model name (`@cf/<author>/<model>`) or fine-tune id. */
@@ -174,13 +155,10 @@ function hasControlCharacter(text: string): boolean {
   return false
 }
 
-function runnerFor(
-  env: Env,
-  tenant: string,
-  ctx: { waitUntil(promise: Promise<unknown>): void },
-): AiRunner {
+function runnerFor(c: AppContext): AiRunner {
+  const { env, executionCtx } = c
   if (!env.AI || typeof env.AI.run !== 'function') {
     throw new GuardError('guard_unavailable', 'No Workers AI binding named AI is configured.')
   }
-  return guardFor(env).runner(env.AI, tenant, { waitUntil: (p) => ctx.waitUntil(p) })
+  return guardFor(env).runner(env.AI, c.var.tenant, { waitUntil: (p) => executionCtx.waitUntil(p) })
 }

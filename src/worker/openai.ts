@@ -1,7 +1,8 @@
 /**
- * @module The OpenAI-compatible surface: request mapping, legacy-to-chat answers, errors inside streams.
+ * @module The OpenAI-compatible surface: request mapping, legacy-to-chat answers, error bodies (the
+ * Worker's own refusals, and errors inside streams).
  */
-import { errorBody, GuardError } from '../errors'
+import { type ErrorBody, errorBody, GuardError } from '../errors'
 import { type Frame, parseFrame } from '../stream/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from '../stream/sse'
 
@@ -157,4 +158,28 @@ export function withErrorEvent(stream: ReadableStream<Uint8Array>): ReadableStre
       await reader.cancel(reason)
     },
   })
+}
+
+/** What the Worker refuses by itself, before any guard runs; none is a {@link GuardError} code. */
+export type RefusalCode =
+  /** `/v1/*` without a known tenant key (OpenAI's own code for it). */
+  | 'invalid_api_key'
+  /** `/admin/*` without the admin secret, or with admin routes off. */
+  | 'unauthorized'
+  /** No such route, or no such incident. */
+  | 'not_found'
+
+/**
+ * The body of a refusal the Worker makes by itself (an unknown key, a missing route): the shape of
+ * {@link errorBody}, so OpenAI clients read it like any guard error.
+ *
+ * @example
+ * return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
+ */
+export function refusalBody(
+  code: RefusalCode,
+  message: string,
+  param: string | null = null,
+): ErrorBody {
+  return { error: { message, type: 'invalid_request_error', code, param } }
 }
