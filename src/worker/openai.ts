@@ -42,12 +42,16 @@ export function fromOpenAi(body: Record<string, unknown>): {
 
 /**
  * A whole answer as an OpenAI `chat.completion`: chat-shaped answers pass unchanged; legacy
- * `{ response }` answers are wrapped.
+ * `{ response }` answers are wrapped, stamped `created` from `now` (ms since epoch).
  *
  * @example
  * return c.json(toChatCompletion(await ai.run(model, inputs), model))
  */
-export function toChatCompletion(output: unknown, model: string): unknown {
+export function toChatCompletion(
+  output: unknown,
+  model: string,
+  now: () => number = Date.now,
+): unknown {
   if (output === null || typeof output !== 'object') {
     throw new GuardError('upstream_error', 'The upstream answer is not an object.')
   }
@@ -71,7 +75,7 @@ export function toChatCompletion(output: unknown, model: string): unknown {
   return {
     id: `chatcmpl-${crypto.randomUUID()}`,
     object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
+    created: Math.floor(now() / 1000),
     model,
     choices: [{ index: 0, message, finish_reason: message.tool_calls ? 'tool_calls' : 'stop' }],
     ...(record.usage ? { usage: record.usage } : {}),
@@ -80,7 +84,7 @@ export function toChatCompletion(output: unknown, model: string): unknown {
 
 /**
  * A guarded SSE stream as OpenAI `chat.completion.chunk` events; legacy `{ response }` events are
- * rewritten, chat events pass unchanged.
+ * rewritten (stamped `created` from `now`, ms since epoch), chat events pass unchanged.
  *
  * @example
  * return new Response(toChatChunks(stream, model), { headers: SSE_HEADERS })
@@ -88,9 +92,10 @@ export function toChatCompletion(output: unknown, model: string): unknown {
 export function toChatChunks(
   stream: ReadableStream<Uint8Array>,
   model: string,
+  now: () => number = Date.now,
 ): ReadableStream<Uint8Array> {
   const id = `chatcmpl-${crypto.randomUUID()}`
-  const created = Math.floor(Date.now() / 1000)
+  const created = Math.floor(now() / 1000)
   return stream
     .pipeThrough(sseDecoder())
     .pipeThrough(
