@@ -11,7 +11,7 @@
 import { parseFrame } from '../stream/frames'
 import { sseDecoder } from '../stream/sse'
 import type { GuardSign } from './guard-sign'
-import { ProbeTransportError } from './transport-error'
+import { messageOf, ProbeTransportError } from './transport-error'
 
 /** What the target answered, as the probe judges it. Never printed: it may hold another tenant's text. */
 export interface ProbeAnswer {
@@ -39,7 +39,13 @@ export interface ProbeAnswer {
 
 type Json = Record<string, unknown>
 
-function isObject(value: unknown): value is Json {
+/**
+ * Whether a JSON value is an object (not null, not an array).
+ *
+ * @example
+ * if (isObject(json) && typeof json.message === 'string') message = json.message
+ */
+export function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
@@ -172,6 +178,5 @@ export function clip(message: string, max = 300): string {
 
 function asTransportError(error: unknown): ProbeTransportError {
   if (error instanceof ProbeTransportError) return error
-  const message = error instanceof Error ? error.message : String(error)
-  return new ProbeTransportError('malformed', clip(message), { cause: error })
+  return new ProbeTransportError('malformed', clip(messageOf(error)), { cause: error })
 }

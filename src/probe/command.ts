@@ -4,10 +4,11 @@
  */
 
 import { planProbe, runProbe } from './probe'
-import { progressLine } from './progress'
-import { renderDryRun, renderReport } from './report'
-import { PROBE_DEFAULTS, type ProbeOptions } from './settings'
+import { type ProbeProgress, progressLine } from './progress'
+import { renderDryRun, renderReport } from './render'
+import { NUMBER_OPTIONS, PROBE_DEFAULTS, type ProbeOptions } from './settings'
 import { urlTransport } from './transport'
+import { messageOf } from './transport-error'
 
 /** What the command may touch. */
 export interface CommandIo {
@@ -129,8 +130,8 @@ function parseValue(name: string, kind: Kind, raw: string): string | number {
 
 function parseArgs(args: readonly string[]): Parsed {
   const out: Parsed = {}
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string
+  const rest = [...args]
+  for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
     if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`)
     const eq = arg.indexOf('=')
     const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
@@ -144,11 +145,10 @@ function parseArgs(args: readonly string[]): Parsed {
     let raw: string
     if (eq !== -1) raw = arg.slice(eq + 1)
     else {
-      const next = args[i + 1]
+      const next = rest.shift()
       if (next === undefined || next.startsWith('--'))
         throw new UsageError(`--${name} needs a value`)
       raw = next
-      i++
     }
     out[spec.key] = parseValue(name, spec.kind, raw)
   }
@@ -174,78 +174,85 @@ export async function probeCommand(argv: readonly string[], io: CommandIo): Prom
     )
     return 2
   }
-  let parsed: Parsed
   try {
-    parsed = parseArgs(rest)
-  } catch (error) {
-    return usageFailure(io, error)
-  }
-  if (parsed.help === true) {
-    io.stdout(PROBE_USAGE)
-    return 0
-  }
-  const model = typeof parsed.model === 'string' ? parsed.model : DEFAULT_PROBE_MODEL
-  const url = typeof parsed.url === 'string' ? parsed.url : undefined
-  const options: Omit<ProbeOptions, 'transport'> = {}
-  for (const key of [
-    'window',
-    'start',
-    'maxLength',
-    'tolerance',
-    'maxPrefill',
-    'maxOutput',
-    'retries',
-    'seed',
-    'maxRequests',
-    'maxTokensTotal',
-    'margin',
-    'outputReserve',
-  ] as const) {
-    const value = parsed[key]
-    if (typeof value === 'number') options[key] = value
-  }
-  try {
-    if (parsed.dryRun === true) {
-      const plan = planProbe(options, { target: url ?? '(no --url given)', model })
-      io.stdout(
-        parsed.json === true ? `${JSON.stringify(plan, jsonNumbers, 2)}\n` : renderDryRun(plan),
-      )
+    const parsed = parseArgs(rest)
+    if (parsed.help === true) {
+      io.stdout(PROBE_USAGE)
       return 0
     }
-    if (url === undefined) throw new UsageError('--url is required (or --dry-run to see the plan)')
-    const apiKey = typeof parsed.key === 'string' ? parsed.key : io.env.PROBE_API_KEY
-    const transport = urlTransport({
-      url,
-      model,
-      ...(apiKey ? { apiKey } : {}),
-      ...(typeof parsed.timeoutMs === 'number' ? { timeoutMs: parsed.timeoutMs } : {}),
-      ...(io.fetch ? { fetch: io.fetch } : {}),
-    })
-    let drawn = false
-    const report = await runProbe({
-      ...options,
-      transport,
-      onProgress: io.isTTY
-        ? (event) => {
-            drawn = true
-            io.stderr(`\r\x1b[2K${progressLine(event, io.columns ?? 80)}`)
-          }
-        : undefined,
-    })
-    if (drawn) io.stderr('\r\x1b[2K')
-    io.stdout(
-      parsed.json === true ? `${JSON.stringify(report, jsonNumbers, 2)}\n` : renderReport(report),
-    )
-    if (report.verdict === 'inconclusive') io.stderr(`workers-ai-guard probe: ${report.summary}\n`)
-    return report.exitCode
+    return parsed.dryRun === true ? dryRun(parsed, io) : await probe(parsed, io)
   } catch (error) {
     return usageFailure(io, error)
   }
 }
 
+/** The settings the command line gave (the rest keep their defaults). */
+function settingsOf(parsed: Parsed): Omit<ProbeOptions, 'transport'> {
+  const options: Omit<ProbeOptions, 'transport'> = {}
+  for (const name of NUMBER_OPTIONS) {
+    const value = parsed[name]
+    if (typeof value === 'number') options[name] = value
+  }
+  return options
+}
+
+const modelOf = (parsed: Parsed): string =>
+  typeof parsed.model === 'string' ? parsed.model : DEFAULT_PROBE_MODEL
+
+/** `--dry-run`: the plan, as text or JSON; nothing is sent. */
+function dryRun(parsed: Parsed, io: CommandIo): number {
+  const target = typeof parsed.url === 'string' ? parsed.url : '(no --url given)'
+  const plan = planProbe(settingsOf(parsed), { target, model: modelOf(parsed) })
+  io.stdout(parsed.json === true ? `${JSON.stringify(plan, jsonNumbers, 2)}\n` : renderDryRun(plan))
+  return 0
+}
+
+/** The run itself: progress on a terminal, the report on stdout, its exit code. */
+async function probe(parsed: Parsed, io: CommandIo): Promise<number> {
+  if (typeof parsed.url !== 'string') {
+    throw new UsageError('--url is required (or --dry-run to see the plan)')
+  }
+  const apiKey = typeof parsed.key === 'string' ? parsed.key : io.env.PROBE_API_KEY
+  const transport = urlTransport({
+    url: parsed.url,
+    model: modelOf(parsed),
+    ...(apiKey ? { apiKey } : {}),
+    ...(typeof parsed.timeoutMs === 'number' ? { timeoutMs: parsed.timeoutMs } : {}),
+    ...(io.fetch ? { fetch: io.fetch } : {}),
+  })
+  const bar = progressBar(io)
+  const report = await runProbe({ ...settingsOf(parsed), transport, onProgress: bar.draw })
+  bar.clear()
+  io.stdout(
+    parsed.json === true ? `${JSON.stringify(report, jsonNumbers, 2)}\n` : renderReport(report),
+  )
+  if (report.verdict === 'inconclusive') io.stderr(`workers-ai-guard probe: ${report.summary}\n`)
+  return report.exitCode
+}
+
+/** The one-line progress bar on stderr, drawn only on a terminal and cleared before the report. */
+function progressBar(io: CommandIo): {
+  draw: ((event: ProbeProgress) => void) | undefined
+  clear(): void
+} {
+  let drawn = false
+  return {
+    draw: io.isTTY
+      ? (event) => {
+          drawn = true
+          io.stderr(`\r\x1b[2K${progressLine(event, io.columns ?? 80)}`)
+        }
+      : undefined,
+    clear() {
+      if (drawn) io.stderr('\r\x1b[2K')
+    },
+  }
+}
+
 function usageFailure(io: CommandIo, error: unknown): number {
-  const message = error instanceof Error ? error.message : String(error)
-  io.stderr(`workers-ai-guard probe: ${message}\nRun "workers-ai-guard probe --help" for usage.\n`)
+  io.stderr(
+    `workers-ai-guard probe: ${messageOf(error)}\nRun "workers-ai-guard probe --help" for usage.\n`,
+  )
   return 2
 }
 

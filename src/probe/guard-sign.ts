@@ -66,7 +66,7 @@ export function guardSignOf(
  */
 export function guardSignOfThrown(error: unknown): GuardSign | undefined {
   if (!(error instanceof Error) || error.name !== 'GuardError') return undefined
-  const code = (error as { code?: unknown }).code
+  const code = 'code' in error ? error.code : undefined
   if (code === 'context_length_exceeded') return 'refusal'
   if (code === 'response_quarantined') return 'quarantine'
   return 'guard-error'

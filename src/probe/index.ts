@@ -23,16 +23,14 @@ export {
   type PromptBuilder,
 } from './prompt-builder'
 export { type Rng, randomSeed, seededRng } from './random'
+export { renderDryRun, renderReport } from './render'
 export {
   buildReport,
   type DryRunReport,
   type ProbeGuardFinding,
   type ProbeProfile,
   type ProbeReport,
-  type ProbeStep,
   type ProbeVerdict,
-  renderDryRun,
-  renderReport,
   UPSTREAM_HINT,
 } from './report'
 export { type ProbePlan, planSearch, type SearchState, searchState } from './search'
@@ -47,6 +45,7 @@ export {
   TEMPLATE_ROOM,
   topLength,
 } from './settings'
+export type { ProbeStep } from './step'
 export {
   type ProbeRequest,
   type ProbeTransport,

@@ -7,6 +7,7 @@
  * count (a target that says it read far fewer tokens than were sent truncated the prompt).
  */
 import type { ProbeAnswer } from './answer'
+import { fmt } from './numbers'
 import { NEEDLE_PATTERN, type ProbePrompt } from './prompt-builder'
 
 /** The outcome of one probe request, worst first when several apply. */
@@ -52,8 +53,6 @@ export interface JudgeInput {
   /** Reported prompt tokens below this fraction of those sent is a cut prompt. @default 0.8 */
   usageFloor?: number
 }
-
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 
 /**
  * The shortest time to first token a real prefill of `tokens` uncached tokens can take.

@@ -1,17 +1,23 @@
 /**
  * @module runProbe: finds, by reading the answers, how long a prompt a deployment really serves.
  *
- * Why: the incident's pool was smaller than the advertised window, known before launch, and the
- * pre-launch tests checked status codes and speed at long contexts, never the answers. This is the
- * test that was missing: grow, then bisect, the prompt length; judge every answer on its content,
- * its timing and its token count; stop within a hard budget; recommend a ceiling below what passed.
+ * Why: a deployment can serve less than its advertised window and still answer every request with a
+ * 200 at normal speed; only the answers show it. So: grow, then bisect, the prompt length; judge
+ * every answer on its content, its timing and its token count; stop within a hard budget; recommend
+ * a ceiling below what passed.
  */
-
-import { judgeAnswer } from './judge'
-import { loadPromptBuilder } from './prompt-builder'
-import { randomSeed, seededRng } from './random'
-import { buildReport, type DryRunReport, type ProbeReport, type ProbeStep } from './report'
-import { planSearch, type SearchBounds, type SearchPoint, searchState } from './search'
+import type { ProbeProgress } from './progress'
+import { loadPromptBuilder, type PromptBuilder } from './prompt-builder'
+import { type Rng, randomSeed, seededRng } from './random'
+import { buildReport, type DryRunReport, type ProbeReport, type RunRecord } from './report'
+import {
+  bracket,
+  planSearch,
+  type SearchBounds,
+  type SearchPoint,
+  type SearchState,
+  searchState,
+} from './search'
 import {
   MIN_PROBE_TOKENS,
   type ProbeOptions,
@@ -19,8 +25,9 @@ import {
   resolveProbeSettings,
   topLength,
 } from './settings'
+import { type ProbeStep, sendStep } from './step'
 import type { ProbeTransport } from './transport'
-import { ProbeTransportError } from './transport-error'
+import { isFatal, isRetryable } from './transport-error'
 
 /** The target's count ratio, the o200k length it was measured on, and a top that already passed. */
 interface Learned {
@@ -80,208 +87,171 @@ export function planProbe(
  */
 export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   const settings = resolveProbeSettings(options)
-  const transport: ProbeTransport = options.transport
   const seed = settings.seed ?? randomSeed()
   const rng = seededRng(seed)
   const builder = await loadPromptBuilder()
-  const minTokens = Math.max(builder.minTokens, MIN_PROBE_TOKENS)
-  const planned = planSearch(
-    bounds(settings, minTokens, { ratio: 1 }),
-    settings.maxOutput,
-  ).worstCaseRequests
-  // Every marker ever sent → the step that sent it: found in a later answer, it is a leak.
-  const earlier = new Map<string, number>()
-  const steps: ProbeStep[] = []
-  const points: SearchPoint[] = []
-  const learned: Learned = { ratio: 1 }
-  let charged = 0
-  let reached = false
-  let stoppedBy: 'max-requests' | 'max-tokens-total' | null = null
-  let fatal: string | null = null
-  let state = searchState(points, bounds(settings, minTokens, learned))
+  const { transport, onProgress } = options
+  const run = new ProbeRun({ settings, transport, builder, rng, onProgress })
+  await run.search()
+  return buildReport({ ...settings, ...run.record(), seed })
+}
 
-  run: while (!state.finished) {
-    const tokens = state.next as number
-    let step: ProbeStep | undefined
-    for (let attempt = 0; ; attempt++) {
-      if (steps.length >= settings.maxRequests) {
-        stoppedBy = 'max-requests'
-        break run
-      }
-      if (charged + tokens + settings.maxOutput > settings.maxTokensTotal) {
-        stoppedBy = 'max-tokens-total'
-        break run
-      }
-      const prompt = await builder.build(tokens, rng)
-      const index = steps.length + 1
-      options.onProgress?.({
-        type: 'send',
-        index,
-        tokens,
-        planned: Math.max(planned, index),
-        largestOk: state.largestOk,
-        ...(state.smallestFail === undefined ? {} : { smallestFail: state.smallestFail }),
-      })
-      charged += tokens + settings.maxOutput
-      step = await sendAndJudge(transport, prompt, index, attempt, earlier, settings)
-      for (const marker of [prompt.startNeedle, prompt.endNeedle, prompt.tag]) {
-        earlier.set(marker.toUpperCase(), index)
-      }
-      steps.push(step)
-      options.onProgress?.({
-        type: 'result',
-        step,
-        planned: Math.max(planned, index),
-        largestOk: Math.max(state.largestOk, step.kind === 'ok' ? tokens : 0),
-        ...(state.smallestFail === undefined && step.kind === 'ok'
-          ? {}
-          : {
-              smallestFail: Math.min(
-                state.smallestFail ?? tokens,
-                step.kind === 'ok' ? Infinity : tokens,
-              ),
-            }),
-      })
-      const error = step.error
-      if (error === undefined || (error.kind !== 'network' && error.kind !== 'timeout'))
-        reached = true
-      if (error && isFatal(error)) {
-        fatal = `${error.message} — check --url, --key and --model`
-        break run
-      }
-      if (error?.kind === 'network' && !reached && attempt >= settings.retries) {
-        fatal = `could not reach ${transport.target}: ${error.message}`
-        break run
-      }
-      // A refused connection after the target answered is a server that went away (a crash, a dev
-      // server reloading), not a length it cannot serve: judging it would "pin" a limit that is not.
-      if (error?.kind === 'network' && attempt >= settings.retries && REFUSED.test(error.message)) {
-        fatal = `${transport.target} stopped accepting connections (${error.message}); restart it and probe again`
-        break run
-      }
-      if (!(error && isRetryable(error) && attempt < settings.retries)) break
-    }
-    if (step === undefined) break
-    points.push({ tokens, ok: step.kind === 'ok' })
-    // A correct answer at the top settles the top. Re-deriving it from that answer's own ratio would
-    // move it by the ratio's noise and send yet another near-top prompt, each a fresh chance to
-    // overshoot the window (up to six in a row were seen at a 32k window).
-    if (step.kind === 'ok' && tokens >= bounds(settings, minTokens, learned).top) {
-      learned.passedTop = tokens
-    }
-    if (step.kind === 'ok' && step.reportedPromptTokens !== null && tokens >= state.largestOk) {
-      // The target's tokens per o200k token at the largest good length: the top of the window in
-      // o200k terms, so a tokenizer that counts more is not failed for the window it enforces.
-      learned.ratio = step.reportedPromptTokens / tokens
-      learned.measuredAt = tokens
-    }
-    state = searchState(points, bounds(settings, minTokens, learned))
-  }
-
-  return buildReport({
-    target: transport.target,
-    model: transport.model,
-    seed,
-    window: settings.window,
-    top: bounds(settings, minTokens, learned).top,
-    tolerance: settings.tolerance,
-    maxPrefill: settings.maxPrefill,
-    margin: settings.margin,
-    outputReserve: settings.outputReserve,
-    maxRequests: settings.maxRequests,
-    maxTokensTotal: settings.maxTokensTotal,
-    maxOutput: settings.maxOutput,
-    converged: state.finished && state.converged,
-    stoppedBy,
-    fatal,
-    steps,
-  })
+/** What a {@link ProbeRun} works with. */
+interface RunSetup {
+  settings: ProbeSettings
+  transport: ProbeTransport
+  builder: PromptBuilder
+  rng: Rng
+  onProgress?: (event: ProbeProgress) => void
 }
 
 /** A connection refused (Node's fetch puts the code in the cause, which the message carries). */
 const REFUSED = /ECONNREFUSED|connection refused/i
 
-/** Milliseconds to the microsecond: enough for any TTFT verdict, readable in JSON. */
-function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000
-}
+/** One run's state: the steps sent, what the search and the judge learned, and why it stopped. */
+class ProbeRun {
+  readonly #setup: RunSetup
+  readonly #minTokens: number
+  /** Worst-case requests of the plan, for the progress bar. */
+  readonly #planned: number
+  readonly #steps: ProbeStep[] = []
+  readonly #points: SearchPoint[] = []
+  // Every marker ever sent → the step that sent it: found in a later answer, it is a leak.
+  readonly #earlier = new Map<string, number>()
+  readonly #learned: Learned = { ratio: 1 }
+  #state: SearchState
+  /** Prompt tokens sent plus `maxOutput` per request: what the `maxTokensTotal` cap counts. */
+  #charged = 0
+  /** Whether the target ever answered (anything but a network error or a timeout). */
+  #reached = false
+  #stoppedBy: RunRecord['stoppedBy'] = null
+  #fatal: string | null = null
 
-function isFatal(error: NonNullable<ProbeStep['error']>): boolean {
-  return new ProbeTransportError(error.kind, error.message, statusOf(error)).fatal
-}
+  constructor(setup: RunSetup) {
+    this.#setup = setup
+    this.#minTokens = Math.max(setup.builder.minTokens, MIN_PROBE_TOKENS)
+    const first = bounds(setup.settings, this.#minTokens, { ratio: 1 })
+    this.#planned = planSearch(first, setup.settings.maxOutput).worstCaseRequests
+    this.#state = searchState(this.#points, this.#bounds())
+  }
 
-function isRetryable(error: NonNullable<ProbeStep['error']>): boolean {
-  return new ProbeTransportError(error.kind, error.message, statusOf(error)).retryable
-}
-
-function statusOf(error: NonNullable<ProbeStep['error']>): { status?: number } {
-  return error.status === undefined ? {} : { status: error.status }
-}
-
-async function sendAndJudge(
-  transport: ProbeTransport,
-  prompt: Awaited<ReturnType<Awaited<ReturnType<typeof loadPromptBuilder>>['build']>>,
-  index: number,
-  attempt: number,
-  earlier: ReadonlyMap<string, number>,
-  settings: ProbeSettings,
-): Promise<ProbeStep> {
-  try {
-    const answer = await transport.send({ prompt: prompt.text, maxTokens: settings.maxOutput })
-    const j = judgeAnswer({
-      prompt,
-      answer,
-      earlier,
-      maxPrefill: settings.maxPrefill,
-      usageFloor: settings.usageFloor,
-    })
-    return {
-      index,
-      tokens: prompt.tokens,
-      kind: j.kind,
-      detail:
-        j.kind === 'missing-needle' && answer.finishReason === 'length'
-          ? `${j.detail} (cut at max_tokens ${settings.maxOutput})`
-          : j.detail,
-      attempt,
-      reportedPromptTokens: answer.promptTokens ?? null,
-      cachedTokens: answer.cachedTokens ?? null,
-      ttftMs: answer.ttftMs === null ? null : round(answer.ttftMs),
-      minTtftMs: round(j.minTtftMs),
-      totalMs: round(answer.totalMs),
-      missing: j.missing,
-      foreignFrom: [...new Set(j.foreign.map((f) => f.step))].sort((a, b) => a - b),
-      impossibleTtft: j.impossibleTtft,
-      ...(answer.guard === undefined ? {} : { guard: answer.guard }),
+  /** Sends lengths until the search finishes, a budget cap is hit, or the run cannot go on. */
+  async search(): Promise<void> {
+    while (!this.#state.finished) {
+      const tokens = this.#state.next
+      const step = await this.#measure(tokens)
+      if (step === undefined) return
+      this.#points.push({ tokens, ok: step.kind === 'ok' })
+      this.#learn(tokens, step)
+      this.#state = searchState(this.#points, this.#bounds())
     }
-  } catch (caught) {
-    const error =
-      caught instanceof ProbeTransportError
-        ? caught
-        : new ProbeTransportError(
-            'upstream',
-            caught instanceof Error ? caught.message : String(caught),
-          )
+  }
+
+  /** The run as the report needs it (the settings aside). */
+  record(): Pick<
+    RunRecord,
+    'target' | 'model' | 'top' | 'converged' | 'stoppedBy' | 'fatal' | 'steps'
+  > {
     return {
-      index,
-      tokens: prompt.tokens,
-      kind: 'error',
-      detail: error.message,
-      attempt,
-      reportedPromptTokens: null,
-      cachedTokens: null,
-      ttftMs: null,
-      minTtftMs: 0,
-      totalMs: null,
-      missing: [],
-      foreignFrom: [],
-      impossibleTtft: false,
-      error: {
-        kind: error.kind,
-        ...(error.status === undefined ? {} : { status: error.status }),
-        message: error.message,
-      },
-      ...(error.guard === undefined ? {} : { guard: error.guard }),
+      target: this.#setup.transport.target,
+      model: this.#setup.transport.model,
+      top: this.#bounds().top,
+      converged: this.#state.finished && this.#state.converged,
+      stoppedBy: this.#stoppedBy,
+      fatal: this.#fatal,
+      steps: this.#steps,
+    }
+  }
+
+  #bounds(): SearchBounds {
+    return bounds(this.#setup.settings, this.#minTokens, this.#learned)
+  }
+
+  /** One length, retried while its error says the length was not what failed. Undefined: stop. */
+  async #measure(tokens: number): Promise<ProbeStep | undefined> {
+    const { retries } = this.#setup.settings
+    for (let attempt = 0; ; attempt++) {
+      this.#stoppedBy = this.#budgetCap(tokens)
+      if (this.#stoppedBy !== null) return undefined
+      const step = await this.#send(tokens, attempt)
+      const error = step.error
+      if (error === undefined || (error.kind !== 'network' && error.kind !== 'timeout')) {
+        this.#reached = true
+      }
+      if (error === undefined) return step
+      this.#fatal = this.#fatalOf(error, attempt)
+      if (this.#fatal !== null) return undefined
+      if (!(isRetryable(error.kind, error.status) && attempt < retries)) return step
+    }
+  }
+
+  #budgetCap(tokens: number): RunRecord['stoppedBy'] {
+    const { maxRequests, maxOutput, maxTokensTotal } = this.#setup.settings
+    if (this.#steps.length >= maxRequests) return 'max-requests'
+    if (this.#charged + tokens + maxOutput > maxTokensTotal) return 'max-tokens-total'
+    return null
+  }
+
+  /** Why this error ends the run, or null when the run goes on. */
+  #fatalOf(error: NonNullable<ProbeStep['error']>, attempt: number): string | null {
+    const { target } = this.#setup.transport
+    const lastTry = attempt >= this.#setup.settings.retries
+    if (isFatal(error.kind, error.status))
+      return `${error.message} — check --url, --key and --model`
+    if (error.kind === 'network' && !this.#reached && lastTry) {
+      return `could not reach ${target}: ${error.message}`
+    }
+    // A refused connection after the target answered is a server that went away (a crash, a dev
+    // server reloading), not a length it cannot serve: judging it would "pin" a limit that is not.
+    if (error.kind === 'network' && lastTry && REFUSED.test(error.message)) {
+      return `${target} stopped accepting connections (${error.message}); restart it and probe again`
+    }
+    return null
+  }
+
+  /** Builds, sends and judges one prompt, recording its markers and its step. */
+  async #send(tokens: number, attempt: number): Promise<ProbeStep> {
+    const { settings, transport, builder, rng } = this.#setup
+    const prompt = await builder.build(tokens, rng)
+    const index = this.#steps.length + 1
+    const planned = Math.max(this.#planned, index)
+    this.#progress({ type: 'send', index, tokens, planned, ...this.#bracket() })
+    this.#charged += tokens + settings.maxOutput
+    const earlier = this.#earlier
+    const step = await sendStep(prompt, { transport, index, attempt, earlier, limits: settings })
+    for (const marker of [prompt.startNeedle, prompt.endNeedle, prompt.tag]) {
+      this.#earlier.set(marker.toUpperCase(), index)
+    }
+    this.#steps.push(step)
+    const point = { tokens, ok: step.kind === 'ok' }
+    this.#progress({ type: 'result', step, planned, ...this.#bracket(point) })
+    return step
+  }
+
+  /** The bracket so far (with `extra` counted), as the progress events carry it. */
+  #bracket(extra?: SearchPoint): { largestOk: number; smallestFail?: number } {
+    const { largestOk, smallestFail } = bracket(
+      extra === undefined ? this.#points : [...this.#points, extra],
+    )
+    return smallestFail === undefined ? { largestOk } : { largestOk, smallestFail }
+  }
+
+  #progress(event: ProbeProgress): void {
+    this.#setup.onProgress?.(event)
+  }
+
+  /** What a judged length teaches the next bounds. */
+  #learn(tokens: number, step: ProbeStep): void {
+    if (step.kind !== 'ok') return
+    // A correct answer at the top settles the top. Re-deriving it from that answer's own ratio would
+    // move it by the ratio's noise and send yet another near-top prompt, each a fresh chance to
+    // overshoot the window.
+    if (tokens >= this.#bounds().top) this.#learned.passedTop = tokens
+    if (step.reportedPromptTokens !== null && tokens >= this.#state.largestOk) {
+      // The target's tokens per o200k token at the largest good length: the top of the window in
+      // o200k terms, so a tokenizer that counts more is not failed for the window it enforces.
+      this.#learned.ratio = step.reportedPromptTokens / tokens
+      this.#learned.measuredAt = tokens
     }
   }
 }

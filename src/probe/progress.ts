@@ -1,7 +1,8 @@
 /**
  * @module Progress events of a probe run, and the one-line progress bar the CLI draws from them.
  */
-import type { ProbeStep } from './report'
+import { fmt } from './numbers'
+import type { ProbeStep } from './step'
 
 /** What a run reports while it goes. */
 export type ProbeProgress =
@@ -16,8 +17,6 @@ export type ProbeProgress =
     }
   /** Step judged. */
   | { type: 'result'; step: ProbeStep; planned: number; largestOk: number; smallestFail?: number }
-
-const fmt = (n: number): string => n.toLocaleString('en-US')
 
 /**
  * One line of progress: a bar over the planned requests, the bracket found so far, and what is

@@ -29,6 +29,16 @@ export function randomSeed(): number {
 }
 
 /**
+ * Whether `n` is a valid seed: an integer in [0, 2^32).
+ *
+ * @example
+ * isSeed(42) // true
+ */
+export function isSeed(n: number): boolean {
+  return Number.isInteger(n) && n >= 0 && n <= 0xffffffff
+}
+
+/**
  * SFC32 seeded through SplitMix32: fast, passes PractRand far beyond the few million draws a probe
  * makes, and identical on every engine (32-bit integer arithmetic only).
  *
@@ -37,9 +47,7 @@ export function randomSeed(): number {
  * rng.chars('0123456789', 6) // the same six digits on every run with seed 42
  */
 export function seededRng(seed: number): Rng {
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
-    throw new Error('seed must be an integer in [0, 4294967295]')
-  }
+  if (!isSeed(seed)) throw new Error('seed must be an integer in [0, 4294967295]')
   let s = seed >>> 0
   const split = (): number => {
     s = (s + 0x9e3779b9) >>> 0

@@ -1,48 +1,17 @@
 /**
  * @module The probe's report: verdict and exit code, the bracket around the real limit, leak and
- * timing flags, a recommended ceiling and a ready profile for the guard — as an object (`--json`)
- * and as text.
+ * timing flags, a recommended ceiling and a ready profile for the guard (`--json` prints it; the
+ * text form is in `render.ts`).
  *
  * It never holds answer text: an answer that leaked holds another tenant's prompt, and a report is
  * pasted into tickets and CI logs. Needles and tags are random and safe to show.
  */
-
-import { describeGuardSign, type GuardSign } from './guard-sign'
+import type { GuardSign } from './guard-sign'
 import type { StepKind } from './judge'
+import { fmt } from './numbers'
 import type { ProbePlan } from './search'
-import type { ProbeErrorKind } from './transport-error'
-
-/** One request of the run, as judged. */
-export interface ProbeStep {
-  /** 1-based. */
-  index: number
-  /** o200k tokens sent. */
-  tokens: number
-  kind: StepKind
-  /** Why, in one sentence. */
-  detail: string
-  /** 0 for a first try, 1 for the first retry of the same length… */
-  attempt: number
-  /** `usage.prompt_tokens` as the target reported it, or null. */
-  reportedPromptTokens: number | null
-  /** `usage.prompt_tokens_details.cached_tokens`, or null. */
-  cachedTokens: number | null
-  /** Time to the first model-written text (whole answer when not streamed), or null. */
-  ttftMs: number | null
-  /** The shortest TTFT a real prefill allows. */
-  minTtftMs: number
-  /** Time to the end of the answer, or null on error. */
-  totalMs: number | null
-  /** Needles of this prompt the answer lacks. */
-  missing: ('start' | 'end')[]
-  /** Earlier steps whose markers the answer quoted (a leak). */
-  foreignFrom: number[]
-  impossibleTtft: boolean
-  /** Set when the request got no judgeable answer. */
-  error?: { kind: ProbeErrorKind; status?: number; message: string }
-  /** Set when the answer or error came from a workers-ai-guard endpoint, and how it showed. */
-  guard?: GuardSign
-}
+import type { ProbeSettings } from './settings'
+import type { ProbeStep } from './step'
 
 /** The verdict: exit 0, 1 or 2. */
 export type ProbeVerdict =
@@ -140,27 +109,28 @@ export interface ProbeReport {
   steps: ProbeStep[]
 }
 
-/** What {@link buildReport} needs from a run. */
-export interface RunRecord {
+/** What {@link buildReport} needs from a run: the settings it ran with, and what it found. */
+export type RunRecord = Pick<
+  ProbeSettings,
+  | 'window'
+  | 'tolerance'
+  | 'maxPrefill'
+  | 'margin'
+  | 'outputReserve'
+  | 'maxRequests'
+  | 'maxTokensTotal'
+  | 'maxOutput'
+> & {
   target: string
   model: string
   seed: number
-  window: number
+  /** Largest length the search aimed at. */
   top: number
-  tolerance: number
-  maxPrefill: number
-  margin: number
-  outputReserve: number
-  maxRequests: number
-  maxTokensTotal: number
-  maxOutput: number
   converged: boolean
   stoppedBy: 'max-requests' | 'max-tokens-total' | null
   fatal: string | null
   steps: ProbeStep[]
 }
-
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 
 /**
  * Where to point the probe to measure the engine instead of the guard: Workers AI's own
@@ -191,6 +161,14 @@ function guardFinding(steps: readonly ProbeStep[]): ProbeGuardFinding | null {
 
 const under = (n: number): string => fmt(n).replace(/,/g, '_')
 
+/** The exit code of each verdict. */
+const EXIT_CODES: Record<ProbeVerdict, ProbeReport['exitCode']> = {
+  safe: 0,
+  guarded: 0,
+  unsafe: 1,
+  inconclusive: 2,
+}
+
 /**
  * Turns a finished run into its report: verdict, exit code, recommendation and profile.
  *
@@ -199,83 +177,18 @@ const under = (n: number): string => fmt(n).replace(/,/g, '_')
  * process.exitCode = report.exitCode
  */
 export function buildReport(run: RunRecord): ProbeReport {
-  const judged = run.steps
-  let okStep: ProbeStep | undefined
-  let failStep: ProbeStep | undefined
-  for (const s of judged) {
-    if (s.kind === 'ok' && (okStep === undefined || s.tokens > okStep.tokens)) okStep = s
-    if (s.kind !== 'ok' && (failStep === undefined || s.tokens < failStep.tokens)) failStep = s
-  }
-  const leak = judged.some((s) => s.foreignFrom.length > 0)
-  const impossibleTtft = judged.some((s) => s.impossibleTtft)
-  const guard = guardFinding(judged)
-  const largestOk = okStep
-    ? { tokens: okStep.tokens, reportedPromptTokens: okStep.reportedPromptTokens }
-    : null
-  const smallestFailure = failStep
-    ? { tokens: failStep.tokens, kind: failStep.kind, detail: failStep.detail }
-    : null
-
-  let verdict: ProbeVerdict
-  if (leak || impossibleTtft) verdict = 'unsafe'
-  else if (run.fatal !== null) verdict = 'inconclusive'
-  else if (
-    guard !== null &&
-    largestOk &&
-    guard.refusals > 0 &&
-    judged.every((s) => s.kind === 'ok' || s.guard === 'refusal')
-  ) {
-    // Everything over the guard's ceiling was refused by the guard itself and everything under it
-    // answered correctly: a client of this endpoint cannot get a wrong or leaked answer by length.
-    verdict = 'guarded'
-  } else if (smallestFailure && largestOk) verdict = 'unsafe'
-  else if (!smallestFailure && largestOk && largestOk.tokens >= run.top) verdict = 'safe'
-  else verdict = 'inconclusive'
-  const exitCode = verdict === 'safe' || verdict === 'guarded' ? 0 : verdict === 'unsafe' ? 1 : 2
-
-  let recommendation: ProbeReport['recommendation'] = null
-  let profile: ProbeProfile | null = null
-  let profileSnippet: string | null = null
-  if (largestOk && guard === null) {
-    const basis = largestOk.reportedPromptTokens === null ? 'o200k' : 'reported'
-    const good = largestOk.reportedPromptTokens ?? largestOk.tokens
-    const kvPoolTokens = Math.floor(good * (1 - run.margin))
-    const ceiling = Math.max(0, Math.min(run.window, kvPoolTokens) - run.outputReserve)
-    recommendation = {
-      ceiling,
-      kvPoolTokens,
-      margin: run.margin,
-      outputReserve: run.outputReserve,
-      basis,
-    }
-    profile = {
-      contextWindow: run.window,
-      kvPoolTokens,
-      maxPrefillTokensPerSecond: run.maxPrefill,
-    }
-    profileSnippet = [
-      'models: {',
-      `  '${run.model}': {`,
-      `    contextWindow: ${under(profile.contextWindow)},`,
-      `    kvPoolTokens: ${under(profile.kvPoolTokens)},`,
-      `    maxPrefillTokensPerSecond: ${Number.isFinite(run.maxPrefill) ? under(run.maxPrefill) : 'Infinity'},`,
-      '  },',
-      '},',
-    ].join('\n')
-  }
-
-  let observed: number | null = null
-  for (const s of judged) {
-    if (s.kind !== 'ok' || s.ttftMs === null || s.ttftMs <= 0) continue
-    const rate = (s.tokens - (s.cachedTokens ?? 0)) / (s.ttftMs / 1000)
-    observed = Math.max(observed ?? 0, Math.round(rate))
-  }
-
-  const promptTokens = judged.reduce((n, s) => n + s.tokens, 0)
+  const steps = run.steps
+  const { largestOk, smallestFailure } = limitBracket(steps)
+  const leak = steps.some((s) => s.foreignFrom.length > 0)
+  const impossibleTtft = steps.some((s) => s.impossibleTtft)
+  const guard = guardFinding(steps)
+  const verdict = verdictOf(run, { leak, impossibleTtft, guard, largestOk, smallestFailure })
+  const advice = largestOk && guard === null ? recommend(run, largestOk) : NO_ADVICE
+  const promptTokens = steps.reduce((n, s) => n + s.tokens, 0)
   const report: ProbeReport = {
     version: 1,
     verdict,
-    exitCode,
+    exitCode: EXIT_CODES[verdict],
     summary: '',
     target: run.target,
     model: run.model,
@@ -289,23 +202,117 @@ export function buildReport(run: RunRecord): ProbeReport {
     leak,
     impossibleTtft,
     guard,
-    observedPrefillTokensPerSecond: observed,
-    recommendation,
-    profile,
-    profileSnippet,
+    observedPrefillTokensPerSecond: observedPrefill(steps),
+    ...advice,
     budget: {
-      requests: judged.length,
+      requests: steps.length,
       maxRequests: run.maxRequests,
       promptTokens,
-      chargedTokens: promptTokens + judged.length * run.maxOutput,
+      chargedTokens: promptTokens + steps.length * run.maxOutput,
       maxTokensTotal: run.maxTokensTotal,
       stoppedBy: run.stoppedBy,
     },
     fatal: run.fatal,
-    steps: judged,
+    steps,
   }
   report.summary = summarize(report)
   return report
+}
+
+/** The largest correct length and the smallest failed one, from the steps themselves. */
+function limitBracket(
+  steps: readonly ProbeStep[],
+): Pick<ProbeReport, 'largestOk' | 'smallestFailure'> {
+  let okStep: ProbeStep | undefined
+  let failStep: ProbeStep | undefined
+  for (const s of steps) {
+    if (s.kind === 'ok' && (okStep === undefined || s.tokens > okStep.tokens)) okStep = s
+    if (s.kind !== 'ok' && (failStep === undefined || s.tokens < failStep.tokens)) failStep = s
+  }
+  return {
+    largestOk: okStep
+      ? { tokens: okStep.tokens, reportedPromptTokens: okStep.reportedPromptTokens }
+      : null,
+    smallestFailure: failStep
+      ? { tokens: failStep.tokens, kind: failStep.kind, detail: failStep.detail }
+      : null,
+  }
+}
+
+type Findings = Pick<
+  ProbeReport,
+  'leak' | 'impossibleTtft' | 'guard' | 'largestOk' | 'smallestFailure'
+>
+
+function verdictOf(run: RunRecord, f: Findings): ProbeVerdict {
+  if (f.leak || f.impossibleTtft) return 'unsafe'
+  if (run.fatal !== null) return 'inconclusive'
+  if (
+    f.guard !== null &&
+    f.largestOk &&
+    f.guard.refusals > 0 &&
+    run.steps.every((s) => s.kind === 'ok' || s.guard === 'refusal')
+  ) {
+    // Everything over the guard's ceiling was refused by the guard itself and everything under it
+    // answered correctly: a client of this endpoint cannot get a wrong or leaked answer by length.
+    return 'guarded'
+  }
+  if (f.smallestFailure && f.largestOk) return 'unsafe'
+  if (!f.smallestFailure && f.largestOk && f.largestOk.tokens >= run.top) return 'safe'
+  return 'inconclusive'
+}
+
+type Advice = Pick<ProbeReport, 'recommendation' | 'profile' | 'profileSnippet'>
+
+const NO_ADVICE: Advice = { recommendation: null, profile: null, profileSnippet: null }
+
+/** The ceiling and profile the largest correct length supports, less the margin and reserve. */
+function recommend(run: RunRecord, largestOk: NonNullable<ProbeReport['largestOk']>): Advice {
+  const basis = largestOk.reportedPromptTokens === null ? 'o200k' : 'reported'
+  const good = largestOk.reportedPromptTokens ?? largestOk.tokens
+  const kvPoolTokens = Math.floor(good * (1 - run.margin))
+  const ceiling = Math.max(0, Math.min(run.window, kvPoolTokens) - run.outputReserve)
+  const profile: ProbeProfile = {
+    contextWindow: run.window,
+    kvPoolTokens,
+    maxPrefillTokensPerSecond: run.maxPrefill,
+  }
+  return {
+    recommendation: {
+      ceiling,
+      kvPoolTokens,
+      margin: run.margin,
+      outputReserve: run.outputReserve,
+      basis,
+    },
+    profile,
+    profileSnippet: profileSnippet(run.model, profile),
+  }
+}
+
+/** The profile as the `models` entry of a guard's options. */
+function profileSnippet(model: string, profile: ProbeProfile): string {
+  const rate = profile.maxPrefillTokensPerSecond
+  return [
+    'models: {',
+    `  '${model}': {`,
+    `    contextWindow: ${under(profile.contextWindow)},`,
+    `    kvPoolTokens: ${under(profile.kvPoolTokens)},`,
+    `    maxPrefillTokensPerSecond: ${Number.isFinite(rate) ? under(rate) : 'Infinity'},`,
+    '  },',
+    '},',
+  ].join('\n')
+}
+
+/** Fastest uncached prefill among correct answers (tokens ÷ TTFT): a lower bound of the real rate. */
+function observedPrefill(steps: readonly ProbeStep[]): number | null {
+  let observed: number | null = null
+  for (const s of steps) {
+    if (s.kind !== 'ok' || s.ttftMs === null || s.ttftMs <= 0) continue
+    const rate = (s.tokens - (s.cachedTokens ?? 0)) / (s.ttftMs / 1000)
+    observed = Math.max(observed ?? 0, Math.round(rate))
+  }
+  return observed
 }
 
 function summarize(r: ProbeReport): string {
@@ -355,90 +362,6 @@ function summarize(r: ProbeReport): string {
   return parts.join(' ')
 }
 
-/**
- * The report as text for a terminal or a log: the step table, the findings, the recommendation and
- * the profile snippet.
- *
- * @example
- * console.log(renderReport(report))
- */
-export function renderReport(r: ProbeReport): string {
-  const out: string[] = []
-  out.push(`workers-ai-guard probe · ${r.target} · ${r.model} · seed ${r.seed}`, '')
-  out.push('    #       tokens      counted    TTFT ms   min ms  result')
-  for (const s of r.steps) {
-    const ttft = s.ttftMs === null ? '—' : s.ttftMs.toFixed(1)
-    const counted = s.reportedPromptTokens === null ? '—' : fmt(s.reportedPromptTokens)
-    const what = s.kind === 'ok' ? 'ok' : `${s.kind}: ${s.detail}`
-    out.push(
-      `  ${String(s.index).padStart(3)}  ${fmt(s.tokens).padStart(11)}  ${counted.padStart(11)}  ${ttft.padStart(9)}  ${s.minTtftMs.toFixed(1).padStart(7)}  ${what}`,
-    )
-  }
-  out.push('')
-  const row = (label: string, value: string): void => {
-    out.push(`${label.padEnd(17)}${value}`)
-  }
-  if (r.guard) {
-    row(
-      'endpoint',
-      `a workers-ai-guard Worker (seen: ${r.guard.signs.map(describeGuardSign).join(', ')}) — this measures the guard’s ceiling, not the engine’s pool`,
-    )
-  }
-  row('verdict', `${r.verdict.toUpperCase()} (exit ${r.exitCode})`)
-  row('advertised', `${fmt(r.advertisedWindow)} tokens (probed up to ${fmt(r.top)})`)
-  row(
-    'largest correct',
-    r.largestOk
-      ? `${fmt(r.largestOk.tokens)} tokens${r.largestOk.reportedPromptTokens === null ? '' : ` (target counted ${fmt(r.largestOk.reportedPromptTokens)})`}`
-      : 'none',
-  )
-  row(
-    'smallest failed',
-    r.smallestFailure
-      ? `${fmt(r.smallestFailure.tokens)} tokens — ${r.smallestFailure.kind}: ${r.smallestFailure.detail}`
-      : 'none',
-  )
-  if (r.smallestFailure && r.largestOk) {
-    row(
-      'limit pinned',
-      r.converged ? `to within ${r.tolerance * 100}%` : 'no (stopped before the tolerance)',
-    )
-  }
-  const leakFrom = [...new Set(r.steps.flatMap((s) => s.foreignFrom))]
-    .sort((a, b) => a - b)
-    .map((n) => `#${n}`)
-  row('leak', r.leak ? `YES — answers quoted earlier requests ${leakFrom.join(', ')}` : 'none seen')
-  row('impossible TTFT', r.impossibleTtft ? 'YES' : 'none seen')
-  if (r.observedPrefillTokensPerSecond !== null) {
-    row(
-      'observed prefill',
-      `≥ ${fmt(r.observedPrefillTokensPerSecond)} tok/s (fastest correct answer)`,
-    )
-  }
-  row(
-    'budget',
-    `${r.budget.requests}/${r.budget.maxRequests} requests, ${fmt(r.budget.chargedTokens)}/${fmt(r.budget.maxTokensTotal)} tokens${r.budget.stoppedBy ? ` — stopped by ${r.budget.stoppedBy}` : ''}`,
-  )
-  if (r.fatal) row('stopped', r.fatal)
-  if (r.recommendation) {
-    const rec = r.recommendation
-    const unit = rec.basis === 'reported' ? 'target tokens' : 'o200k tokens'
-    row(
-      'recommended',
-      `ceiling ${fmt(rec.ceiling)} ${unit} (pool ${fmt(rec.kvPoolTokens)} = largest correct − ${rec.margin * 100}%, less ${fmt(rec.outputReserve)} output reserve)`,
-    )
-  }
-  if (r.guard && r.largestOk) {
-    row('recommended', 'none: this is the guard’s own ceiling (probe the upstream for a profile)')
-  }
-  out.push('', r.summary)
-  if (r.guard) out.push('', r.guard.note)
-  if (r.profileSnippet) {
-    out.push('', 'Profile for guardAi / aiGuard (`models` option):', '', r.profileSnippet)
-  }
-  return `${out.join('\n')}\n`
-}
-
 /** A dry run: what the probe would send, and whether the budget covers it. */
 export interface DryRunReport {
   version: 1
@@ -452,24 +375,4 @@ export interface DryRunReport {
   budget: { maxRequests: number; maxTokensTotal: number }
   /** Whether the worst case fits both caps (else the run may stop early with exit 2). */
   fitsBudget: boolean
-}
-
-/**
- * The dry-run plan as text.
- *
- * @example
- * console.log(renderDryRun(planProbe({ window: 1_048_576 }, 'http://localhost:8787/v1', model)))
- */
-export function renderDryRun(d: DryRunReport): string {
-  const p = d.plan
-  return [
-    `workers-ai-guard probe · dry run (nothing is sent) · ${d.target} · ${d.model}`,
-    '',
-    `advertised window   ${fmt(d.advertisedWindow)} tokens; probing up to ${fmt(p.top)} (window − ${fmt(d.maxOutput)} output − template room)`,
-    `growth lengths      ${p.growth.map(fmt).join(', ')}`,
-    `then bisection      up to ${p.maxBisectionSteps} steps between the largest success and the smallest failure (tolerance ${d.tolerance * 100}%)`,
-    `worst case          ${p.worstCaseRequests} requests, ${fmt(p.worstCaseTokens)} tokens (prompts + ${fmt(d.maxOutput)} output each; retries extra)`,
-    `budget              ${d.budget.maxRequests} requests, ${fmt(d.budget.maxTokensTotal)} tokens — ${d.fitsBudget ? 'covers the worst case' : 'may run out before a conclusion (exit 2): raise --max-requests / --max-tokens-total'}`,
-    '',
-  ].join('\n')
 }

@@ -22,18 +22,46 @@ export interface SearchBounds {
   minTokens: number
 }
 
-/** Where the search stands. */
-export interface SearchState {
+/** The bracket around the limit so far: the largest success and the smallest failure. */
+export interface SearchBracket {
   /** Largest length answered correctly (0: none yet). */
   largestOk: number
   /** Smallest length that failed (undefined: none yet). */
   smallestFail: number | undefined
-  /** Whether the search has nothing left to try. */
-  finished: boolean
-  /** Whether the limit is pinned to within the tolerance (or the whole window passed). */
-  converged: boolean
-  /** The next length to send, when not finished. */
-  next?: number
+}
+
+/** Where the search stands: finished, or the next length to send. */
+export type SearchState = SearchBracket &
+  (
+    | {
+        /** The search has nothing left to try. */
+        finished: true
+        /** Whether the limit is pinned to within the tolerance (or the whole window passed). */
+        converged: boolean
+        next?: undefined
+      }
+    | {
+        finished: false
+        converged: false
+        /** The next length to send. */
+        next: number
+      }
+  )
+
+/**
+ * The bracket the steps so far draw around the limit.
+ *
+ * @example
+ * bracket([{ tokens: 1024, ok: true }, { tokens: 4096, ok: false }]) // { largestOk: 1024, smallestFail: 4096 }
+ */
+export function bracket(points: readonly SearchPoint[]): SearchBracket {
+  let largestOk = 0
+  let smallestFail: number | undefined
+  for (const p of points) {
+    if (p.ok) largestOk = Math.max(largestOk, p.tokens)
+    else smallestFail = Math.min(smallestFail ?? p.tokens, p.tokens)
+  }
+  return { largestOk, smallestFail }
 }
 
 /**
@@ -44,12 +72,7 @@ export interface SearchState {
  * // 2048
  */
 export function searchState(points: readonly SearchPoint[], bounds: SearchBounds): SearchState {
-  let largestOk = 0
-  let smallestFail: number | undefined
-  for (const p of points) {
-    if (p.ok) largestOk = Math.max(largestOk, p.tokens)
-    else smallestFail = Math.min(smallestFail ?? p.tokens, p.tokens)
-  }
+  const { largestOk, smallestFail } = bracket(points)
   const done = (converged: boolean): SearchState => ({
     largestOk,
     smallestFail,
@@ -106,7 +129,7 @@ export interface ProbePlan {
 export function planSearch(bounds: SearchBounds, maxOutput: number): ProbePlan {
   const growth: number[] = []
   for (let s = searchState([], bounds); !s.finished; ) {
-    growth.push(s.next as number)
+    growth.push(s.next)
     s = searchState(
       growth.map((t) => ({ tokens: t, ok: true })),
       bounds,
@@ -120,7 +143,7 @@ export function planSearch(bounds: SearchBounds, maxOutput: number): ProbePlan {
     const points: SearchPoint[] = grown.map((t) => ({ tokens: t, ok: t < failAt }))
     let bisection = 0
     for (let s = searchState(points, bounds); !s.finished && bisection < 64; bisection++) {
-      points.push({ tokens: s.next as number, ok: false })
+      points.push({ tokens: s.next, ok: false })
       s = searchState(points, bounds)
     }
     maxBisection = Math.max(maxBisection, bisection)

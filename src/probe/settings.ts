@@ -3,6 +3,7 @@
  * they imply.
  */
 import type { ProbeProgress } from './progress'
+import { isSeed } from './random'
 import type { ProbeTransport } from './transport'
 
 /** Options of a probe run. Every number is in tokens unless it says otherwise. */
@@ -122,6 +123,28 @@ export const TEMPLATE_ROOM = 64
  */
 export const MIN_PROBE_TOKENS = 128
 
+/**
+ * The numeric options: each one given (not undefined) replaces its default.
+ *
+ * @example
+ * for (const name of NUMBER_OPTIONS) if (typeof parsed[name] === 'number') options[name] = parsed[name]
+ */
+export const NUMBER_OPTIONS = [
+  'window',
+  'start',
+  'maxLength',
+  'tolerance',
+  'maxPrefill',
+  'maxRequests',
+  'maxTokensTotal',
+  'maxOutput',
+  'outputReserve',
+  'margin',
+  'usageFloor',
+  'retries',
+  'seed',
+] as const satisfies readonly (keyof ProbeSettings)[]
+
 type Numeric = Exclude<keyof ProbeSettings, 'seed'>
 
 function check(name: string, value: number, ok: boolean, rule: string): void {
@@ -139,47 +162,12 @@ function check(name: string, value: number, ok: boolean, rule: string): void {
  */
 export function resolveProbeSettings(options: Omit<ProbeOptions, 'transport'>): ProbeSettings {
   const window = options.window ?? PROBE_DEFAULTS.window
-  const merged: ProbeSettings = {
-    ...PROBE_DEFAULTS,
-    maxLength: window,
-    ...definedOnly(options),
-    window,
-    seed: options.seed,
+  const merged: ProbeSettings = { ...PROBE_DEFAULTS, maxLength: window, window, seed: options.seed }
+  for (const name of NUMBER_OPTIONS) {
+    const value = options[name]
+    if (value !== undefined) merged[name] = value
   }
-  const int = (name: Numeric, min: number): void => {
-    const v = merged[name]
-    check(name, v, Number.isSafeInteger(v) && v >= min, `an integer ≥ ${min}`)
-  }
-  const fraction = (name: Numeric, min: number, max: number): void => {
-    const v = merged[name]
-    check(name, v, Number.isFinite(v) && v >= min && v <= max, `a number in [${min}, ${max}]`)
-  }
-  int('window', MIN_PROBE_TOKENS * 4)
-  int('start', MIN_PROBE_TOKENS)
-  int('maxLength', MIN_PROBE_TOKENS)
-  fraction('tolerance', 0.0001, 0.5)
-  check(
-    'maxPrefill',
-    merged.maxPrefill,
-    merged.maxPrefill > 0,
-    'a positive number (or Infinity: no timing check)',
-  )
-  int('maxRequests', 1)
-  int('maxTokensTotal', 1)
-  int('maxOutput', 16)
-  int('outputReserve', 0)
-  fraction('margin', 0, 0.5)
-  fraction('usageFloor', 0, 1)
-  int('retries', 0)
-  if (merged.seed !== undefined) {
-    const s = merged.seed
-    check(
-      'seed',
-      s,
-      Number.isInteger(s) && s >= 0 && s <= 0xffffffff,
-      'an integer in [0, 4294967295]',
-    )
-  }
+  checkEach(merged)
   if (merged.maxOutput + TEMPLATE_ROOM + MIN_PROBE_TOKENS > merged.window) {
     throw new Error(
       `maxOutput must leave room for a prompt in the window (got ${merged.maxOutput})`,
@@ -192,6 +180,33 @@ export function resolveProbeSettings(options: Omit<ProbeOptions, 'transport'>): 
     )
   }
   return merged
+}
+
+/** Each option against its own range. */
+function checkEach(merged: ProbeSettings): void {
+  const int = (name: Numeric, min: number): void => {
+    const v = merged[name]
+    check(name, v, Number.isSafeInteger(v) && v >= min, `an integer ≥ ${min}`)
+  }
+  const fraction = (name: Numeric, min: number, max: number): void => {
+    const v = merged[name]
+    check(name, v, Number.isFinite(v) && v >= min && v <= max, `a number in [${min}, ${max}]`)
+  }
+  int('window', MIN_PROBE_TOKENS * 4)
+  int('start', MIN_PROBE_TOKENS)
+  int('maxLength', MIN_PROBE_TOKENS)
+  fraction('tolerance', 0.0001, 0.5)
+  const rate = merged.maxPrefill
+  check('maxPrefill', rate, rate > 0, 'a positive number (or Infinity: no timing check)')
+  int('maxRequests', 1)
+  int('maxTokensTotal', 1)
+  int('maxOutput', 16)
+  int('outputReserve', 0)
+  fraction('margin', 0, 0.5)
+  fraction('usageFloor', 0, 1)
+  int('retries', 0)
+  const seed = merged.seed
+  if (seed !== undefined) check('seed', seed, isSeed(seed), 'an integer in [0, 4294967295]')
 }
 
 /**
@@ -243,10 +258,4 @@ export function topLength(
   const room = settings.window - settings.maxOutput - TEMPLATE_ROOM
   const margin = measuredAt === undefined ? 0 : ratioMargin(measuredAt)
   return Math.min(settings.maxLength, Math.floor(room / Math.max(ratio, 0.01) / (1 + margin)))
-}
-
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(
-    Object.entries(value).filter(([k, v]) => v !== undefined && k !== 'onProgress'),
-  ) as Partial<T>
 }

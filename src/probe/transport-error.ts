@@ -49,8 +49,38 @@ export class ProbeTransportError extends Error {
     this.kind = kind
     if (options.status !== undefined) this.status = options.status
     if (options.guard !== undefined) this.guard = options.guard
-    const status = options.status ?? 0
-    this.fatal = kind === 'http' && FATAL_STATUSES.has(status)
-    this.retryable = kind === 'network' || (kind === 'http' && RETRYABLE_STATUSES.has(status))
+    this.fatal = isFatal(kind, options.status)
+    this.retryable = isRetryable(kind, options.status)
   }
+}
+
+/**
+ * Whether a failure of this kind and status ends the run: retrying a wrong key or URL with longer
+ * prompts would only spend budget.
+ *
+ * @example
+ * isFatal('http', 401) // true
+ */
+export function isFatal(kind: ProbeErrorKind, status?: number): boolean {
+  return kind === 'http' && FATAL_STATUSES.has(status ?? 0)
+}
+
+/**
+ * Whether a failure of this kind and status is worth another try with a fresh prompt.
+ *
+ * @example
+ * isRetryable('http', 429) // true
+ */
+export function isRetryable(kind: ProbeErrorKind, status?: number): boolean {
+  return kind === 'network' || (kind === 'http' && RETRYABLE_STATUSES.has(status ?? 0))
+}
+
+/**
+ * The message of anything thrown.
+ *
+ * @example
+ * messageOf(new Error('boom')) // 'boom'
+ */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }

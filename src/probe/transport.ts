@@ -6,9 +6,9 @@
  * {@link ProbeAnswer}; everything the search and the judgement do is the same for either.
  */
 import type { AiRunner } from '../upstream'
-import { clip, type ProbeAnswer, readAnswerObject, readAnswerStream } from './answer'
+import { clip, isObject, type ProbeAnswer, readAnswerObject, readAnswerStream } from './answer'
 import { type GuardSign, guardSignOf, guardSignOfThrown } from './guard-sign'
-import { ProbeTransportError } from './transport-error'
+import { messageOf, ProbeTransportError } from './transport-error'
 
 export type { ProbeAnswer } from './answer'
 
@@ -86,18 +86,7 @@ function chatBody(model: string, request: ProbeRequest): Record<string, unknown>
  * const answer = await transport.send({ prompt, maxTokens: 1024 })
  */
 export function urlTransport(options: UrlTransportOptions): ProbeTransport {
-  let endpoint: URL
-  try {
-    endpoint = new URL(options.url)
-  } catch {
-    throw new Error(`url must be an absolute http(s) URL (got ${JSON.stringify(options.url)})`)
-  }
-  if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') {
-    throw new Error(`url must be an http(s) URL (got ${endpoint.protocol})`)
-  }
-  if (!endpoint.pathname.endsWith('/chat/completions')) {
-    endpoint.pathname = `${endpoint.pathname.replace(/\/+$/, '')}/chat/completions`
-  }
+  const endpoint = chatEndpoint(options.url)
   const doFetch = options.fetch ?? ((input, init) => fetch(input, init))
   const now = options.now ?? defaultNow
   const timeoutMs = options.timeoutMs ?? 600_000
@@ -124,22 +113,8 @@ export function urlTransport(options: UrlTransportOptions): ProbeTransport {
           signal,
         })
         if (!res.ok) throw await httpError(res)
+        const answer = await readResponse(res, started, now)
         const guard = guardSignOf(res.headers)
-        const type = res.headers.get('content-type') ?? ''
-        let answer: ProbeAnswer
-        if (res.body !== null && type.includes('text/event-stream')) {
-          answer = await readAnswerStream(res.body, started, now)
-        } else {
-          let json: unknown
-          try {
-            json = await res.json()
-          } catch (cause) {
-            throw new ProbeTransportError('malformed', 'the answer is neither SSE nor JSON', {
-              cause,
-            })
-          }
-          answer = readAnswerObject(json, started, now)
-        }
         if (guard !== undefined) answer.guard = guard
         return answer
       } catch (error) {
@@ -149,28 +124,74 @@ export function urlTransport(options: UrlTransportOptions): ProbeTransport {
   }
 }
 
+/** `{url}/chat/completions` (a URL already ending so is kept), or a plain `Error` naming `url`. */
+function chatEndpoint(url: string): URL {
+  let endpoint: URL
+  try {
+    endpoint = new URL(url)
+  } catch {
+    throw new Error(`url must be an absolute http(s) URL (got ${JSON.stringify(url)})`)
+  }
+  if (endpoint.protocol !== 'http:' && endpoint.protocol !== 'https:') {
+    throw new Error(`url must be an http(s) URL (got ${endpoint.protocol})`)
+  }
+  if (!endpoint.pathname.endsWith('/chat/completions')) {
+    endpoint.pathname = `${endpoint.pathname.replace(/\/+$/, '')}/chat/completions`
+  }
+  return endpoint
+}
+
+/** A successful response's answer: an SSE stream, or else a whole JSON object. */
+async function readResponse(
+  res: Response,
+  started: number,
+  now: () => number,
+): Promise<ProbeAnswer> {
+  const type = res.headers.get('content-type') ?? ''
+  if (res.body !== null && type.includes('text/event-stream')) {
+    return await readAnswerStream(res.body, started, now)
+  }
+  let json: unknown
+  try {
+    json = await res.json()
+  } catch (cause) {
+    throw new ProbeTransportError('malformed', 'the answer is neither SSE nor JSON', { cause })
+  }
+  return readAnswerObject(json, started, now)
+}
+
 async function httpError(res: Response): Promise<ProbeTransportError> {
   const text = await res.text().catch(() => '')
-  let message = text
-  let error: { code?: unknown; message?: unknown } | undefined
-  try {
-    const json = JSON.parse(text) as {
-      error?: { message?: unknown; code?: unknown } | string
-      message?: unknown
-    }
-    if (typeof json.error === 'string') message = json.error
-    else if (typeof json.error?.message === 'string') message = json.error.message
-    else if (typeof json.message === 'string') message = json.message
-    if (typeof json.error === 'object' && json.error !== null) error = json.error
-  } catch {
-    // Not JSON: the raw text (clipped) is the best message there is.
-  }
+  const { message, error } = errorBody(text)
   const detail = message.trim() === '' ? res.statusText : message
   const guard = guardSignOf(res.headers, error)
   return new ProbeTransportError('http', clip(`HTTP ${res.status}: ${detail}`), {
     status: res.status,
     ...(guard === undefined ? {} : { guard }),
   })
+}
+
+/**
+ * An error body's message (`{"error": "…"}`, `{"error": {"message": "…"}}` or `{"message": "…"}`)
+ * and its `error` object; not JSON, the raw text is the best message there is.
+ */
+function errorBody(text: string): { message: string; error?: Record<string, unknown> } {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return { message: text }
+  }
+  if (!isObject(json)) return { message: text }
+  const error = json.error
+  if (typeof error === 'string') return { message: error }
+  const message =
+    isObject(error) && typeof error.message === 'string'
+      ? error.message
+      : typeof json.message === 'string'
+        ? json.message
+        : text
+  return isObject(error) ? { message, error } : { message }
 }
 
 function fetchError(error: unknown, signal: AbortSignal, timeoutMs: number): ProbeTransportError {
@@ -190,7 +211,7 @@ function fetchError(error: unknown, signal: AbortSignal, timeoutMs: number): Pro
     return error
   }
   if (signal.aborted) return timeoutError(timeoutMs, error)
-  const message = error instanceof Error ? error.message : String(error)
+  const message = messageOf(error)
   const cause =
     error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ''
   return new ProbeTransportError('network', clip(`${message}${cause}`), { cause: error })
@@ -238,8 +259,8 @@ export function runnerTransport(runner: AiRunner, options: RunnerTransportOption
 
 function runnerError(error: unknown): ProbeTransportError {
   if (error instanceof ProbeTransportError) return error
-  const message = clip(error instanceof Error ? error.message : String(error))
-  const status = (error as { status?: unknown } | null)?.status
+  const message = clip(messageOf(error))
+  const status = isObject(error) ? error.status : undefined
   if (typeof status === 'number') {
     const guard = guardSignOfThrown(error)
     return new ProbeTransportError('http', `${status}: ${message}`, {
