@@ -20,7 +20,7 @@
  * - Each piece's cost is attributed to one script class (see script.ts), so margins and messages can
  *   be per script.
  */
-import { chunkEnd, LONG_PIECE_UNITS, pieceTokenizer } from './count'
+import { chunkEnd, LONG_PIECE_UNITS, type PieceTokenizer, pieceTokenizer } from './count'
 import type { ClassFactor } from './family-table'
 import { CLASS_MASK, LONE_SURROGATE, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from './script'
 import { utf8Length } from './utf8'
@@ -54,7 +54,7 @@ const CLASS_COUNT = SCRIPT_CLASSES.length
 /** ASCII letters: no real word of them is longer than a chunk, so a longer run is charged its bytes. */
 const LATIN = SCRIPT_CLASSES.indexOf('latin')
 
-/** Chunk costs remembered within one scan: a repeated run (`aaaa…`, a pasted block) merges once. */
+/** Chunk costs remembered per scan (see FamilyScanner's memo). */
 const CHUNK_MEMO_ENTRIES = 4_096
 
 /** The decoded family table and its per-class factors (see family-table.ts). */
@@ -142,6 +142,10 @@ function tally(): Tally {
   }
 }
 
+function copyTally(from: Tally): Tally {
+  return { raw: from.raw.slice(), o200k: from.o200k.slice(), floor: from.floor.slice() }
+}
+
 /** The result of {@link scanFamily}. */
 export interface FamilyScan extends PromptEstimate {
   /** False when the scan stopped because the charged figure passed the limit. */
@@ -179,6 +183,204 @@ function charged(
   return total
 }
 
+/** A chunk's tokens and cost packed in one number (cost < 2^20 per 32-unit chunk). */
+const PACK = 1_048_576
+
+/**
+ * One scan's running state: the charged figure so far (checked against the limit as it grows), whether
+ * every pre-token was counted whole, and the chunk memo. Its methods are the scan's steps.
+ */
+class FamilyScanner {
+  /** Σ cost × safety × charge so far: a float pre-check before the exact per-class sum. */
+  running = 0
+  /** False once a long pre-token was counted in chunks or charged its bytes. */
+  exact = true
+  readonly #tokenizer: PieceTokenizer
+  readonly #family: FamilyData
+  readonly #charge: Float64Array | undefined
+  readonly #limit: number
+  /** Per class: safety × charge, what one raw family token adds to `running`. */
+  readonly #weight = new Float64Array(CLASS_COUNT)
+  /** Chunk costs remembered within one scan: a repeated run (`aaaa…`, a pasted block) merges once. */
+  readonly #memo = new Map<string, number>()
+
+  constructor(
+    tokenizer: PieceTokenizer,
+    family: FamilyData,
+    charge: Float64Array | undefined,
+    limit: number,
+  ) {
+    this.#tokenizer = tokenizer
+    this.#family = family
+    this.#charge = charge
+    this.#limit = limit
+    for (let c = 0; c < CLASS_COUNT; c++) {
+      this.#weight[c] = (family.safety[c] ?? 1) * (charge?.[c] ?? 1)
+    }
+  }
+
+  /** Whether `raw` charged with margins passes the limit (the exact sum only past the pre-check). */
+  over(raw: Float64Array): boolean {
+    return this.running > this.#limit && this.charged(raw) > this.#limit
+  }
+
+  /** Σ over classes of `ceil(bound × charge)` for these raw figures. */
+  charged(raw: Float64Array): number {
+    return charged(raw, this.#family.safety, this.#charge)
+  }
+
+  /** Adds `extra` raw tokens of class `c` to the running figure (they are already in a tally). */
+  charge(c: number, extra: number): void {
+    this.running += extra * (this.#weight[c] ?? 1)
+  }
+
+  /**
+   * Scans one text into `into`; `live` checks the limit as it goes. False when the charged figure
+   * passed the limit (the scan stopped there).
+   */
+  scanText(text: string, into: Tally, live: boolean): boolean {
+    for (const match of text.matchAll(this.#tokenizer.split)) {
+      const piece = match[0]
+      const facts = pieceFacts(piece)
+      const c = facts & CLASS_MASK
+      let within: boolean
+      if (facts & LONE_SURROGATE) within = this.#addLoneSurrogate(piece, c, into, live)
+      else if (piece.length <= LONG_PIECE_UNITS) within = this.#addPiece(piece, c, into, live)
+      else within = this.#addLongPiece(piece, c, into, live)
+      if (!within) return false
+    }
+    return true
+  }
+
+  /**
+   * A lone surrogate is one o200k token (TextEncoder makes it U+FFFD) but 3 in a tokenizer that
+   * encodes it as its three WTF-8 bytes (Gemma 3 does): such a piece is charged its bytes, each lone
+   * surrogate 3, which covers any byte-level tokenizer. Its o200k figure is no floor: none is added.
+   */
+  #addLoneSurrogate(piece: string, c: number, into: Tally, live: boolean): boolean {
+    const bytes = utf8Length(piece)
+    into.raw[c] = (into.raw[c] ?? 0) + bytes
+    into.o200k[c] = (into.o200k[c] ?? 0) + bytes
+    return this.#check(c, bytes, into, live)
+  }
+
+  /** A pre-token over {@link LONG_PIECE_UNITS}: charged its bytes (ASCII letters) or in chunks. */
+  #addLongPiece(piece: string, c: number, into: Tally, live: boolean): boolean {
+    this.exact = false
+    if (c === LATIN) {
+      // A run of ASCII letters longer than any word (random letters, `aaaa…`): its bytes are a sound
+      // charge (no byte-level BPE has more tokens than bytes) and cost no merging, and such a run is
+      // the cheapest way to make a tokenizer burn CPU. Its o200k figure (what the lower estimate
+      // scales) stays a lower count: one token per chunk.
+      const bytes = utf8Length(piece)
+      into.raw[c] = (into.raw[c] ?? 0) + bytes
+      into.o200k[c] = (into.o200k[c] ?? 0) + Math.ceil(piece.length / LONG_PIECE_UNITS)
+      return this.#check(c, bytes, into, live)
+    }
+    for (let start = 0, end = 0; start < piece.length; start = end) {
+      end = chunkEnd(piece, start)
+      if (!this.#addPiece(piece.slice(start, end), c, into, live, true)) return false
+    }
+    return true
+  }
+
+  /** Adds one o200k-sized piece of text (a pre-token, or a chunk of a long one) to `into`. */
+  #addPiece(text: string, c: number, into: Tally, live: boolean, chunk = false): boolean {
+    const { expansion, unknown } = this.#family
+    const id = this.#tokenizer.singleToken(text)
+    let tokens = 1
+    let cost: number
+    if (id !== undefined) cost = expansion[id] ?? unknown
+    else {
+      const packed = (chunk ? this.#memo.get(text) : undefined) ?? this.#merge(text, chunk)
+      tokens = packed % PACK
+      cost = Math.floor(packed / PACK)
+    }
+    into.raw[c] = (into.raw[c] ?? 0) + cost
+    into.o200k[c] = (into.o200k[c] ?? 0) + tokens
+    into.floor[c] = (into.floor[c] ?? 0) + tokens
+    return this.#check(c, cost, into, live)
+  }
+
+  /** Merges a piece with o200k's BPE: its tokens and family cost, packed; a chunk's is remembered. */
+  #merge(text: string, chunk: boolean): number {
+    const { expansion, unknown } = this.#family
+    const ids = this.#tokenizer.encodePiece(text)
+    let cost = 0
+    for (const tokenId of ids) cost += expansion[tokenId] ?? unknown
+    const packed = cost * PACK + ids.length
+    if (chunk) {
+      if (this.#memo.size >= CHUNK_MEMO_ENTRIES) this.#memo.clear()
+      this.#memo.set(text, packed)
+    }
+    return packed
+  }
+
+  /** After adding `cost` of class `c`: on a live scan, whether the figure is still within the limit. */
+  #check(c: number, cost: number, into: Tally, live: boolean): boolean {
+    if (!live) return true
+    this.charge(c, cost)
+    return !this.over(into.raw)
+  }
+}
+
+/**
+ * Scans `texts` as sent straight into `total` (one hot loop, live limit), returning each text's own
+ * share (for the NFC pass), or undefined once the limit was passed.
+ */
+function scanAsSent(
+  scanner: FamilyScanner,
+  texts: readonly string[],
+  total: Tally,
+): Tally[] | undefined {
+  const shares: Tally[] = []
+  for (const text of texts) {
+    const before = copyTally(total)
+    const within = scanner.scanText(text, total, true)
+    const share = tally()
+    for (let c = 0; c < CLASS_COUNT; c++) {
+      share.raw[c] = (total.raw[c] ?? 0) - (before.raw[c] ?? 0)
+      share.o200k[c] = (total.o200k[c] ?? 0) - (before.o200k[c] ?? 0)
+      share.floor[c] = (total.floor[c] ?? 0) - (before.floor[c] ?? 0)
+    }
+    shares.push(share)
+    if (!within) return undefined
+  }
+  return shares
+}
+
+/**
+ * Scans again, as NFC, every text that NFC changes, charging each class the larger figure and the
+ * smaller floor. False when that passes the limit. Run only once the prompt as sent fits, so the
+ * cost of normalizing is bounded by what fitted.
+ */
+function addNfcVariants(
+  scanner: FamilyScanner,
+  texts: readonly string[],
+  shares: readonly Tally[],
+  total: Tally,
+): boolean {
+  for (let t = 0; t < texts.length; t++) {
+    const text = texts[t] ?? ''
+    const nfc = text.normalize('NFC')
+    if (nfc === text) continue
+    const sent = shares[t] ?? tally()
+    const variant = tally()
+    scanner.scanText(nfc, variant, false)
+    for (let c = 0; c < CLASS_COUNT; c++) {
+      const extra = (variant.raw[c] ?? 0) - (sent.raw[c] ?? 0)
+      if (extra > 0) {
+        total.raw[c] = (total.raw[c] ?? 0) + extra
+        scanner.charge(c, extra)
+      }
+      const less = (variant.floor[c] ?? 0) - (sent.floor[c] ?? 0)
+      if (less < 0) total.floor[c] = (total.floor[c] ?? 0) + less
+    }
+    if (scanner.over(total.raw)) return false
+  }
+  return true
+}
+
 /**
  * Scans `texts` with o200k and the family table, attributing each pre-token to a script class.
  * With a `limit`, stops as soon as Σ_class ceil(bound × charge[class]) passes it: every pre-token
@@ -195,137 +397,11 @@ export async function scanFamily(
   limit = Number.POSITIVE_INFINITY,
 ): Promise<FamilyScan> {
   const [tokenizer, family] = await Promise.all([pieceTokenizer(), loadFamily()])
-  const { split, singleToken, encodePiece } = tokenizer
-  const { expansion, unknown, safety } = family
-  const weight = new Float64Array(CLASS_COUNT)
-  for (let c = 0; c < CLASS_COUNT; c++) weight[c] = (safety[c] ?? 1) * (charge?.[c] ?? 1)
-  const over = (raw: Float64Array) => running > limit && charged(raw, safety, charge) > limit
-
+  const scanner = new FamilyScanner(tokenizer, family, charge, limit)
   const total = tally()
-  let exact = true
-  let running = 0
-  // Per text, what the as-sent pass charged, so an NFC variant adds only what it costs beyond it.
-  const perText: Tally[] = []
-
-  // Adds one o200k-sized piece of text (a pre-token, or a chunk of a long one) to `into`; false when
-  // the live figure passed the limit.
-  const memo = new Map<string, number>()
-  const add = (text: string, c: number, into: Tally, live: boolean, chunk = false): boolean => {
-    const id = singleToken(text)
-    let tokens = 1
-    let cost: number
-    if (id !== undefined) cost = expansion[id] ?? unknown
-    else {
-      // A chunk's tokens and cost packed in one number (cost < 2^20 per 32-unit chunk).
-      const known = chunk ? memo.get(text) : undefined
-      if (known !== undefined) {
-        tokens = known % 1_048_576
-        cost = Math.floor(known / 1_048_576)
-      } else {
-        const ids = encodePiece(text)
-        tokens = ids.length
-        cost = 0
-        for (const tokenId of ids) cost += expansion[tokenId] ?? unknown
-        if (chunk) {
-          if (memo.size >= CHUNK_MEMO_ENTRIES) memo.clear()
-          memo.set(text, cost * 1_048_576 + tokens)
-        }
-      }
-    }
-    into.raw[c] = (into.raw[c] ?? 0) + cost
-    into.o200k[c] = (into.o200k[c] ?? 0) + tokens
-    into.floor[c] = (into.floor[c] ?? 0) + tokens
-    if (!live) return true
-    running += cost * (weight[c] ?? 1)
-    // The float running figure is a fast pre-check; the decision is the exact per-class sum.
-    return !over(into.raw)
-  }
-
-  const scanText = (text: string, into: Tally, live: boolean): boolean => {
-    for (const match of text.matchAll(split)) {
-      const piece = match[0]
-      const facts = pieceFacts(piece)
-      const c = facts & CLASS_MASK
-      if (facts & LONE_SURROGATE) {
-        // A lone surrogate is one o200k token (TextEncoder makes it U+FFFD) but 3 in a tokenizer
-        // that encodes it as its three WTF-8 bytes (Gemma 3 does): such a piece is charged its
-        // bytes, each lone surrogate 3, which covers any byte-level tokenizer.
-        const bytes = utf8Length(piece)
-        into.raw[c] = (into.raw[c] ?? 0) + bytes
-        into.o200k[c] = (into.o200k[c] ?? 0) + bytes
-        if (live) {
-          running += bytes * (weight[c] ?? 1)
-          if (over(into.raw)) return false
-        }
-        continue
-      }
-      if (piece.length <= LONG_PIECE_UNITS) {
-        if (!add(piece, c, into, live)) return false
-        continue
-      }
-      exact = false
-      if (c === LATIN) {
-        // A run of ASCII letters longer than any word (random letters, `aaaa…`): its bytes are a
-        // sound charge (no byte-level BPE has more tokens than bytes) and cost no merging — such a
-        // run is the cheapest way to make a tokenizer burn CPU (1.7 s per 8 MB rejected when merged).
-        // Its o200k figure (what the lower estimate scales) stays a lower count: one token per chunk.
-        const bytes = utf8Length(piece)
-        into.raw[c] = (into.raw[c] ?? 0) + bytes
-        into.o200k[c] = (into.o200k[c] ?? 0) + Math.ceil(piece.length / LONG_PIECE_UNITS)
-        if (live) {
-          running += bytes * (weight[c] ?? 1)
-          if (over(into.raw)) return false
-        }
-        continue
-      }
-      for (let start = 0, end = 0; start < piece.length; start = end) {
-        end = chunkEnd(piece, start)
-        if (!add(piece.slice(start, end), c, into, live, true)) return false
-      }
-    }
-    return true
-  }
-
-  for (const text of texts) {
-    // Scanned straight into the total (one hot loop, live limit); the text's own share is the
-    // difference, kept for the NFC pass below (32 classes: cheap).
-    const before = {
-      raw: total.raw.slice(),
-      o200k: total.o200k.slice(),
-      floor: total.floor.slice(),
-    }
-    const within = scanText(text, total, true)
-    const mine = tally()
-    for (let c = 0; c < CLASS_COUNT; c++) {
-      mine.raw[c] = (total.raw[c] ?? 0) - (before.raw[c] ?? 0)
-      mine.o200k[c] = (total.o200k[c] ?? 0) - (before.o200k[c] ?? 0)
-      mine.floor[c] = (total.floor[c] ?? 0) - (before.floor[c] ?? 0)
-    }
-    perText.push(mine)
-    if (!within) return finish(total, false, charge, exact, family)
-  }
-
-  // Only once the prompt as sent fits: a text that NFC changes is scanned as NFC too (the cost of
-  // normalizing is then bounded by what fitted), and each class is charged the larger figure.
-  for (let t = 0; t < texts.length; t++) {
-    const text = texts[t] ?? ''
-    const nfc = text.normalize('NFC')
-    if (nfc === text) continue
-    const sent = perText[t] ?? tally()
-    const variant = tally()
-    scanText(nfc, variant, false)
-    for (let c = 0; c < CLASS_COUNT; c++) {
-      const extra = (variant.raw[c] ?? 0) - (sent.raw[c] ?? 0)
-      if (extra > 0) {
-        total.raw[c] = (total.raw[c] ?? 0) + extra
-        running += extra * (weight[c] ?? 1)
-      }
-      const less = (variant.floor[c] ?? 0) - (sent.floor[c] ?? 0)
-      if (less < 0) total.floor[c] = (total.floor[c] ?? 0) + less
-    }
-    if (over(total.raw)) return finish(total, false, charge, exact, family)
-  }
-  return finish(total, true, charge, exact, family)
+  const shares = scanAsSent(scanner, texts, total)
+  const within = shares !== undefined && addNfcVariants(scanner, texts, shares, total)
+  return finish(total, within, charge, scanner.exact, family)
 }
 
 function finish(
