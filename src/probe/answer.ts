@@ -2,11 +2,11 @@
  * @module Reading one probe answer — an SSE stream or a whole object, in either Workers AI format —
  * into its texts, its usage, and its time to first token.
  *
- * Why the first token "of any kind": GLM-5.3 reasons before it answers, and in the incident the
- * placeholder's reasoning arrived as fast as its content. Timing the first content token would add the
- * whole reasoning time and hide an impossible prefill; timing the first byte would count headers that
- * some servers send before prefill starts. So the clock stops at the first reasoning, content or
- * tool-call text.
+ * Why the first token "of any kind": a reasoning model writes reasoning before content, and an
+ * answer that skipped prefill streams its reasoning as fast as its content. Timing the first content
+ * token would add the whole reasoning time and hide an impossible prefill; timing the first byte would
+ * count headers that some servers send before prefill starts. So the clock stops at the first
+ * reasoning, content or tool-call text.
  */
 import { parseFrame } from '../stream/frames'
 import { sseDecoder } from '../stream/sse'

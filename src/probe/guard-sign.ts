@@ -20,7 +20,7 @@ export type GuardSign =
   /** Another `GuardError` thrown by an in-process `guardAi` runner. */
   | 'guard-error'
 
-/** Headers only the guard Worker sets (src/worker/app.ts, src/errors.ts). */
+/** Headers only the guard sets, on its answers and on its errors. */
 export const GUARD_HEADERS = [
   'x-guard-request-id',
   'x-guard-incident-id',
@@ -28,7 +28,7 @@ export const GUARD_HEADERS = [
 ] as const
 
 /**
- * The guard's refusal (src/preflight.ts): "… the guard rejects rather than truncates …", or the
+ * The guard's preflight refusal: "… the guard rejects rather than truncates …", or the
  * output reserve alone too large ("max_tokens N alone exceeds what <model> can serve …").
  */
 const REFUSAL = /the guard rejects rather than truncates|alone exceeds what .* can serve/i

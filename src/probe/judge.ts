@@ -1,10 +1,10 @@
 /**
  * @module Judging one probe answer: did it come from this prompt, read end to end, prefilled for real?
  *
- * Each check is one line of INCIDENT.md. The leaking answers were HTTP 200s with a normal stream and a
- * matching token count, so status alone proves nothing; the probe reads the content (both needles,
- * no earlier request's marker), the time (a first token faster than any real prefill), and the
- * count (a target that says it read far fewer tokens than were sent truncated the prompt).
+ * A leaking or truncating deployment still answers with a 200, a normal stream and a plausible token
+ * count, so status alone proves nothing; the probe reads the content (both needles, no earlier
+ * request's marker), the time (a first token faster than any real prefill), and the count (a target
+ * that says it read far fewer tokens than were sent truncated the prompt).
  */
 import type { ProbeAnswer } from './answer'
 import { fmt } from './numbers'

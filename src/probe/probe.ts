@@ -148,10 +148,7 @@ class ProbeRun {
   }
 
   /** The run as the report needs it (the settings aside). */
-  record(): Pick<
-    RunRecord,
-    'target' | 'model' | 'top' | 'converged' | 'stoppedBy' | 'fatal' | 'steps'
-  > {
+  record(): Omit<RunRecord, keyof ProbeSettings> {
     return {
       target: this.#setup.transport.target,
       model: this.#setup.transport.model,
@@ -196,8 +193,9 @@ class ProbeRun {
   #fatalOf(error: NonNullable<ProbeStep['error']>, attempt: number): string | null {
     const { target } = this.#setup.transport
     const lastTry = attempt >= this.#setup.settings.retries
-    if (isFatal(error.kind, error.status))
+    if (isFatal(error.kind, error.status)) {
       return `${error.message} — check --url, --key and --model`
+    }
     if (error.kind === 'network' && !this.#reached && lastTry) {
       return `could not reach ${target}: ${error.message}`
     }

@@ -2,10 +2,10 @@
  * @module Probe prompts: random filler of an exact o200k length, a fresh needle on the very first and
  * the very last line, and an instruction to reply with both.
  *
- * Why needles at both ends: the incident's placeholder path kept one token of the prompt, and
- * `--allow-auto-truncate` keeps its beginning; either way the model never reads the end. An answer
- * that names both needles proves the model read this prompt from its first line to its last. Why a
- * tag on every filler line: in the incident decode read pages other requests had written; pages of an
+ * Why needles at both ends: a placeholder path that keeps one token of the prompt, or
+ * `--allow-auto-truncate` keeping its beginning, never lets the model read the end. An answer that
+ * names both needles proves the model read this prompt from its first line to its last. Why a tag on
+ * every filler line: a decode that reads pages other requests wrote quotes their text; pages of an
  * earlier probe request carry that request's tag on every line, so any span of them quoted in an
  * answer is attributable — "foreign content", a leak proven by the answer alone.
  * Nothing here is user data: words are drawn at random from a fixed neutral list.
@@ -98,9 +98,9 @@ export function mintNeedle(rng: Rng): string {
  * splits a digit run by a fixed rule whatever the digits (o200k, cl100k, Llama 3 and DeepSeek-V3 in
  * groups of up to three; Qwen3 and Gemma 3 one by one), so every tag costs the same as any other in
  * the target's tokens and the target's count of a prompt is a steady multiple of its o200k length;
- * random letters would not be (a letter tag that o200k splits finer than the target's tokenizer makes
- * a "720k" prompt 670k to it). Where the two rules differ (a tag is 4 o200k tokens, 10 Qwen3 ones),
- * that multiple still moves a little with each prompt's mix of line lengths: see `RATIO_NOISE`.
+ * random letters would not be (o200k and the target's tokenizer would split each tag differently).
+ * Where the two rules differ (a tag is 4 o200k tokens, 10 Qwen3 ones), that multiple still moves a
+ * little with each prompt's mix of line lengths: see `RATIO_NOISE`.
  * Unlike a needle in shape, so a model asked for "codes" is not tempted by it.
  *
  * @example
@@ -113,7 +113,7 @@ export function mintTag(rng: Rng): string {
 let loading: Promise<PromptBuilder> | undefined
 
 /**
- * The prompt builder, loaded once (it loads gpt-tokenizer's o200k_base on first use, ~0.5 s).
+ * The prompt builder, loaded once (it loads gpt-tokenizer's o200k_base on first use).
  *
  * Exactness: the o200k pre-tokenizer never joins a piece across a line break that follows a letter
  * or digit, nor a space to the word before it, so the count of a prompt is the sum of the counts of

@@ -25,7 +25,8 @@ export interface Rng {
  * const rng = seededRng(options.seed ?? randomSeed())
  */
 export function randomSeed(): number {
-  return crypto.getRandomValues(new Uint32Array(1))[0]!
+  const [seed = 0] = crypto.getRandomValues(new Uint32Array(1))
+  return seed
 }
 
 /**

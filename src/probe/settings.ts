@@ -32,7 +32,7 @@ export interface ProbeOptions {
   tolerance?: number
   /**
    * Physical upper bound on an uncached prefill, tokens per second: a first token sooner than
-   * `tokens / maxPrefill` was never prefilled (the incident's placeholder answered in ~0 s).
+   * `tokens / maxPrefill` was never prefilled (a placeholder path answers at once).
    * @default 200000
    */
   maxPrefill?: number
@@ -214,14 +214,12 @@ function checkEach(merged: ProbeSettings): void {
  * √(o200k length of the prompt the ratio was measured on): the probe sizes prompts in o200k and learns
  * the target's ratio from `usage.prompt_tokens`, but each prompt draws fresh words, line lengths and
  * tag, so the next prompt's ratio is not the measured one. Tokenizers that split digits one by one
- * (Qwen3, Gemma 3) count the tag on every filler line at 10 tokens against o200k's 4, so a prompt's
- * ratio follows its mix of 6- to 10-word lines: measured over 30–40 seeds at 4k–64k o200k tokens, its
- * relative standard deviation is 0.10–0.17 / √length (Qwen3 0.15, Gemma 3 0.17 at 16k); DeepSeek-V3,
- * Llama 3 and cl100k, which split digits like o200k, stay under 0.01 / √length. 1.0 covers the
- * difference of two prompts (√2 × 0.17) at 4 standard deviations, and the drift of the fixed head and
- * tail between a length and its double (about 14 / length, under 1 / √length above 200 tokens).
- * Without it the top prompt overshot `window − max_tokens` by 3–31 target tokens in about one run in
- * six at a 32k window (a 5021 refusal that a healthy deployment does not deserve).
+ * (Qwen3, Gemma 3) count each line's tag at 10 tokens against o200k's 4, so their ratio follows the
+ * prompt's mix of line lengths, with a relative spread that shrinks as 1 / √length. 1.0 covers the
+ * difference of two prompts at 4 standard deviations of the widest such tokenizer, and the drift of
+ * the fixed head and tail between a length and its double (test/node/probe-cli.test.ts checks the
+ * spread). Without it the top prompt can overshoot `window − max_tokens` and draw a refusal that a
+ * healthy deployment does not deserve.
  *
  * @example
  * RATIO_NOISE / Math.sqrt(16_384) // 0.0078: the top stays 0.8% under the window at a 32k window
