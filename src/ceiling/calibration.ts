@@ -11,7 +11,7 @@
  *   that make up the prompt (each class holding ≥ {@link ATTRIBUTION_SHARE} of it): a Russian report
  *   never moves the English margin, so one tenant's script cannot shrink everyone's ceiling;
  * - a count far above the estimate is evidence that the table is wrong for that class, never
- *   "implausible" (0.1 dropped such reports, and a Georgian prompt 6× over stayed admitted);
+ *   "implausible": dropping it would keep admitting exactly the prompts the table under-counts;
  * - a raised margin relaxes only with evidence from {@link RELAX_QUORUM} different tenants, and then
  *   no faster than the slower of two clocks (observations, time): one tenant's burst cannot undo it.
  * The profile's `tokenizerDrift` is a floor applied when reading, so nothing learned can lower it.
@@ -68,7 +68,7 @@ export interface ClassDrift {
 
 /** The serializable calibration state of one model. */
 export interface DriftState {
-  /** Format version, for the Durable Object that persists it (1 was one global margin). */
+  /** Format version, for the Durable Object that persists it (older formats are discarded on read). */
   v: 2
   /** Classes that ever needed a raise. */
   classes: Partial<Record<ScriptClass, ClassDrift>>

@@ -1,15 +1,10 @@
 /**
  * @module The token-ceiling decision: does this prompt fit the model's real KV pool, with margins?
  *
- * Policy: a prompt over the ceiling is REJECTED, never truncated. In the incident, the engine's
- * "make it fit" path (a one-token placeholder; `--allow-auto-truncate` in SGLang) is exactly what
- * served other customers' cache pages. Truncation would also answer a different question than the
- * one asked (usually dropping the end, where the actual question is) and return a 200 that hides it.
- * A clear `context_length_exceeded` lets the client shorten the prompt knowingly.
- *
- * What is bounded is the MODEL's tokens, not o200k's: the figure charged is at least what any
- * tokenizer of the model's generation counts (see estimate.ts), per script class, plus the class's
- * margin (the operator's floor, or what calibration learned for that class).
+ * A prompt over the ceiling is rejected, never truncated: an engine's "make it fit" path is what reads
+ * other requests' cache pages, and a truncated prompt asks a different question behind a 200.
+ * What is bounded is the MODEL's tokens, not o200k's: each script class is charged the family bound
+ * (estimate.ts) plus its margin (the operator's floor, or what calibration learned for that class).
  *
  * Bounds, cheapest first:
  * 1. **Bytes.** Every byte-level BPE token (special tokens excluded: we count them as text) decodes
@@ -22,18 +17,8 @@
  * 2. **Family estimate with early exit**: o200k's tokens through the family table, per class, with
  *    the class margins; counting stops as soon as the charged figure passes the ceiling, so its cost
  *    is bounded by the ceiling, not by the prompt.
- *
- * Other provable upper bounds were examined for mid-size prompts (e.g. 256k tokens of English,
- * ~1.1 MB, where bytes are ~4.5× too pessimistic); none is both sound and worth its cost:
- * - BPE stops only when no adjacent pair of tokens concatenates to a vocabulary entry, so in a
- *   stretch where every adjacent character pair is a token no two single-character tokens touch,
- *   giving k ≤ (2n + 1) / 3. Sound, but o200k lacks 29 of the 676 lowercase ASCII pairs ('bq', 'gk',
- *   …), so applying it needs a pair table per text, and 1.5 bytes/token still leaves a 256k-token
- *   English prompt above the 681,280-token pool: it would still be counted.
- * - Anything finer needs the pre-tokenizer regex, which alone is over half a full count (Node 22:
- *   14 ms of regex vs 25 ms of counting for 1.2 MB of English; the vocabulary lookups after it are
- *   cheap), so no bound between "bytes" and "count" can save more than ~2×.
- * Sampling estimates are not bounds and are not used.
+ * No sound bound between these two saves enough to be worth it (the designs examined, and the
+ * history of this policy: docs/ceiling-design.md).
  */
 import { type ClassFigures, loadFamily, scanFamily } from './estimate'
 import { type PromptPieces, templateOverhead } from './prompt'
@@ -71,7 +56,7 @@ export interface CeilingDecision {
 
 /**
  * The prompt-token ceiling for a model: the smaller of its advertised window and its real KV pool
- * (the incident's pool was 681,280 tokens under a 1,048,576-token window), less the output reserve.
+ * (which can be far smaller than the window), less the output reserve.
  *
  * @example
  * ceilingFor({ contextWindow: 1_048_576, kvPoolTokens: 681_280 }, 4_096) // 677_184

@@ -4,17 +4,12 @@
  */
 /**
  * Pre-tokens longer than this (in UTF-16 code units) are cut into chunks of at most this many units,
- * each merged on its own. gpt-tokenizer's merge loop is superlinear in a pre-token's length (on Node
- * 22, 100,000 spaces took 4 s; runs of 128 dashes cost 14 s per 677k-token ceiling, runs of 64 cost
- * 0.04 s), and one run of spaces, dashes or letters is one pre-token however long it is.
- *
- * Why chunks and not the byte bound (which 0.1 charged): real text has long pre-tokens. Thai, Lao
- * and Khmer are written without spaces and o200k's regex lumps a whole run of letters, so UDHR Thai
- * has 119 of 468 pre-tokens over 32 units (up to 154), Lao up to 179, Japanese and Chinese up to 61;
- * charging those bytes would cost Thai 3–5× its usable context. Cutting at 32 units adds 2.9% o200k
- * tokens to Thai, 0.9% to Khmer, 0.1% to Japanese and nothing to languages with spaces (measured by
- * scripts/measure-tokenizers.ts; the family bound is checked on the chunked count). The count of a
- * chunked pre-token is not o200k's exact count (usually a few tokens more), so it says so.
+ * each merged on its own: gpt-tokenizer's merge loop is superlinear in a pre-token's length, and one
+ * run of spaces, dashes or letters is one pre-token however long it is. Chunks rather than the byte
+ * bound, because real text has long pre-tokens (Thai, Lao and Khmer are written without spaces) and
+ * their bytes would cost those scripts most of their usable context; chunking adds a few percent at
+ * most. The count of a chunked pre-token is not o200k's exact count (usually a few tokens more), so
+ * it says so. Figures: docs/ceiling-design.md.
  */
 export const LONG_PIECE_UNITS = 32
 

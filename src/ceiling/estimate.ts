@@ -158,8 +158,8 @@ export interface FamilyScan extends PromptEstimate {
  * Tokens added to every class present, for merges across o200k token boundaries that cost a family
  * tokenizer a token or two more than the parts (Qwen3 splits "asjonal" into 3, o200k's two tokens
  * into 1 each). Over a long text the table's slack absorbs them, and the per-class safety factor
- * covers the rest; in a short text a single one is a large share (measured: at most 2 tokens in
- * windows under 100 o200k tokens of the corpus).
+ * covers the rest; in a short text a single one is a large share (the corpus figure behind 2:
+ * docs/ceiling-design.md).
  */
 export const CLASS_SLACK = 2
 

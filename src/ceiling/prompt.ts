@@ -95,8 +95,8 @@ function readDefinitions(inputs: Record<string, unknown>, key: string, texts: st
 /**
  * Everything in `inputs` the model reads, as texts to count, and the counts of things charged at a
  * fixed cost. Counts err on the side of too many tokens: the ceiling exists because a prompt the
- * guard under-counted could overflow the real KV pool, and the incident showed what an overflowing
- * request reads (other customers' cache pages). So every field a template may render is included:
+ * guard under-counted could overflow the real KV pool, and an overflowing request reads other
+ * requests' cache pages. So every field a template may render is included:
  * roles, names, contents, tool calls and results, reasoning sent back, tool schemas, the
  * response-format schema, a legacy `prompt`.
  *

@@ -7,9 +7,9 @@
  * expected minimum becomes the larger of the physical bound and a safety fraction of the lowest honest
  * rate seen for prompts of that class and size. Threats, and the answer to each:
  * - Units: rates are learned per token **the engine reported** (`usage.prompt_tokens − cached`), not
- *   per o200k token, and judged against the guard's *lower* estimate of the engine's count. In 0.1 a
- *   tenant's honest Georgian prompts (slow per o200k token, fast per engine token) taught a rate that
- *   then quarantined every honest English answer.
+ *   per o200k token, and judged against the guard's *lower* estimate of the engine's count: learned
+ *   per o200k token, honest Georgian prompts (slow per o200k token, fast per engine token) would teach
+ *   a rate that quarantines every honest English answer.
  * - Buckets: by script class and size, so one script's traffic never sets another's bar.
  * - Weight: each tenant keeps at most {@link SAMPLES_PER_TENANT} samples per bucket, a bucket is trusted
  *   only once {@link QUORUM} tenants have taught it, and the rate is the *lowest* tenant's: a tenant (or
@@ -21,7 +21,7 @@ import type { ScriptClass } from '../ceiling/script'
 
 /** Serializable learned state for one model. */
 export interface BaselineState {
-  /** Format version (1 was per-size buckets of o200k rates, shared by every tenant and script). */
+  /** Format version (older formats are discarded on read). */
   v: 2
   /** `class:bucket` → tenant key (`t…`, least recently taught first) → ms per 1k uncached engine tokens. */
   buckets: Record<string, Record<string, number[]>>

@@ -1,8 +1,8 @@
 /**
  * @module The physics of prefill: how long reading a prompt must take at the least.
  *
- * In the incident the answer "came even faster than a real prefill of the whole request should have":
- * decode read pages prefill never wrote. A first token sooner than the uncached prompt could be prefilled
+ * When decode reads pages prefill never wrote, the answer comes faster than a real prefill of the
+ * whole request could have. A first token sooner than the uncached prompt could be prefilled
  * at the profile's physical upper bound is evidence that the prompt was not read.
  */
 

@@ -7,9 +7,9 @@
  * of leading chunks seen before is what the engine may have cached. Records are keyed by tenant: one
  * tenant's history never relaxes another tenant's checks.
  *
- * A prompt is remembered only after its answer was verified and released: in 0.1 it was remembered
- * before the call, so a "primer" the engine refused (never prefilled, never cached) excused the fast
- * placeholder answer of the next, shorter attack prompt as a cache hit. Looking up and remembering
+ * A prompt is remembered only after its answer was verified and released: remembered before the call,
+ * a "primer" the engine refused (never prefilled, never cached) would excuse the fast placeholder
+ * answer of the next, shorter attack prompt as a cache hit. Looking up and remembering
  * are two steps over one hashing pass ({@link PrefixRecord.digest}).
  */
 import { toHex } from '../bytes'
