@@ -8,7 +8,7 @@
  * count headers that some servers send before prefill starts. So the clock stops at the first
  * reasoning, content or tool-call text.
  */
-import { parseFrame } from '../stream/frames'
+import { type Frame, parseFrame } from '../stream/frames'
 import { sseDecoder } from '../stream/sse'
 import type { GuardSign } from './guard-sign'
 import { messageOf, ProbeTransportError } from './transport-error'
@@ -75,6 +75,18 @@ function toolText(texts: Record<string, string | undefined>): string {
   return out
 }
 
+/** The model-written texts of one frame: reasoning (under either name), content and tool calls. */
+function modelTexts(
+  frame: Pick<Frame, 'texts'>,
+  json: Json | undefined,
+  key: 'delta' | 'message',
+): { reasoning: string; content: string } {
+  return {
+    reasoning: (frame.texts.reasoning ?? '') + reasoningAlias(json, key),
+    content: (frame.texts.content ?? '') + toolText(frame.texts),
+  }
+}
+
 /** An in-band error event (`data: {"error": …}`), which some servers send instead of a status. */
 function inBandError(json: Json | undefined): string | undefined {
   if (json === undefined || !('error' in json)) return undefined
@@ -113,8 +125,7 @@ export async function readAnswerStream(
       if (frame.done) continue
       const error = inBandError(frame.json)
       if (error !== undefined) throw new ProbeTransportError('upstream', clip(error))
-      const reasoning = (frame.texts.reasoning ?? '') + reasoningAlias(frame.json, 'delta')
-      const content = (frame.texts.content ?? '') + toolText(frame.texts)
+      const { reasoning, content } = modelTexts(frame, frame.json, 'delta')
       if (answer.ttftMs === null && (reasoning !== '' || content !== '')) {
         answer.ttftMs = now() - started
       }
@@ -153,7 +164,7 @@ export function readAnswerObject(output: unknown, started: number, now: () => nu
   if (!isObject(output)) throw new ProbeTransportError('malformed', 'the answer is not an object')
   const error = inBandError(output)
   if (error !== undefined) throw new ProbeTransportError('upstream', clip(error))
-  let frame: ReturnType<typeof parseFrame>
+  let frame: Frame
   try {
     frame = parseFrame({ data: JSON.stringify(output) })
   } catch (cause) {
@@ -162,8 +173,9 @@ export function readAnswerObject(output: unknown, started: number, now: () => nu
   if (frame.format === undefined) {
     throw new ProbeTransportError('malformed', 'the answer has an unknown shape')
   }
-  answer.reasoning = (frame.texts.reasoning ?? '') + reasoningAlias(output, 'message')
-  answer.content = (frame.texts.content ?? '') + toolText(frame.texts)
+  const { reasoning, content } = modelTexts(frame, output, 'message')
+  answer.reasoning = reasoning
+  answer.content = content
   if (answer.reasoning !== '' || answer.content !== '') answer.ttftMs = totalMs
   answer.finishReason = frame.finishReason ?? null
   applyUsage(answer, output.usage)

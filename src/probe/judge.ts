@@ -74,19 +74,9 @@ export function minTtftMs(tokens: number, maxPrefill: number): number {
  * if (j.kind === 'foreign-content') console.log('leak: quotes request', j.foreign[0]?.step)
  */
 export function judgeAnswer(input: JudgeInput): Judgement {
-  const { prompt, answer, earlier } = input
+  const { prompt, answer } = input
   const floor = input.usageFloor ?? 0.8
-  const text = `${answer.reasoning}\n${answer.content}`.toUpperCase()
-  const missing: ('start' | 'end')[] = []
-  if (!text.includes(prompt.startNeedle.toUpperCase())) missing.push('start')
-  if (!text.includes(prompt.endNeedle.toUpperCase())) missing.push('end')
-  const foreign: { marker: string; step: number }[] = []
-  for (const [marker, step] of earlier) if (text.includes(marker)) foreign.push({ marker, step })
-  const own = new Set([prompt.startNeedle.toUpperCase(), prompt.endNeedle.toUpperCase()])
-  const unknownNeedles = [
-    ...new Set([...text.matchAll(NEEDLE_PATTERN)].map((m) => m[0].toUpperCase())),
-  ].filter((n) => !own.has(n) && !earlier.has(n))
-
+  const { missing, foreign, unknownNeedles } = readMarkers(input)
   // Cached tokens skip prefill legitimately; a probe prompt opens with a fresh needle, so only a
   // shared template prefix can be cached, but a target that says so is taken at its word.
   const uncached = prompt.tokens - Math.min(answer.cachedTokens ?? 0, prompt.tokens)
@@ -131,4 +121,22 @@ export function judgeAnswer(input: JudgeInput): Judgement {
     }
   }
   return { ...base, kind: 'ok', detail: 'both needles back, nothing foreign' }
+}
+
+/** Which of this prompt's needles the answer names, and which markers it quotes that are not its own. */
+function readMarkers(
+  input: Pick<JudgeInput, 'prompt' | 'answer' | 'earlier'>,
+): Pick<Judgement, 'missing' | 'foreign' | 'unknownNeedles'> {
+  const { prompt, answer, earlier } = input
+  const text = `${answer.reasoning}\n${answer.content}`.toUpperCase()
+  const missing: ('start' | 'end')[] = []
+  if (!text.includes(prompt.startNeedle.toUpperCase())) missing.push('start')
+  if (!text.includes(prompt.endNeedle.toUpperCase())) missing.push('end')
+  const foreign: { marker: string; step: number }[] = []
+  for (const [marker, step] of earlier) if (text.includes(marker)) foreign.push({ marker, step })
+  const own = new Set([prompt.startNeedle.toUpperCase(), prompt.endNeedle.toUpperCase()])
+  const unknownNeedles = [
+    ...new Set([...text.matchAll(NEEDLE_PATTERN)].map((m) => m[0].toUpperCase())),
+  ].filter((n) => !own.has(n) && !earlier.has(n))
+  return { missing, foreign, unknownNeedles }
 }
