@@ -2,7 +2,7 @@
  * @module What a released answer (or an engine refusal) teaches learned state: tokenizer margins from
  * the engine's counts, and — only when the echo proved the prompt was read — timing and prefixes.
  */
-import type { AttemptContext } from '../attempt'
+import type { AttemptContext } from '../attempt/context'
 import { tenantKey } from '../calibration'
 import type { ClassFigures } from '../ceiling/estimate'
 import type { ScriptClass } from '../ceiling/script'

@@ -8,7 +8,7 @@
  * stream with a quarantine before its event (or anything after it) is released.
  */
 
-import type { AttemptContext } from '../attempt'
+import type { AttemptContext } from '../attempt/context'
 import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
 import { GuardError } from '../errors'
 import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../stream/frames'

@@ -2,7 +2,7 @@
  * @module Canary evidence of an answer: findings per channel, our own canary stripped, and the withheld
  * text made safe to store (no live canary in it).
  */
-import type { AttemptContext } from '../attempt'
+import type { AttemptContext } from '../attempt/context'
 import { CANARY_PATTERN, type Finding, scanText } from '../canary'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { Channel } from '../stream/frames'

@@ -2,7 +2,7 @@
  * @module The one conclusion step of an attempt, whole answer or stream: evidence → verdict and the
  * figures behind it, the texts a release may send, and what a withheld answer records.
  */
-import type { AttemptContext, AttemptOutcome } from '../attempt'
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { Channel } from '../stream/frames'
 import type { TimingSignal } from '../timing/prefill'

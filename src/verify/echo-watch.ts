@@ -2,7 +2,7 @@
  * @module Where this request's echo stands in an answer's visible content — the same question for a
  * whole answer (read once, final) and a stream (read as the content grows).
  */
-import type { AttemptContext } from '../attempt'
+import type { AttemptContext } from '../attempt/context'
 import { cutOff, matchEchoSpan } from '../canary'
 import type { EchoOutcome } from './verdict'
 

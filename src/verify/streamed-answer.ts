@@ -12,7 +12,7 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import type { AttemptContext, AttemptOutcome } from '../attempt'
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import { GuardError } from '../errors'
 import { releaseStream } from '../release/release-stream'

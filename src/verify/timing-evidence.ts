@@ -2,7 +2,7 @@
  * @module Timing evidence: an observed time to first token against what a real prefill of the uncached
  * prompt must take.
  */
-import type { AttemptContext } from '../attempt'
+import type { AttemptContext } from '../attempt/context'
 import { learnedMinimumMs } from '../timing/baseline'
 import { judgeTiming, type TimingSignal } from '../timing/prefill'
 

@@ -1,7 +1,7 @@
 /**
  * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
  */
-import type { AttemptContext, AttemptOutcome } from '../attempt'
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import { GuardError } from '../errors'
 import { readTexts, replaceTexts } from '../stream/frames'

@@ -1,0 +1,141 @@
+/**
+ * @module The attempt loop of one admitted request: inject a fresh canary, call, verify — then release,
+ * retry (a lone missing echo), refuse (the client's output limit) or quarantine.
+ */
+import type { AttemptContext, AttemptOutcome, AttemptServices } from '../attempt/context'
+import { callUpstream } from '../call/call'
+import { injectCanary, mintCanary } from '../canary'
+import { cutOffError } from '../quarantine/withhold'
+import type { PrefixLookup, RequestPlan } from '../request-plan'
+import { assembleAnswer } from '../stream/assemble'
+import type { AiRunner } from '../upstream'
+import { verifyStreamedAnswer } from '../verify/streamed-answer'
+import { verifyWholeAnswer } from '../verify/whole-answer'
+import { attachInfo } from './guard-info'
+import type { VerdictLogger } from './verdict-log'
+
+/** What the loop needs of the guard. */
+export interface AttemptHost extends AttemptServices {
+  readonly logger: VerdictLogger
+}
+
+/** Per-request hooks from the host (the Worker passes its `ExecutionContext.waitUntil`). */
+export interface RunnerHooks {
+  waitUntil?: (promise: Promise<unknown>) => void
+}
+
+/**
+ * Runs attempts until one is released (returned) or withheld (thrown).
+ *
+ * @example
+ * return await runAttempts(guard, env.AI, plan, { waitUntil }, undefined)
+ */
+export async function runAttempts(
+  host: AttemptHost,
+  upstream: AiRunner,
+  plan: RequestPlan,
+  hooks: RunnerHooks,
+  runOptions: Record<string, unknown> | undefined,
+): Promise<unknown> {
+  const streamed = plan.facts.stream || plan.viaStream
+  for (let attempt = 1; ; attempt++) {
+    const { ctx, inputs } = await prepare(host, plan, hooks, attempt)
+    const output = await callUpstream(ctx, upstream, {
+      model: plan.model,
+      inputs,
+      runOptions,
+      streamed,
+      maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
+    })
+    const outcome = streamed
+      ? await verifyStreamedAnswer(ctx, output)
+      : await verifyWholeAnswer(ctx, output)
+    switch (outcome.verdict.action) {
+      case 'retry':
+        continue
+      case 'refuse':
+        host.logger.rejected(ctx, outcome)
+        throw cutOffError()
+      case 'quarantine':
+        throw await host.withhold(ctx, outcome)
+      default:
+        return release(host, plan, outcome, attempt)
+    }
+  }
+}
+
+/** A fresh canary for this attempt, the inputs carrying it, and the context verification reads. */
+async function prepare(
+  host: AttemptHost,
+  plan: RequestPlan,
+  hooks: RunnerHooks,
+  attempt: number,
+): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown> }> {
+  const canary = plan.scanning
+    ? await mintCanary(await host.key(), {
+        requestId: `${plan.requestId}/${attempt}`,
+        tenant: plan.tenant,
+      })
+    : undefined
+  const injected =
+    plan.proof !== 'none' && canary ? injectCanary(plan.inputs, canary, plan.proof) : plan.inputs
+  const inputs = plan.viaStream
+    ? {
+        ...injected,
+        stream: true,
+        stream_options: { ...streamOptions(plan.inputs), include_usage: true },
+      }
+    : injected
+  const ctx: AttemptContext = {
+    services: host,
+    requestId: plan.requestId,
+    tenant: plan.tenant,
+    model: plan.model,
+    profile: plan.profile,
+    canary,
+    proof: plan.proof,
+    estimate: plan.estimate,
+    counted: plan.counted,
+    timed: plan.timed,
+    boundTokens: plan.admission.estimated,
+    // A retry re-sends everything but the directive: the engine may have all of it cached.
+    prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
+    baseline: plan.snapshot.baseline,
+    waitUntil: hooks.waitUntil,
+    startedAt: host.options.now(),
+    attempt,
+  }
+  return { ctx, inputs }
+}
+
+/** The released answer, as the client asked for it (a whole answer fetched as a stream reassembled). */
+async function release(
+  host: AttemptHost,
+  plan: RequestPlan,
+  outcome: AttemptOutcome<unknown>,
+  attempt: number,
+): Promise<unknown> {
+  const released =
+    plan.viaStream && outcome.released instanceof ReadableStream
+      ? await assembleAnswer(outcome.released as ReadableStream<Uint8Array>)
+      : outcome.released
+  host.logger.released(plan, outcome, attempt)
+  attachInfo(released, {
+    requestId: plan.requestId,
+    attempts: attempt,
+    ...(outcome.format !== undefined && !plan.viaStream ? { format: outcome.format } : {}),
+    ...(plan.admission.clampTo !== undefined ? { clampedMaxTokens: plan.admission.clampTo } : {}),
+  })
+  return released
+}
+
+/** A retry's prefix: the first attempt sent the same prompt, so the engine may have all of it cached. */
+async function wholePromptCached(plan: RequestPlan): Promise<PrefixLookup> {
+  const [{ digest }, estimate] = await Promise.all([plan.prefix(), plan.estimate()])
+  return { digest, cachedTokens: estimate.lower + estimate.overhead }
+}
+
+function streamOptions(inputs: Record<string, unknown>): Record<string, unknown> {
+  const value = inputs.stream_options
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {}
+}

@@ -1,0 +1,150 @@
+/**
+ * @module The guard: its per-isolate state (options, stores, learned state, canary key) and one guarded
+ * call — plan, then attempts (see ./attempts.ts) — with every unexpected failure failing closed.
+ */
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import { isolateTenantDirectory, TenantAttribution } from '../attribution'
+import { type CalibrationSnapshot, type CalibrationStore, MemoryCalibration } from '../calibration'
+import { type CanaryKey, importCanaryKey } from '../canary'
+import { asGuardError, GuardError } from '../errors'
+import {
+  type GuardOptions,
+  type ModelProfile,
+  type ResolvedOptions,
+  resolveOptions,
+} from '../options'
+import { IncidentRecorder } from '../quarantine/aggregate'
+import { MemoryQuarantineStore } from '../quarantine/memory'
+import type { QuarantineStore } from '../quarantine/store'
+import { quarantineError, recordIncident } from '../quarantine/withhold'
+import { type PlanServices, planRequest } from '../request-plan'
+import { PrefixRecord } from '../timing/prefix-record'
+import type { AiRunner } from '../upstream'
+import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
+import { VerdictLogger } from './verdict-log'
+
+/** The guard's per-isolate state, shared by every request it serves. */
+export class Guard implements AttemptHost, PlanServices {
+  readonly options: ResolvedOptions
+  readonly quarantine: QuarantineStore
+  readonly calibration: CalibrationStore
+  readonly prefixes = new PrefixRecord()
+  readonly logger: VerdictLogger
+  /** Tag → tenant, shared through a directory so a leak is attributed across isolates. */
+  readonly attribution: TenantAttribution
+  /** Folds a tenant's repeated incidents of one kind into one record; leaks are always kept whole. */
+  readonly incidents: IncidentRecorder
+  #key: Promise<CanaryKey> | undefined
+
+  constructor(options: GuardOptions) {
+    this.options = resolveOptions(options)
+    this.quarantine = options.quarantine ?? new MemoryQuarantineStore()
+    this.calibration = options.calibration ?? new MemoryCalibration()
+    this.logger = new VerdictLogger(options.onVerdict)
+    this.attribution = new TenantAttribution(
+      () => this.key(),
+      options.tenantDirectory ?? isolateTenantDirectory(),
+    )
+    this.incidents = new IncidentRecorder(this.quarantine, {
+      now: this.options.now,
+      windowMs: this.options.incidentWindowMs,
+    })
+  }
+
+  /** The canary key, imported once on first use (WebCrypto is async). */
+  key(): Promise<CanaryKey> {
+    this.#key ??= importCanaryKey(this.options.secret)
+    return this.#key
+  }
+
+  /** A runner for one tenant over one upstream; cheap, so surfaces make one per request. */
+  runner(upstream: AiRunner, tenant = this.options.tenant, hooks: RunnerHooks = {}): AiRunner {
+    if (typeof tenant !== 'string' || tenant === '')
+      throw new Error('option "tenant" must be a non-empty string')
+    return {
+      run: (model, inputs, options) => this.run(upstream, tenant, hooks, model, inputs, options),
+    }
+  }
+
+  profile(model: string): ModelProfile {
+    const profile = this.options.profiles.get(model) ?? this.options.fallbackProfile
+    if (!profile) {
+      throw new GuardError(
+        'invalid_request',
+        `Model ${JSON.stringify(model)} has no profile, so no safe token ceiling is known; add one under the "models" option.`,
+        { param: 'model' },
+      )
+    }
+    return profile
+  }
+
+  /** What calibration has learned for a model; unavailable calibration fails closed. */
+  async snapshot(model: string): Promise<CalibrationSnapshot> {
+    try {
+      return await this.calibration.snapshot(model)
+    } catch (error) {
+      // The learned figures only tighten the guards; without them the ceiling would be less safe.
+      throw new GuardError('guard_unavailable', 'Guard calibration is unavailable.', {
+        cause: error,
+      })
+    }
+  }
+
+  /**
+   * One guarded call: plan (envelope, profile, ceiling), then attempts until a release, a quarantine,
+   * or an error. Anything unexpected becomes `guard_unavailable`: a guard that cannot run never
+   * releases an unverified answer.
+   */
+  async run(
+    upstream: AiRunner,
+    tenant: string,
+    hooks: RunnerHooks,
+    model: string,
+    inputs: Record<string, unknown>,
+    runOptions?: Record<string, unknown>,
+  ): Promise<unknown> {
+    const requestId = this.options.requestId()
+    try {
+      checkCall(model, runOptions)
+      const plan = await planRequest(this, requestId, tenant, model, inputs)
+      if (plan.scanning) {
+        // Off the request path: a directory write never delays or fails an answer (it never rejects).
+        const remembered = this.attribution.remember(tenant)
+        hooks.waitUntil?.(remembered)
+      }
+      return await runAttempts(this, upstream, plan, hooks, runOptions)
+    } catch (error) {
+      const guardError = asGuardError(error)
+      if (guardError.code === 'context_length_exceeded') {
+        this.logger.log({ requestId, tenant, model, action: 'reject', reasons: [guardError.code] })
+      }
+      throw guardError
+    }
+  }
+
+  /** Records a withheld answer and returns the error for its client. Never releases anything. */
+  async withhold(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<GuardError> {
+    const incident = await recordIncident(
+      { attribution: this.attribution, incidents: this.incidents, now: this.options.now },
+      ctx,
+      outcome,
+    )
+    this.logger.quarantined(ctx, outcome, incident.id, incident.stored)
+    return quarantineError(incident.id)
+  }
+}
+
+/** The call's own arguments: a model name, and no response shape the guard cannot verify. */
+function checkCall(model: string, runOptions: Record<string, unknown> | undefined): void {
+  if (typeof model !== 'string' || model === '') {
+    throw new GuardError('invalid_request', 'The model must be a non-empty string.', {
+      param: 'model',
+    })
+  }
+  if (runOptions?.returnRawResponse === true || runOptions?.websocket === true) {
+    throw new GuardError(
+      'invalid_request',
+      'Raw and WebSocket responses cannot be verified, so the guard does not offer them.',
+    )
+  }
+}

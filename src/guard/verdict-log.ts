@@ -1,0 +1,103 @@
+/**
+ * @module The verdict log: one structured line per decided answer (ids, tenant, model, action,
+ * reasons, figures — never prompt text, canaries or secrets).
+ */
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import type { VerdictLog } from '../options'
+import type { QuarantineRecord } from '../quarantine/store'
+import type { RequestPlan } from '../request-plan'
+
+type Figures = QuarantineRecord['figures']
+
+/**
+ * Writes verdict lines to the `onVerdict` hook, or withheld ones to `console.warn` without a hook.
+ *
+ * @example
+ * new VerdictLogger(undefined).log({ requestId, tenant, model, action: 'reject', reasons: [] })
+ */
+export class VerdictLogger {
+  readonly #onVerdict: ((event: VerdictLog) => void) | undefined
+
+  constructor(onVerdict: ((event: VerdictLog) => void) | undefined) {
+    this.#onVerdict = onVerdict
+  }
+
+  log(event: VerdictLog): void {
+    try {
+      if (this.#onVerdict) this.#onVerdict(event)
+      else if (event.action !== 'release')
+        console.warn(JSON.stringify({ event: 'ai_guard', ...event }))
+    } catch {
+      // A failing log hook must not change a verdict.
+    }
+  }
+
+  released(plan: RequestPlan, outcome: AttemptOutcome<unknown>, attempt: number): void {
+    this.log({
+      requestId: plan.requestId,
+      tenant: plan.tenant,
+      model: plan.model,
+      action: 'release',
+      reasons: attempt > 1 ? ['released_after_retry'] : [],
+      ...(outcome.figures.estimatedTokens !== undefined
+        ? tokenFigures(outcome.figures)
+        : promptFigures(plan.admission)),
+      ...timingFigures(outcome.figures),
+    })
+  }
+
+  /** An answer withheld as the client's error (no incident). */
+  rejected(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): void {
+    const { requestId, tenant, model } = ctx
+    const { reasons } = outcome.verdict
+    this.log({
+      requestId,
+      tenant,
+      model,
+      action: 'reject',
+      reasons,
+      ...tokenFigures(outcome.figures),
+    })
+  }
+
+  quarantined(
+    ctx: AttemptContext,
+    outcome: AttemptOutcome<unknown>,
+    incidentId: string,
+    stored: boolean,
+  ): void {
+    const { reasons } = outcome.verdict
+    this.log({
+      requestId: ctx.requestId,
+      tenant: ctx.tenant,
+      model: ctx.model,
+      action: 'quarantine',
+      reasons: stored ? reasons : [...reasons, 'store_failed'],
+      incidentId,
+      ...tokenFigures(outcome.figures),
+      ...timingFigures(outcome.figures),
+    })
+  }
+}
+
+/** A released prompt's size: its token estimate when it was counted, else its byte bound. */
+function promptFigures(
+  admission: RequestPlan['admission'],
+): Pick<VerdictLog, 'estimatedTokens' | 'tokenBound'> {
+  return admission.method === 'count'
+    ? { estimatedTokens: admission.estimated + admission.overhead }
+    : { tokenBound: admission.estimated }
+}
+
+/** A judged answer's prompt size, as the judgement worked it out. */
+function tokenFigures(f: Figures): Pick<VerdictLog, 'estimatedTokens' | 'tokenBound'> {
+  if (f.estimatedTokens !== undefined) return { estimatedTokens: f.estimatedTokens }
+  return f.tokenBound !== undefined ? { tokenBound: f.tokenBound } : {}
+}
+
+function timingFigures(f: Figures): Pick<VerdictLog, 'ttftMs' | 'expectedMinMs'> {
+  const out: Pick<VerdictLog, 'ttftMs' | 'expectedMinMs'> = {}
+  if (f.ttftMs !== undefined) out.ttftMs = Math.round(f.ttftMs)
+  if (f.expectedMinMs !== undefined) out.expectedMinMs = Math.round(f.expectedMinMs)
+  return out
+}

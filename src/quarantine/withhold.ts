@@ -1,0 +1,73 @@
+/**
+ * @module Withholding an answer: the incident record (attributed, folded where allowed) and the error
+ * its client gets. A record that cannot be written never releases the answer.
+ */
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import type { TenantAttribution } from '../attribution'
+import { GuardError } from '../errors'
+import type { IncidentRecorder } from './aggregate'
+import type { QuarantineRecord } from './store'
+
+/** The incident a withheld answer became: its id, and whether its record was stored. */
+export interface Incident {
+  id: string
+  stored: boolean
+}
+
+/**
+ * Records a withheld answer as an incident.
+ *
+ * @example
+ * const { id } = await recordIncident({ attribution, incidents, now }, ctx, outcome)
+ */
+export async function recordIncident(
+  deps: { attribution: TenantAttribution; incidents: IncidentRecorder; now: () => number },
+  ctx: AttemptContext,
+  outcome: AttemptOutcome<unknown>,
+): Promise<Incident> {
+  const id = `inc_${crypto.randomUUID()}`
+  const { canaries, sourceTenants } = await deps.attribution.attribute(outcome.canaries)
+  const record: QuarantineRecord = {
+    id,
+    at: deps.now(),
+    tenant: ctx.tenant,
+    model: ctx.model,
+    requestId: ctx.requestId,
+    reasons: outcome.verdict.reasons,
+    figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
+    canaries,
+    sourceTenants,
+    withheld: outcome.withheld,
+  }
+  try {
+    return { id: (await deps.incidents.record(record)).id, stored: true }
+  } catch (error) {
+    // Fail closed: the answer stays withheld whether or not the record could be written.
+    console.error(
+      JSON.stringify({
+        event: 'ai_guard_store_failed',
+        incidentId: id,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    )
+    return { id, stored: false }
+  }
+}
+
+/** The error a client gets for a withheld answer: the incident id and nothing else. */
+export function quarantineError(incidentId: string): GuardError {
+  return new GuardError(
+    'response_quarantined',
+    `The model's answer failed verification and was withheld. Incident ${incidentId} has been recorded for review.`,
+    { incidentId },
+  )
+}
+
+/** The error for an answer whose output limit ended it before it could be verified: the client's. */
+export function cutOffError(): GuardError {
+  return new GuardError(
+    'invalid_request',
+    'The answer reached its output limit before it could be verified (the model reasons before it answers), so it was withheld. Raise max_tokens.',
+    { param: 'max_tokens' },
+  )
+}
