@@ -64,60 +64,84 @@ export async function admit(
   learned: Partial<Record<ScriptClass, number>>,
   overflow: OverflowPolicy,
 ): Promise<Admission> {
-  const margins: Margins = (cls) => {
+  const margins = marginsFor(profile, learned)
+  const reserve = maxTokens ?? profile.defaultOutputReserve
+  const overhead = templateOverhead(pieces)
+  const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), margins)
+  if (decision.fits) return admission(decision, margins, overhead)
+  if (overflow === 'clamp-output' && maxTokens !== undefined) {
+    // Only the output reserve overflows when the prompt alone fits with room for a useful answer.
+    const promptOnly = await decideCeiling(pieces, ceilingFor(profile, MIN_CLAMPED_OUTPUT), margins)
+    if (promptOnly.fits) {
+      const clampTo = ceilingFor(profile, 0) - promptOnly.adjustedTokens
+      return admission(promptOnly, margins, overhead, clampTo)
+    }
+  }
+  throw await refusal(profile, model, reserve, maxTokens, decision, margins)
+}
+
+/** Each class's margin: the profile's floor, or what calibration learned for that class if larger. */
+function marginsFor(profile: ModelProfile, learned: Partial<Record<ScriptClass, number>>): Margins {
+  return (cls) => {
     const value = learned[cls]
     return Math.max(
       profile.tokenizerDrift,
       value !== undefined && Number.isFinite(value) ? value : 0,
     )
   }
-  const reserve = maxTokens ?? profile.defaultOutputReserve
-  const overhead = templateOverhead(pieces)
-  const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), margins)
-  const admitted = (d: typeof decision, clampTo?: number): Admission => {
-    const applied: Partial<Record<ScriptClass, number>> = {}
-    let drift = 0
-    for (const cls of Object.keys(d.classes) as ScriptClass[]) {
-      applied[cls] = margins(cls)
-      drift = Math.max(drift, applied[cls] ?? 0)
-    }
-    let estimate: PromptEstimate | undefined
-    if (d.method === 'count') {
-      estimate = {
-        bound: d.estimatedTokens,
-        lower: 0,
-        o200k: 0,
-        exact: d.exact,
-        classes: d.classes,
-      }
-      for (const figures of Object.values(d.classes)) {
-        estimate.o200k += figures?.o200k ?? 0
-        estimate.lower += figures?.lower ?? 0
-      }
-    }
-    return {
-      estimated: d.estimatedTokens,
-      exact: d.exact,
-      method: d.method === 'bytes' ? 'bytes' : 'count',
-      ...(estimate === undefined ? {} : { estimate }),
-      overhead,
-      classes: d.classes,
-      margins: applied,
-      drift,
-      ...(clampTo === undefined ? {} : { clampTo }),
-    }
+}
+
+type Decision = Awaited<ReturnType<typeof decideCeiling>>
+
+function admission(d: Decision, margins: Margins, overhead: number, clampTo?: number): Admission {
+  const applied: Partial<Record<ScriptClass, number>> = {}
+  let drift = 0
+  for (const cls of Object.keys(d.classes) as ScriptClass[]) {
+    applied[cls] = margins(cls)
+    drift = Math.max(drift, applied[cls] ?? 0)
   }
-  if (decision.fits) return admitted(decision)
-  if (overflow === 'clamp-output' && maxTokens !== undefined) {
-    // Only the output reserve overflows when the prompt alone fits with room for a useful answer.
-    const promptOnly = await decideCeiling(pieces, ceilingFor(profile, MIN_CLAMPED_OUTPUT), margins)
-    if (promptOnly.fits) {
-      return admitted(promptOnly, ceilingFor(profile, 0) - promptOnly.adjustedTokens)
-    }
+  const estimate = d.method === 'count' ? familyEstimate(d) : undefined
+  return {
+    estimated: d.estimatedTokens,
+    exact: d.exact,
+    method: d.method === 'bytes' ? 'bytes' : 'count',
+    ...(estimate === undefined ? {} : { estimate }),
+    overhead,
+    classes: d.classes,
+    margins: applied,
+    drift,
+    ...(clampTo === undefined ? {} : { clampTo }),
   }
+}
+
+/** The counted decision as a family estimate (its class figures summed). */
+function familyEstimate(d: Decision): PromptEstimate {
+  const estimate = {
+    bound: d.estimatedTokens,
+    lower: 0,
+    o200k: 0,
+    exact: d.exact,
+    classes: d.classes,
+  }
+  for (const figures of Object.values(d.classes)) {
+    estimate.o200k += figures?.o200k ?? 0
+    estimate.lower += figures?.lower ?? 0
+  }
+  return estimate
+}
+
+/** The `context_length_exceeded` error, with the figures, the limit and the scripts behind it. */
+async function refusal(
+  profile: ModelProfile,
+  model: string,
+  reserve: number,
+  maxTokens: number | undefined,
+  decision: Decision,
+  margins: Margins,
+): Promise<GuardError> {
   const pool = Math.min(profile.contextWindow, profile.kvPoolTokens)
   if (reserve >= pool) {
-    throw new GuardError(
+    return new GuardError(
       'context_length_exceeded',
       `max_tokens ${fmt(reserve)} alone exceeds what ${model} can serve: ${fmt(pool)} tokens for prompt and output together (its real KV-cache pool${profile.kvPoolTokens < profile.contextWindow ? `, less than the advertised ${fmt(profile.contextWindow)}-token window` : ''}). Lower max_tokens.`,
       { param: maxTokens === undefined ? 'messages' : 'max_tokens' },
@@ -132,7 +156,7 @@ export async function admit(
     decision.method === 'early-exit'
       ? `more than ${fmt(decision.ceiling)} tokens (estimation stopped at the ceiling; ${margin})`
       : `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} estimated for the model's tokenizer, plus ${margin} and template overhead)`
-  throw new GuardError(
+  return new GuardError(
     'context_length_exceeded',
     `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}.${await scriptNote(decision.drivers, decision.classes)} Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
     { param: 'messages' },

@@ -94,32 +94,15 @@ export async function planRequest(
       ? inputs
       : { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admission.clampTo }
 
-  let counting: Promise<PlanEstimate> | undefined
-  const estimate = (): Promise<PlanEstimate> => {
-    counting ??= (
-      admission.estimate ? Promise.resolve(admission.estimate) : estimateTexts(pieces.texts)
-    ).then((e) => ({ ...e, overhead: admission.overhead, dominant: dominantClass(e) }))
-    return counting
-  }
-  // Timing can only judge prompts whose honest prefill is long; only those need the count, the
-  // prefix record and a streamed whole answer. When the ceiling decided by bytes, the bound over-counts
-  // prose about 4×, so the decision takes the typical 4 bytes per token; the judgement itself then
-  // uses the lower estimate. (Denser text near the threshold may go untimed; the canary still guards it.)
-  const likelyTokens = admission.estimate ? admission.estimate.lower : admission.estimated / 4
-  const timed =
-    (likelyTokens / profile.maxPrefillTokensPerSecond) * 1000 >= guard.options.minTimingEvidenceMs
-  let looking: Promise<PrefixLookup> | undefined
-  const prefix = (): Promise<PrefixLookup> => {
-    looking ??= PrefixRecord.digest(pieces.texts.join('\n')).then(async (digest) => {
-      const found = guard.prefixes.lookup(prefixKey(tenant, model), digest)
-      const cachedTokens =
-        found.matchedChars === 0
-          ? 0
-          : Math.floor(((await estimate()).lower * found.matchedChars) / found.totalChars)
-      return { digest, cachedTokens }
-    })
-    return looking
-  }
+  const estimate = once(() =>
+    (admission.estimate ? Promise.resolve(admission.estimate) : estimateTexts(pieces.texts)).then(
+      (e) => ({ ...e, overhead: admission.overhead, dominant: dominantClass(e) }),
+    ),
+  )
+  const timed = isTimed(admission, profile, guard.options.minTimingEvidenceMs)
+  const prefix = once(() =>
+    lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
+  )
   if (timed) {
     // Count and hash while the upstream prefills, not after its first token.
     estimate().catch(() => {})
@@ -170,4 +153,40 @@ function dominantClass(estimate: PromptEstimate): ScriptClass {
     }
   }
   return best
+}
+
+/**
+ * Timing can only judge prompts whose honest prefill is long; only those need the count, the prefix
+ * record and a streamed whole answer. When the ceiling decided by bytes, the bound over-counts prose
+ * about 4×, so the decision takes the typical 4 bytes per token; the judgement itself then uses the
+ * lower estimate (denser text near the threshold may go untimed; the canary still guards it).
+ */
+function isTimed(admission: Admission, profile: ModelProfile, minEvidenceMs: number): boolean {
+  const likelyTokens = admission.estimate ? admission.estimate.lower : admission.estimated / 4
+  return (likelyTokens / profile.maxPrefillTokensPerSecond) * 1000 >= minEvidenceMs
+}
+
+/** What the tenant's own verified prompts say the engine may have cached of this one. */
+async function lookupPrefix(
+  prefixes: PrefixRecord,
+  key: string,
+  pieces: PromptPieces,
+  estimate: () => Promise<PlanEstimate>,
+): Promise<PrefixLookup> {
+  const digest = await PrefixRecord.digest(pieces.texts.join('\n'))
+  const found = prefixes.lookup(key, digest)
+  const cachedTokens =
+    found.matchedChars === 0
+      ? 0
+      : Math.floor(((await estimate()).lower * found.matchedChars) / found.totalChars)
+  return { digest, cachedTokens }
+}
+
+/** `make`'s promise, made once, on first need. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined
+  return () => {
+    made ??= make()
+    return made
+  }
 }

@@ -45,7 +45,7 @@ async function markdownFiles(): Promise<string[]> {
 
 describe('the README and docs agree with the code', () => {
   it('should explain every reason a verdict can give, in the incident reasons table', async () => {
-    const reasons = await unionMembers('src/verdict.ts', 'Reason')
+    const reasons = await unionMembers('src/verify/verdict.ts', 'Reason')
     const documented = tableKeys(await read('README.md'), 'reason')
     expect(reasons.filter((r) => !documented.includes(r))).toEqual([])
     // One table: a second copy elsewhere would fall behind (docs/ecosystem.md's did).
