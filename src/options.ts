@@ -2,8 +2,7 @@
  * @module GuardOptions, model profiles and their one-time validation.
  */
 import type { TenantDirectory } from './attribution'
-import type { CalibrationSnapshot, CalibrationStore } from './calibration'
-import type { ScriptClass } from './ceiling/script'
+import type { CalibrationStore } from './calibration'
 import type { QuarantineStore } from './quarantine/store'
 import { assertSecret } from './secret'
 
@@ -194,55 +193,6 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (typeof tenant !== 'string' || tenant === '') {
     throw new Error('option "tenant" must be a non-empty string')
   }
-  const profiles = new Map<string, ModelProfile>()
-  for (const [model, profile] of Object.entries(BUILTIN_PROFILES))
-    profiles.set(model, { ...profile })
-  for (const [model, override] of Object.entries(options.models ?? {})) {
-    const base = profiles.get(model) ?? options.defaultProfile
-    profiles.set(model, validateProfile(`models["${model}"]`, { ...base, ...override }))
-  }
-  const unknown = options.unknownModels ?? 'refuse'
-  if (unknown !== 'refuse' && unknown !== 'default-profile') {
-    throw new Error('option "unknownModels" must be "refuse" or "default-profile"')
-  }
-  const fallbackProfile =
-    unknown === 'default-profile'
-      ? validateProfile('defaultProfile', { echo: 'require', ...options.defaultProfile })
-      : undefined
-  const overflow = options.overflow ?? 'reject'
-  if (overflow !== 'reject' && overflow !== 'clamp-output') {
-    throw new Error('option "overflow" must be "reject" or "clamp-output"')
-  }
-  const echoRetries = options.echoRetries ?? 2
-  if (!Number.isInteger(echoRetries) || echoRetries < 0 || echoRetries > 3) {
-    throw new Error('option "echoRetries" must be an integer from 0 to 3')
-  }
-  const maxHeldBytes = options.maxHeldBytes ?? 8 * 1024 * 1024
-  if (!Number.isInteger(maxHeldBytes) || maxHeldBytes < 1024) {
-    throw new Error('option "maxHeldBytes" must be an integer of at least 1024')
-  }
-  const minTimingEvidenceMs = options.minTimingEvidenceMs ?? 200
-  if (typeof minTimingEvidenceMs !== 'number' || !(minTimingEvidenceMs >= 0)) {
-    throw new Error('option "minTimingEvidenceMs" must be a number ≥ 0')
-  }
-  const timeouts = {
-    firstTokenMs: options.timeouts?.firstTokenMs ?? 120_000,
-    idleMs: options.timeouts?.idleMs ?? 60_000,
-    responseMs: options.timeouts?.responseMs ?? 600_000,
-  }
-  for (const [name, value] of Object.entries(timeouts)) {
-    if (!Number.isFinite(value) || value <= 0) {
-      throw new Error(`option "timeouts.${name}" must be a positive number of milliseconds`)
-    }
-  }
-  const wholeAnswers = options.wholeAnswers ?? 'via-stream'
-  if (wholeAnswers !== 'via-stream' && wholeAnswers !== 'as-is') {
-    throw new Error('option "wholeAnswers" must be "via-stream" or "as-is"')
-  }
-  const incidentWindowMs = options.incidentWindowMs ?? 600_000
-  if (typeof incidentWindowMs !== 'number' || !(incidentWindowMs >= 0)) {
-    throw new Error('option "incidentWindowMs" must be a number of milliseconds ≥ 0')
-  }
   for (const name of ['now', 'requestId', 'onVerdict'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') {
       throw new Error(`option "${name}" must be a function`)
@@ -251,18 +201,82 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   return {
     secret,
     tenant,
-    profiles,
-    fallbackProfile,
-    overflow,
+    ...resolveProfiles(options),
+    overflow: oneOf('overflow', options.overflow, ['reject', 'clamp-output']),
     now: options.now ?? (() => Date.now()),
     requestId: options.requestId ?? (() => crypto.randomUUID()),
-    echoRetries,
-    maxHeldBytes,
-    minTimingEvidenceMs,
-    timeouts,
-    wholeAnswers,
-    incidentWindowMs,
+    echoRetries: integer('echoRetries', options.echoRetries ?? 2, 0, 3),
+    maxHeldBytes: integer('maxHeldBytes', options.maxHeldBytes ?? 8 * 1024 * 1024, 1024),
+    minTimingEvidenceMs: atLeastZero('minTimingEvidenceMs', options.minTimingEvidenceMs ?? 200, ''),
+    timeouts: resolveTimeouts(options.timeouts),
+    wholeAnswers: oneOf('wholeAnswers', options.wholeAnswers, ['via-stream', 'as-is']),
+    incidentWindowMs: atLeastZero(
+      'incidentWindowMs',
+      options.incidentWindowMs ?? 600_000,
+      ' of milliseconds',
+    ),
   }
+}
+
+/** The built-in profiles with the `models` overrides, and the profile for unknown models if any. */
+function resolveProfiles(
+  options: GuardOptions,
+): Pick<ResolvedOptions, 'profiles' | 'fallbackProfile'> {
+  const profiles = new Map<string, ModelProfile>()
+  for (const [model, profile] of Object.entries(BUILTIN_PROFILES))
+    profiles.set(model, { ...profile })
+  for (const [model, override] of Object.entries(options.models ?? {})) {
+    const base = profiles.get(model) ?? options.defaultProfile
+    profiles.set(model, validateProfile(`models["${model}"]`, { ...base, ...override }))
+  }
+  const unknown = oneOf('unknownModels', options.unknownModels, ['refuse', 'default-profile'])
+  const fallbackProfile =
+    unknown === 'default-profile'
+      ? validateProfile('defaultProfile', { echo: 'require', ...options.defaultProfile })
+      : undefined
+  return { profiles, fallbackProfile }
+}
+
+function resolveTimeouts(timeouts: GuardOptions['timeouts']): ResolvedOptions['timeouts'] {
+  const resolved = {
+    firstTokenMs: timeouts?.firstTokenMs ?? 120_000,
+    idleMs: timeouts?.idleMs ?? 60_000,
+    responseMs: timeouts?.responseMs ?? 600_000,
+  }
+  for (const [name, value] of Object.entries(resolved)) {
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new Error(`option "timeouts.${name}" must be a positive number of milliseconds`)
+    }
+  }
+  return resolved
+}
+
+/** `value` if it is one of `allowed`, the first of them if absent; else an error naming them. */
+function oneOf<T extends string>(name: string, value: T | undefined, allowed: readonly T[]): T {
+  const chosen = value ?? allowed[0]!
+  if (!allowed.includes(chosen)) {
+    const names = allowed.map((a) => `"${a}"`)
+    throw new Error(`option "${name}" must be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}`)
+  }
+  return chosen
+}
+
+function integer(name: string, value: number, min: number, max?: number): number {
+  if (!Number.isInteger(value) || value < min || (max !== undefined && value > max)) {
+    throw new Error(
+      max === undefined
+        ? `option "${name}" must be an integer of at least ${min}`
+        : `option "${name}" must be an integer from ${min} to ${max}`,
+    )
+  }
+  return value
+}
+
+function atLeastZero(name: string, value: number, unit: string): number {
+  if (typeof value !== 'number' || !(value >= 0)) {
+    throw new Error(`option "${name}" must be a number${unit} ≥ 0`)
+  }
+  return value
 }
 
 function validateProfile(name: string, p: Partial<ModelProfile>): ModelProfile {
