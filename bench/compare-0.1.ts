@@ -21,7 +21,7 @@ import { decideCeiling } from '../src/ceiling/ceiling'
 import { countTokens, loadTokenizer } from '../src/ceiling/count'
 import { estimateTexts } from '../src/ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../src/ceiling/prompt'
-import { readRequest } from '../src/request'
+import { readRequest } from '../src/plan/request'
 import {
   machineInfo,
   median,

@@ -3,9 +3,9 @@
  * tenant received. `--json` prints the same rows as JSON.
  */
 import { SimEngine } from '../sim/engine'
-import { guardAi } from '../src/create-guard'
-import type { ModelProfile, VerdictLog } from '../src/options'
-import type { AiRunner } from '../src/upstream'
+import type { AiRunner } from '../src/call/upstream'
+import type { ModelProfile, VerdictLog } from '../src/guard/options'
+import { guardAi } from '../src/surfaces/guard-ai'
 
 /** The model of the incident. */
 export const DEMO_MODEL = '@cf/zai-org/glm-5.3'

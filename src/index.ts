@@ -13,12 +13,11 @@ export {
   type CalibrationSnapshot,
   type CalibrationStore,
   MemoryCalibration,
-} from './calibration'
+} from './calibration/learned'
+export type { AiRunner, ChatMessage, ContentPart, Usage } from './call/upstream'
 export { CANARY_PATTERN } from './canary'
-export { type AiGuard, createGuard, type GuardRequest, guardAi } from './create-guard'
 export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
 export { type GuardInfo, guardInfo } from './guard'
-export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './middleware'
 export {
   BUILTIN_PROFILES,
   type EchoPolicy,
@@ -26,7 +25,7 @@ export {
   type ModelProfile,
   type OverflowPolicy,
   type VerdictLog,
-} from './options'
+} from './guard/options'
 export { IncidentRecorder } from './quarantine/aggregate'
 export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
 export { MemoryQuarantineStore } from './quarantine/memory'
@@ -36,4 +35,5 @@ export type {
   QuarantineStore,
   QuarantineSummary,
 } from './quarantine/store'
-export type { AiRunner, ChatMessage, ContentPart, Usage } from './upstream'
+export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
+export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'

@@ -12,8 +12,8 @@ import { VirtualClock } from '../../sim/clock'
 import type { SimMode } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, GuardError, type ModelProfile } from '../../src'
+import type { AiRunner } from '../../src/call/upstream'
 import { Guard, guardInfo } from '../../src/guard'
-import type { AiRunner } from '../../src/upstream'
 import {
   machineInfo,
   reproduce,

@@ -5,10 +5,10 @@
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { guardAi } from '../../src'
+import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
-import { parseFrame } from '../../src/stream/frames'
-import { sseDecoder, sseEncoder } from '../../src/stream/sse'
-import type { AiRunner } from '../../src/upstream'
+import { parseFrame } from '../../src/format/frames'
+import { sseDecoder, sseEncoder } from '../../src/format/sse'
 import {
   machineInfo,
   median,

@@ -4,8 +4,9 @@
  * over a stub upstream that serializes what it is given (as the binding does on its way out) and then
  * fails — so the figures are the guard's own work per request, from the first body byte to the call.
  */
+
+import type { AiRunner } from '../../src/call/upstream'
 import { GuardError } from '../../src/errors'
-import type { AiRunner } from '../../src/upstream'
 import { createApp } from '../../src/worker/app'
 import { guardFor } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'

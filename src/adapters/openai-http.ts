@@ -6,7 +6,7 @@
  * one-token placeholder and answered from other tenants' KV pages with HTTP 200. A self-hoster runs the
  * same code, so the guard must sit in front of it exactly as it sits in front of `env.AI`.
  */
-import type { AiRunner } from '../upstream'
+import type { AiRunner } from '../call/upstream'
 
 /** How to reach an OpenAI-compatible server. */
 export interface OpenAiHttpOptions {

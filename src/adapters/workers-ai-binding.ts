@@ -2,7 +2,7 @@
  * @module A guarded runner typed as the Workers AI binding (`Ai`), for libraries that take `env.AI`
  * itself, such as `workers-ai-provider`'s `createWorkersAI({ binding })`.
  */
-import type { AiRunner } from '../upstream'
+import type { AiRunner } from '../call/upstream'
 
 /**
  * The binding members other than `run()`. Each reaches a model without the guard (a gateway, search,

@@ -2,15 +2,16 @@
  * @module One attempt's context and outcome, and the few services of the guard a stage may use: the
  * stages (verify, release) import this, never the guard, so the pipeline runs one way.
  */
-import type { CalibrationStore } from '../calibration'
+
+import type { BaselineState } from '../calibration/baseline'
+import type { CalibrationStore } from '../calibration/learned'
 import type { CanaryKey } from '../canary'
 import type { GuardError } from '../errors'
-import type { ModelProfile, ResolvedOptions } from '../options'
+import type { StreamFormat } from '../format/frames'
+import type { ModelProfile, ResolvedOptions } from '../guard/options'
+import type { RequestPlan } from '../plan/plan'
+import type { ProofKind } from '../plan/request'
 import type { QuarantineRecord } from '../quarantine/store'
-import type { ProofKind } from '../request'
-import type { RequestPlan } from '../request-plan'
-import type { StreamFormat } from '../stream/frames'
-import type { BaselineState } from '../timing/baseline'
 import type { PrefixRecord } from '../timing/prefix-record'
 import type { Verdict } from '../verify/verdict'
 

@@ -3,10 +3,10 @@
  * the engine's counts, and — only when the echo proved the prompt was read — timing and prefixes.
  */
 import type { AttemptContext } from '../attempt/context'
-import { tenantKey } from '../calibration'
 import type { ClassFigures } from '../ceiling/estimate'
 import type { ScriptClass } from '../ceiling/script'
-import { type PlanEstimate, prefixKey } from '../request-plan'
+import { type PlanEstimate, prefixKey } from '../plan/plan'
+import { tenantKey } from './learned'
 
 /** What a released answer can teach, and whether its provenance was proven. */
 export interface Lesson {

@@ -4,9 +4,9 @@
  */
 import type { AttemptContext } from '../attempt/context'
 import { teachRefusal } from '../calibration/teach'
-import { deadline } from '../stream/watchdog'
-import type { AiRunner } from '../upstream'
-import { statedPromptTokens, upstreamError } from '../upstream-error'
+import type { AiRunner } from './upstream'
+import { statedPromptTokens, upstreamError } from './upstream-error'
+import { deadline } from './watchdog'
 
 /** What the call sends. */
 export interface Call {

@@ -8,8 +8,9 @@
  * thing of the reply, turns "the model read all of this request" into a check on the first tokens:
  * an answer that does not open with this request's canary was not built from this request's prompt.
  */
+
+import type { ChatMessage, ContentPart } from '../call/upstream'
 import { GuardError } from '../errors'
-import type { ChatMessage, ContentPart } from '../upstream'
 import { buildJsonEchoDirective } from './json-echo'
 
 /** Between the prompt's own last text and the directive. */

@@ -6,7 +6,7 @@
  * model in JSON mode still follows an instruction about the object's first member, and that member,
  * like the text echo, proves the prompt's last text was read. (A schema-constrained decoder emits
  * what the schema forces, so a canary put into a schema proves nothing: `json_schema` and
- * `guided_json` requests get no echo; see src/request.ts.)
+ * `guided_json` requests get no echo; see src/plan/request.ts.)
  */
 import { matchEcho } from './echo'
 

@@ -11,7 +11,7 @@
  * the start of a real canary. Findings never carry the token text: reports and logs must not become
  * a way to replay another tenant's canary.
  */
-import type { Channel } from '../stream/frames'
+import type { Channel } from '../format/frames'
 import { CANARY_LENGTH, CANARY_PREFIX, type CanaryKey, inspectCanary } from './token'
 
 /** A canary-shaped token in the output that is not this request's own canary. */

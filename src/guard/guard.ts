@@ -4,23 +4,27 @@
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import { isolateTenantDirectory, TenantAttribution } from '../attribution'
-import { type CalibrationSnapshot, type CalibrationStore, MemoryCalibration } from '../calibration'
+import {
+  type CalibrationSnapshot,
+  type CalibrationStore,
+  MemoryCalibration,
+} from '../calibration/learned'
+import type { AiRunner } from '../call/upstream'
 import { type CanaryKey, importCanaryKey } from '../canary'
 import { asGuardError, GuardError } from '../errors'
+import { type PlanServices, planRequest } from '../plan/plan'
+import { IncidentRecorder } from '../quarantine/aggregate'
+import { MemoryQuarantineStore } from '../quarantine/memory'
+import type { QuarantineStore } from '../quarantine/store'
+import { quarantineError, recordIncident } from '../quarantine/withhold'
+import { PrefixRecord } from '../timing/prefix-record'
+import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import {
   type GuardOptions,
   type ModelProfile,
   type ResolvedOptions,
   resolveOptions,
-} from '../options'
-import { IncidentRecorder } from '../quarantine/aggregate'
-import { MemoryQuarantineStore } from '../quarantine/memory'
-import type { QuarantineStore } from '../quarantine/store'
-import { quarantineError, recordIncident } from '../quarantine/withhold'
-import { type PlanServices, planRequest } from '../request-plan'
-import { PrefixRecord } from '../timing/prefix-record'
-import type { AiRunner } from '../upstream'
-import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
+} from './options'
 import { VerdictLogger } from './verdict-log'
 
 /** The guard's per-isolate state, shared by every request it serves. */

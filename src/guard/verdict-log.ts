@@ -3,9 +3,9 @@
  * reasons, figures — never prompt text, canaries or secrets).
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
-import type { VerdictLog } from '../options'
+import type { RequestPlan } from '../plan/plan'
 import type { QuarantineRecord } from '../quarantine/store'
-import type { RequestPlan } from '../request-plan'
+import type { VerdictLog } from './options'
 
 type Figures = QuarantineRecord['figures']
 

@@ -8,8 +8,8 @@
  * count headers that some servers send before prefill starts. So the clock stops at the first
  * reasoning, content or tool-call text.
  */
-import { type Frame, parseFrame } from '../stream/frames'
-import { sseDecoder } from '../stream/sse'
+import { type Frame, parseFrame } from '../format/frames'
+import { sseDecoder } from '../format/sse'
 import type { GuardSign } from './guard-sign'
 import { messageOf, ProbeTransportError } from './transport-error'
 

@@ -5,7 +5,7 @@
  * Both stream (`stream: true`) so the first token can be timed, and both hand back the same
  * {@link ProbeAnswer}; everything the search and the judgement do is the same for either.
  */
-import type { AiRunner } from '../upstream'
+import type { AiRunner } from '../call/upstream'
 import { clip, isObject, type ProbeAnswer, readAnswerObject, readAnswerStream } from './answer'
 import { type GuardSign, guardSignOf, guardSignOfThrown } from './guard-sign'
 import { messageOf, ProbeTransportError } from './transport-error'

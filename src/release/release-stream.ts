@@ -9,11 +9,11 @@
  */
 
 import type { AttemptContext } from '../attempt/context'
+import type { Usage } from '../call/upstream'
 import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
 import { GuardError } from '../errors'
-import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../stream/frames'
-import type { SseEvent } from '../stream/sse'
-import type { Usage } from '../upstream'
+import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../format/frames'
+import type { SseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */

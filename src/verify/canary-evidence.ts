@@ -4,8 +4,8 @@
  */
 import type { AttemptContext } from '../attempt/context'
 import { CANARY_PATTERN, type Finding, scanText } from '../canary'
+import type { Channel } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
-import type { Channel } from '../stream/frames'
 
 /** Scans every channel for canaries; returns the texts with our own canary removed, and the findings. */
 export async function scanChannels(

@@ -3,8 +3,8 @@
  * figures behind it, the texts a release may send, and what a withheld answer records.
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import type { Channel } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
-import type { Channel } from '../stream/frames'
 import type { TimingSignal } from '../timing/prefill'
 import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
 import { decide, type EchoOutcome, type Verdict } from './verdict'

@@ -3,7 +3,7 @@
  * prompt must take.
  */
 import type { AttemptContext } from '../attempt/context'
-import { learnedMinimumMs } from '../timing/baseline'
+import { learnedMinimumMs } from '../calibration/baseline'
 import { judgeTiming, type TimingSignal } from '../timing/prefill'
 
 /**

@@ -4,7 +4,7 @@
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import { GuardError } from '../errors'
-import { readTexts, replaceTexts } from '../stream/frames'
+import { readTexts, replaceTexts } from '../format/frames'
 import { conclude } from './conclude'
 import { EchoWatch } from './echo-watch'
 import { timingEvidence } from './timing-evidence'

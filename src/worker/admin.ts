@@ -4,8 +4,8 @@
 import { Hono } from 'hono'
 import { constantTimeEqual } from '../bytes'
 import type { QuarantineQuery } from '../quarantine/store'
-import type { DurableCalibration } from './calibration'
 import { guardFor } from './config'
+import type { DurableCalibration } from './durable-calibration'
 import type { Env } from './env'
 import { refusalBody } from './openai'
 

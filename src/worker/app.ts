@@ -2,9 +2,9 @@
  * @module The deployable guard Worker: an OpenAI-compatible endpoint and a native Workers AI route.
  */
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
+import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
 import { guardInfo } from '../guard'
-import type { AiRunner } from '../upstream'
 import { adminRoutes } from './admin'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'

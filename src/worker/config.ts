@@ -5,9 +5,9 @@
 import { D1TenantDirectory } from '../attribution'
 import { GuardError } from '../errors'
 import { Guard } from '../guard'
-import type { ModelProfile } from '../options'
+import type { ModelProfile } from '../guard/options'
 import { D1QuarantineStore } from '../quarantine/d1'
-import { DurableCalibration } from './calibration'
+import { DurableCalibration } from './durable-calibration'
 import type { Env } from './env'
 
 /**

@@ -1,7 +1,7 @@
 /**
  * @module The deployable Worker's bindings.
  */
-import type { AiRunner } from '../upstream'
+import type { AiRunner } from '../call/upstream'
 import type { GuardState } from './state'
 
 /** Bindings and secrets of the guard Worker (see wrangler.toml and the README's deploy section). */

@@ -3,8 +3,8 @@
  * Worker's own refusals, and errors inside streams).
  */
 import { type ErrorBody, errorBody, GuardError } from '../errors'
-import { type Frame, parseFrame } from '../stream/frames'
-import { type SseEvent, sseDecoder, sseEncoder } from '../stream/sse'
+import { type Frame, parseFrame } from '../format/frames'
+import { type SseEvent, sseDecoder, sseEncoder } from '../format/sse'
 
 /**
  * Splits an OpenAI chat-completions body into the Workers AI model and inputs. Workers AI's chat

@@ -2,7 +2,8 @@
  * @module GuardState: the Durable Object that shares calibration across every isolate of the Worker.
  */
 import { DurableObject } from 'cloudflare:workers'
-import type { CalibrationSnapshot } from '../calibration'
+import type { TimingSample } from '../calibration/baseline'
+import type { CalibrationSnapshot } from '../calibration/learned'
 import {
   type CalibrationReport,
   calibrate,
@@ -11,8 +12,7 @@ import {
   readCalibration,
   snapshotOf,
   type TokenObservation,
-} from '../calibration'
-import type { TimingSample } from '../timing/baseline'
+} from '../calibration/learned'
 
 /**
  * One instance (named `global`) holds every model's learned margins and timing baselines in its

@@ -9,7 +9,7 @@ import {
   guardAi,
   MemoryQuarantineStore,
 } from '../../src'
-import type { AiRunner } from '../../src/upstream'
+import type { AiRunner } from '../../src/call/upstream'
 import { chat, document } from '../support/prompts'
 
 /**

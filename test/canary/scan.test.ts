@@ -10,7 +10,7 @@ import {
   scanText,
   tenantTag,
 } from '../../src/canary'
-import type { Channel } from '../../src/stream/frames'
+import type { Channel } from '../../src/format/frames'
 
 const CHANNELS: Channel[] = ['reasoning', 'content', 'tool:0', 'tool:3']
 

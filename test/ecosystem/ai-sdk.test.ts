@@ -5,7 +5,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { GuardError, guardAi, MemoryQuarantineStore } from '../../src'
 import { asAiBinding } from '../../src/adapters'
-import type { AiRunner } from '../../src/upstream'
+import type { AiRunner } from '../../src/call/upstream'
 import { hasCanary, LEAK } from '../support/leak-scenario'
 import { document } from '../support/prompts'
 

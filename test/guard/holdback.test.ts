@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
+import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
-import type { AiRunner } from '../../src/upstream'
 import { chat, sseText } from '../support/prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'

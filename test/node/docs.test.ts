@@ -96,8 +96,11 @@ describe('the README and docs agree with the code', () => {
         )
         if (!exists) broken.push(`${file} → ${m[1]}`)
       }
-      // A file named in prose (`sim/README.md`, INCIDENT.md) must exist too, from the file or the root.
-      for (const m of (await read(file)).matchAll(/(?<![\w./-])([\w./-]+\.md)\b/g)) {
+      // A file named in prose (`sim/README.md`, INCIDENT.md, src/verify/verdict.ts) must exist too,
+      // from the file or the root: moved code must not leave the docs pointing at nothing.
+      const named =
+        /(?<![\w./{-])([\w./-]+\.md|(?:src|test|bench|scripts|sim|migrations)\/[\w./-]+\.(?:ts|json|toml|sh|sql))\b/g
+      for (const m of (await read(file)).matchAll(named)) {
         const name = m[1]!.replace(/^\//, '')
         const found = await Promise.all(
           [`${dir}${name}`, name].map((p) =>

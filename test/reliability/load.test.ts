@@ -16,7 +16,8 @@ import { MODEL, SECRET } from './upstreams'
 const MARK = /TENANT-[A-Z]-R\d{3}/g
 
 /** Fixed width, so no marker is a prefix of another and a quote cut mid-marker matches none. */
-const mark = (tenant: string, i: number): string => `TENANT-${tenant}-R${String(i).padStart(3, '0')}`
+const mark = (tenant: string, i: number): string =>
+  `TENANT-${tenant}-R${String(i).padStart(3, '0')}`
 
 /** The distinct request markers an answer carries. */
 function markersIn(text: string): string[] {

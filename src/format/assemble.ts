@@ -6,8 +6,9 @@
  * long enough for timing to judge, the guard asks the upstream for a stream, times its first token,
  * verifies it like any stream, and returns the object the client asked for.
  */
+
+import type { Usage } from '../call/upstream'
 import { GuardError } from '../errors'
-import type { Usage } from '../upstream'
 import { parseFrame } from './frames'
 import { type SseEvent, sseDecoder } from './sse'
 

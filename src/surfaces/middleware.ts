@@ -2,10 +2,10 @@
  * @module Hono middleware: a guarded Workers AI runner at `c.var.ai`, guard errors as OpenAI-style responses.
  */
 import type { Context, MiddlewareHandler } from 'hono'
-import { type AiGuard, createGuard } from './create-guard'
-import { GuardError } from './errors'
-import type { GuardOptions } from './options'
-import type { AiRunner } from './upstream'
+import type { AiRunner } from '../call/upstream'
+import { GuardError } from '../errors'
+import type { GuardOptions } from '../guard/options'
+import { type AiGuard, createGuard } from './guard-ai'
 
 /** The variables `aiGuard` sets on the context. */
 export interface AiGuardVariables {

@@ -2,21 +2,22 @@
  * @module What the guard learns per model (tokenizer margins per script class, honest TTFT per class
  * and size), its per-isolate store, and the operator's view of it.
  */
-import {
-  type DriftObservation,
-  type DriftState,
-  emptyDriftState,
-  learnedMargins,
-  observe,
-} from './ceiling/calibration'
-import type { ScriptClass } from './ceiling/script'
+
+import type { ScriptClass } from '../ceiling/script'
 import {
   type BaselineState,
   emptyBaseline,
   learn,
   learnedMinimumMs,
   type TimingSample,
-} from './timing/baseline'
+} from './baseline'
+import {
+  type DriftObservation,
+  type DriftState,
+  emptyDriftState,
+  learnedMargins,
+  observe,
+} from './drift'
 
 /** What the guard has learned about a model from verified traffic and the engine's own counts. */
 export interface CalibrationSnapshot {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { encodeSseEvent, type SseEvent, sseDecoder, sseEncoder } from '../../src/stream/sse'
+import { encodeSseEvent, type SseEvent, sseDecoder, sseEncoder } from '../../src/format/sse'
 
 const utf8 = new TextEncoder()
 

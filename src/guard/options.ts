@@ -1,10 +1,10 @@
 /**
  * @module GuardOptions, model profiles and their one-time validation.
  */
-import type { TenantDirectory } from './attribution'
-import type { CalibrationStore } from './calibration'
-import type { QuarantineStore } from './quarantine/store'
-import { assertSecret } from './secret'
+import type { TenantDirectory } from '../attribution'
+import type { CalibrationStore } from '../calibration/learned'
+import type { QuarantineStore } from '../quarantine/store'
+import { assertSecret } from '../secret'
 
 /**
  * What the canary guard asks of a model's answer.

@@ -10,7 +10,7 @@ import {
   observe,
   RELAX_QUORUM,
   SAFETY_STEP,
-} from '../../src/ceiling/calibration'
+} from '../../src/calibration/drift'
 import type { ScriptClass } from '../../src/ceiling/script'
 
 const T0 = 1_790_000_000_000

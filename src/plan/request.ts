@@ -8,7 +8,7 @@
  * text into the answer (vLLM/SGLang `echo`, `continue_final_message`, …) would forge a valid echo from
  * a prompt that was never read, and logprobs put text where the scanner does not look: refused.
  */
-import { GuardError } from './errors'
+import { GuardError } from '../errors'
 
 /**
  * How an answer to this request proves it was generated from this prompt's end.

@@ -6,10 +6,11 @@
  * tenant tags it can attribute a leak to, the prefixes it saw verified, what it learned of the engine's
  * tokenizer and timing. A guard built per request throws all of that away with the request.
  */
-import { Guard, type RunnerHooks } from './guard'
-import type { GuardOptions } from './options'
-import type { QuarantineStore } from './quarantine/store'
-import type { AiRunner } from './upstream'
+
+import type { AiRunner } from '../call/upstream'
+import { Guard, type RunnerHooks } from '../guard'
+import type { GuardOptions } from '../guard/options'
+import type { QuarantineStore } from '../quarantine/store'
 
 /** What one request tells the isolate's guard: whose it is, and how to keep background work alive. */
 export interface GuardRequest extends RunnerHooks {

@@ -16,7 +16,7 @@
  *   no faster than the slower of two clocks (observations, time): one tenant's burst cannot undo it.
  * The profile's `tokenizerDrift` is a floor applied when reading, so nothing learned can lower it.
  */
-import { SCRIPT_CLASSES, type ScriptClass } from './script'
+import { SCRIPT_CLASSES, type ScriptClass } from '../ceiling/script'
 
 /** Observations whose estimate is below this many tokens are ignored (template noise dominates). */
 export const MIN_SAMPLE_TOKENS = 256

@@ -8,8 +8,9 @@
  * field (ids, usage, padding, finish reasons) exactly as the upstream sent it. Shapes it cannot read
  * fail closed as `upstream_error`: text the guard cannot see is text it cannot release.
  */
+
+import type { Usage } from '../call/upstream'
 import { GuardError } from '../errors'
-import type { Usage } from '../upstream'
 import type { SseEvent } from './sse'
 
 /** `chat`: OpenAI `chat.completion(.chunk)` objects; `legacy`: Workers AI `{ response, usage? }`. */

@@ -1,8 +1,8 @@
 /**
  * @module Upstream failures normalised into one typed error, the original kept as `cause`.
  */
-import { CANARY_PATTERN } from './canary'
-import { GuardError } from './errors'
+import { CANARY_PATTERN } from '../canary'
+import { GuardError } from '../errors'
 
 /**
  * Maps anything the upstream threw to `upstream_error`, keeping a status the client can act on:

@@ -1,12 +1,12 @@
 /**
  * @module The ceiling preflight: admit a request below the model's real pool, or refuse it with figures.
  */
-import { ceilingFor, decideCeiling, finerThanEnglish, type Margins } from './ceiling/ceiling'
-import type { ClassFigures, PromptEstimate } from './ceiling/estimate'
-import { type PromptPieces, templateOverhead } from './ceiling/prompt'
-import { SCRIPT_CLASS_NAMES, type ScriptClass } from './ceiling/script'
-import { GuardError } from './errors'
-import type { ModelProfile, OverflowPolicy } from './options'
+import { ceilingFor, decideCeiling, finerThanEnglish, type Margins } from '../ceiling/ceiling'
+import type { ClassFigures, PromptEstimate } from '../ceiling/estimate'
+import { type PromptPieces, templateOverhead } from '../ceiling/prompt'
+import { SCRIPT_CLASS_NAMES, type ScriptClass } from '../ceiling/script'
+import { GuardError } from '../errors'
+import type { ModelProfile, OverflowPolicy } from '../guard/options'
 
 /** What the preflight admitted. */
 export interface Admission {

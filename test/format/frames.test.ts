@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError } from '../../src/errors'
-import { parseFrame, readTexts, replaceTexts, withTexts } from '../../src/stream/frames'
+import { parseFrame, readTexts, replaceTexts, withTexts } from '../../src/format/frames'
 
 const CHAT_CHUNK = {
   id: 'chatcmpl-1',

@@ -2,14 +2,14 @@
  * @module Everything decided about a request before its first upstream call, shared by its attempts.
  */
 
-import type { CalibrationSnapshot } from './calibration'
-import { estimateTexts, type PromptEstimate } from './ceiling/estimate'
-import { type PromptPieces, promptPieces } from './ceiling/prompt'
-import type { ScriptClass } from './ceiling/script'
-import type { ModelProfile, ResolvedOptions } from './options'
+import type { CalibrationSnapshot } from '../calibration/learned'
+import { estimateTexts, type PromptEstimate } from '../ceiling/estimate'
+import { type PromptPieces, promptPieces } from '../ceiling/prompt'
+import type { ScriptClass } from '../ceiling/script'
+import type { ModelProfile, ResolvedOptions } from '../guard/options'
+import { PrefixRecord, type PromptDigest } from '../timing/prefix-record'
 import { type Admission, admit } from './preflight'
 import { type ProofKind, type RequestFacts, readRequest } from './request'
-import { PrefixRecord, type PromptDigest } from './timing/prefix-record'
 
 /** The prompt's family estimate with what the timing and usage checks read from it. */
 export interface PlanEstimate extends PromptEstimate {

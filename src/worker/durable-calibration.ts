@@ -1,13 +1,14 @@
 /**
  * @module The Worker's calibration store: the GuardState Durable Object, with a short per-isolate cache.
  */
+
+import type { TimingSample } from '../calibration/baseline'
 import type {
   CalibrationReport,
   CalibrationSnapshot,
   CalibrationStore,
   TokenObservation,
-} from '../calibration'
-import type { TimingSample } from '../timing/baseline'
+} from '../calibration/learned'
 import type { GuardState } from './state'
 
 /** How long an isolate reuses a snapshot before asking the Durable Object again, ms. */

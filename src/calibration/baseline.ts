@@ -14,7 +14,7 @@
  * - Weight: each tenant keeps at most {@link SAMPLES_PER_TENANT} samples per bucket, a bucket is trusted
  *   only once {@link QUORUM} tenants have taught it, and the rate is the *lowest* tenant's: a tenant (or
  *   a few) can only lower a bar towards physics, never raise it above what another tenant's honest
- *   answers showed. Only echo-verified, released answers teach (src/evidence.ts).
+ *   answers showed. Only echo-verified, released answers teach (src/calibration/teach.ts).
  * Memory is bounded: classes × 10 size buckets × {@link TENANTS_PER_BUCKET} × {@link SAMPLES_PER_TENANT}.
  */
 import type { ScriptClass } from '../ceiling/script'

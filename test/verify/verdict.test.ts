@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest'
+import { judgeTiming } from '../../src/timing/prefill'
+import { decide } from '../../src/verify/verdict'
+
+describe('verdict', () => {
+  const impossible = judgeTiming({
+    maxPrefillTokensPerSecond: 200_000,
+    minEvidenceMs: 200,
+    promptTokens: 700_000,
+    cachedTokens: 0,
+    observedMs: 5,
+  })
+  const honest = judgeTiming({
+    maxPrefillTokensPerSecond: 200_000,
+    minEvidenceMs: 200,
+    promptTokens: 700_000,
+    cachedTokens: 0,
+    observedMs: 9_000,
+  })
+  it('should quarantine on any hard signal alone', () => {
+    expect(decide({ echo: 'echoed', foreignCanaries: 1, attempt: 1, retries: 1 }).action).toBe(
+      'quarantine',
+    )
+    expect(
+      decide({ echo: 'echoed', foreignCanaries: 0, timing: impossible, attempt: 1, retries: 1 })
+        .action,
+    ).toBe('quarantine')
+    expect(
+      decide({
+        echo: 'echoed',
+        foreignCanaries: 0,
+        usage: { reported: 681_274, lower: 800_000 },
+        attempt: 1,
+        retries: 1,
+      }).reasons,
+    ).toEqual(['usage_undercount'])
+  })
+  it('should retry a lone missing echo, then quarantine it', () => {
+    expect(
+      decide({ echo: 'missing', foreignCanaries: 0, timing: honest, attempt: 1, retries: 1 })
+        .action,
+    ).toBe('retry')
+    expect(decide({ echo: 'missing', foreignCanaries: 0, attempt: 2, retries: 1 })).toMatchObject({
+      action: 'quarantine',
+      reasons: ['echo_missing_repeatedly'],
+    })
+  })
+  it('should quarantine a missing echo with any other anomaly at once', () => {
+    expect(
+      decide({ echo: 'missing', foreignCanaries: 0, timing: impossible, attempt: 1, retries: 1 }),
+    ).toMatchObject({ action: 'quarantine', reasons: ['ttft_impossible', 'echo_missing'] })
+  })
+  it('should release a verified or not-requested echo with nothing else wrong', () => {
+    expect(
+      decide({
+        echo: 'echoed',
+        foreignCanaries: 0,
+        timing: honest,
+        usage: { reported: 700_500, lower: 560_000 },
+        attempt: 1,
+        retries: 1,
+      }).action,
+    ).toBe('release')
+    expect(
+      decide({ echo: 'not-requested', foreignCanaries: 0, attempt: 1, retries: 0 }).action,
+    ).toBe('release')
+  })
+})
