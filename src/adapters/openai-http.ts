@@ -2,9 +2,9 @@
  * @module An `AiRunner` over any OpenAI-compatible chat-completions server (SGLang, vLLM, …), so
  * self-hosted engines get the same three guards as the Workers AI binding.
  *
- * SGLang is the engine of the incident: in PD-disaggregated mode an oversized request was swapped for a
- * one-token placeholder and answered from other tenants' KV pages with HTTP 200. A self-hoster runs the
- * same code, so the guard must sit in front of it exactly as it sits in front of `env.AI`.
+ * SGLang in PD-disaggregated mode can swap an oversized request for a one-token placeholder and
+ * answer it from other tenants' KV pages with HTTP 200 (docs/ecosystem.md). A self-hoster runs that
+ * code, so the guard must sit in front of it exactly as it sits in front of `env.AI`.
  */
 import type { AiRunner } from '../call/upstream'
 

@@ -63,8 +63,8 @@ export function emptyCalibration(): ModelCalibration {
 }
 
 /**
- * A stored state as this version reads it: a state from an older format (0.1 kept one global margin
- * and o200k timing rates, both of which any tenant could poison) starts over.
+ * A stored state as this version reads it: a state from an older format (one global margin and
+ * o200k timing rates, both of which any tenant could poison) starts over.
  *
  * @example
  * const state = readCalibration(await storage.get('model:x'))

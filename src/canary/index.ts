@@ -12,13 +12,11 @@ export {
   matchJsonEcho,
 } from './json-echo'
 export {
-  CanaryScanner,
   type Classification,
   classify,
   cutRanges,
   type Finding,
   quickHold,
-  type ScanResult,
   scanText,
 } from './scan'
 export {

@@ -2,7 +2,7 @@
  * @module Putting the canary echo directive at the very end of a prompt, without mutating the caller's
  * inputs.
  *
- * Why the end: in the incident an oversized request was replaced by a one-token placeholder, and with
+ * Why the end: an engine out of KV pages may replace an oversized request by a one-token placeholder, and with
  * auto-truncation SGLang silently drops the tail. Either way the model never reads the END of the
  * prompt. A directive that is the last text of the prompt, and that asks for the canary as the first
  * thing of the reply, turns "the model read all of this request" into a check on the first tokens:

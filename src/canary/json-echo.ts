@@ -1,8 +1,8 @@
 /**
  * @module The echo for JSON-mode answers: a first member holding the canary, removed before release.
  *
- * Why: a JSON-mode reply cannot open with a bare code line, and in 0.1 such requests were not asked
- * for any echo — so `response_format: { type: "json_object" }` switched the provenance check off. A
+ * Why: a JSON-mode reply cannot open with a bare code line, and a request asked for no echo would let
+ * `response_format: { type: "json_object" }` switch the provenance check off. A
  * model in JSON mode still follows an instruction about the object's first member, and that member,
  * like the text echo, proves the prompt's last text was read. (A schema-constrained decoder emits
  * what the schema forces, so a canary put into a schema proves nothing: `json_schema` and

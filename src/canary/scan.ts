@@ -1,12 +1,9 @@
 /**
- * @module Scanning model output for canaries, streaming and per channel: strip this request's own
- * canary, withhold and report any other canary that verifies under our key, report look-alikes.
- *
- * Why streaming with a hold-back: a leaked canary of another request is proof that this answer was
- * built from someone else's KV pages (the incident), and it may arrive split across any number of
- * events or tokens. The scanner therefore holds back only a tail that could still grow into a canary
- * (a case-insensitive prefix of `cnry_` + base32, at most 28 chars) and releases everything else at
- * once, so no canary ever leaves in pieces and the reply is delayed by at most 28 characters.
+ * @module Classifying model output for canaries, per channel: this request's own canary (cut), any
+ * other canary that verifies under our key (cut and reported: proof of a leak), look-alikes (reported),
+ * and where a text could still be growing into a canary. Whole answers are cut here at once
+ * ({@link scanText}); streams are held back by the release stage (src/release) on the same
+ * classification, so no canary ever leaves in pieces.
  * Candidates are found at every `cnry_` position, overlaps included, so a look-alike cannot swallow
  * the start of a real canary. Findings never carry the token text: reports and logs must not become
  * a way to replay another tenant's canary.
@@ -23,12 +20,6 @@ export interface Finding {
   tenantTag?: string
   /** The nonce (hex) of a foreign canary: which request leaked (re-derivable from its request id). */
   nonce?: string
-}
-
-/** Text that may be released now, and what was found in it. */
-export interface ScanResult {
-  release: string
-  findings: Finding[]
 }
 
 const START = /cnry_/gi
@@ -122,24 +113,6 @@ export function quickHold(buffer: string, final: boolean): number | undefined {
   return buffer.length
 }
 
-/** Scan `buffer`: the released text (cuts applied, held tail excluded), the tail, the findings. */
-async function scanBuffer(
-  key: CanaryKey,
-  own: string | undefined,
-  channel: Channel,
-  buffer: string,
-  final: boolean,
-): Promise<{ release: string; hold: string; findings: Finding[] }> {
-  const { cuts, findings, holdAt } = await classify(key, own, channel, buffer, final)
-  const ranges = cuts.map(([start, end]) => ({ start, end }))
-  const cutEnd = cuts.reduce((end, [, to]) => Math.max(end, to), 0)
-  return {
-    release: cutRanges(buffer.slice(0, holdAt), 0, ranges),
-    hold: buffer.slice(Math.max(holdAt, cutEnd)),
-    findings,
-  }
-}
-
 /**
  * `text` (which starts at `offset` in its channel) with every overlapping range removed: the one way
  * canaries are cut, for whole answers and for released stream events alike.
@@ -165,70 +138,6 @@ export function cutRanges(
 }
 
 /**
- * A streaming canary scanner, one hold-back tail per channel. `push` returns the text that may be
- * released now (own canary stripped, foreign canaries withheld) and the findings; `end` flushes a
- * channel. Calls are serialised internally, so concurrent pushes cannot interleave a channel's state.
- * Pass no `own` canary for requests that were not injected (tools, JSON mode): then every canary that
- * verifies is foreign.
- *
- * @example
- * const scanner = new CanaryScanner(key, canary)
- * const { release, findings } = await scanner.push('content', delta)
- * if (findings.some((f) => f.kind === 'foreign')) quarantine()
- * else emit(release)
- * const last = await scanner.end('content')
- */
-export class CanaryScanner {
-  readonly #key: CanaryKey
-  readonly #own: string | undefined
-  readonly #tails = new Map<Channel, string>()
-  #queue: Promise<unknown> = Promise.resolve()
-
-  constructor(key: CanaryKey, own?: string | null) {
-    if (own !== undefined && own !== null && !EXACT.test(own)) {
-      throw new Error('own must be a canary minted by mintCanary')
-    }
-    this.#key = key
-    this.#own = own?.toLowerCase() ?? undefined
-  }
-
-  /** Scan the next text of `channel`. */
-  push(channel: Channel, text: string): Promise<ScanResult> {
-    return this.#serial(() => this.#scan(channel, text, false))
-  }
-
-  /** Flush `channel`: release its held tail (which can no longer become a canary). */
-  end(channel: Channel): Promise<ScanResult> {
-    return this.#serial(() => this.#scan(channel, '', true))
-  }
-
-  /** Characters currently held back on `channel`. */
-  held(channel: Channel): number {
-    return this.#tails.get(channel)?.length ?? 0
-  }
-
-  #serial(task: () => Promise<ScanResult>): Promise<ScanResult> {
-    const run = this.#queue.then(task)
-    this.#queue = run.catch(() => undefined)
-    return run
-  }
-
-  async #scan(channel: Channel, text: string, final: boolean): Promise<ScanResult> {
-    const buffer = (this.#tails.get(channel) ?? '') + text
-    const { release, hold, findings } = await scanBuffer(
-      this.#key,
-      this.#own,
-      channel,
-      buffer,
-      final,
-    )
-    if (hold === '') this.#tails.delete(channel)
-    else this.#tails.set(channel, hold)
-    return { release, findings }
-  }
-}
-
-/**
  * One-shot scan of a whole (non-stream) text: own canary stripped, foreign canaries withheld and
  * reported, look-alikes reported and kept.
  *
@@ -241,8 +150,16 @@ export async function scanText(
   channel: Channel,
   text: string,
 ): Promise<{ text: string; findings: Finding[] }> {
-  const scanner = new CanaryScanner(key, own)
-  const first = await scanner.push(channel, text)
-  const last = await scanner.end(channel)
-  return { text: first.release + last.release, findings: [...first.findings, ...last.findings] }
+  if (own !== undefined && own !== null && !EXACT.test(own)) {
+    throw new Error('own must be a canary minted by mintCanary')
+  }
+  const { cuts, findings } = await classify(key, own?.toLowerCase(), channel, text, true)
+  return {
+    text: cutRanges(
+      text,
+      0,
+      cuts.map(([start, end]) => ({ start, end })),
+    ),
+    findings,
+  }
 }

@@ -2,7 +2,7 @@
  * @module Canary tokens: minted per request with HMAC-SHA-256 (WebCrypto) so that any canary found in
  * any output can be verified as ours and attributed to a tenant.
  *
- * Why: in the incident, decode read KV pages that prefill never wrote, so answers carried other
+ * Why: when decode reads KV pages that prefill never wrote, answers carry other
  * customers' prompts. A canary placed in every prompt turns that into evidence: finding a canary that
  * verifies under our key but is not this request's proves cross-request leakage, and its tenant tag
  * says whose prompt leaked (src/attribution maps tags back to tenants, durably).

@@ -3,7 +3,7 @@
  * text channels and rewritten in the upstream's own format — for streams and for whole answers.
  *
  * Why channels: GLM-5.3 is a reasoning model and reasoning leaks as much as content, and tool-call
- * arguments are model-written text too (the incident's foreign text could land in any of them). The
+ * arguments are model-written text too (another request's text can land in any of them). The
  * guard therefore scans and rewrites every text the model wrote, per channel, and leaves every other
  * field (ids, usage, padding, finish reasons) exactly as the upstream sent it. Shapes it cannot read
  * fail closed as `upstream_error`: text the guard cannot see is text it cannot release.

@@ -5,7 +5,7 @@
  * Why it is this strict: the guard must see every byte of the upstream answer exactly once, in order,
  * whatever the network split. A canary cut across two TCP reads, or a multi-byte character cut in half,
  * must not slip past the scanner, and a malformed or truncated stream must never be mistaken for a
- * complete answer (the incident's leaking streams looked perfectly normal on the wire). So: a fatal
+ * complete answer (a leaking engine's streams look perfectly normal on the wire). So: a fatal
  * UTF-8 decoder (invalid bytes error the stream), a byte bound per event (an upstream cannot make the
  * guard buffer without limit), and an explicit `truncated` flag for a trailing event that never ended.
  */

@@ -19,8 +19,8 @@ export interface ModelProfile {
   /** The context window the provider advertises, in tokens. */
   contextWindow: number
   /**
-   * The real KV-cache pool, in tokens: the smallest measured on any replica. In the incident this was
-   * 681,280 while the window said 1,048,576, and requests in between read other tenants' pages.
+   * The real KV-cache pool, in tokens: the smallest measured on any replica. When it is smaller than
+   * the window, requests in between can read other tenants' pages.
    */
   kvPoolTokens: number
   /**

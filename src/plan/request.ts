@@ -2,8 +2,8 @@
  * @module Reads the few request fields the guard decides on: refuses malformed or unverifiable ones up
  * front, and decides how an answer to this request can be proven to come from its own prompt.
  *
- * Threat: every field is the client's. A field must never switch a guard off (in 0.1, `guided_json:
- * null` did), so `null`, empty and dummy values count as absent — and are removed from what is sent,
+ * Threat: every field is the client's. A field must never switch a guard off (`guided_json: null`
+ * must not), so `null`, empty and dummy values count as absent — and are removed from what is sent,
  * so the engine and the guard agree on what the request is. Fields that make an engine copy prompt
  * text into the answer (vLLM/SGLang `echo`, `continue_final_message`, …) would forge a valid echo from
  * a prompt that was never read, and logprobs put text where the scanner does not look: refused.

@@ -29,7 +29,8 @@ export interface QuarantineRecord {
   }
   /** Canary findings: which other tenants' canaries appeared (tenant tags, never the tokens). */
   canaries: {
-    kind: 'foreign' | 'lookalike' | 'own-missing'
+    /** Only another request's canary is recorded: our own is expected, look-alikes prove nothing. */
+    kind: 'foreign'
     tenantTag?: string
     channel?: string
     /**

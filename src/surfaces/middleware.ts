@@ -73,27 +73,31 @@ export function aiGuard(options: AiGuardOptions): MiddlewareHandler {
     }
     const who = typeof tenant === 'function' ? await tenant(c) : tenant
     c.set('ai', guard.wrap(ai, { tenant: who, waitUntil: hostWaitUntil(c) }))
+    clientErrorOnMalformedJson(c)
     await next()
-    const error = c.error instanceof GuardError ? c.error : await malformedBody(c)
-    if (error) c.res = onError ? await onError(error, c) : error.getResponse()
+    if (c.error instanceof GuardError) {
+      c.res = onError ? await onError(c.error, c) : c.error.getResponse()
+    }
   }
 }
 
 /**
- * The handler's `await c.req.json()` threw on a body that is not JSON: that is the client's mistake,
- * so it gets a 400 naming it, not the 500 of an unexpected error. Decided by parsing the body Hono
- * cached again, so a SyntaxError from anywhere else stays the app's own error.
+ * A body that is not JSON is the client's mistake: the handler's `await c.req.json()` throws a 400
+ * `invalid_request` instead of the SyntaxError Hono would answer (and log) as a 500. Only this request's
+ * `c.req` is changed, and only a parse failure: every other error stays the app's own.
  */
-async function malformedBody(c: Context): Promise<GuardError | undefined> {
-  if (!(c.error instanceof SyntaxError)) return undefined
-  const text = c.req.bodyCache.text
-  if (!text) return undefined
-  try {
-    JSON.parse(await text)
-    return undefined
-  } catch {
-    return new GuardError('invalid_request', 'The request body is not valid JSON.')
-  }
+function clientErrorOnMalformedJson(c: Context): void {
+  const parse = c.req.json.bind(c.req)
+  c.req.json = (async () => {
+    try {
+      return await parse()
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error
+      throw new GuardError('invalid_request', 'The request body is not valid JSON.', {
+        cause: error,
+      })
+    }
+  }) as typeof c.req.json
 }
 
 /** The host's `waitUntil`, where there is one (Workers), so background writes outlive the response. */

@@ -72,7 +72,7 @@ const WEIGHT: Record<Reason, number> = {
 /**
  * The engine reports reading fewer tokens than the guard's lower estimate: no tokenizer of the model's
  * generation counts the prompt that low (see src/ceiling/estimate.ts), while silent truncation drops
- * far more — at the incident's figures, 681,280 / 1,048,576 = 65% of the prompt is kept.
+ * far more (a prompt cut to a 681,280-token pool from a 1,048,576-token window keeps 65% of it).
  */
 /**
  * Combines the signals into one verdict (see the module table).

@@ -150,6 +150,8 @@ describe('aiGuard', () => {
     })
 
   it('should answer a body that is not JSON with 400 invalid_request, not 500', async () => {
+    // A client's mistake is not the server's error: nothing is logged as one.
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {})
     const { hono } = app(honest())
     for (const body of ['{"messages": [', 'not json', '']) {
       const res = await post(hono, '/chat/whole', body)
@@ -162,6 +164,7 @@ describe('aiGuard', () => {
     const res = await post(hono, '/chat/whole', '["a list"]')
     expect(res.status).toBe(400)
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request')
+    expect(logged).not.toHaveBeenCalled()
   })
 
   it("should leave the app's own SyntaxError after a valid body as the app's 500", async () => {

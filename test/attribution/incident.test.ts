@@ -39,7 +39,10 @@ async function quarantine(g: TestGuard, tenant: string, text: string) {
   const own = await mintCanary(g.key, { requestId: `own-${tenant}`, tenant })
   const { findings } = await scanText(g.key, own, 'content', `${own}\n${text}`)
   const { canaries, sourceTenants } = await g.attribution.attribute(
-    findings.map((f) => ({ kind: f.kind, channel: f.channel, tenantTag: f.tenantTag })),
+    // As the guard records them: only another request's canary (look-alikes prove nothing).
+    findings.flatMap((f) =>
+      f.kind === 'foreign' ? [{ kind: f.kind, channel: f.channel, tenantTag: f.tenantTag }] : [],
+    ),
   )
   const record: QuarantineRecord = {
     id: `inc_${crypto.randomUUID()}`,

@@ -6,6 +6,7 @@ import { openAiHttpUpstream } from '../../src/adapters'
 import { FORWARDED_FIELDS } from '../../src/adapters/openai-http'
 import { hasCanary, LEAK, leakScenario } from '../support/leak-scenario'
 import { chat, document, readAll, rejection, sseText } from '../support/prompts'
+import { captureWarnings } from '../support/verdicts'
 
 /** The adapter in front of the simulator's OpenAI-compatible HTTP surface, in-process (no socket). */
 function overHttp(engine: SimEngine, calls: Request[] = []) {
@@ -21,6 +22,9 @@ function overHttp(engine: SimEngine, calls: Request[] = []) {
     },
   })
 }
+
+// Every test builds its own guards on purpose: guardAi's notice about many option sets is expected.
+captureWarnings(/guardAi was called with more than \d+ different option sets/)
 
 /**
  * vLLM/SGLang request fields a client must never get to the engine: the first three can make it copy

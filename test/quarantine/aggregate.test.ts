@@ -27,7 +27,7 @@ function incident(
     requestId: `req_${serial}`,
     reasons: ['echo_missing'],
     figures: { attempts: 3 },
-    canaries: [{ kind: 'own-missing' }],
+    canaries: [],
     sourceTenants: [],
     withheld: { content: `withheld text #${serial} of ${tenant}` },
     ...overrides,

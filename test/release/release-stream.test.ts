@@ -1,0 +1,169 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { AttemptContext } from '../../src/attempt/context'
+import { type CanaryKey, importCanaryKey, mintCanary, tenantTag } from '../../src/canary'
+import { GuardError } from '../../src/errors'
+import { type Channel, channelEntries, parseFrame } from '../../src/format/frames'
+import type { SseEvent } from '../../src/format/sse'
+import { releaseStream } from '../../src/release/release-stream'
+
+/**
+ * The one hold-back: the release stage of a verified stream. Whatever the split of the upstream's
+ * events, our own canary never reaches the client (whole or in pieces), another request's canary ends
+ * the stream before any piece of it leaves, and everything else is released as soon as it cannot be
+ * the start of a canary.
+ */
+const CHANNELS: Channel[] = ['reasoning', 'content', 'tool:0', 'tool:3']
+
+let key: CanaryKey
+let own: string
+let foreign: string
+let globexTag: string
+
+beforeAll(async () => {
+  key = await importCanaryKey('release-test-secret-0123456789abcdefghij')
+  own = await mintCanary(key, { requestId: 'req-own', tenant: 'acme' })
+  foreign = await mintCanary(key, { requestId: 'req-other', tenant: 'globex' })
+  globexTag = await tenantTag(key, 'globex')
+})
+
+/** A chat chunk carrying `text` on `channel`. */
+function event(channel: Channel, text: string): SseEvent {
+  const delta: Record<string, unknown> =
+    channel === 'reasoning'
+      ? { reasoning_content: text }
+      : channel === 'content'
+        ? { content: text }
+        : { tool_calls: [{ index: Number(channel.slice(5)), function: { arguments: text } }] }
+  return {
+    data: JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta }] }),
+  }
+}
+
+/** What the client receives: each released event's texts, and how the stream ended. */
+async function release(pieces: [Channel, string][], canary: string | null = own) {
+  // The release stage reads only the attempt's canary (none: `null`) and the guard's key.
+  const ctx = {
+    canary: canary ?? undefined,
+    services: { key: async () => key },
+  } as unknown as AttemptContext
+  let foreignSeen: { channel: Channel; tag: string | undefined } | undefined
+  const stream = new ReadableStream<SseEvent>({
+    start(controller) {
+      for (const [channel, text] of pieces) controller.enqueue(event(channel, text))
+      controller.enqueue({ data: '[DONE]' })
+      controller.close()
+    },
+  }).pipeThrough(
+    releaseStream(ctx, {
+      held: [],
+      strips: {},
+      onForeign: async (channel, tag) => {
+        foreignSeen = { channel, tag }
+        return new GuardError('response_quarantined', 'withheld')
+      },
+    }),
+  )
+  const released: Partial<Record<Channel, string>> = {}
+  const steps: Partial<Record<Channel, string>>[] = []
+  const reader = stream.getReader()
+  let error: unknown
+  try {
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      for (const [channel, text] of channelEntries(parseFrame(next.value).texts)) {
+        released[channel] = (released[channel] ?? '') + text
+      }
+      steps.push({ ...released })
+    }
+  } catch (e) {
+    error = e
+  }
+  return { released, steps, error, foreignSeen }
+}
+
+/** Every split of `text` into two pieces, plus one char at a time. */
+function splits(text: string): string[][] {
+  const out: string[][] = []
+  for (let cut = 0; cut <= text.length; cut++) out.push([text.slice(0, cut), text.slice(cut)])
+  out.push(Array.from(text))
+  return out
+}
+
+/** No released text ends in a 5+-character start of `token` (a piece of a canary leaving). */
+function noPieceOf(token: string, text: string): boolean {
+  for (let n = 5; n <= token.length; n++) if (text.includes(token.slice(0, n))) return false
+  return true
+}
+
+describe('the release stage', () => {
+  it('should strip our own canary split at every offset, on every channel', async () => {
+    const text = `${own}\nHello, ${own.toUpperCase()} world c`
+    for (const channel of CHANNELS) {
+      for (const pieces of splits(text)) {
+        const { released, error } = await release(pieces.map((p) => [channel, p]))
+        expect(error).toBeUndefined()
+        expect(released[channel] ?? '', JSON.stringify(pieces)).toBe('\nHello,  world c')
+      }
+    }
+  })
+
+  it('should end the stream at another request’s canary split at every offset, before any piece of it', async () => {
+    const text = `Leaked: x${foreign}y, then more.`
+    for (const pieces of splits(text)) {
+      const { released, error, foreignSeen } = await release(pieces.map((p) => ['content', p]))
+      expect(error).toBeInstanceOf(GuardError)
+      expect(foreignSeen).toEqual({ channel: 'content', tag: globexTag })
+      // At most the text before the canary, and nothing after it.
+      expect('Leaked: x'.startsWith(released.content ?? '')).toBe(true)
+    }
+  })
+
+  it('should never release a piece that could still become a canary, whatever the event sizes', async () => {
+    for (const [text, clean] of [
+      [`ab${own}cd`, 'abcd'],
+      [`ab${foreign}cd`, undefined],
+    ] as const) {
+      for (let size = 1; size <= 30; size++) {
+        const pieces: [Channel, string][] = []
+        for (let at = 0; at < text.length; at += size)
+          pieces.push(['reasoning', text.slice(at, at + size)])
+        const { steps, released, error } = await release(pieces)
+        for (const step of steps) {
+          expect(noPieceOf(own, step.reasoning ?? ''), `size ${size}`).toBe(true)
+          expect(noPieceOf(foreign, step.reasoning ?? ''), `size ${size}`).toBe(true)
+        }
+        if (clean === undefined) expect(error).toBeInstanceOf(GuardError)
+        else expect(released.reasoning).toBe(clean)
+      }
+    }
+  })
+
+  it('should release look-alikes unchanged', async () => {
+    const lookalike = `cnry_${'7'.repeat(24)}`
+    const mutated = own.slice(0, -1) + (own.endsWith('0') ? '1' : '0')
+    const text = `see ${lookalike} and ${mutated}!`
+    for (const pieces of splits(text)) {
+      const { released, error } = await release(pieces.map((p) => ['tool:1', p]))
+      expect(error).toBeUndefined()
+      expect(released['tool:1']).toBe(text)
+    }
+  })
+
+  it('should keep channels apart, and cut the fragment of our canary left on one', async () => {
+    const { released, error } = await release([
+      ['reasoning', own.slice(0, 10)],
+      ['content', own.slice(10)],
+    ])
+    expect(error).toBeUndefined()
+    // The rest of our canary on another channel is not a canary there; the fragment is never released.
+    expect(released.content).toBe(own.slice(10))
+    expect(released.reasoning ?? '').toBe('')
+  })
+
+  it('should pass text through unscanned only where the echo policy is off (no canary minted)', async () => {
+    const off = await release([['content', `a ${foreign} b`]], null)
+    expect(off.error).toBeUndefined()
+    expect(off.released.content).toBe(`a ${foreign} b`)
+    // With a canary (policies require and scan-only), the same text ends the stream.
+    expect((await release([['content', `a ${foreign} b`]])).error).toBeInstanceOf(GuardError)
+  })
+})
