@@ -10,6 +10,8 @@
  *   git worktree remove --force /tmp/base
  * `--now <dir>` runs another tree's overhead suite as "now" (default: this one); `--from <dir>` takes
  * overhead results already collected there (`ov-base-<i>.json`, `ov-now-<i>.json`) instead of running them.
+ * `--no-parts` skips (1), whose base calls are 0.1's signatures: for a base tree other than 0.1 (run it with
+ * that tree's worktree as the working directory so the README and results it writes are the worktree's).
  */
 import { spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
@@ -368,8 +370,11 @@ async function main(): Promise<void> {
   const from = flag(args, '--from')
   const baseTree = flag(args, '--base')
   if (!baseTree) throw new Error('--base <0.1 worktree> is required')
-  console.log('▶ parts, in one process')
-  const parts = await partRows(await loadBase(baseTree), Number(flag(args, '--runs') ?? '15'))
+  let parts: Part[] = []
+  if (!args.includes('--no-parts')) {
+    console.log('▶ parts, in one process')
+    parts = await partRows(await loadBase(baseTree), Number(flag(args, '--runs') ?? '15'))
+  }
   const dir = from ?? join(ROOT, 'node_modules', '.cache', 'workers-ai-guard', 'overhead-vs-0.1')
   if (!from) {
     const pairs = Number(flag(args, '--pairs') ?? '6')

@@ -26,10 +26,10 @@ export interface TimingSignal {
  * Judges an observed time against the prefill bound.
  *
  * @example
- * judgeTiming({ promptTokens: 700_000, cachedTokens: 0, observedMs: 40,
+ * timingSignal({ promptTokens: 700_000, cachedTokens: 0, observedMs: 40,
  *   maxPrefillTokensPerSecond: 200_000, minEvidenceMs: 50 }).impossible // true: 3.5 s expected
  */
-export function judgeTiming(input: {
+export function timingSignal(input: {
   promptTokens: number
   cachedTokens: number
   observedMs: number

@@ -4,7 +4,7 @@
  */
 import type { AttemptContext } from '../attempt/context'
 import { learnedMinimumMs } from '../calibration/baseline'
-import { judgeTiming, type TimingSignal } from '../timing/prefill'
+import { timingSignal, type TimingSignal } from '../timing/prefill'
 
 /**
  * Judges an observed time (to the first token, or to the whole answer) against the prefill bound.
@@ -24,7 +24,7 @@ export async function timingEvidence(
   if (boundMs < minEvidenceMs) return undefined
   const estimate = await ctx.estimate()
   const recorded = (await ctx.prefix()).cachedTokens
-  return judgeTiming({
+  return timingSignal({
     promptTokens: estimate.lower + estimate.overhead,
     cachedTokens: Math.max(reportedCachedTokens, recorded),
     observedMs,

@@ -1,28 +1,28 @@
 import { describe, expect, it } from 'vitest'
-import { judgeTiming } from '../../src/timing/prefill'
+import { timingSignal } from '../../src/timing/prefill'
 
 describe('timing judgement', () => {
   const base = { maxPrefillTokensPerSecond: 200_000, minEvidenceMs: 200 }
   it('should judge impossible only what beats the physical bound', () => {
     expect(
-      judgeTiming({ ...base, promptTokens: 700_000, cachedTokens: 0, observedMs: 40 }).impossible,
+      timingSignal({ ...base, promptTokens: 700_000, cachedTokens: 0, observedMs: 40 }).impossible,
     ).toBe(true)
     expect(
-      judgeTiming({ ...base, promptTokens: 700_000, cachedTokens: 0, observedMs: 3_600 })
+      timingSignal({ ...base, promptTokens: 700_000, cachedTokens: 0, observedMs: 3_600 })
         .impossible,
     ).toBe(false)
   })
   it('should not judge prompts whose prefill is below clock noise', () => {
-    const t = judgeTiming({ ...base, promptTokens: 20_000, cachedTokens: 0, observedMs: 1 })
+    const t = timingSignal({ ...base, promptTokens: 20_000, cachedTokens: 0, observedMs: 1 })
     expect(t.judged).toBe(false)
     expect(t.impossible).toBe(false)
   })
   it('should subtract cached tokens', () => {
-    const t = judgeTiming({ ...base, promptTokens: 700_000, cachedTokens: 690_000, observedMs: 40 })
+    const t = timingSignal({ ...base, promptTokens: 700_000, cachedTokens: 690_000, observedMs: 40 })
     expect(t.impossible).toBe(false)
   })
   it('should let a learned baseline tighten, never loosen, the bound', () => {
-    const learned = judgeTiming({
+    const learned = timingSignal({
       ...base,
       promptTokens: 400_000,
       cachedTokens: 0,
@@ -31,7 +31,7 @@ describe('timing judgement', () => {
     })
     expect(learned.impossible).toBe(true)
     expect(learned.bound).toBe('learned')
-    const loose = judgeTiming({
+    const loose = timingSignal({
       ...base,
       promptTokens: 400_000,
       cachedTokens: 0,

@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import { judgeTiming } from '../../src/timing/prefill'
+import { timingSignal } from '../../src/timing/prefill'
 import { decide } from '../../src/verify/verdict'
 
 describe('verdict', () => {
-  const impossible = judgeTiming({
+  const impossible = timingSignal({
     maxPrefillTokensPerSecond: 200_000,
     minEvidenceMs: 200,
     promptTokens: 700_000,
     cachedTokens: 0,
     observedMs: 5,
   })
-  const honest = judgeTiming({
+  const honest = timingSignal({
     maxPrefillTokensPerSecond: 200_000,
     minEvidenceMs: 200,
     promptTokens: 700_000,
