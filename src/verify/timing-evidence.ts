@@ -4,7 +4,7 @@
  */
 import type { AttemptContext } from '../attempt/context'
 import { learnedMinimumMs } from '../calibration/baseline'
-import { timingSignal, type TimingSignal } from '../timing/prefill'
+import { type TimingSignal, timingSignal } from '../timing/prefill'
 
 /**
  * Judges an observed time (to the first token, or to the whole answer) against the prefill bound.

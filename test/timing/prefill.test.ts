@@ -18,7 +18,12 @@ describe('timing judgement', () => {
     expect(t.impossible).toBe(false)
   })
   it('should subtract cached tokens', () => {
-    const t = timingSignal({ ...base, promptTokens: 700_000, cachedTokens: 690_000, observedMs: 40 })
+    const t = timingSignal({
+      ...base,
+      promptTokens: 700_000,
+      cachedTokens: 690_000,
+      observedMs: 40,
+    })
     expect(t.impossible).toBe(false)
   })
   it('should let a learned baseline tighten, never loosen, the bound', () => {
