@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import type { SimConfig } from '../../sim/config'
-import { SimEngine } from '../../sim/engine'
-import { chatText, GLM, readSse, rejection, secretLines, userMessage } from './helpers'
+import { chatText, GLM, quickEngine, readSse, rejection, secretLines, userMessage } from './helpers'
 
-function engine(config: Partial<SimConfig> = {}): SimEngine {
-  return new SimEngine({
-    mode: 'fixed',
-    poolTokens: 4096,
-    prefillTokensPerSecond: Infinity,
-    decodeTokensPerSecond: Infinity,
-    ...config,
-  })
-}
+const engine = (config: Partial<SimConfig> = {}) => quickEngine({ mode: 'fixed', ...config })
+
 const cached = (out: unknown): number =>
   chatText(out).usage.prompt_tokens_details?.cached_tokens ?? -1
 

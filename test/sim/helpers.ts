@@ -3,6 +3,7 @@
  * reader that reassembles awkwardly split byte chunks into events.
  */
 import { env } from 'cloudflare:workers'
+import { type SimConfig, SimEngine } from '../../sim/engine'
 import type { SimControl } from '../../sim/worker'
 
 /** The model every chat test uses. */
@@ -161,4 +162,14 @@ export async function rejection(promise: Promise<unknown>): Promise<Error> {
     return error as Error
   }
   throw new Error('expected a rejection')
+}
+
+/** An in-process engine on a small pool, with instant prefill and decode (tests time nothing here). */
+export function quickEngine(config: Partial<SimConfig> = {}): SimEngine {
+  return new SimEngine({
+    poolTokens: 4096,
+    prefillTokensPerSecond: Infinity,
+    decodeTokensPerSecond: Infinity,
+    ...config,
+  })
 }

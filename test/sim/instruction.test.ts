@@ -3,20 +3,9 @@
  * material: it quotes the user's text around it, and every other directive (stale pages) verbatim.
  */
 import { describe, expect, it } from 'vitest'
-import type { SimConfig } from '../../sim/config'
-import { SimEngine } from '../../sim/engine'
 import { guardAi } from '../../src'
 import { buildEchoDirective, injectCanary } from '../../src/canary'
-import { chatText, GLM, LLAMA, secretLines, userMessage } from './helpers'
-
-function engine(config: Partial<SimConfig> = {}): SimEngine {
-  return new SimEngine({
-    poolTokens: 4096,
-    prefillTokensPerSecond: Infinity,
-    decodeTokensPerSecond: Infinity,
-    ...config,
-  })
-}
+import { chatText, quickEngine as engine, GLM, LLAMA, secretLines, userMessage } from './helpers'
 
 /** Canary-shaped codes (`cnry_` + 24 base32), as the guard makes them. */
 const code = (tag: string): string => `cnry_${tag}${'0'.repeat(24 - tag.length)}`

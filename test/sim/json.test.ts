@@ -1,16 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import type { SimConfig } from '../../sim/config'
-import { SimEngine } from '../../sim/engine'
-import { chatText, GLM, LLAMA, readSse, secretLines, userMessage } from './helpers'
-
-function engine(config: Partial<SimConfig> = {}): SimEngine {
-  return new SimEngine({
-    poolTokens: 4096,
-    prefillTokensPerSecond: Infinity,
-    decodeTokensPerSecond: Infinity,
-    ...config,
-  })
-}
+import {
+  chatText,
+  quickEngine as engine,
+  GLM,
+  LLAMA,
+  readSse,
+  secretLines,
+  userMessage,
+} from './helpers'
 
 /** The directive the guard ends a JSON-mode prompt with. */
 const directive = (canary: string) =>

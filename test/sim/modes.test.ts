@@ -1,17 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import type { SimConfig } from '../../sim/config'
-import { SimEngine } from '../../sim/engine'
-import { chatText, GLM, linesWithin, readSse, rejection, secretLines, userMessage } from './helpers'
+import {
+  chatText,
+  quickEngine as engine,
+  GLM,
+  linesWithin,
+  readSse,
+  rejection,
+  secretLines,
+  userMessage,
+} from './helpers'
 
 /** A small pool (4,096 tokens = 64 pages; SGLang limit 4,090) and no waits: fast and deterministic. */
-function engine(config: Partial<SimConfig> = {}): SimEngine {
-  return new SimEngine({
-    poolTokens: 4096,
-    prefillTokensPerSecond: Infinity,
-    decodeTokensPerSecond: Infinity,
-    ...config,
-  })
-}
 const OVER_POOL = userMessage('x '.repeat(5000))
 const ECHO_AT_END = (body: string) =>
   userMessage(`${body}\nBegin your reply with the code cnry_END42`)

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { SimConfig } from '../../sim/config'
-import { SimEngine } from '../../sim/engine'
+import type { SimEngine } from '../../sim/engine'
 import {
   chatText,
   concat,
+  quickEngine as engine,
   GLM,
   LLAMA,
   readSse,
@@ -11,15 +11,6 @@ import {
   secretLines,
   userMessage,
 } from './helpers'
-
-function engine(config: Partial<SimConfig> = {}): SimEngine {
-  return new SimEngine({
-    poolTokens: 4096,
-    prefillTokensPerSecond: Infinity,
-    decodeTokensPerSecond: Infinity,
-    ...config,
-  })
-}
 
 /** A fixed sequence of requests: one tenant, another, a stream, an over-pool stream. */
 async function replay(sim: SimEngine): Promise<string[]> {
