@@ -36,8 +36,8 @@
  * directive is about 34 — negligible next to the long prompts this guard exists for, and the echo
  * costs the same again in output.
  */
-import { constantTimeEqual, toHex } from '../bytes'
-import { assertSecret, MIN_SECRET_BYTES } from '../secret'
+import { constantTimeEqual, toHex } from '../crypto/bytes'
+import { assertSecret, MIN_SECRET_BYTES } from '../crypto/secret'
 
 /**
  * Every canary starts with this.

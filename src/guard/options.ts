@@ -3,8 +3,8 @@
  */
 import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
+import { assertSecret } from '../crypto/secret'
 import type { QuarantineStore } from '../quarantine/store'
-import { assertSecret } from '../secret'
 
 /**
  * What the canary guard asks of a model's answer.

@@ -1,7 +1,7 @@
 /**
  * @module The D1 quarantine store for the Worker: durable, queryable, withheld text encrypted at rest.
  */
-import { assertSecret } from '../secret'
+import { assertSecret } from '../crypto/secret'
 import { QUARANTINE_KEY_MESSAGE, seal, sealingKey, unseal } from './seal'
 import type { QuarantineQuery, QuarantineRecord, QuarantineStore, QuarantineSummary } from './store'
 

@@ -1,7 +1,7 @@
 /**
  * @module Encryption at rest for withheld answers: AES-256-GCM under a key derived from a Worker secret.
  */
-import { assertSecret, MIN_SECRET_BYTES } from '../secret'
+import { assertSecret, MIN_SECRET_BYTES } from '../crypto/secret'
 
 const INFO = new TextEncoder().encode('workers-ai-guard/quarantine/v1')
 

@@ -12,7 +12,7 @@
  * answer of the next, shorter attack prompt as a cache hit. Looking up and remembering
  * are two steps over one hashing pass ({@link PrefixRecord.digest}).
  */
-import { toHex } from '../bytes'
+import { toHex } from '../crypto/bytes'
 
 /** Bytes per hashed chunk: coarse enough to be cheap (a 4 MB prompt is 64 digests), fine enough to matter. */
 export const CHUNK_CHARS = 64 * 1024

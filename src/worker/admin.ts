@@ -2,7 +2,7 @@
  * @module Admin routes: review quarantined answers and what the guard has learned. Own bearer secret.
  */
 import { Hono } from 'hono'
-import { constantTimeEqual } from '../bytes'
+import { constantTimeEqual } from '../crypto/bytes'
 import type { QuarantineQuery } from '../quarantine/store'
 import { guardFor } from './config'
 import type { DurableCalibration } from './durable-calibration'

@@ -1,7 +1,7 @@
 /**
  * @module Tenant authentication: an API key maps to a tenant id, from a Worker secret or KV — never code.
  */
-import { constantTimeEqual, toHex } from '../bytes'
+import { constantTimeEqual, toHex } from '../crypto/bytes'
 import { GuardError } from '../errors'
 import type { Env } from './env'
 
@@ -65,7 +65,7 @@ function keyMap(json: string | undefined): [string, string][] {
 }
 
 /** @deprecated Import {@link constantTimeEqual} from src/bytes.ts; kept while a test imports it here. */
-export { constantTimeEqual as timingSafeEqual } from '../bytes'
+export { constantTimeEqual as timingSafeEqual } from '../crypto/bytes'
 
 /** Lowercase hex SHA-256 of a string. */
 async function sha256Hex(text: string): Promise<string> {
