@@ -49,7 +49,14 @@ export async function verifyStreamedAnswer(
     .pipeThrough(sseDecoder())
   const reading = new HeldStream(ctx, events.getReader())
   await reading.untilVerdict()
-  const conclusion = await reading.conclude()
+  let conclusion: Conclusion
+  try {
+    conclusion = await reading.conclude()
+  } catch (error) {
+    // A guard that cannot conclude (its tokenizer or key failing) releases nothing and stops the upstream.
+    await reading.cancel()
+    throw error
+  }
   if (conclusion.verdict.action !== 'release') {
     // Stop the upstream: nothing of this answer will be used.
     await reading.cancel()
