@@ -61,6 +61,8 @@ export interface SimRequestRecord {
   promptTokens: number
   /** What `usage.prompt_tokens` reports. */
   reportedPromptTokens: number
+  /** The request's `cache_salt` as received (vLLM's field), or null when it sent none. */
+  cacheSalt: string | null
   /** Prompt tokens served from the prefix cache. */
   cachedTokens: number
   /** Prompt tokens prefill actually computed and wrote. */
@@ -108,11 +110,17 @@ export type SimResult = ChatCompletion | LegacyCompletion | ReadableStream<Uint8
 export interface SimRequest {
   model: string
   inputs: Record<string, unknown>
-  /** Owner of the prefix cache entries (the tenant). */
+  /**
+   * Owner of the prefix cache entries: the account (credential) the request came in on. A gateway that
+   * serves many tenants under one credential shares one cache between them unless it salts requests.
+   */
   account: string
   /** Force a wire format; by default `legacyModels` answer legacy, every other model chat. */
   format?: 'chat' | 'legacy'
 }
+
+/** What vLLM answers for a `cache_salt` that is not a non-empty string. */
+const CACHE_SALT_MESSAGE = "Parameter 'cache_salt' must be a non-empty string if provided."
 
 const OUTCOMES: readonly SimOutcome[] = [
   'served',
@@ -225,6 +233,7 @@ export class SimEngine {
       outcome: 'served',
       promptTokens: 0,
       reportedPromptTokens: 0,
+      cacheSalt: null,
       cachedTokens: 0,
       prefilledTokens: 0,
       visibleTokens: 0,
@@ -257,6 +266,12 @@ export class SimEngine {
       if (!(error instanceof TemplateError)) throw error
       return fail('invalid', new SimAiError(AI_ERROR.invalidInput, error.message))
     }
+    const salt = inputs.cache_salt
+    if (salt !== undefined && salt !== null && (typeof salt !== 'string' || salt === '')) {
+      // vLLM's own check (protocol.py): an empty salt would silently mean "no isolation".
+      return fail('invalid', new SimAiError(AI_ERROR.invalidInput, CACHE_SALT_MESSAGE))
+    }
+    record.cacheSalt = typeof salt === 'string' ? salt : null
     const maxTokens = readMaxTokens(inputs, config.defaultMaxTokens)
     if (maxTokens === undefined) {
       return fail(
@@ -309,7 +324,7 @@ export class SimEngine {
       length = over ? limit : n
       if (over) record.outcome = 'truncated'
       record.reportedPromptTokens = length
-      const root = hashString(`account:${req.account}`)
+      const root = cacheRoot(req.account, record.cacheSalt)
       const match = config.prefixCache
         ? pool.matchPrefix(root, tokens, Math.floor((length - 1) / ps))
         : { pages: [], keys: [] }
@@ -460,6 +475,14 @@ function sseStream(
       finish()
     },
   })
+}
+
+/**
+ * The root of a request's prefix-cache chain: its account, and its salt when it sent one (vLLM mixes
+ * `cache_salt` into the first block's hash). Requests under different roots never share a page.
+ */
+function cacheRoot(account: string, salt: string | null): number {
+  return hashString(salt === null ? `account:${account}` : `account:${account}\0salt:${salt}`)
 }
 
 /** Tokens decode reads from its pages, in page-table order; never-written slots contribute nothing. */

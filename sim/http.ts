@@ -12,8 +12,9 @@ export interface SimErrorBody {
 }
 
 /**
- * A fetch handler over `engine`. The bearer token names the account (tenant) whose prefix cache a
- * request uses; the chat format is always used (OpenAI clients do not speak the legacy one).
+ * A fetch handler over `engine`. The bearer token names the account whose prefix cache a request uses,
+ * and a `cache_salt` body field (vLLM's) scopes it further to (account, salt); the chat format is
+ * always used (OpenAI clients do not speak the legacy one).
  *
  * @example
  * const handle = simFetchHandler(new SimEngine({ poolTokens: 4096 }))

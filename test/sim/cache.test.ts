@@ -44,6 +44,63 @@ describe('prefix cache', () => {
     expect(cached(out)).toBeLessThanOrEqual(shared)
   })
 
+  it('should share one account’s cache between requests without a salt (one gateway credential)', async () => {
+    const sim = engine()
+    const inputs = userMessage(secretLines('A', 40))
+    const n = await sim.countTokens(inputs)
+    await sim.binding('gateway').run(GLM, inputs)
+    expect(cached(await sim.binding('gateway').run(GLM, inputs))).toBe(
+      Math.floor((n - 1) / 64) * 64,
+    )
+  })
+
+  it('should root the cache at (account, cache_salt): different salts never share a page', async () => {
+    const sim = engine()
+    const inputs = userMessage(secretLines('A', 40))
+    const n = await sim.countTokens(inputs)
+    const full = Math.floor((n - 1) / 64) * 64
+    const ai = sim.binding('gateway')
+    expect(cached(await ai.run(GLM, { ...inputs, cache_salt: 'salt-a' }))).toBe(0)
+    // Another salt, and no salt at all, miss; the same salt on the same account hits.
+    expect(cached(await ai.run(GLM, { ...inputs, cache_salt: 'salt-b' }))).toBe(0)
+    expect(cached(await ai.run(GLM, inputs))).toBe(0)
+    expect(cached(await ai.run(GLM, { ...inputs, cache_salt: 'salt-a' }))).toBe(full)
+    // The salt scopes within an account, never across accounts.
+    expect(cached(await sim.binding('other').run(GLM, { ...inputs, cache_salt: 'salt-a' }))).toBe(0)
+    expect(sim.stats().recent.map((r) => r.cacheSalt)).toEqual([
+      'salt-a',
+      'salt-b',
+      null,
+      'salt-a',
+      'salt-a',
+    ])
+  })
+
+  it('should prefill a salted request in full when only another salt has its prefix', async () => {
+    const sim = engine({ prefillTokensPerSecond: 1_000_000 })
+    const inputs = userMessage(secretLines('A', 40))
+    const n = await sim.countTokens(inputs)
+    await sim.binding('gateway').run(GLM, { ...inputs, cache_salt: 'a' })
+    await sim.binding('gateway').run(GLM, { ...inputs, cache_salt: 'b' })
+    const [, second] = sim.stats().recent
+    expect(second!.prefilledTokens).toBe(n)
+    expect(second!.prefillMs).toBeCloseTo((n / 1_000_000) * 1000, 6)
+  })
+
+  it('should refuse a cache_salt that is not a non-empty string, as vLLM does', async () => {
+    const sim = engine()
+    for (const salt of ['', 7, { a: 1 }]) {
+      const error = await rejection(
+        sim.binding('a').run(GLM, userMessage('hi', { cache_salt: salt })),
+      )
+      expect(error.message).toContain("'cache_salt' must be a non-empty string")
+    }
+    // null is absent (OpenAI clients send null for unset optional fields).
+    expect(
+      chatText(await sim.binding('a').run(GLM, userMessage('hi', { cache_salt: null }))).content,
+    ).toBeTypeOf('string')
+  })
+
   it('should report nothing cached when the cache is off', async () => {
     const sim = engine({ prefixCache: false })
     const inputs = userMessage(secretLines('A', 40))

@@ -50,6 +50,23 @@ describe('simulator HTTP surface', () => {
     expect(other.usage.prompt_tokens_details.cached_tokens).toBe(0)
   })
 
+  it('should scope the cache by a cache_salt body field, and refuse an empty one with a 400', async () => {
+    const handle = sim()
+    const messages = [{ role: 'user', content: secretLines('A', 40) }]
+    type Body = { usage: { prompt_tokens_details: { cached_tokens: number } } }
+    const hit = async (body: Record<string, unknown>) =>
+      ((await (await handle(chat(body, 'gateway'))).json()) as Body).usage.prompt_tokens_details
+        .cached_tokens
+    expect(await hit({ messages, cache_salt: 'tenant-a-salt' })).toBe(0)
+    expect(await hit({ messages, cache_salt: 'tenant-b-salt' })).toBe(0)
+    expect(await hit({ messages })).toBe(0)
+    expect(await hit({ messages, cache_salt: 'tenant-a-salt' })).toBeGreaterThan(0)
+    const empty = await handle(chat({ messages, cache_salt: '' }, 'gateway'))
+    expect(empty.status).toBe(400)
+    const error = ((await empty.json()) as { error: { message: string } }).error
+    expect(error.message).toContain("'cache_salt' must be a non-empty string")
+  })
+
   it('should stream SSE when stream is true', async () => {
     const res = await sim()(
       chat({ messages: [{ role: 'user', content: 'stream please' }], stream: true }, 'a'),
