@@ -20,6 +20,8 @@ export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './er
 export { type GuardInfo, guardInfo } from './guard'
 export {
   BUILTIN_PROFILES,
+  type CacheIsolation,
+  defaultCacheIsolation,
   type EchoPolicy,
   type GuardOptions,
   type ModelProfile,

@@ -43,6 +43,7 @@ const PROFILE: ModelProfile = {
   tokenizerDrift: 0.1,
   defaultOutputReserve: 512,
   echo: 'require',
+  cacheIsolation: 'off',
 }
 const CONFIGS = {
   right: PROFILE,

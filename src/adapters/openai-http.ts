@@ -38,7 +38,7 @@ const MAX_ERROR_BYTES = 16_384
  *   (Workers AI) skips the template. `truncate_prompt_tokens` cuts the prompt the ceiling counted.
  *   Never forwarded.
  * - Engine plumbing (`kv_transfer_params`, `bootstrap_host`/`bootstrap_room`, `rid`, `priority`,
- *   `cache_salt`, `lora_path`, `return_hidden_states`) is the operator's, never a client's.
+ *   `lora_path`, `return_hidden_states`) is the operator's, never a client's.
  * - Constrained decoding in engine dialects (`guided_regex`, `guided_choice`, `guided_grammar`,
  *   `structured_outputs`, `regex`, `ebnf`, `json_schema`) forces output in forms the guard does not
  *   read: `response_format` is the one it knows. Workers AI's `guided_json` (a JSON schema) is sent
@@ -48,7 +48,9 @@ const MAX_ERROR_BYTES = 16_384
  *   `metadata`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `web_search_options`,
  *   `verbosity`) means nothing to a self-hosted engine.
  *
- * Forwarded: the OpenAI chat-completions fields that only shape sampling, stopping, tools and output
+ * Forwarded: `cache_salt` (vLLM's prefix-cache scope), which only the guard sets — a client's is
+ * dropped when the request is read, and a profile's `cacheIsolation: 'salt'` adds the tenant's —
+ * and the OpenAI chat-completions fields that only shape sampling, stopping, tools and output
  * format (which the guard reads and verifies), plus `top_k`, `min_p` and `repetition_penalty`, which
  * the Workers AI binding's chat models take too and which only choose among the model's own next
  * tokens.
@@ -81,6 +83,7 @@ export const FORWARDED_FIELDS: ReadonlySet<string> = new Set([
   'response_format',
   'reasoning_effort',
   'user',
+  'cache_salt',
 ])
 
 /**

@@ -27,6 +27,7 @@ export {
   CANARY_PREFIX,
   type CanaryInspection,
   type CanaryKey,
+  cacheSalt,
   importCanaryKey,
   inspectCanary,
   mintCanary,

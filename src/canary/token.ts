@@ -183,27 +183,40 @@ const TAG_CACHE_SIZE = 10_000
  */
 const TAGS = new WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>()
 
+/** Cache salts per key, kept the same way as tags (every salted request needs its tenant's). */
+const SALTS = new WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>()
+
 /** The full 32-byte tag digest: v2 tags are its first 5 bytes, v1 tags its first 3. */
 function tagDigest(key: CanaryKey, tenant: string): Promise<Uint8Array> {
-  let tags = TAGS.get(key)
-  if (!tags) {
-    tags = new Map()
-    TAGS.set(key, tags)
+  return perTenant(TAGS, key, 'tenant\0', tenant)
+}
+
+/** HMAC(key, label ‖ tenant), memoized per key in a bounded LRU (a failed HMAC is not kept). */
+function perTenant(
+  store: WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>,
+  key: CanaryKey,
+  label: string,
+  tenant: string,
+): Promise<Uint8Array> {
+  let digests = store.get(key)
+  if (!digests) {
+    digests = new Map()
+    store.set(key, digests)
   }
-  let tag = tags.get(tenant)
-  if (tag) {
-    tags.delete(tenant) // re-inserted below: most recently used
+  let digest = digests.get(tenant)
+  if (digest) {
+    digests.delete(tenant) // re-inserted below: most recently used
   } else {
-    tag = hmac(key, utf8.encode(`tenant\0${tenant}`))
-    const cache = tags
-    tag.catch(() => cache.delete(tenant))
+    digest = hmac(key, utf8.encode(`${label}${tenant}`))
+    const cache = digests
+    digest.catch(() => cache.delete(tenant))
   }
-  tags.set(tenant, tag)
-  if (tags.size > TAG_CACHE_SIZE) {
-    const oldest = tags.keys().next().value
-    if (oldest !== undefined) tags.delete(oldest)
+  digests.set(tenant, digest)
+  if (digests.size > TAG_CACHE_SIZE) {
+    const oldest = digests.keys().next().value
+    if (oldest !== undefined) digests.delete(oldest)
   }
-  return tag
+  return digest
 }
 
 async function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
@@ -223,6 +236,30 @@ async function macBytes(key: CanaryKey, nonce: Uint8Array, tag: Uint8Array): Pro
  */
 export async function tenantTag(key: CanaryKey, tenant: string): Promise<string> {
   return toHex(await tagBytes(key, tenant))
+}
+
+/** Bytes of a cache salt: 128 bits, so no two tenants' salts meet by chance. */
+const SALT_BYTES = 16
+
+/**
+ * The prefix-cache salt of a tenant (vLLM's `cache_salt`): 22 base64url chars, the first 16 bytes of
+ * HMAC(key, "cache-salt\0" ‖ tenant). Stable per (key, tenant), so a tenant keeps hitting its own
+ * cached prefixes; unrelated to the tenant tag (its own label), so neither reveals the other; and not
+ * reversible to the tenant's name without the key. A client cannot choose it: the guard drops any
+ * `cache_salt` a request carries and sets this one.
+ *
+ * @example
+ * const inputs = { ...request, cache_salt: await cacheSalt(key, 'acme') }
+ */
+export async function cacheSalt(key: CanaryKey, tenant: string): Promise<string> {
+  const digest = await perTenant(SALTS, key, 'cache-salt\0', tenant)
+  return toBase64Url(digest.slice(0, SALT_BYTES))
+}
+
+function toBase64Url(bytes: Uint8Array): string {
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
 }
 
 const FINGERPRINTS = new WeakMap<CanaryKey, Promise<string>>()

@@ -5,7 +5,7 @@
 import type { AttemptContext, AttemptOutcome, AttemptServices } from '../attempt/context'
 import { callUpstream } from '../call/call'
 import type { AiRunner } from '../call/upstream'
-import { injectCanary, mintCanary } from '../canary'
+import { cacheSalt, injectCanary, mintCanary } from '../canary'
 import { assembleAnswer } from '../format/assemble'
 import type { PrefixLookup, RequestPlan } from '../plan/plan'
 import { cutOffError } from '../quarantine/withhold'
@@ -64,7 +64,10 @@ export async function runAttempts(
   }
 }
 
-/** A fresh canary for this attempt, the inputs carrying it, and the context verification reads. */
+/**
+ * A fresh canary for this attempt, the inputs carrying it (and the tenant's cache salt when the
+ * profile isolates the prefix cache), and the context verification reads.
+ */
 async function prepare(
   host: AttemptHost,
   plan: RequestPlan,
@@ -77,8 +80,9 @@ async function prepare(
         tenant: plan.tenant,
       })
     : undefined
+  const salted = await withCacheSalt(host, plan)
   const injected =
-    plan.proof !== 'none' && canary ? injectCanary(plan.inputs, canary, plan.proof) : plan.inputs
+    plan.proof !== 'none' && canary ? injectCanary(salted, canary, plan.proof) : salted
   const inputs = plan.viaStream
     ? {
         ...injected,
@@ -106,6 +110,18 @@ async function prepare(
     attempt,
   }
   return { ctx, inputs }
+}
+
+/**
+ * The inputs with the tenant's `cache_salt` when the profile asks for isolation. The client's own
+ * salt was dropped when the request was read (src/plan/request.ts), so this is the only one sent.
+ */
+async function withCacheSalt(
+  host: AttemptHost,
+  plan: RequestPlan,
+): Promise<Record<string, unknown>> {
+  if (plan.profile.cacheIsolation !== 'salt') return plan.inputs
+  return { ...plan.inputs, cache_salt: await cacheSalt(await host.key(), plan.tenant) }
 }
 
 /** The released answer, as the client asked for it (a whole answer fetched as a stream reassembled). */

@@ -20,6 +20,7 @@ import { quarantineError, recordIncident } from '../quarantine/withhold'
 import { PrefixRecord } from '../timing/prefix-record'
 import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import {
+  fallbackProfile,
   type GuardOptions,
   type ModelProfile,
   type ResolvedOptions,
@@ -71,7 +72,7 @@ export class Guard implements AttemptHost, PlanServices {
   }
 
   profile(model: string): ModelProfile {
-    const profile = this.options.profiles.get(model) ?? this.options.fallbackProfile
+    const profile = this.options.profiles.get(model) ?? fallbackProfile(this.options, model)
     if (!profile) {
       throw new GuardError(
         'invalid_request',

@@ -14,6 +14,15 @@ import type { QuarantineStore } from '../quarantine/store'
  */
 export type EchoPolicy = 'require' | 'scan-only' | 'off'
 
+/**
+ * Whether the engine's prefix cache is split per tenant.
+ * - `salt`: every attempt carries `cache_salt` (vLLM's field), derived from the guard's key and the
+ *   tenant, so one tenant's requests never hit pages cached from another's prompt — neither as a
+ *   leak of timing (a prefix-cache hit tells the sender that someone sent that prefix) nor as pages.
+ * - `off`: no salt; tenants behind one upstream credential share the engine's prefix cache.
+ */
+export type CacheIsolation = 'salt' | 'off'
+
 /** What is known about one model's deployment. Every figure is a safety input: err on the safe side. */
 export interface ModelProfile {
   /** The context window the provider advertises, in tokens. */
@@ -39,6 +48,12 @@ export interface ModelProfile {
   defaultOutputReserve: number
   /** Canary policy for requests where an echo would not break the output (no tools, no JSON mode). */
   echo: EchoPolicy
+  /**
+   * Per-tenant prefix-cache isolation. Defaults to `salt`, except for Workers AI catalogue models
+   * (`@cf/…`, `@hf/…`), which default to `off`: the binding has no salt field (see
+   * {@link defaultCacheIsolation}).
+   */
+  cacheIsolation: CacheIsolation
 }
 
 /**
@@ -63,7 +78,25 @@ export const BUILTIN_PROFILES: Readonly<Record<string, Readonly<ModelProfile>>> 
     tokenizerDrift: 0.03,
     defaultOutputReserve: 4_096,
     echo: 'require',
+    cacheIsolation: 'off',
   },
+}
+
+/**
+ * The isolation a profile gets when it sets none: `off` for Workers AI catalogue names (`@cf/…`,
+ * `@hf/…`), `salt` for every other model. Workers AI's binding documents no salt field and validates
+ * inputs against each model's schema, so a salt there would at best be ignored — and one unknown field
+ * failing every request would turn a safety feature into an outage. Other names are served by engines
+ * the operator runs through an OpenAI-compatible adapter; vLLM honours `cache_salt`, and an engine
+ * that does not know the field ignores it (OpenAI-compatible servers drop unknown fields), so `salt`
+ * costs nothing where it does not work and isolates where it does.
+ *
+ * @example
+ * defaultCacheIsolation('@cf/zai-org/glm-5.3') // 'off'
+ * defaultCacheIsolation('zai-org/GLM-5.3') // 'salt'
+ */
+export function defaultCacheIsolation(model: string): CacheIsolation {
+  return /^@(cf|hf)\//.test(model) ? 'off' : 'salt'
 }
 
 /** What to do when a request's prompt fits but its output reserve does not. */
@@ -161,12 +194,24 @@ export interface VerdictLog {
   expectedMinMs?: number
 }
 
+/**
+ * The `defaultProfile` resolved twice: the cache-isolation default depends on the model's name, and
+ * a fallback profile serves names of both kinds.
+ */
+export interface FallbackProfiles {
+  /** For Workers AI catalogue names (`@cf/…`, `@hf/…`). */
+  catalogue: ModelProfile
+  /** For every other name. */
+  other: ModelProfile
+}
+
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions {
   secret: string
   tenant: string
   profiles: Map<string, ModelProfile>
-  fallbackProfile: ModelProfile | undefined
+  /** The profile of models with no profile of their own (see {@link fallbackProfile}), if allowed. */
+  fallbackProfiles: FallbackProfiles | undefined
   overflow: OverflowPolicy
   now: () => number
   requestId: () => string
@@ -221,20 +266,41 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
 /** The built-in profiles with the `models` overrides, and the profile for unknown models if any. */
 function resolveProfiles(
   options: GuardOptions,
-): Pick<ResolvedOptions, 'profiles' | 'fallbackProfile'> {
+): Pick<ResolvedOptions, 'profiles' | 'fallbackProfiles'> {
   const profiles = new Map<string, ModelProfile>()
   for (const [model, profile] of Object.entries(BUILTIN_PROFILES))
     profiles.set(model, { ...profile })
   for (const [model, override] of Object.entries(options.models ?? {})) {
     const base = profiles.get(model) ?? options.defaultProfile
-    profiles.set(model, validateProfile(`models["${model}"]`, { ...base, ...override }))
+    // A built-in's isolation comes from its deployment, not its name: an override keeps it unless set.
+    const isolation = defaultCacheIsolation(model)
+    profiles.set(model, validateProfile(`models["${model}"]`, { ...base, ...override }, isolation))
   }
   const unknown = oneOf('unknownModels', options.unknownModels, ['refuse', 'default-profile'])
-  const fallbackProfile =
-    unknown === 'default-profile'
-      ? validateProfile('defaultProfile', { echo: 'require', ...options.defaultProfile })
-      : undefined
-  return { profiles, fallbackProfile }
+  if (unknown !== 'default-profile') return { profiles, fallbackProfiles: undefined }
+  const fallback = { echo: 'require' as const, ...options.defaultProfile }
+  return {
+    profiles,
+    fallbackProfiles: {
+      catalogue: validateProfile('defaultProfile', fallback, 'off'),
+      other: validateProfile('defaultProfile', fallback, 'salt'),
+    },
+  }
+}
+
+/**
+ * The profile for a model without one of its own, when unknown models are allowed.
+ *
+ * @example
+ * const profile = options.profiles.get(model) ?? fallbackProfile(options, model)
+ */
+export function fallbackProfile(
+  options: Pick<ResolvedOptions, 'fallbackProfiles'>,
+  model: string,
+): ModelProfile | undefined {
+  const fallbacks = options.fallbackProfiles
+  if (!fallbacks) return undefined
+  return defaultCacheIsolation(model) === 'off' ? fallbacks.catalogue : fallbacks.other
 }
 
 function resolveTimeouts(timeouts: GuardOptions['timeouts']): ResolvedOptions['timeouts'] {
@@ -279,7 +345,11 @@ function atLeastZero(name: string, value: number, unit: string): number {
   return value
 }
 
-function validateProfile(name: string, p: Partial<ModelProfile>): ModelProfile {
+function validateProfile(
+  name: string,
+  p: Partial<ModelProfile>,
+  isolationDefault: CacheIsolation,
+): ModelProfile {
   const positive = (field: keyof ModelProfile) => {
     const v = p[field]
     if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
@@ -299,6 +369,10 @@ function validateProfile(name: string, p: Partial<ModelProfile>): ModelProfile {
   if (echo !== 'require' && echo !== 'scan-only' && echo !== 'off') {
     throw new Error(`option "${name}.echo" must be "require", "scan-only" or "off"`)
   }
+  const cacheIsolation = p.cacheIsolation ?? isolationDefault
+  if (cacheIsolation !== 'salt' && cacheIsolation !== 'off') {
+    throw new Error(`option "${name}.cacheIsolation" must be "salt" or "off"`)
+  }
   return {
     contextWindow,
     kvPoolTokens,
@@ -306,5 +380,6 @@ function validateProfile(name: string, p: Partial<ModelProfile>): ModelProfile {
     tokenizerDrift: drift,
     defaultOutputReserve,
     echo,
+    cacheIsolation,
   }
 }

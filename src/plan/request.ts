@@ -6,7 +6,9 @@
  * must not), so `null`, empty and dummy values count as absent — and are removed from what is sent,
  * so the engine and the guard agree on what the request is. Fields that make an engine copy prompt
  * text into the answer (vLLM/SGLang `echo`, `continue_final_message`, …) would forge a valid echo from
- * a prompt that was never read, and logprobs put text where the scanner does not look: refused.
+ * a prompt that was never read, and logprobs put text where the scanner does not look: refused. A field
+ * the guard sets itself (`cache_salt`, which scopes the engine's prefix cache) is removed whatever the
+ * client put there: a client choosing its salt could pick another tenant's, or '' (no isolation).
  */
 import { GuardError } from '../errors'
 
@@ -28,7 +30,10 @@ export interface RequestFacts {
   maxTokensField: 'max_tokens' | 'max_completion_tokens' | undefined
   /** The strongest echo this request's output format can carry. */
   proof: ProofKind
-  /** The inputs with null, empty and dummy opt-out fields removed (what is sent upstream). */
+  /**
+   * The inputs with null, empty and dummy opt-out fields and the guard's own fields removed (what is
+   * sent upstream, before the guard adds its canary and cache salt).
+   */
   inputs: Record<string, unknown>
 }
 
@@ -168,10 +173,22 @@ export function readRequest(raw: unknown): RequestFacts {
 /** The opt-out fields whose empty values are dropped (so the engine does not see them either). */
 const OPT_OUTS = ['tools', 'functions', 'tool_choice', 'response_format', 'guided_json'] as const
 
+/**
+ * Fields only the guard sets, dropped whatever their value: `cache_salt` is the tenant's prefix-cache
+ * scope (src/canary/token.ts `cacheSalt`), and a client's value could only widen it.
+ */
+const GUARD_FIELDS = ['cache_salt'] as const
+
 function withoutEmptyOptOuts(raw: Record<string, unknown>): Record<string, unknown> {
   let out: Record<string, unknown> | undefined
   for (const field of OPT_OUTS) {
     if (field in raw && isEmpty(raw[field])) {
+      out ??= { ...raw }
+      delete out[field]
+    }
+  }
+  for (const field of GUARD_FIELDS) {
+    if (Object.hasOwn(raw, field)) {
       out ??= { ...raw }
       delete out[field]
     }

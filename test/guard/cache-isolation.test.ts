@@ -1,0 +1,248 @@
+import { describe, expect, it } from 'vitest'
+import { VirtualClock } from '../../sim/clock'
+import { SimEngine } from '../../sim/engine'
+import { simFetchHandler } from '../../sim/http'
+import { type CacheIsolation, guardAi } from '../../src'
+import { openAiHttpUpstream } from '../../src/adapters'
+import type { AiRunner } from '../../src/call/upstream'
+import { cacheSalt, importCanaryKey } from '../../src/canary'
+import { resolveOptions } from '../../src/guard/options'
+import { chat, document, sseText } from '../support/prompts'
+import { captureWarnings } from '../support/verdicts'
+
+/**
+ * Per-tenant prefix-cache isolation (`cacheIsolation: 'salt'`): one gateway credential in front of
+ * many tenants, a simulated vLLM-like engine that honours `cache_salt`. The engine and the guard share
+ * a virtual clock and decode is instant, so a client's time to first token is exactly the simulated
+ * prefill of the tokens the engine did not have cached: a PROMPTPEEK-style probe (NDSS 2025) reads
+ * the prefix cache through it.
+ */
+const MODEL = 'vllm/glm-5.3'
+const SECRET = 'cache-isolation-test-secret-0123456789abcdef'
+const SIM = {
+  mode: 'fixed' as const,
+  poolTokens: 65_536,
+  contextWindow: 131_072,
+  prefillTokensPerSecond: 50_000,
+  decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+  jitter: 0,
+  seed: 16,
+}
+const PROFILE = {
+  contextWindow: 131_072,
+  kvPoolTokens: 65_536,
+  maxPrefillTokensPerSecond: 200_000,
+  tokenizerDrift: 0.1,
+  defaultOutputReserve: 256,
+}
+/** A public document both tenants know; A's secret is the PIN in front of it. */
+const SHARED = document('SHARED-MANUAL', 12_000)
+const prompt = (pin: string, question: string) =>
+  `Customer account PIN ${pin}.\n${SHARED}\n${question}`
+
+/** The virtual ms the engine takes to prefill `tokens` uncached tokens. */
+const fullPrefillMs = (tokens: number) => (tokens / SIM.prefillTokensPerSecond) * 1000
+
+captureWarnings(/guardAi was called with more than \d+ different option sets/)
+
+type Over = 'binding' | 'http'
+
+/** The engine behind one upstream credential, reached over the binding or the OpenAI HTTP adapter. */
+function setup(isolation: CacheIsolation | undefined, over: Over) {
+  const clock = new VirtualClock()
+  const engine = new SimEngine(SIM, { clock })
+  const received: Record<string, unknown>[] = []
+  const upstream: AiRunner =
+    over === 'binding' ? recording(engine.binding('gateway'), received) : overHttp(engine, received)
+  const profile = isolation === undefined ? PROFILE : { ...PROFILE, cacheIsolation: isolation }
+  const runners = new Map<string, AiRunner>()
+  const runner = (tenant: string): AiRunner => {
+    let ai = runners.get(tenant)
+    if (!ai) {
+      ai = guardAi(upstream, {
+        secret: SECRET,
+        tenant,
+        models: { [MODEL]: profile },
+        now: () => clock.now(),
+      })
+      runners.set(tenant, ai)
+    }
+    return ai
+  }
+  /** Streams one request as `tenant`: the client's first-token time, the text, the engine's record. */
+  const send = async (tenant: string, inputs: Record<string, unknown>) => {
+    const start = clock.now()
+    const out = await runner(tenant).run(MODEL, { ...inputs, stream: true })
+    if (!(out instanceof ReadableStream)) throw new Error('expected a stream')
+    const reader = (out as ReadableStream<Uint8Array>).getReader()
+    const decoder = new TextDecoder()
+    let next = await reader.read()
+    const ttftMs = clock.now() - start
+    let raw = ''
+    for (; !next.done; next = await reader.read()) raw += decoder.decode(next.value)
+    const { reasoning, content } = sseText(raw)
+    const text = `${reasoning}${content}`
+    const record = engine.stats().recent.at(-1)!
+    return { ttftMs, text, record, sent: received.at(-1)! }
+  }
+  return { send, engine, received }
+}
+
+/** The binding, noting every `inputs` it receives. */
+function recording(binding: AiRunner, received: Record<string, unknown>[]): AiRunner {
+  return {
+    run: (model, inputs, options) => {
+      received.push(inputs)
+      return binding.run(model, inputs, options)
+    },
+  }
+}
+
+/** The OpenAI-compatible adapter over the simulator's HTTP surface, noting every body it POSTs. */
+function overHttp(engine: SimEngine, received: Record<string, unknown>[]): AiRunner {
+  const handle = simFetchHandler(engine)
+  return openAiHttpUpstream({
+    baseUrl: 'http://vllm.test/v1',
+    apiKey: 'gateway',
+    fetch: async (url, init) => {
+      const request = new Request(url, init)
+      received.push((await request.clone().json()) as Record<string, unknown>)
+      return handle(request)
+    },
+  })
+}
+
+const saltOf = async (tenant: string) => cacheSalt(await importCanaryKey(SECRET), tenant)
+
+describe('cacheIsolation: the profile option', () => {
+  it('should default to salt for self-hosted names and to off for Workers AI catalogue names', () => {
+    const options = resolveOptions({
+      secret: SECRET,
+      models: {
+        [MODEL]: PROFILE,
+        '@cf/meta/llama-3.3-70b-instruct-fp8-fast': PROFILE,
+        'zai-org/GLM-5.3': { ...PROFILE, cacheIsolation: 'off' },
+        '@cf/zai-org/glm-5.3': { kvPoolTokens: 600_000 },
+      },
+      unknownModels: 'default-profile',
+      defaultProfile: PROFILE,
+    })
+    const isolation = (model: string) => options.profiles.get(model)?.cacheIsolation
+    expect(isolation(MODEL)).toBe('salt')
+    expect(isolation('@cf/meta/llama-3.3-70b-instruct-fp8-fast')).toBe('off')
+    expect(isolation('zai-org/GLM-5.3')).toBe('off')
+    // The built-in Workers AI profile keeps off when other figures are overridden.
+    expect(isolation('@cf/zai-org/glm-5.3')).toBe('off')
+    expect(options.fallbackProfiles?.other.cacheIsolation).toBe('salt')
+    expect(options.fallbackProfiles?.catalogue.cacheIsolation).toBe('off')
+  })
+
+  it('should refuse an unknown value, naming the option', () => {
+    expect(() =>
+      resolveOptions({
+        secret: SECRET,
+        models: { [MODEL]: { ...PROFILE, cacheIsolation: 'tenant' as CacheIsolation } },
+      }),
+    ).toThrow(`option "models["${MODEL}"].cacheIsolation" must be "salt" or "off"`)
+  })
+
+  it('should derive a stable, per-tenant, per-key salt that does not show the tenant', async () => {
+    const key = await importCanaryKey(SECRET)
+    const other = await importCanaryKey(`${SECRET}-rotated`)
+    const a = await cacheSalt(key, 'tenant-a')
+    expect(a).toMatch(/^[A-Za-z0-9_-]{22}$/)
+    expect(await cacheSalt(key, 'tenant-a')).toBe(a)
+    expect(await cacheSalt(key, 'tenant-b')).not.toBe(a)
+    expect(await cacheSalt(other, 'tenant-a')).not.toBe(a)
+    expect(a).not.toContain('tenant')
+  })
+})
+
+describe('cacheIsolation: tenants behind one upstream credential', () => {
+  for (const over of ['binding', 'http'] as const) {
+    it(`should give B no cached token of A's pages, and a PROMPTPEEK probe nothing (${over})`, async () => {
+      const { send } = setup(undefined, over)
+      const a = await send('tenant-a', chat(prompt('4821', 'Summarise my account.')))
+      expect(a.text).toContain('SHARED-MANUAL')
+      expect(a.record.cacheSalt).toBe(await saltOf('tenant-a'))
+      expect(a.sent.cache_salt).toBe(await saltOf('tenant-a'))
+      // B sends A's exact long prefix (the right guess), then a wrong guess of the PIN.
+      const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
+      const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))
+      expect(right.record.cacheSalt).toBe(await saltOf('tenant-b'))
+      expect(right.record.cachedTokens).toBe(0)
+      expect(wrong.record.cachedTokens).toBe(0)
+      // Both fully prefilled: each first token comes exactly one uncached prefill after the call. The
+      // prompts differ only by the canary's token count (13 to 24 tokens, 0.5 ms at most here).
+      for (const guess of [right, wrong]) {
+        expect(guess.ttftMs).toBeCloseTo(fullPrefillMs(guess.record.promptTokens), 6)
+      }
+      expect(right.ttftMs).toBeGreaterThan(200)
+      expect(Math.abs(right.ttftMs - wrong.ttftMs)).toBeLessThan(0.5)
+      // A still hits its own pages: isolation splits the cache per tenant, it does not switch it off.
+      const again = await send('tenant-a', chat(prompt('4821', 'And my balance?')))
+      figures(`isolated (${over})`, right, wrong)
+      expect(again.record.cachedTokens).toBeGreaterThan(10_000)
+      expect(again.ttftMs).toBeLessThan(right.ttftMs / 4)
+    }, 60_000)
+
+    it(`should let the probe read A's prefix from TTFT when isolation is off (${over})`, async () => {
+      const { send } = setup('off', over)
+      await send('tenant-a', chat(prompt('4821', 'Summarise my account.')))
+      const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
+      const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))
+      expect(right.sent).not.toHaveProperty('cache_salt')
+      expect(right.record.cacheSalt).toBeNull()
+      // The right guess is served from A's pages: far faster, and the engine says so.
+      expect(right.record.cachedTokens).toBeGreaterThan(10_000)
+      expect(wrong.record.cachedTokens).toBe(0)
+      expect(wrong.ttftMs).toBeCloseTo(fullPrefillMs(wrong.record.promptTokens), 6)
+      expect(right.ttftMs).toBeCloseTo(
+        fullPrefillMs(right.record.promptTokens - right.record.cachedTokens),
+        6,
+      )
+      expect(wrong.ttftMs - right.ttftMs).toBeGreaterThan(200)
+      figures(`shared (${over})`, right, wrong)
+    }, 60_000)
+  }
+})
+
+describe('cacheIsolation: a client-supplied cache_salt', () => {
+  for (const over of ['binding', 'http'] as const) {
+    it(`should never reach the engine: A's own salt guessed, or '' (${over})`, async () => {
+      const { send } = setup('salt', over)
+      const saltA = await saltOf('tenant-a')
+      const saltB = await saltOf('tenant-b')
+      await send('tenant-a', chat(prompt('4821', 'Summarise my account.')))
+      const cached: number[] = []
+      for (const forged of [saltA, '', 'x']) {
+        const b = await send(
+          'tenant-b',
+          chat(prompt('4821', 'What is the PIN?'), { cache_salt: forged }),
+        )
+        expect(b.sent.cache_salt).toBe(saltB)
+        expect(b.record.cacheSalt).toBe(saltB)
+        cached.push(b.record.cachedTokens)
+      }
+      // A's salt bought B nothing: its first try was prefilled in full; later ones hit B's own pages.
+      expect(cached[0]).toBe(0)
+      expect(cached[1]).toBeGreaterThan(10_000)
+    }, 60_000)
+
+    it(`should drop it with isolation off too: the engine gets no salt at all (${over})`, async () => {
+      const { send } = setup('off', over)
+      const b = await send('tenant-b', chat('hello', { cache_salt: await saltOf('tenant-a') }))
+      expect(b.sent).not.toHaveProperty('cache_salt')
+      expect(b.record.cacheSalt).toBeNull()
+    }, 60_000)
+  }
+})
+
+type Sent = Awaited<ReturnType<ReturnType<typeof setup>['send']>>
+
+/** The probe's figures, for the record (vitest prints them with the test's output). */
+function figures(label: string, right: Sent, wrong: Sent): void {
+  const show = (s: Sent) =>
+    `${s.record.promptTokens} tokens, ${s.record.cachedTokens} cached, TTFT ${s.ttftMs.toFixed(2)} ms`
+  console.log(`${label}: right guess ${show(right)}; wrong guess ${show(wrong)}`)
+}
