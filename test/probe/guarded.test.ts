@@ -1,8 +1,8 @@
 import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
-import { SimEngine } from '../../sim/engine'
-import { guardAi } from '../../src'
+import { type SimConfig, SimEngine } from '../../sim/engine'
+import { guardAi, type ModelProfile } from '../../src'
 import {
   ratioMargin,
   renderReport,
@@ -43,25 +43,12 @@ describe('probe of healthy and guarded deployments', { timeout: 30_000 }, () => 
   })
 
   it('should measure the guard’s own ceiling, below the pool, with no leak, and say so', async () => {
-    const clock = new VirtualClock()
-    const engine = new SimEngine(
-      { contextWindow: 131_072, poolTokens: 65_536, decodeTokensPerSecond: Infinity },
-      { clock },
-    )
     // The guard's echo directive ends every prompt, after the probe's end needle: the simulated
     // model follows it as an instruction and still quotes the needle line before it.
-    const guarded = guardAi(engine.binding('probe'), {
-      secret: 'probe-test-secret-that-is-at-least-32-bytes',
-      tenant: 'probe',
-      now: () => clock.now(),
-      models: { [GLM]: { contextWindow: 131_072, kvPoolTokens: 65_536 } },
-      onVerdict: () => undefined,
-    })
-    const report = await runProbe({
-      transport: runnerTransport(guarded, { model: GLM, now: () => clock.now() }),
-      window: 131_072,
-      seed: 5,
-    })
+    const { engine, report } = await probeGuarded(
+      { contextWindow: 131_072, poolTokens: 65_536, decodeTokensPerSecond: Infinity },
+      { contextWindow: 131_072, kvPoolTokens: 65_536 },
+    )
     // Everything over the guard's ceiling was refused by the guard, everything under it answered
     // correctly: the client is safe (exit 0), and no profile is derived from the guard's own ceiling.
     expect(report).toMatchObject({
@@ -86,29 +73,16 @@ describe('probe of healthy and guarded deployments', { timeout: 30_000 }, () => 
   })
 
   it('should not call a guard whose profile is above the pool guarded: it quarantines, exit 1', async () => {
-    const clock = new VirtualClock()
-    const engine = new SimEngine(
+    const { report } = await probeGuarded(
       {
         contextWindow: 65_536,
         poolTokens: 20_480,
         prefillTokensPerSecond: 50_000,
         decodeTokensPerSecond: Infinity,
       },
-      { clock },
-    )
-    const guarded = guardAi(engine.binding('probe'), {
-      secret: 'probe-test-secret-that-is-at-least-32-bytes',
-      tenant: 'probe',
-      now: () => clock.now(),
       // Wrong: the profile believes the pool is the window, so over-pool prompts reach the engine.
-      models: { [GLM]: { contextWindow: 65_536, kvPoolTokens: 65_536 } },
-      onVerdict: () => undefined,
-    })
-    const report = await runProbe({
-      transport: runnerTransport(guarded, { model: GLM, now: () => clock.now() }),
-      window: 65_536,
-      seed: 5,
-    })
+      { contextWindow: 65_536, kvPoolTokens: 65_536 },
+    )
     expect(report).toMatchObject({ verdict: 'unsafe', exitCode: 1, profile: null })
     expect(report.guard?.quarantines).toBeGreaterThan(0)
     expect(report.guard?.note).toMatch(/its profile allows more than the engine serves/)
@@ -194,3 +168,22 @@ describe('probe of the guard Worker', { timeout: 120_000 }, () => {
     expect(text).not.toContain('Profile for guardAi')
   })
 })
+
+/** The probe run through guardAi over a simulator with `sim`, the guard believing `profile`. */
+async function probeGuarded(sim: Partial<SimConfig>, profile: Partial<ModelProfile>) {
+  const clock = new VirtualClock()
+  const engine = new SimEngine(sim, { clock })
+  const guarded = guardAi(engine.binding('probe'), {
+    secret: 'probe-test-secret-that-is-at-least-32-bytes',
+    tenant: 'probe',
+    now: () => clock.now(),
+    models: { [GLM]: profile },
+    onVerdict: () => undefined,
+  })
+  const report = await runProbe({
+    transport: runnerTransport(guarded, { model: GLM, now: () => clock.now() }),
+    window: sim.contextWindow ?? 1_048_576,
+    seed: 5,
+  })
+  return { engine, report }
+}
