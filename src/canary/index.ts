@@ -28,6 +28,7 @@ export {
   type CanaryInspection,
   type CanaryKey,
   cacheSalt,
+  contentSeed,
   importCanaryKey,
   inspectCanary,
   mintCanary,

@@ -262,6 +262,18 @@ function toBase64Url(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
 }
 
+/**
+ * The 32-byte seed of the guard's content fingerprints (src/fingerprint): HMAC(key, "content-shingles\0").
+ * Stored fingerprints are hashes of prompt text under it, so nobody without the key can test a guess
+ * of a prompt's words against them.
+ *
+ * @example
+ * const seed = await contentSeed(key) // Uint8Array(32)
+ */
+export function contentSeed(key: CanaryKey): Promise<Uint8Array> {
+  return hmac(key, utf8.encode('content-shingles\0'))
+}
+
 const FINGERPRINTS = new WeakMap<CanaryKey, Promise<string>>()
 
 /**
