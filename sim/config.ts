@@ -13,15 +13,28 @@ export type { SimTokenizerName } from './tokenizer'
  *   prefill never wrote (other tenants' prompts), and the client gets a fast HTTP 200.
  * - `truncate`: SGLang `--allow-auto-truncate` — the end of the prompt is silently dropped.
  * - `stale-pages`: late RDMA writes — the tail pages of an in-limit request are read before they land.
+ * - `stale-middle`: late RDMA writes in the middle — a stretch of an in-limit request's pages is read
+ *   before it lands, while its first and last pages (the prompt's start, the guard's end-of-prompt echo
+ *   directive) are written: the echo verifies and the first token comes after an honest prefill, yet the
+ *   answer quotes whatever those middle pages held (issue 16).
  */
-export type SimMode = 'fixed' | 'pd-abort-leak' | 'truncate' | 'stale-pages'
+export type SimMode = 'fixed' | 'pd-abort-leak' | 'truncate' | 'stale-pages' | 'stale-middle'
 
 /** Every mode, in a stable order (for stats and validation). */
-export const SIM_MODES: readonly SimMode[] = ['fixed', 'pd-abort-leak', 'truncate', 'stale-pages']
+export const SIM_MODES: readonly SimMode[] = [
+  'fixed',
+  'pd-abort-leak',
+  'truncate',
+  'stale-pages',
+  'stale-middle',
+]
 
 /** The simulator's configuration; every field can be changed at runtime with `configure(partial)`. */
 export interface SimConfig {
-  /** How over-length prompts (and, for `stale-pages`, in-limit ones) are served. @default 'pd-abort-leak' */
+  /**
+   * How over-length prompts (and, for `stale-pages` / `stale-middle`, in-limit ones) are served.
+   * @default 'pd-abort-leak'
+   */
   mode: SimMode
   /**
    * The model's tokenizer: one of the reference family of GLM-5.3's generation (`qwen3`, `deepseek_v3`,
@@ -43,14 +56,32 @@ export interface SimConfig {
   jitter: number
   /** Seed of every pseudo-random choice (content, byte splits, jitter). @default 1 */
   seed: number
-  /** In `stale-pages` mode: probability that a request's tail pages are read before they land. @default 1 */
+  /**
+   * In `stale-pages` / `stale-middle`: probability that a request's tail (middle) pages are read before
+   * they land. @default 1
+   */
   staleRate: number
-  /** In `stale-pages` mode: fraction of a request's fresh pages left unwritten (at least one). @default 0.25 */
+  /**
+   * In `stale-pages` / `stale-middle`: fraction of a request's pages left unwritten (at least one; in
+   * `stale-middle` at most what lies between the written edges). @default 0.25
+   */
   staleFraction: number
+  /**
+   * In `stale-middle`: the pages holding the prompt's first and last `staleEdgeTokens` tokens are always
+   * written (and never its first or last page), so an end-of-prompt echo directive up to this long stays
+   * whole: the guard's is ~35 Qwen3 tokens with the template's tail. 1 = exactly the first and the last
+   * page. @default 64
+   */
+  staleEdgeTokens: number
   /** Probability that the model "slips" and does not follow a visible echo directive. @default 0 */
   echoIgnoreRate: number
   /** Probability that one SSE event's bytes are split at an awkward boundary. @default 0.5 */
   splitRate: number
+  /**
+   * Characters per quoted span of the model's answer (lines are clipped to it): the shortest leaked span a
+   * detector gets to see. @default 90
+   */
+  quoteChars: number
   /** Generated tokens grouped into one SSE event. @default 3 */
   tokensPerEvent: number
   /** `max_tokens` when the request gives none. @default 256 */
@@ -83,8 +114,10 @@ export const DEFAULT_SIM_CONFIG: Readonly<SimConfig> = Object.freeze({
   seed: 1,
   staleRate: 1,
   staleFraction: 0.25,
+  staleEdgeTokens: 64,
   echoIgnoreRate: 0,
   splitRate: 0.5,
+  quoteChars: 90,
   tokensPerEvent: 3,
   defaultMaxTokens: 256,
   queueTimeoutMs: 5_000,
@@ -108,8 +141,10 @@ const NUMERIC: Record<NumericKey, readonly [number, number, boolean, boolean]> =
   seed: [-(2 ** 53), 2 ** 53, true, false],
   staleRate: [0, 1, false, false],
   staleFraction: [0, 1, false, false],
+  staleEdgeTokens: [1, 64 * 1024 * 1024, true, false],
   echoIgnoreRate: [0, 1, false, false],
   splitRate: [0, 1, false, false],
+  quoteChars: [1, 100_000, true, false],
   tokensPerEvent: [1, 1_000, true, false],
   defaultMaxTokens: [1, 1_048_576, true, false],
   queueTimeoutMs: [0, 600_000, false, false],

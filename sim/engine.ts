@@ -13,8 +13,8 @@ import {
 } from './config'
 import { AI_ERROR, SimAiError, sglangLengthMessage, windowMessage } from './errors'
 import { generate, wantsJson } from './model'
-import { EMPTY_SLOT, KvPool, type PoolStats } from './pool'
-import { hashPage, hashString, mixSeed, PURPOSE, prng } from './random'
+import { EMPTY_SLOT, KvPool, type PageWriter, type PoolStats } from './pool'
+import { hashPage, hashString, mixSeed, PURPOSE, prng, randomInt } from './random'
 import { renderPrompt, TemplateError } from './template'
 import { forgetLongTexts, loadTokenizer, type SimTokenizer } from './tokenizer'
 import {
@@ -41,9 +41,12 @@ export type SimOutcome =
   | 'placeholder'
   /** Over the real limit in `truncate`: the end of the prompt was dropped. */
   | 'truncated'
-  /** `stale-pages`: the tail pages were read before they were written. */
+  /**
+   * `stale-pages` (the tail) or `stale-middle` (a stretch between written first and last pages): pages read
+   * before they were written; `staleFirstPage` and `stalePages` say which, `staleSources` whose data.
+   */
   | 'stale'
-  /** Over the advertised window, or over the real limit in `fixed`/`stale-pages`. */
+  /** Over the advertised window, or over the real limit in `fixed`/`stale-pages`/`stale-middle`. */
   | 'rejected'
   /** No KV pages came free in time. */
   | 'capacity'
@@ -73,12 +76,36 @@ export interface SimRequestRecord {
   pages: number
   /** Pages decode read before they were written. */
   stalePages: number
+  /**
+   * Index in the request's page table of the first page read before it was written (the stale pages are
+   * `[staleFirstPage, staleFirstPage + stalePages)`), or null when none was.
+   */
+  staleFirstPage: number | null
+  /** Whose data the stale pages held: their last writers, in order of first appearance in the stretch. */
+  staleSources: SimStaleSource[]
+  /**
+   * The request's `x-session-affinity` (binding: `options.extraHeaders`; HTTP: the header), or null. One
+   * engine: it routes nothing here, it is recorded so tests can see how a gateway scopes it.
+   */
+  affinity: string | null
   /** Simulated prefill time. */
   prefillMs: number
   /** Echo token the model began its content with (text) or put in its first member (JSON), if any. */
   echoed: string | null
   /** Whether the request asked for a JSON object (`response_format` json_object/json_schema, `guided_json`). */
   json: boolean
+}
+
+/** One writer of a request's stale pages: the request that last wrote into them, and how many. */
+export interface SimStaleSource {
+  /** Ordinal of the writing request on this engine (also the tail of its `id`), or null: never written. */
+  ordinal: number | null
+  /** Account of the writing request, or null for pages never written (they read as nothing). */
+  account: string | null
+  /** Session affinity of the writing request, if it sent one. */
+  affinity: string | null
+  /** Stale pages this writer wrote last. */
+  pages: number
 }
 
 /** Pool figures and request counters. */
@@ -117,6 +144,25 @@ export interface SimRequest {
   account: string
   /** Force a wire format; by default `legacyModels` answer legacy, every other model chat. */
   format?: 'chat' | 'legacy'
+  /** The request's `x-session-affinity`, recorded only (one engine: nothing to route). */
+  affinity?: string | null
+}
+
+/**
+ * The `x-session-affinity` of a binding call's options (`options.extraHeaders`, name matched without
+ * regard to case, as HTTP does), or null when it carries no string one.
+ *
+ * @example
+ * sessionAffinity({ extraHeaders: { 'x-session-affinity': 's-1' } }) // 's-1'
+ */
+export function sessionAffinity(options: unknown): string | null {
+  if (typeof options !== 'object' || options === null) return null
+  const headers = (options as Record<string, unknown>).extraHeaders
+  if (typeof headers !== 'object' || headers === null) return null
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() === 'x-session-affinity' && typeof value === 'string') return value
+  }
+  return null
 }
 
 /** What vLLM answers for a `cache_salt` that is not a non-empty string. */
@@ -199,7 +245,10 @@ export class SimEngine {
         byMode: { ...this.byMode },
         byOutcome: { ...this.byOutcome },
       },
-      recent: this.recent.map((r) => ({ ...r })),
+      recent: this.recent.map((r) => ({
+        ...r,
+        staleSources: r.staleSources.map((x) => ({ ...x })),
+      })),
     }
   }
 
@@ -212,10 +261,14 @@ export class SimEngine {
     return tok.encode(renderPrompt(inputs)).length
   }
 
-  /** An object with the binding's `run()` shape whose requests belong to `account`. */
+  /**
+   * An object with the binding's `run()` shape whose requests belong to `account`; `options.extraHeaders`'s
+   * `x-session-affinity` is recorded as the request's `affinity`, the rest of `options` is ignored.
+   */
   binding(account = 'default'): SimBinding {
     return {
-      run: (model, inputs, _options) => this.request({ model, inputs, account }),
+      run: (model, inputs, options) =>
+        this.request({ model, inputs, account, affinity: sessionAffinity(options) }),
     }
   }
 
@@ -239,10 +292,15 @@ export class SimEngine {
       visibleTokens: 0,
       pages: 0,
       stalePages: 0,
+      staleFirstPage: null,
+      staleSources: [],
+      affinity: typeof req.affinity === 'string' ? req.affinity : null,
       prefillMs: 0,
       echoed: null,
       json: false,
     }
+    // Every page this request writes is credited to it, so a later stale read can say whose data it was.
+    const writer: PageWriter = { ordinal, account: req.account, affinity: record.affinity }
     const fail = (outcome: SimOutcome, error: Error): never => {
       this.note({ ...record, outcome })
       this.byOutcome[outcome]++
@@ -295,7 +353,10 @@ export class SimEngine {
     // SGLang: max_req_input_len = min(context_len - 1, max_total_num_tokens - 1) - 5.
     const limit = Math.min(config.contextWindow - 1, pool.totalPages * ps - 1) - 5
     const over = n > limit
-    if (over && (config.mode === 'fixed' || config.mode === 'stale-pages')) {
+    if (
+      over &&
+      (config.mode === 'fixed' || config.mode === 'stale-pages' || config.mode === 'stale-middle')
+    ) {
       return fail('rejected', new SimAiError(AI_ERROR.contextLength, sglangLengthMessage(n, limit)))
     }
 
@@ -316,7 +377,7 @@ export class SimEngine {
       } catch (error) {
         return fail('capacity', error as Error)
       }
-      pool.write(pages[0]!, 0, tokens, 0, 1)
+      pool.write(pages[0]!, 0, tokens, 0, 1, writer)
       length = Math.min(n, pages.length * ps)
       prefilled = 1
       record.reportedPromptTokens = n
@@ -340,19 +401,39 @@ export class SimEngine {
       }
       pages = [...match.pages, ...fresh]
       let stale = 0
+      let staleFirst = pages.length
       const staleRand = prng(mixSeed(config.seed, ordinal, PURPOSE.stale))
       if (config.mode === 'stale-pages' && fresh.length > 0 && staleRand() < config.staleRate) {
         // A late RDMA write: "transfer complete" arrived before the tail chunks landed.
         stale = Math.min(fresh.length, Math.max(1, Math.round(pages.length * config.staleFraction)))
+        staleFirst = pages.length - stale
+      } else if (config.mode === 'stale-middle' && staleRand() < config.staleRate) {
+        // Late writes in the middle: the chunks holding the prompt's start and its end (where a guard's
+        // echo directive sits) landed, a stretch between them did not. A request with no page between
+        // those edges (and after its cached prefix) is served whole.
+        const edge = Math.min(config.staleEdgeTokens, length)
+        const lo = Math.max(match.pages.length, Math.ceil(edge / ps), 1)
+        const hi = Math.min(pages.length - 1, Math.floor((length - edge) / ps))
+        if (hi > lo) {
+          stale = Math.min(hi - lo, Math.max(1, Math.round(pages.length * config.staleFraction)))
+          staleFirst = randomInt(staleRand, lo, hi - stale)
+        }
+      }
+      const staleEnd = staleFirst + stale
+      for (let j = match.pages.length; j < pages.length; j++) {
+        if (j >= staleFirst && j < staleEnd) continue
+        pool.write(pages[j]!, 0, tokens, j * ps, Math.min((j + 1) * ps, length), writer)
+      }
+      if (stale > 0) {
         record.outcome = 'stale'
+        record.stalePages = stale
+        record.staleFirstPage = staleFirst
+        record.staleSources = staleSources(pool, pages.slice(staleFirst, staleEnd))
       }
-      record.stalePages = stale
-      const written = pages.length - stale
-      for (let j = match.pages.length; j < written; j++) {
-        pool.write(pages[j]!, 0, tokens, j * ps, Math.min((j + 1) * ps, length))
-      }
+      // The cache chain stops at the first unwritten page: a page never written must never be served as a
+      // prefix, and pages after it are unreachable without it.
       let parent = root
-      const fullWritten = Math.min(written, Math.floor(length / ps))
+      const fullWritten = Math.min(staleFirst, Math.floor(length / ps))
       for (let j = 0; j < fullWritten; j++) {
         const key = match.keys[j] ?? hashPage(parent, tokens, j * ps, (j + 1) * ps)
         entries.push({ page: pages[j]!, key })
@@ -374,6 +455,7 @@ export class SimEngine {
       reasoning: format === 'chat',
       json: record.json,
       echoIgnoreRate: config.echoIgnoreRate,
+      quoteChars: config.quoteChars,
     })
     record.echoed = output.echoed
     const reasoningGroups = group(output.reasoningTokens, config.tokensPerEvent)
@@ -411,10 +493,13 @@ export class SimEngine {
       const extra =
         record.outcome === 'placeholder'
           ? []
-          : writeGenerated(pool, pages, length, [
-              ...output.reasoningTokens,
-              ...output.contentTokens,
-            ])
+          : writeGenerated(
+              pool,
+              pages,
+              length,
+              [...output.reasoningTokens, ...output.contentTokens],
+              writer,
+            )
       pool.release([...pages, ...extra], entries)
     }
 
@@ -485,6 +570,25 @@ function cacheRoot(account: string, salt: string | null): number {
   return hashString(salt === null ? `account:${account}` : `account:${account}\0salt:${salt}`)
 }
 
+/** The last writers of `pages`, grouped by request, in order of first appearance. */
+function staleSources(pool: KvPool, pages: readonly number[]): SimStaleSource[] {
+  const out: SimStaleSource[] = []
+  const byWriter = new Map<PageWriter | undefined, SimStaleSource>()
+  for (const page of pages) {
+    const w = pool.writerOf(page)
+    let source = byWriter.get(w)
+    if (source === undefined) {
+      source = w
+        ? { ordinal: w.ordinal, account: w.account, affinity: w.affinity, pages: 0 }
+        : { ordinal: null, account: null, affinity: null, pages: 0 }
+      byWriter.set(w, source)
+      out.push(source)
+    }
+    source.pages++
+  }
+  return out
+}
+
 /** Tokens decode reads from its pages, in page-table order; never-written slots contribute nothing. */
 function readPages(pool: KvPool, pages: readonly number[], length: number): Uint32Array {
   const ps = pool.pageSize
@@ -507,18 +611,19 @@ function writeGenerated(
   pages: readonly number[],
   length: number,
   generated: readonly number[],
+  writer: PageWriter,
 ): number[] {
   const ps = pool.pageSize
   let done = 0
   const slot = length % ps
   if (slot !== 0 && pages.length > 0) {
     done = Math.min(generated.length, ps - slot)
-    pool.write(pages[pages.length - 1]!, slot, generated, 0, done)
+    pool.write(pages[pages.length - 1]!, slot, generated, 0, done, writer)
   }
   const extra = pool.takeFree(Math.ceil((generated.length - done) / ps))
   for (const page of extra) {
     const to = Math.min(generated.length, done + ps)
-    pool.write(page, 0, generated, done, to)
+    pool.write(page, 0, generated, done, to, writer)
     done = to
   }
   return extra

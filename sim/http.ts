@@ -13,8 +13,9 @@ export interface SimErrorBody {
 
 /**
  * A fetch handler over `engine`. The bearer token names the account whose prefix cache a request uses,
- * and a `cache_salt` body field (vLLM's) scopes it further to (account, salt); the chat format is
- * always used (OpenAI clients do not speak the legacy one).
+ * and a `cache_salt` body field (vLLM's) scopes it further to (account, salt); an `x-session-affinity`
+ * header is recorded as the request's `affinity`; the chat format is always used (OpenAI clients do not
+ * speak the legacy one).
  *
  * @example
  * const handle = simFetchHandler(new SimEngine({ poolTokens: 4096 }))
@@ -63,7 +64,9 @@ async function chatCompletions(engine: SimEngine, request: Request): Promise<Res
   }
   const auth = request.headers.get('authorization') ?? ''
   const account = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim() ?? 'anonymous'
-  const result = await engine.request({ model, inputs, account, format: 'chat' })
+  // The OpenAI HTTP surface carries the binding's `extraHeaders` as real headers.
+  const affinity = request.headers.get('x-session-affinity')
+  const result = await engine.request({ model, inputs, account, format: 'chat', affinity })
   if (result instanceof ReadableStream) {
     return new Response(result, {
       headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },

@@ -34,6 +34,8 @@ export interface ModelInput {
   json: boolean
   /** Probability of not following a visible echo directive. */
   echoIgnoreRate: number
+  /** Characters per quoted span (lines are clipped to it). @default 90 */
+  quoteChars?: number
 }
 
 /** What the model generated, as tokens (the wire format groups and decodes them). */
@@ -67,7 +69,11 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
   // The directive it follows (or slips on) is its instruction, not its material: quoting it would
   // put the request's own canary in the answer, where a guard cuts it and leaves a hole that reads
   // like a leak. Every other directive (a stale page of another request's) is context, quoted as is.
-  const quotes = pickQuotes(directive ? withoutInstruction(text, directive) : text, rand)
+  const quotes = pickQuotes(
+    directive ? withoutInstruction(text, directive) : text,
+    rand,
+    input.quoteChars ?? QUOTE_CHARS,
+  )
 
   const asked = member
     ? `I am asked to start my JSON object with a "${member.key}" member holding a code. `
@@ -208,34 +214,36 @@ interface Quotes {
  * First line, four seeded evenly spread lines, last line: leaked context shows up wherever it sits.
  * Null when the text has no line to quote (only template markers, blanks, fragments).
  */
-function pickQuotes(text: string, rand: Prng): Quotes | null {
-  const head = lineFrom(text, 0, 1)
+function pickQuotes(text: string, rand: Prng, chars: number): Quotes | null {
+  const head = lineFrom(text, 0, 1, chars)
   if (head === null && !text.split('\n').some(isContentLine)) return null
   const first = head ?? ''
-  const last = lineFrom(text, text.length - 1, -1) ?? first
+  const last = lineFrom(text, text.length - 1, -1, chars) ?? first
   const middle: string[] = []
   const spans = 4
   for (let i = 0; i < spans; i++) {
     const slot = text.length / (spans + 1)
     const at = Math.floor(slot * (i + 1) + (rand() - 0.5) * slot * 0.5)
-    middle.push(lineFrom(text, Math.max(0, Math.min(text.length - 1, at)), 1) ?? first)
+    middle.push(lineFrom(text, Math.max(0, Math.min(text.length - 1, at)), 1, chars) ?? first)
   }
   // A seeded start inside long lines, so quotes are spans, not always line heads.
   return {
-    first: clip(first, 0),
-    middle: middle.map((line) => clip(line, line.length > QUOTE_CHARS ? randomInt(rand, 0, 8) : 0)),
-    last: clip(last, Math.max(0, last.length - QUOTE_CHARS)),
+    first: clip(first, 0, chars),
+    middle: middle.map((line) =>
+      clip(line, line.length > chars ? randomInt(rand, 0, 8) : 0, chars),
+    ),
+    last: clip(last, Math.max(0, last.length - chars), chars),
   }
 }
 
 /** The first content line at or after (dir 1) / before (dir -1) `pos`, trimmed; marker lines skipped. */
-function lineFrom(text: string, pos: number, dir: 1 | -1): string | null {
+function lineFrom(text: string, pos: number, dir: 1 | -1, chars: number): string | null {
   let at = pos
   for (let tries = 0; tries < 64 && at >= 0 && at < text.length; tries++) {
     const start = text.lastIndexOf('\n', at - 1) + 1
     let end = text.indexOf('\n', at)
     if (end === -1) end = text.length
-    const line = text.slice(start, Math.min(end, start + 4 * QUOTE_CHARS)).trim()
+    const line = text.slice(start, Math.min(end, start + 4 * chars)).trim()
     if (isContentLine(line)) return line
     at = dir === 1 ? end + 1 : start - 2
   }
@@ -248,11 +256,11 @@ function isContentLine(line: string): boolean {
   return trimmed.length >= 3 && !MARKER_LINE.test(trimmed)
 }
 
-function clip(line: string, start: number): string {
+function clip(line: string, start: number, chars: number): string {
   let s = start
   // Never start or end inside a surrogate pair: quotes must stay verbatim, valid text.
   if (s > 0 && isLowSurrogate(line.charCodeAt(s))) s--
-  let e = Math.min(line.length, s + QUOTE_CHARS)
+  let e = Math.min(line.length, s + chars)
   if (e < line.length && isLowSurrogate(line.charCodeAt(e))) e--
   return line.slice(s, e)
 }

@@ -10,6 +10,17 @@ import { hashPage } from './random'
 /** A slot no request has ever written; decode skips it (fresh GPU memory contributes nothing). */
 export const EMPTY_SLOT = 0xffffffff
 
+/**
+ * Who last wrote into a page: the request (ordinal), its account and its session affinity. Kept per page so
+ * a request that reads stale pages can say whose data it read (a page is credited to its last writer even
+ * when that writer covered only part of it).
+ */
+export interface PageWriter {
+  ordinal: number
+  account: string
+  affinity: string | null
+}
+
 /** Occupancy figures for stats. */
 export interface PoolStats {
   totalPages: number
@@ -48,6 +59,7 @@ const CAPACITY = 'Capacity temporarily exceeded, please try again.'
  * @example
  * const pool = new KvPool(4096, 64)
  * const pages = await pool.acquire(3, 1000)
+ * pool.write(pages[0]!, 0, tokens, 0, 64, { ordinal: 0, account: 'a', affinity: null })
  * pool.release(pages, [])
  */
 export class KvPool {
@@ -58,6 +70,8 @@ export class KvPool {
   private readonly free: number[] = []
   private readonly refs: Int32Array
   private readonly keyOfPage: Float64Array
+  /** Last writer of each page (undefined: never written); one shared object per request, so cheap. */
+  private readonly writers: (PageWriter | undefined)[]
   private readonly cache = new Map<number, number>()
   /** Cached pages, least recently used first. */
   private readonly lru = new Map<number, true>()
@@ -70,6 +84,7 @@ export class KvPool {
     this.data = new Uint32Array(this.totalPages * pageSize).fill(EMPTY_SLOT)
     this.refs = new Int32Array(this.totalPages)
     this.keyOfPage = new Float64Array(this.totalPages).fill(Number.NaN)
+    this.writers = new Array<PageWriter | undefined>(this.totalPages).fill(undefined)
     for (let p = this.totalPages - 1; p >= 0; p--) this.free.push(p)
   }
 
@@ -124,10 +139,23 @@ export class KvPool {
     return pages
   }
 
-  /** Writes `tokens[from, to)` into `page` starting at slot `slot`. */
-  write(page: number, slot: number, tokens: ArrayLike<number>, from: number, to: number): void {
+  /** Writes `tokens[from, to)` into `page` starting at slot `slot`, on behalf of `writer`. */
+  write(
+    page: number,
+    slot: number,
+    tokens: ArrayLike<number>,
+    from: number,
+    to: number,
+    writer: PageWriter,
+  ): void {
     const base = page * this.pageSize + slot
     for (let i = from; i < to; i++) this.data[base + i - from] = tokens[i] ?? EMPTY_SLOT
+    if (to > from) this.writers[page] = writer
+  }
+
+  /** The request that last wrote into `page`, or undefined if none ever did. */
+  writerOf(page: number): PageWriter | undefined {
+    return this.writers[page]
   }
 
   /**

@@ -4,7 +4,7 @@
  * exactly what lets one tenant's prompt reach another's answer.
  */
 import { WorkerEntrypoint } from 'cloudflare:workers'
-import { type SimConfig, SimEngine, type SimResult, type SimStats } from './engine'
+import { type SimConfig, SimEngine, type SimResult, type SimStats, sessionAffinity } from './engine'
 import { simFetchHandler } from './http'
 
 export type { SimConfig, SimMode } from './config'
@@ -26,15 +26,18 @@ interface SimProps {
  * await (env.AI as unknown as SimControl).configure({ mode: 'fixed' })
  */
 export class SimulatedAi extends WorkerEntrypoint<unknown, SimProps> {
-  /** The binding's `run()`; the account is `props.account` when the binding sets it, else 'worker'. */
+  /**
+   * The binding's `run()`; the account is `props.account` when the binding sets it, else 'worker'.
+   * `options.extraHeaders['x-session-affinity']` is recorded as the request's `affinity`.
+   */
   async run(
     model: string,
     inputs: Record<string, unknown>,
-    _options?: Record<string, unknown>,
+    options?: Record<string, unknown>,
   ): Promise<SimResult> {
     const props = this.ctx.props as SimProps | undefined
     const account = typeof props?.account === 'string' ? props.account : 'worker'
-    return engine.request({ model, inputs, account })
+    return engine.request({ model, inputs, account, affinity: sessionAffinity(options) })
   }
 
   /** Changes settings at runtime (a new pool or page size empties the pool). */
