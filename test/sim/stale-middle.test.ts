@@ -335,3 +335,21 @@ describe('session affinity', () => {
     expect(sim.stats().recent.map((r) => r.affinity)).toEqual(['http-1', null])
   })
 })
+
+describe('quoteChars', () => {
+  it('should clip every quote to quoteChars, and change nothing at its default', async () => {
+    const inputs = guarded('B', 40)
+    const run = async (config: Partial<SimConfig>) =>
+      chatText(
+        await quickEngine({ mode: 'fixed', ...config })
+          .binding('b')
+          .run(GLM, inputs),
+      )
+    expect(await run({ quoteChars: 90 })).toEqual(await run({}))
+    const short = await run({ quoteChars: 24 })
+    const spans = quotes(`${short.reasoning}${short.content}`)
+    expect(spans.length).toBeGreaterThanOrEqual(6)
+    for (const span of spans) expect(span.length).toBeLessThanOrEqual(24)
+    for (const span of spans) expect(secretLines('B', 40)).toContain(span)
+  })
+})
