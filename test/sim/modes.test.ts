@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { SIM_MODES } from '../../sim/config'
 import {
   chatText,
   quickEngine as engine,
@@ -132,7 +133,7 @@ describe('stale-pages mode', () => {
 
 describe('advertised window', () => {
   it('should reject a prompt above the window in every mode', async () => {
-    for (const mode of ['fixed', 'pd-abort-leak', 'truncate', 'stale-pages'] as const) {
+    for (const mode of SIM_MODES) {
       const sim = engine({ mode, contextWindow: 3000 })
       const error = await rejection(sim.binding('b').run(GLM, OVER_POOL))
       expect(error.message).toMatch(/^AiError: 5021: .*context window limit \(3000\)/)
@@ -159,7 +160,7 @@ describe('advertised window', () => {
   })
 
   it('should accept a prompt inside the window and the pool in every mode', async () => {
-    for (const mode of ['fixed', 'pd-abort-leak', 'truncate', 'stale-pages'] as const) {
+    for (const mode of SIM_MODES) {
       const sim = engine({ mode, contextWindow: 3000 })
       const out = chatText(await sim.binding('b').run(GLM, userMessage('z '.repeat(1000))))
       expect(out.usage.prompt_tokens).toBeGreaterThan(1000)
