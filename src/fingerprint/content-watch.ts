@@ -1,0 +1,186 @@
+/**
+ * @module The answer side: scans one answer's channels (reasoning, content, tool arguments), streamed
+ * or whole, for winnowed shingles that another tenant sent recently and this request's own prompt
+ * does not contain. Each channel is shingled and winnowed like a prompt, so a leaked span shares with
+ * its source exactly the windows that lie inside it; k distinct such fingerprints from one tenant are
+ * evidence. O(new units) per event: nothing is rescanned.
+ */
+import { type FingerprintKey, fingerprintOf } from './hash'
+import type { PrintParams, PromptPrint } from './prompt-print'
+import { Shingler } from './shingler'
+import type { FingerprintLookup } from './table'
+import { Winnower } from './winnow'
+
+/** Shingle size, window, and how many distinct foreign fingerprints make evidence. */
+export interface FingerprintParams extends PrintParams {
+  /** Distinct fingerprints of one other tenant needed for evidence. */
+  k: number
+}
+
+/** Evidence that an answer carries another tenant's recent prompt text. */
+export interface ForeignContent {
+  /** The tenant whose prompt it carries. */
+  source: string
+  /** Distinct fingerprints of that tenant's prompts matched in the answer. */
+  matches: number
+  /** The channel of the latest match. */
+  channel: string
+}
+
+/** What a {@link ContentWatch} needs. */
+export interface ContentWatchOptions {
+  key: FingerprintKey
+  table: FingerprintLookup
+  model: string
+  /** The tenant the answer is for: its own prompts are never evidence. */
+  tenant: string
+  /** This request's prompt: text it contains is never evidence. */
+  own: Pick<PromptPrint, 'contains'>
+  /** Time of the lookups (ms): a clock, or a fixed time for the whole answer. */
+  now: number | (() => number)
+  params: FingerprintParams
+}
+
+/**
+ * The fewest units a single quoted span needs to be sure of evidence: k disjoint windows of w
+ * shingles, each shingle n units.
+ *
+ * @example
+ * minimumSpan({ n: 5, w: 6, k: 3 }) // 22
+ */
+export function minimumSpan(params: FingerprintParams): number {
+  return params.k * params.w + params.n - 1
+}
+
+/**
+ * Complete units a stream must hold back (besides any unit still open) so that a span of
+ * {@link minimumSpan} units reaches its evidence before its first unit is released: the evidence
+ * comes with its last unit, when the other minimumSpan − 1 are still held.
+ *
+ * @example
+ * holdBackUnits({ n: 5, w: 6, k: 3 }) // 21
+ */
+export function holdBackUnits(params: FingerprintParams): number {
+  return minimumSpan(params) - 1
+}
+
+interface ChannelState {
+  shingler: Shingler
+  winnow: Winnower
+  final: boolean
+}
+
+/**
+ * Watches one answer.
+ *
+ * @example
+ * const watch = new ContentWatch({ key, table, model, tenant, own: print, now: Date.now, params })
+ * watch.push('content', delta, false)
+ * if (watch.evidence()) quarantine()
+ * else release(text.slice(released, watch.safeFrom('content')))
+ */
+export class ContentWatch {
+  private readonly channels = new Map<string, ChannelState>()
+  private readonly matched = new Map<string, Set<number>>()
+  private readonly holdBack: number
+  private best: ForeignContent | undefined
+
+  constructor(private readonly options: ContentWatchOptions) {
+    const { n, w, k } = options.params
+    if (!Number.isInteger(k) || k < 1) throw new Error('ContentWatch: k must be a positive integer')
+    this.holdBack = holdBackUnits({ n, w, k })
+  }
+
+  /**
+   * Reads the next piece of a channel's text; `final` ends that channel.
+   *
+   * @example
+   * watch.push('reasoning', event.delta.reasoning_content, false)
+   */
+  push(channel: string, text: string, final: boolean): void {
+    let state = this.channels.get(channel)
+    if (state === undefined) {
+      const { n, w } = this.options.params
+      state = {
+        shingler: new Shingler(this.options.key, { n, keepStarts: this.holdBack }),
+        winnow: new Winnower(w),
+        final: false,
+      }
+      this.channels.set(channel, state)
+    }
+    if (state.final) {
+      if (text === '') return
+      throw new Error(`ContentWatch: channel ${channel} was already final`)
+    }
+    for (const shingle of state.shingler.push(text, final)) {
+      if (state.winnow.push(shingle.hash, shingle.index)) this.check(state.winnow, channel)
+    }
+    if (final) {
+      if (state.winnow.end()) this.check(state.winnow, channel)
+      state.final = true
+    }
+  }
+
+  /**
+   * The strongest other tenant with at least k distinct matched fingerprints, if any.
+   *
+   * @example
+   * const found = watch.evidence() // { source: 'globex', matches: 4, channel: 'content' }
+   */
+  evidence(): ForeignContent | undefined {
+    return this.best === undefined ? undefined : { ...this.best }
+  }
+
+  /**
+   * The offset in the channel's text before which it may be released as far as this check goes: all
+   * of it once final, otherwise up to the last {@link holdBackUnits} complete units and any open one.
+   *
+   * @example
+   * const releasable = text.slice(0, watch.safeFrom('content'))
+   */
+  safeFrom(channel: string): number {
+    const state = this.channels.get(channel)
+    if (state === undefined) return 0
+    const shingler = state.shingler
+    if (state.final) return shingler.length
+    const held = Math.min(this.holdBack, shingler.units)
+    return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
+  }
+
+  private check(winnow: Winnower, channel: string): void {
+    const { own, key, table, model, tenant, now, params } = this.options
+    if (own.contains(winnow.selectedHash)) return
+    const fingerprint = fingerprintOf(key, winnow.selectedHash)
+    const owners = table.lookup(model, fingerprint, typeof now === 'number' ? now : now())
+    if (owners === undefined || owners.common) return
+    for (const source of owners.tenants) {
+      if (source === tenant) continue
+      let set = this.matched.get(source)
+      if (set === undefined) {
+        set = new Set()
+        this.matched.set(source, set)
+      }
+      set.add(fingerprint)
+      const matches = set.size
+      if (matches < params.k) continue
+      if (this.best === undefined || this.best.source === source || matches > this.best.matches) {
+        this.best = { source, matches, channel }
+      }
+    }
+  }
+}
+
+/**
+ * Scans a whole answer at once: each channel's full text, final.
+ *
+ * @example
+ * const found = scanAnswer(options, { reasoning: r, content: c, 'tool:0': args })
+ */
+export function scanAnswer(
+  options: ContentWatchOptions,
+  channels: Readonly<Record<string, string>>,
+): ForeignContent | undefined {
+  const watch = new ContentWatch(options)
+  for (const [channel, text] of Object.entries(channels)) watch.push(channel, text, true)
+  return watch.evidence()
+}

@@ -1,0 +1,30 @@
+/**
+ * @module The shape of a fingerprint store shared across isolates (the Worker's is a Durable Object):
+ * isolates publish the fingerprints of the prompts they guard and pull what others published since
+ * their last cursor into their own {@link FingerprintTable}. Types only.
+ */
+
+/** The fingerprints of one prompt (or several of one tenant and model), as published. */
+export interface FingerprintBatch {
+  model: string
+  tenant: string
+  /** When the prompt was sent (ms since the epoch): the table's ttl counts from it. */
+  at: number
+  /** `PromptPrint.selected`: keyed PRF outputs, never text. */
+  hashes: number[]
+}
+
+/**
+ * A shared log of batches. `since(undefined)` returns what the store still holds (at most a ttl's
+ * worth); an isolate then passes the returned cursor to get only what is newer. Batches an isolate
+ * published itself may come back: adding a batch twice to a table changes nothing.
+ *
+ * @example
+ * await store.publish({ model, tenant, at: Date.now(), hashes: print.selected })
+ * const { batches, cursor: next } = await store.since(cursor)
+ * for (const b of batches) table.add(b.model, b.tenant, b.hashes, b.at)
+ */
+export interface FingerprintStore {
+  publish(batch: FingerprintBatch): Promise<void>
+  since(cursor: string | undefined): Promise<{ batches: FingerprintBatch[]; cursor: string }>
+}

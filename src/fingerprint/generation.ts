@@ -1,0 +1,115 @@
+/**
+ * @module One generation of the fingerprint table: an open-addressing hash table in typed arrays
+ * (linear probing, no deletion), with its own bounded list of tenant names. The table keeps two and
+ * drops the older one whole, so memory never grows and nothing is ever deleted slot by slot.
+ */
+
+/** Owner slot value: the fingerprint was sent by `commonAt` or more distinct tenants. */
+export const COMMON = -2
+/** Owner slot value: unused. */
+export const NO_OWNER = -1
+
+const TWO_32 = 0x100000000
+
+/** What one slot costs: the key (8 bytes), last-seen second (4) and `owners` tenant ids (4 each). */
+export function slotBytes(owners: number): number {
+  return 12 + 4 * owners
+}
+
+/**
+ * The slots of one generation and its tenants.
+ *
+ * @example
+ * const g = new Generation(1 << 16, 1, Date.now())
+ */
+export class Generation {
+  /** Stored key + 1 (0: empty). Keys are < 2^52, so + 1 stays exact. */
+  readonly keys: Float64Array
+  /** Last time a tenant sent it, in seconds from the table's epoch. */
+  readonly seen: Uint32Array
+  /** `ownerSlots` tenant ids per slot ({@link NO_OWNER} unused, {@link COMMON} in the first). */
+  readonly owners: Int32Array
+  size = 0
+  readonly names: string[] = []
+  readonly ids = new Map<string, number>()
+  /** Slots each tenant created here (its quota's use). */
+  readonly created: number[] = []
+  nameBytes = 0
+
+  constructor(
+    readonly capacity: number,
+    readonly ownerSlots: number,
+    public startedAt: number,
+  ) {
+    this.keys = new Float64Array(capacity)
+    this.seen = new Uint32Array(capacity)
+    this.owners = new Int32Array(capacity * ownerSlots).fill(NO_OWNER)
+  }
+
+  /** Empties it for reuse (the arrays are kept: no allocation on rotation). */
+  clear(startedAt: number): void {
+    this.keys.fill(0)
+    this.owners.fill(NO_OWNER)
+    this.size = 0
+    this.names.length = 0
+    this.ids.clear()
+    this.created.length = 0
+    this.nameBytes = 0
+    this.startedAt = startedAt
+  }
+
+  /** Bytes of its typed arrays. */
+  get arrayBytes(): number {
+    return this.keys.byteLength + this.seen.byteLength + this.owners.byteLength
+  }
+
+  /**
+   * The slot holding `stored`, or the empty slot where it would go (check `keys[slot] === 0`).
+   * The caller keeps the load below 1, so the probe ends.
+   */
+  find(stored: number): number {
+    const capacity = this.capacity
+    let slot = Math.floor(((stored % TWO_32) * capacity) / TWO_32)
+    for (;;) {
+      const key = this.keys[slot]!
+      if (key === stored || key === 0) return slot
+      slot = slot + 1 === capacity ? 0 : slot + 1
+    }
+  }
+
+  /** The id of a tenant here, added if new (the caller checks the name budget first). */
+  idOf(tenant: string): number {
+    let id = this.ids.get(tenant)
+    if (id === undefined) {
+      id = this.names.length
+      this.names.push(tenant)
+      this.ids.set(tenant, id)
+      this.created.push(0)
+      this.nameBytes += nameCost(tenant)
+    }
+    return id
+  }
+
+  /** The names of a slot's owners, and whether it is common. */
+  ownersOf(slot: number): { tenants: string[]; common: boolean } {
+    const base = slot * this.ownerSlots
+    if (this.owners[base] === COMMON) return { tenants: [], common: true }
+    const tenants: string[] = []
+    for (let i = 0; i < this.ownerSlots; i++) {
+      const id = this.owners[base + i]!
+      if (id >= 0) tenants.push(this.names[id]!)
+    }
+    return { tenants, common: false }
+  }
+}
+
+/**
+ * What a tenant name is charged against the name budget: its UTF-16 bytes and a generous estimate of
+ * a Map entry, an array slot and a string header.
+ *
+ * @example
+ * nameCost('acme') // 80
+ */
+export function nameCost(tenant: string): number {
+  return 2 * tenant.length + 72
+}

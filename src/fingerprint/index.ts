@@ -1,0 +1,47 @@
+/**
+ * @module Foreign-content fingerprints: keyed, winnowed shingles of each tenant's recent prompts, and
+ * a scanner that finds another tenant's prompt text in an answer. Pure code (no Hono, no env); the
+ * design, parameters and measurements are in docs/fingerprints.md.
+ */
+export {
+  ContentWatch,
+  type ContentWatchOptions,
+  type FingerprintParams,
+  type ForeignContent,
+  holdBackUnits,
+  minimumSpan,
+  scanAnswer,
+} from './content-watch'
+export type { FingerprintBatch, FingerprintStore } from './fingerprint-store'
+export { type FingerprintKey, fingerprintKey, fingerprintOf } from './hash'
+export { type PrintParams, type PromptPrint, printPrompt } from './prompt-print'
+export { type Shingle, Shingler, type ShinglerOptions } from './shingler'
+export {
+  type FingerprintLookup,
+  type FingerprintOwners,
+  FingerprintTable,
+  type FingerprintTableOptions,
+  type FingerprintTableStats,
+} from './table'
+export { type Unit, UnitReader, units } from './units'
+
+/**
+ * The defaults, chosen by scripts/measure-fingerprints.ts (figures in
+ * bench/results/fingerprint-params.json and docs/fingerprints.md).
+ *
+ * @example
+ * const print = printPrompt(key, texts, FINGERPRINT_DEFAULTS)
+ * const table = new FingerprintTable(FINGERPRINT_DEFAULTS)
+ */
+export const FINGERPRINT_DEFAULTS = {
+  /** Units per shingle. */
+  n: 5,
+  /** Winnowing window, in shingles. */
+  w: 6,
+  /** Distinct foreign fingerprints that make evidence. */
+  k: 3,
+  budgetBytes: 16 * 1024 * 1024,
+  ttlMs: 3_600_000,
+  commonAt: 2,
+  tenantShare: 0.25,
+} as const

@@ -1,0 +1,155 @@
+/**
+ * @module Shingles of one channel's text, incrementally: every run of n consecutive units, hashed in
+ * O(1) per unit (a rolling polynomial per lane), with absolute offsets. Pieces cut anywhere — inside a
+ * word, a surrogate pair or a `\u00e9` escape — give the shingles of the whole text.
+ */
+import { type FingerprintKey, rollPower, shingleHash, unitLanes } from './hash'
+import { UnitReader, type UnitSink } from './units'
+
+/** n consecutive units: their keyed hash and `[start, end)` in the channel's text. */
+export interface Shingle {
+  hash: number
+  start: number
+  end: number
+  /** Its ordinal in the channel (0 for the first shingle). */
+  index: number
+}
+
+/** Shingler settings. */
+/** Receives each completed shingle (the allocation-free form of {@link Shingler.push}). */
+export type ShingleSink = (hash: number, start: number, end: number, index: number) => void
+
+export interface ShinglerOptions {
+  /** Units per shingle. */
+  n: number
+  /** How many of the last units' starts to remember, for {@link Shingler.unitStart}. @default n */
+  keepStarts?: number
+}
+
+/**
+ * Turns a stream of text into shingles.
+ *
+ * @example
+ * const shingler = new Shingler(key, { n: 5 })
+ * for (const s of shingler.push(chunk, false)) console.log(s.hash, s.start, s.end)
+ */
+export class Shingler {
+  private readonly reader = new UnitReader()
+  private readonly n: number
+  private readonly outA: number
+  private readonly outB: number
+  /** The last n units' lanes and starts, as rings indexed by unit ordinal mod n. */
+  private readonly lanesA: Int32Array
+  private readonly lanesB: Int32Array
+  private readonly starts: Float64Array
+  private sumA = 0
+  private sumB = 0
+  /** Units read so far. */
+  private count = 0
+  private readonly lanes = new Int32Array(2)
+  private sink: ShingleSink = () => {}
+  private readonly onUnit: UnitSink = (text, from, to, fold, start, end) =>
+    this.add(text, from, to, fold, start, end)
+
+  constructor(
+    private readonly key: FingerprintKey,
+    options: ShinglerOptions,
+  ) {
+    const n = options.n
+    if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error('Shingler: n must be 1 to 64')
+    this.n = n
+    this.outA = rollPower(key.rollA, n - 1)
+    this.outB = rollPower(key.rollB, n - 1)
+    this.lanesA = new Int32Array(n)
+    this.lanesB = new Int32Array(n)
+    this.starts = new Float64Array(Math.max(n, options.keepStarts ?? n, 1))
+  }
+
+  /**
+   * Reads a piece of the channel's text; returns the shingles it completed. `final` ends the text.
+   *
+   * @example
+   * shingler.push('the quick brown fox jumps', true).length // 1 with n = 5
+   */
+  push(text: string, final: boolean): Shingle[] {
+    const shingles: Shingle[] = []
+    this.read(text, final, (hash, start, end, index) => shingles.push({ hash, start, end, index }))
+    return shingles
+  }
+
+  /**
+   * Like {@link push}, handing each shingle to `sink` instead of building objects.
+   *
+   * @example
+   * shingler.read(text, true, (hash) => all.push(hash))
+   */
+  read(text: string, final: boolean, sink: ShingleSink): void {
+    this.sink = sink
+    this.reader.read(text, final, this.onUnit)
+    this.sink = () => {}
+  }
+
+  /** Units completed so far. */
+  get units(): number {
+    return this.count
+  }
+
+  /** Characters pushed so far. */
+  get length(): number {
+    return this.reader.length
+  }
+
+  /**
+   * Where the `k`-th last complete unit starts (k = 1: the last), if it is still remembered
+   * (k ≤ `keepStarts`) and exists.
+   *
+   * @example
+   * const holdFrom = shingler.unitStart(21) ?? shingler.pendingStart()
+   */
+  unitStart(k: number): number | undefined {
+    if (k < 1 || k > this.count || k > this.starts.length) return undefined
+    return this.starts[(this.count - k) % this.starts.length]
+  }
+
+  /**
+   * Where text not yet in a complete unit starts (an open word, escape or surrogate pair), or the
+   * length pushed so far.
+   *
+   * @example
+   * shingler.push('abc de', false); shingler.pendingStart() // 4
+   */
+  pendingStart(): number {
+    return this.reader.pendingStart()
+  }
+
+  private add(
+    text: string,
+    from: number,
+    to: number,
+    fold: boolean,
+    start: number,
+    end: number,
+  ): void {
+    const n = this.n
+    const slot = this.count % n
+    const lanes = this.lanes
+    unitLanes(this.key, text, from, to, fold, lanes)
+    const a = lanes[0]!
+    const b = lanes[1]!
+    if (this.count >= n) {
+      // The unit n places back leaves the window: subtract its weight, then shift.
+      this.sumA = (this.sumA - Math.imul(this.lanesA[slot]!, this.outA)) | 0
+      this.sumB = (this.sumB - Math.imul(this.lanesB[slot]!, this.outB)) | 0
+    }
+    this.sumA = (Math.imul(this.sumA, this.key.rollA) + a) | 0
+    this.sumB = (Math.imul(this.sumB, this.key.rollB) + b) | 0
+    this.lanesA[slot] = a
+    this.lanesB[slot] = b
+    this.starts[this.count % this.starts.length] = start
+    this.count++
+    if (this.count < n) return
+    const index = this.count - n
+    const first = this.starts[index % this.starts.length]!
+    this.sink(shingleHash(this.key, this.sumA, this.sumB), first, end, index)
+  }
+}
