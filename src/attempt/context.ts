@@ -38,6 +38,8 @@ export interface AttemptContext {
   profile: ModelProfile
   /** This attempt's canary, or undefined when the echo policy is `off`. */
   canary: string | undefined
+  /** The tenant's prefix marker at the start of the prompt (`cacheIsolation: 'prefix'`). */
+  marker: string | undefined
   /** The echo the prompt asked for (`none`: not asked; the answer is still scanned). */
   proof: ProofKind
   /** The prompt's family estimate (see {@link RequestPlan.estimate}). */
@@ -68,4 +70,18 @@ export interface AttemptOutcome<T> {
   canaries: QuarantineRecord['canaries']
   /** The released stream's format, when the verification saw it. */
   format?: StreamFormat
+}
+
+/**
+ * The canary-shaped tokens an answer may carry as its own (cut, never reported): this attempt's canary
+ * and the tenant's prefix marker. Empty: the answer is not scanned at all (echo policy `off`, no marker).
+ *
+ * @example
+ * if (ownTokens(ctx).length === 0) return texts
+ */
+export function ownTokens(ctx: AttemptContext): string[] {
+  const own: string[] = []
+  if (ctx.canary !== undefined) own.push(ctx.canary)
+  if (ctx.marker !== undefined) own.push(ctx.marker)
+  return own
 }

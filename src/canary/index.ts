@@ -11,11 +11,13 @@ export {
   matchEchoSpan,
   matchJsonEcho,
 } from './json-echo'
+export { prependMarker } from './prefix'
 export {
   type Classification,
   classify,
   cutRanges,
   type Finding,
+  type OwnTokens,
   quickHold,
   scanText,
 } from './scan'
@@ -32,5 +34,6 @@ export {
   importCanaryKey,
   inspectCanary,
   mintCanary,
+  prefixMarker,
   tenantTag,
 } from './token'

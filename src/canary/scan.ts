@@ -39,6 +39,17 @@ export interface Classification {
 const BODY_RUN = /^[0-9a-hjkmnp-tv-z]*/i
 
 /**
+ * The canaries an answer may carry as its own, cut and never reported: this request's canary and,
+ * under `cacheIsolation: 'prefix'`, its tenant's prefix marker. One token or a list.
+ */
+export type OwnTokens = string | readonly string[] | null | undefined
+
+function ownList(own: OwnTokens): string[] {
+  if (own === undefined || own === null) return []
+  return (typeof own === 'string' ? [own] : own).map((token) => token.toLowerCase())
+}
+
+/**
  * Classifies every `cnry_` candidate of `buffer`. Complete ones are ours (cut), foreign (cut and
  * reported) or look-alikes (reported, kept). A shorter run that can no longer grow (a non-base32
  * character follows, or the text is final) and that begins our own canary is a fragment of it — an
@@ -51,11 +62,12 @@ const BODY_RUN = /^[0-9a-hjkmnp-tv-z]*/i
  */
 export async function classify(
   key: CanaryKey,
-  own: string | undefined,
+  own: OwnTokens,
   channel: Channel,
   buffer: string,
   final: boolean,
 ): Promise<Classification> {
+  const mine = ownList(own)
   const findings: Finding[] = []
   const cuts: [number, number][] = []
   const start = new RegExp(START.source, START.flags)
@@ -66,13 +78,14 @@ export async function classify(
     if (body.length < CANARY_LENGTH - CANARY_PREFIX.length) {
       const end = at + CANARY_PREFIX.length + body.length
       if (end === buffer.length && !final) break // may still grow: held below
-      if (body.length > 0 && own?.startsWith(buffer.slice(at, end).toLowerCase())) {
+      const fragment = buffer.slice(at, end).toLowerCase()
+      if (body.length > 0 && mine.some((token) => token.startsWith(fragment))) {
         cuts.push([at, end])
       }
       continue
     }
     const token = buffer.slice(at, at + CANARY_LENGTH)
-    if (own !== undefined && token.toLowerCase() === own) {
+    if (mine.includes(token.toLowerCase())) {
       cuts.push([at, at + CANARY_LENGTH])
       continue
     }
@@ -146,14 +159,15 @@ export function cutRanges(
  */
 export async function scanText(
   key: CanaryKey,
-  own: string | null | undefined,
+  own: OwnTokens,
   channel: Channel,
   text: string,
 ): Promise<{ text: string; findings: Finding[] }> {
-  if (own !== undefined && own !== null && !EXACT.test(own)) {
+  const mine = ownList(own)
+  if (!mine.every((token) => EXACT.test(token))) {
     throw new Error('own must be a canary minted by mintCanary')
   }
-  const { cuts, findings } = await classify(key, own?.toLowerCase(), channel, text, true)
+  const { cuts, findings } = await classify(key, mine, channel, text, true)
   return {
     text: cutRanges(
       text,

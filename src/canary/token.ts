@@ -319,6 +319,20 @@ export async function mintCanary(
   return CANARY_PREFIX + encodeBase32(body)
 }
 
+/**
+ * The tenant's prefix marker (`cacheIsolation: 'prefix'`): a canary minted for the tenant rather than a
+ * request (its nonce from the reserved request id `cache-prefix\0<tenant>`, which `crypto.randomUUID`
+ * never produces), so it is the same on every request of the tenant — the tenant keeps its own cache
+ * hits — differs between tenants, verifies under the key like any canary, and attributes to its tenant
+ * when it turns up in another tenant's answer.
+ *
+ * @example
+ * const marker = await prefixMarker(key, 'acme') // 'cnry_…', stable for acme
+ */
+export function prefixMarker(key: CanaryKey, tenant: string): Promise<string> {
+  return mintCanary(key, { requestId: `cache-prefix\0${tenant}`, tenant })
+}
+
 /** What {@link inspectCanary} learned about a token. */
 export type CanaryInspection = { ours: false } | { ours: true; tenantTag: string; nonce: string }
 

@@ -5,7 +5,7 @@
 import type { AttemptContext, AttemptOutcome, AttemptServices } from '../attempt/context'
 import { callUpstream } from '../call/call'
 import type { AiRunner } from '../call/upstream'
-import { cacheSalt, injectCanary, mintCanary } from '../canary'
+import { cacheSalt, injectCanary, mintCanary, prefixMarker, prependMarker } from '../canary'
 import { assembleAnswer } from '../format/assemble'
 import type { PrefixLookup, RequestPlan } from '../plan/plan'
 import { cutOffError } from '../quarantine/withhold'
@@ -39,11 +39,11 @@ export async function runAttempts(
 ): Promise<unknown> {
   const streamed = plan.facts.stream || plan.viaStream
   for (let attempt = 1; ; attempt++) {
-    const { ctx, inputs } = await prepare(host, plan, hooks, attempt)
+    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt)
     const output = await callUpstream(ctx, upstream, {
       model: plan.model,
       inputs,
-      runOptions,
+      runOptions: withAffinity(runOptions, isolated.affinity),
       streamed,
       maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
     })
@@ -65,24 +65,26 @@ export async function runAttempts(
 }
 
 /**
- * A fresh canary for this attempt, the inputs carrying it (and the tenant's cache salt when the
- * profile isolates the prefix cache), and the context verification reads.
+ * A fresh canary for this attempt, the inputs carrying it (and the tenant's cache isolation: salt, or
+ * prefix marker and session affinity), and the context verification reads.
  */
 async function prepare(
   host: AttemptHost,
   plan: RequestPlan,
   hooks: RunnerHooks,
   attempt: number,
-): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown> }> {
+): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
   const canary = plan.scanning
     ? await mintCanary(await host.key(), {
         requestId: `${plan.requestId}/${attempt}`,
         tenant: plan.tenant,
       })
     : undefined
-  const salted = await withCacheSalt(host, plan)
+  const isolated = await isolate(host, plan)
   const injected =
-    plan.proof !== 'none' && canary ? injectCanary(salted, canary, plan.proof) : salted
+    plan.proof !== 'none' && canary
+      ? injectCanary(isolated.inputs, canary, plan.proof)
+      : isolated.inputs
   const inputs = plan.viaStream
     ? {
         ...injected,
@@ -97,6 +99,7 @@ async function prepare(
     model: plan.model,
     profile: plan.profile,
     canary,
+    marker: isolated.marker,
     proof: plan.proof,
     estimate: plan.estimate,
     counted: plan.counted,
@@ -109,19 +112,54 @@ async function prepare(
     startedAt: host.options.now(),
     attempt,
   }
-  return { ctx, inputs }
+  return { ctx, inputs, isolated }
+}
+
+/** The inputs as the profile's cache isolation sends them, and what else it sets. */
+interface Isolation {
+  inputs: Record<string, unknown>
+  marker?: string
+  /** Workers AI's `x-session-affinity` for this tenant. */
+  affinity?: string
 }
 
 /**
- * The inputs with the tenant's `cache_salt` when the profile asks for isolation. The client's own
- * salt was dropped when the request was read (src/plan/request.ts), so this is the only one sent.
+ * The tenant's cache isolation (see `CacheIsolation`): `salt` adds `cache_salt`; `prefix` starts the
+ * prompt with the tenant's marker and routes by a per-tenant session affinity. The client's own
+ * `cache_salt` was dropped when the request was read (src/plan/request.ts), and its affinity header is
+ * replaced, so neither can widen the scope to another tenant's.
  */
-async function withCacheSalt(
-  host: AttemptHost,
-  plan: RequestPlan,
-): Promise<Record<string, unknown>> {
-  if (plan.profile.cacheIsolation !== 'salt') return plan.inputs
-  return { ...plan.inputs, cache_salt: await cacheSalt(await host.key(), plan.tenant) }
+async function isolate(host: AttemptHost, plan: RequestPlan): Promise<Isolation> {
+  const { cacheIsolation } = plan.profile
+  if (cacheIsolation === 'off') return { inputs: plan.inputs }
+  const key = await host.key()
+  const salt = await cacheSalt(key, plan.tenant)
+  if (cacheIsolation === 'salt') return { inputs: { ...plan.inputs, cache_salt: salt } }
+  const marker = await prefixMarker(key, plan.tenant)
+  return { inputs: prependMarker(plan.inputs, marker), marker, affinity: `wag-${salt}` }
+}
+
+/** The header that routes Workers AI requests to the replica holding their cache. */
+const AFFINITY_HEADER = 'x-session-affinity'
+
+/**
+ * The caller's run options with the tenant's session affinity in `extraHeaders` (any affinity header
+ * the caller set, in any case, replaced).
+ */
+function withAffinity(
+  runOptions: Record<string, unknown> | undefined,
+  affinity: string | undefined,
+): Record<string, unknown> | undefined {
+  if (affinity === undefined) return runOptions
+  const headers: Record<string, unknown> = {}
+  const extra = runOptions?.extraHeaders
+  if (typeof extra === 'object' && extra !== null) {
+    for (const [name, value] of Object.entries(extra)) {
+      if (name.toLowerCase() !== AFFINITY_HEADER) headers[name] = value
+    }
+  }
+  headers[AFFINITY_HEADER] = affinity
+  return { ...runOptions, extraHeaders: headers }
 }
 
 /** The released answer, as the client asked for it (a whole answer fetched as a stream reassembled). */

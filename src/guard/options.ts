@@ -19,9 +19,14 @@ export type EchoPolicy = 'require' | 'scan-only' | 'off'
  * - `salt`: every attempt carries `cache_salt` (vLLM's field), derived from the guard's key and the
  *   tenant, so one tenant's requests never hit pages cached from another's prompt — neither as a
  *   leak of timing (a prefix-cache hit tells the sender that someone sent that prefix) nor as pages.
- * - `off`: no salt; tenants behind one upstream credential share the engine's prefix cache.
+ * - `prefix`: for engines with no salt (Workers AI): the prompt starts with a short marker of the
+ *   tenant (a canary minted for the tenant, not the request), so no two tenants' prompts share a first
+ *   page and the engine's prefix cache cannot match across them; Workers AI's `x-session-affinity` is
+ *   set per tenant too. The marker is cut from every answer like a canary, and another tenant's marker
+ *   in an answer is proof of a leak, like a foreign canary.
+ * - `off`: nothing; tenants behind one upstream credential share the engine's prefix cache.
  */
-export type CacheIsolation = 'salt' | 'off'
+export type CacheIsolation = 'salt' | 'prefix' | 'off'
 
 /** What is known about one model's deployment. Every figure is a safety input: err on the safe side. */
 export interface ModelProfile {
@@ -50,7 +55,7 @@ export interface ModelProfile {
   echo: EchoPolicy
   /**
    * Per-tenant prefix-cache isolation. Defaults to `salt`, except for Workers AI catalogue models
-   * (`@cf/…`, `@hf/…`), which default to `off`: the binding has no salt field (see
+   * (`@cf/…`, `@hf/…`), which default to `prefix`: the binding has no salt field (see
    * {@link defaultCacheIsolation}).
    */
   cacheIsolation: CacheIsolation
@@ -78,25 +83,26 @@ export const BUILTIN_PROFILES: Readonly<Record<string, Readonly<ModelProfile>>> 
     tokenizerDrift: 0.03,
     defaultOutputReserve: 4_096,
     echo: 'require',
-    cacheIsolation: 'off',
+    cacheIsolation: 'prefix',
   },
 }
 
 /**
- * The isolation a profile gets when it sets none: `off` for Workers AI catalogue names (`@cf/…`,
+ * The isolation a profile gets when it sets none: `prefix` for Workers AI catalogue names (`@cf/…`,
  * `@hf/…`), `salt` for every other model. Workers AI's binding documents no salt field and validates
  * inputs against each model's schema, so a salt there would at best be ignored — and one unknown field
- * failing every request would turn a safety feature into an outage. Other names are served by engines
+ * failing every request would turn a safety feature into an outage; a marker in the prompt's own text
+ * needs nothing of the engine. Other names are served by engines
  * the operator runs through an OpenAI-compatible adapter; vLLM honours `cache_salt`, and an engine
  * that does not know the field ignores it (OpenAI-compatible servers drop unknown fields), so `salt`
  * costs nothing where it does not work and isolates where it does.
  *
  * @example
- * defaultCacheIsolation('@cf/zai-org/glm-5.3') // 'off'
+ * defaultCacheIsolation('@cf/zai-org/glm-5.3') // 'prefix'
  * defaultCacheIsolation('zai-org/GLM-5.3') // 'salt'
  */
 export function defaultCacheIsolation(model: string): CacheIsolation {
-  return /^@(cf|hf)\//.test(model) ? 'off' : 'salt'
+  return /^@(cf|hf)\//.test(model) ? 'prefix' : 'salt'
 }
 
 /** What to do when a request's prompt fits but its output reserve does not. */
@@ -282,7 +288,7 @@ function resolveProfiles(
   return {
     profiles,
     fallbackProfiles: {
-      catalogue: validateProfile('defaultProfile', fallback, 'off'),
+      catalogue: validateProfile('defaultProfile', fallback, 'prefix'),
       other: validateProfile('defaultProfile', fallback, 'salt'),
     },
   }
@@ -370,8 +376,8 @@ function validateProfile(
     throw new Error(`option "${name}.echo" must be "require", "scan-only" or "off"`)
   }
   const cacheIsolation = p.cacheIsolation ?? isolationDefault
-  if (cacheIsolation !== 'salt' && cacheIsolation !== 'off') {
-    throw new Error(`option "${name}.cacheIsolation" must be "salt" or "off"`)
+  if (cacheIsolation !== 'salt' && cacheIsolation !== 'prefix' && cacheIsolation !== 'off') {
+    throw new Error(`option "${name}.cacheIsolation" must be "salt", "prefix" or "off"`)
   }
   return {
     contextWindow,

@@ -8,7 +8,7 @@
  * stream with a quarantine before its event (or anything after it) is released.
  */
 
-import type { AttemptContext } from '../attempt/context'
+import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { Usage } from '../call/upstream'
 import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
 import { GuardError } from '../errors'
@@ -106,6 +106,8 @@ class Release {
   /** Channels with text added since their last scan: only those need scanning again. */
   readonly #dirty = new Set<Channel>()
   readonly #queue: Held[] = []
+  /** This attempt's canary and the tenant's prefix marker: cut wherever they appear. */
+  readonly #own: string[]
   /** A bounded copy of everything seen, for the quarantine record should a foreign canary appear. */
   readonly #seen: Partial<Record<Channel, string>> = {}
   #sawDone = false
@@ -114,6 +116,7 @@ class Release {
   constructor(ctx: AttemptContext, start: ReleaseStart) {
     this.#ctx = ctx
     this.#start = start
+    this.#own = ownTokens(ctx)
   }
 
   #channel(name: Channel): ChannelState {
@@ -152,7 +155,7 @@ class Release {
     const slow: [Channel, ChannelState][] = []
     for (const [name, state] of this.#channels) {
       if (!final && !this.#dirty.has(name)) continue
-      if (this.#ctx.canary === undefined) {
+      if (this.#own.length === 0) {
         state.safe = state.base + state.text.length
         continue
       }
@@ -168,7 +171,7 @@ class Release {
     const key = await this.#ctx.services.key()
     for (const [name, state] of slow) {
       const lead = state.context.length
-      const found = await classify(key, this.#ctx.canary, name, state.context + state.text, final)
+      const found = await classify(key, this.#own, name, state.context + state.text, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
         throw await this.#start.onForeign(name, foreign.tenantTag, redactCanaries(this.#seen))
@@ -225,7 +228,8 @@ class Release {
       const tail = state.text.slice(state.safe - state.base)
       if (SHORT_TAIL.test(tail)) continue
       // The start of our own canary (a quote of the directive cut short): cut, never released.
-      if (!this.#ctx.canary?.startsWith(tail.toLowerCase())) return false
+      const lower = tail.toLowerCase()
+      if (!this.#own.some((token) => token.startsWith(lower))) return false
       cuts.push([state, { start: state.safe, end: state.base + state.text.length }])
     }
     for (const [state, range] of cuts) state.strips.push(range)

@@ -2,7 +2,7 @@
  * @module Canary evidence of an answer: findings per channel, our own canary stripped, and the withheld
  * text made safe to store (no live canary in it).
  */
-import type { AttemptContext } from '../attempt/context'
+import { type AttemptContext, ownTokens } from '../attempt/context'
 import { CANARY_PATTERN, type Finding, scanText } from '../canary'
 import type { Channel } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
@@ -12,12 +12,13 @@ export async function scanChannels(
   ctx: AttemptContext,
   texts: Partial<Record<Channel, string>>,
 ): Promise<{ texts: Partial<Record<Channel, string>>; findings: Finding[] }> {
-  if (ctx.canary === undefined) return { texts, findings: [] }
+  const own = ownTokens(ctx)
+  if (own.length === 0) return { texts, findings: [] }
   const key = await ctx.services.key()
   const out: Partial<Record<Channel, string>> = {}
   const findings: Finding[] = []
   for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
-    const scanned = await scanText(key, ctx.canary, channel, text)
+    const scanned = await scanText(key, own, channel, text)
     out[channel] = scanned.text
     findings.push(...scanned.findings)
   }

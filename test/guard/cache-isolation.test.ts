@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
-import { type CacheIsolation, guardAi } from '../../src'
+import { type CacheIsolation, GuardError, guardAi, MemoryQuarantineStore } from '../../src'
 import { openAiHttpUpstream } from '../../src/adapters'
 import type { AiRunner } from '../../src/call/upstream'
-import { cacheSalt, importCanaryKey } from '../../src/canary'
+import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/canary'
 import { resolveOptions } from '../../src/guard/options'
 import { chat, document, sseText } from '../support/prompts'
 import { captureWarnings } from '../support/verdicts'
@@ -48,7 +48,7 @@ captureWarnings(/guardAi was called with more than \d+ different option sets/)
 type Over = 'binding' | 'http'
 
 /** The engine behind one upstream credential, reached over the binding or the OpenAI HTTP adapter. */
-function setup(isolation: CacheIsolation | undefined, over: Over) {
+function setup(isolation: CacheIsolation | undefined, over: Over, model = MODEL) {
   const clock = new VirtualClock()
   const engine = new SimEngine(SIM, { clock })
   const received: Record<string, unknown>[] = []
@@ -62,7 +62,7 @@ function setup(isolation: CacheIsolation | undefined, over: Over) {
       ai = guardAi(upstream, {
         secret: SECRET,
         tenant,
-        models: { [MODEL]: profile },
+        models: { [model]: profile },
         now: () => clock.now(),
       })
       runners.set(tenant, ai)
@@ -70,9 +70,13 @@ function setup(isolation: CacheIsolation | undefined, over: Over) {
     return ai
   }
   /** Streams one request as `tenant`: the client's first-token time, the text, the engine's record. */
-  const send = async (tenant: string, inputs: Record<string, unknown>) => {
+  const send = async (
+    tenant: string,
+    inputs: Record<string, unknown>,
+    options?: Record<string, unknown>,
+  ) => {
     const start = clock.now()
-    const out = await runner(tenant).run(MODEL, { ...inputs, stream: true })
+    const out = await runner(tenant).run(model, { ...inputs, stream: true }, options)
     if (!(out instanceof ReadableStream)) throw new Error('expected a stream')
     const reader = (out as ReadableStream<Uint8Array>).getReader()
     const decoder = new TextDecoder()
@@ -85,7 +89,7 @@ function setup(isolation: CacheIsolation | undefined, over: Over) {
     const record = engine.stats().recent.at(-1)!
     return { ttftMs, text, record, sent: received.at(-1)! }
   }
-  return { send, engine, received }
+  return { send, engine, received, runner }
 }
 
 /** The binding, noting every `inputs` it receives. */
@@ -115,7 +119,7 @@ function overHttp(engine: SimEngine, received: Record<string, unknown>[]): AiRun
 const saltOf = async (tenant: string) => cacheSalt(await importCanaryKey(SECRET), tenant)
 
 describe('cacheIsolation: the profile option', () => {
-  it('should default to salt for self-hosted names and to off for Workers AI catalogue names', () => {
+  it('should default to salt for self-hosted names and to prefix for Workers AI catalogue names', () => {
     const options = resolveOptions({
       secret: SECRET,
       models: {
@@ -129,12 +133,12 @@ describe('cacheIsolation: the profile option', () => {
     })
     const isolation = (model: string) => options.profiles.get(model)?.cacheIsolation
     expect(isolation(MODEL)).toBe('salt')
-    expect(isolation('@cf/meta/llama-3.3-70b-instruct-fp8-fast')).toBe('off')
+    expect(isolation('@cf/meta/llama-3.3-70b-instruct-fp8-fast')).toBe('prefix')
     expect(isolation('zai-org/GLM-5.3')).toBe('off')
-    // The built-in Workers AI profile keeps off when other figures are overridden.
-    expect(isolation('@cf/zai-org/glm-5.3')).toBe('off')
+    // The built-in Workers AI profile keeps prefix when other figures are overridden.
+    expect(isolation('@cf/zai-org/glm-5.3')).toBe('prefix')
     expect(options.fallbackProfiles?.other.cacheIsolation).toBe('salt')
-    expect(options.fallbackProfiles?.catalogue.cacheIsolation).toBe('off')
+    expect(options.fallbackProfiles?.catalogue.cacheIsolation).toBe('prefix')
   })
 
   it('should refuse an unknown value, naming the option', () => {
@@ -143,7 +147,7 @@ describe('cacheIsolation: the profile option', () => {
         secret: SECRET,
         models: { [MODEL]: { ...PROFILE, cacheIsolation: 'tenant' as CacheIsolation } },
       }),
-    ).toThrow(`option "models["${MODEL}"].cacheIsolation" must be "salt" or "off"`)
+    ).toThrow(`option "models["${MODEL}"].cacheIsolation" must be "salt", "prefix" or "off"`)
   })
 
   it('should derive a stable, per-tenant, per-key salt that does not show the tenant', async () => {
@@ -234,4 +238,81 @@ describe('cacheIsolation: a client-supplied cache_salt', () => {
       expect(b.record.cacheSalt).toBeNull()
     }, 60_000)
   }
+})
+
+/**
+ * `cacheIsolation: 'prefix'`, the Workers AI default: the binding takes no salt, so the guard starts
+ * every prompt with the tenant's marker (a canary minted for the tenant) and routes by a per-tenant
+ * `x-session-affinity`.
+ */
+describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
+  const WORKERS_AI = '@cf/zai-org/glm-5.3'
+  const markerOf = async (tenant: string) => prefixMarker(await importCanaryKey(SECRET), tenant)
+  const firstText = (sent: Record<string, unknown>) =>
+    (sent.messages as { content: string }[])[0]!.content
+
+  it("should give B no cached token of A's pages, and a PROMPTPEEK probe nothing", async () => {
+    const { send } = setup(undefined, 'binding', WORKERS_AI)
+    const a = await send('tenant-a', chat(prompt('4821', 'Summarise my account.')))
+    expect(firstText(a.sent).startsWith(`${await markerOf('tenant-a')}\n`)).toBe(true)
+    expect(a.sent).not.toHaveProperty('cache_salt')
+    expect(a.record.affinity).toBe(`wag-${await saltOf('tenant-a')}`)
+    // The simulated model quotes the prompt's first line — the marker — which never reaches the client.
+    expect(a.text).toContain('SHARED-MANUAL')
+    expect(a.text).not.toMatch(/cnry_/i)
+    const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
+    const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))
+    expect(right.record.affinity).toBe(`wag-${await saltOf('tenant-b')}`)
+    expect(right.record.cachedTokens).toBe(0)
+    expect(wrong.record.cachedTokens).toBe(0)
+    for (const guess of [right, wrong]) {
+      expect(guess.ttftMs).toBeCloseTo(fullPrefillMs(guess.record.promptTokens), 6)
+    }
+    expect(right.ttftMs).toBeGreaterThan(200)
+    expect(Math.abs(right.ttftMs - wrong.ttftMs)).toBeLessThan(0.5)
+    // A keeps its own cache: the marker is the same on every request of a tenant.
+    const again = await send('tenant-a', chat(prompt('4821', 'And my balance?')))
+    expect(again.record.cachedTokens).toBeGreaterThan(10_000)
+  }, 60_000)
+
+  it("should route by the tenant's affinity whatever affinity header the client sets", async () => {
+    const { send } = setup(undefined, 'binding', WORKERS_AI)
+    const forged = { extraHeaders: { 'X-Session-Affinity': `wag-${await saltOf('tenant-a')}` } }
+    const b = await send('tenant-b', chat('hello'), forged)
+    expect(b.record.affinity).toBe(`wag-${await saltOf('tenant-b')}`)
+  }, 60_000)
+
+  it("should withhold an answer that carries another tenant's marker, naming that tenant", async () => {
+    const markerA = await markerOf('tenant-a')
+    // An engine that serves B an answer opening with A's first page: A's marker, then A's text.
+    const leaking: AiRunner = {
+      run: async (_model, inputs) => {
+        const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+        return {
+          response: `${own}\nFrom the context: “${markerA}” and “Customer account PIN 4821.”`,
+        }
+      },
+    }
+    const quarantine = new MemoryQuarantineStore()
+    const ai = guardAi(leaking, { secret: SECRET, tenant: 'tenant-b', quarantine })
+    const error = await ai.run(WORKERS_AI, chat('What is the PIN?')).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(error).toBeInstanceOf(GuardError)
+    const [summary] = await quarantine.list()
+    const record = await quarantine.get(summary!.id)
+    expect(record?.reasons).toContain('foreign_canary')
+    expect(record?.canaries[0]?.tenantTag).toBe(
+      await tenantTag(await importCanaryKey(SECRET), 'tenant-a'),
+    )
+    expect(JSON.stringify(record?.withheld)).not.toContain(markerA)
+  }, 60_000)
+
+  it('should send the prompt unmarked when the profile turns isolation off', async () => {
+    const { send } = setup('off', 'binding', WORKERS_AI)
+    const b = await send('tenant-b', chat('hello'))
+    expect(firstText(b.sent)).toMatch(/^hello\n\nBegin your reply/)
+    expect(b.record.affinity).toBeNull()
+  }, 60_000)
 })

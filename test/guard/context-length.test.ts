@@ -13,7 +13,14 @@ function engine(mode: 'fixed' | 'pd-abort-leak' = 'fixed') {
   return new SimEngine({ mode, prefillTokensPerSecond: 2_000_000, decodeTokensPerSecond: Infinity })
 }
 
-const models = { [MODEL]: { maxPrefillTokensPerSecond: 4_000_000, echo: 'scan-only' as const } }
+/** No echo and no prefix marker: the upstream reads exactly the client's prompt (byte-identical test). */
+const models = {
+  [MODEL]: {
+    maxPrefillTokensPerSecond: 4_000_000,
+    echo: 'scan-only' as const,
+    cacheIsolation: 'off' as const,
+  },
+}
 
 describe('token ceiling', () => {
   for (const [surfaceName, surface] of [

@@ -18,7 +18,8 @@ function scripted(events: (own: string) => string[]): AiRunner & { close: () => 
   return {
     close: () => controller?.close(),
     run: async (_model, inputs) => {
-      const own = /(cnry_[0-9a-z]{24})/.exec(JSON.stringify(inputs))![1]!
+      // The directive's canary: the prompt's last (its first is the tenant's prefix marker).
+      const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
       return new ReadableStream<Uint8Array>({
         start(c) {
           controller = c

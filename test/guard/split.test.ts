@@ -9,12 +9,15 @@ const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'split-test-canary-secret-0123456789abcdef'
 const models = { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } }
 
-/** The canary the guard asked this request to echo (read back from the injected directive). */
+/**
+ * The canary the guard asked this request to echo, read back from the injected directive: the last
+ * canary of the prompt (the first is the tenant's prefix marker).
+ */
 function canaryOf(inputs: Record<string, unknown>): string {
   const messages = inputs.messages as { content: string }[]
-  const match = /(cnry_[0-9a-z]{24})/.exec(messages.at(-1)!.content)
+  const match = [...messages.at(-1)!.content.matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)
   if (!match) throw new Error('no canary was injected')
-  return match[1]!
+  return match[0]
 }
 
 function chunk(delta: Record<string, unknown>, extra: Record<string, unknown> = {}): string {

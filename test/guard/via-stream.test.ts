@@ -33,7 +33,8 @@ describe('whole answers to long prompts, fetched as streams', () => {
     const ai = guardAi(upstream, {
       secret: SECRET,
       tenant: 'a',
-      models: { [MODEL]: { echo: 'scan-only' } },
+      // Without the tenant's prefix marker, so the upstream reads exactly the client's prompt.
+      models: { [MODEL]: { echo: 'scan-only', cacheIsolation: 'off' } },
       now: () => b.clock.now(),
     })
     const guarded = await ai.run(MODEL, inputs)
