@@ -38,7 +38,8 @@ export class VerdictLogger {
       tenant: plan.tenant,
       model: plan.model,
       action: 'release',
-      reasons: attempt > 1 ? ['released_after_retry'] : [],
+      // A release's own notes (`cache_unexplained`) and whether it took a retry.
+      reasons: [...outcome.verdict.reasons, ...(attempt > 1 ? ['released_after_retry'] : [])],
       ...(outcome.figures.estimatedTokens !== undefined
         ? tokenFigures(outcome.figures)
         : promptFigures(plan.admission)),

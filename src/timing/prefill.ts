@@ -20,6 +20,12 @@ export interface TimingSignal {
   judged: boolean
   /** Faster than physically possible. */
   impossible: boolean
+  /**
+   * Under per-tenant cache isolation: the cached tokens the upstream reported beyond what this tenant's
+   * own verified prompts explain, when only that report made the first token possible (see
+   * src/verify/timing-evidence.ts).
+   */
+  unexplainedCachedTokens?: number
 }
 
 /**

@@ -12,6 +12,12 @@ import { type TimingSignal, timingSignal } from '../timing/prefill'
  * noise and is never judged. The prompt's size is the *lower* estimate of the engine's count (an
  * honest answer is never accused for tokens the engine may not have), and cached tokens are the larger
  * of what the upstream reported and what this tenant's own verified prompts suggest.
+ *
+ * Under per-tenant cache isolation no other tenant's prompt can be cached for this one, so a report
+ * larger than this tenant's own history that alone excuses the first token is noted
+ * (`unexplainedCachedTokens`). It is not proof — the tenant's earlier prompts may have gone through
+ * another isolate, whose record this one does not share — so it weighs as corroboration only (see
+ * `cache_unexplained` in ./verdict.ts).
  */
 export async function timingEvidence(
   ctx: AttemptContext,
@@ -24,12 +30,24 @@ export async function timingEvidence(
   if (boundMs < minEvidenceMs) return undefined
   const estimate = await ctx.estimate()
   const recorded = (await ctx.prefix()).cachedTokens
-  return timingSignal({
-    promptTokens: estimate.lower + estimate.overhead,
-    cachedTokens: Math.max(reportedCachedTokens, recorded),
-    observedMs,
-    maxPrefillTokensPerSecond,
-    minEvidenceMs,
-    learnedMinMs: (uncached) => learnedMinimumMs(ctx.baseline, estimate.dominant, uncached),
-  })
+  const judge = (cachedTokens: number) =>
+    timingSignal({
+      promptTokens: estimate.lower + estimate.overhead,
+      cachedTokens,
+      observedMs,
+      maxPrefillTokensPerSecond,
+      minEvidenceMs,
+      learnedMinMs: (uncached) => learnedMinimumMs(ctx.baseline, estimate.dominant, uncached),
+    })
+  const signal = judge(Math.max(reportedCachedTokens, recorded))
+  const isolated = ctx.profile.cacheIsolation !== 'off'
+  if (
+    isolated &&
+    !signal.impossible &&
+    reportedCachedTokens > recorded &&
+    judge(recorded).impossible
+  ) {
+    signal.unexplainedCachedTokens = reportedCachedTokens - recorded
+  }
+  return signal
 }

@@ -7,6 +7,10 @@
  * | first token faster than any real prefill         | quarantine | the prompt was not read (placeholder path)      |
  * | reported prompt tokens below the lower estimate  | quarantine | the engine read less than was sent (truncation) |
  * | echo missing + any signal above                  | quarantine | two independent signs                           |
+ * | echo missing + cache report the tenant's history | quarantine | two signs: under per-tenant cache isolation the |
+ * |   does not explain (only it excused the timing)  |            | report alone is not proof (the tenant's earlier |
+ * |                                                  |            | prompts may have gone through another isolate)  |
+ * | that cache report alone                          | release    | noted as `cache_unexplained` in the verdict log |
  * | echo missing, nothing else wrong                 | retry      | a lone instruction slip is common (≈2%); a     |
  * |                                                  |            | retry is cheap and, unlike releasing, never     |
  * |                                                  |            | lets a stale or truncated answer out            |
@@ -51,6 +55,7 @@ export type Reason =
   | 'echo_missing'
   | 'echo_missing_repeatedly'
   | 'echo_cut_off'
+  | 'cache_unexplained'
 
 /** The decision on one answer. */
 export interface Verdict {
@@ -67,6 +72,7 @@ const WEIGHT: Record<Reason, number> = {
   echo_missing_repeatedly: 0.6,
   echo_missing: 0.4,
   echo_cut_off: 0.3,
+  cache_unexplained: 0.5,
 }
 
 /**
@@ -91,6 +97,11 @@ export function decide(signals: Signals): Verdict {
     const reasons = signals.echo === 'missing' ? [...hard, 'echo_missing' as const] : hard
     return { action: 'quarantine', reasons, score: score(reasons) }
   }
+  const soft: Reason[] = signals.timing?.unexplainedCachedTokens ? ['cache_unexplained'] : []
+  if (soft.length > 0 && signals.echo === 'missing') {
+    const reasons: Reason[] = [...soft, 'echo_missing']
+    return { action: 'quarantine', reasons, score: score(reasons) }
+  }
   if (signals.echo === 'cut-off') {
     // Unverifiable, and a retry would be cut off the same way: withhold, and tell the client why. Not
     // an incident: nothing points at a leak, and `max_tokens: 1` must not flood the review queue.
@@ -103,7 +114,7 @@ export function decide(signals: Signals): Verdict {
     const reasons: Reason[] = ['echo_missing_repeatedly']
     return { action: 'quarantine', reasons, score: score(reasons) }
   }
-  return { action: 'release', reasons: [], score: 0 }
+  return { action: 'release', reasons: soft, score: soft.length > 0 ? score(soft) : 0 }
 }
 
 function score(reasons: Reason[]): number {

@@ -2,13 +2,19 @@ import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
-import { type CacheIsolation, GuardError, guardAi, MemoryQuarantineStore } from '../../src'
+import {
+  type CacheIsolation,
+  createGuard,
+  GuardError,
+  guardAi,
+  MemoryQuarantineStore,
+} from '../../src'
 import { openAiHttpUpstream } from '../../src/adapters'
 import type { AiRunner } from '../../src/call/upstream'
 import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/canary'
 import { resolveOptions } from '../../src/guard/options'
 import { chat, document, sseText } from '../support/prompts'
-import { captureWarnings } from '../support/verdicts'
+import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 /**
  * Per-tenant prefix-cache isolation (`cacheIsolation: 'salt'`): one gateway credential in front of
@@ -314,5 +320,53 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
     const b = await send('tenant-b', chat('hello'))
     expect(firstText(b.sent)).toMatch(/^hello\n\nBegin your reply/)
     expect(b.record.affinity).toBeNull()
+  }, 60_000)
+})
+
+/**
+ * Under isolation, no other tenant's prompt can be cached for this one: a cache report larger than the
+ * tenant's own verified history is unexplained. It is not proof — here the history is real, recorded
+ * by another isolate — so alone it is noted, and with a missing echo it quarantines at once.
+ */
+describe('cacheIsolation: a cache report the tenant’s own history does not explain', () => {
+  const run = async (echoIgnoreRate: number) => {
+    const clock = new VirtualClock()
+    const engine = new SimEngine(SIM, { clock })
+    const verdicts = recordVerdicts()
+    const options = {
+      secret: SECRET,
+      models: { [MODEL]: { ...PROFILE, cacheIsolation: 'salt' as const } },
+      minTimingEvidenceMs: 20,
+      echoRetries: 1,
+      now: () => clock.now(),
+      onVerdict: verdicts.onVerdict,
+    }
+    // Two isolates of one deployment: same key, so the same salt, but separate records.
+    const first = createGuard(options).wrap(engine.binding('gateway'), { tenant: 'tenant-a' })
+    const second = createGuard(options).wrap(engine.binding('gateway'), { tenant: 'tenant-a' })
+    const text = async (out: unknown) => sseText(await new Response(out as ReadableStream).text())
+    const warm = await first.run(MODEL, chat(prompt('4821', 'Summarise.'), { stream: true }))
+    await text(warm)
+    verdicts.clear()
+    engine.configure({ echoIgnoreRate })
+    const outcome = await second
+      .run(MODEL, chat(prompt('4821', 'And my balance?'), { stream: true }))
+      .then(text, (error: unknown) => error)
+    return { outcome, verdicts: verdicts.events, record: engine.stats().recent.at(-1)! }
+  }
+
+  it('should release an echoed answer and log the reason', async () => {
+    const { outcome, verdicts, record } = await run(0)
+    expect(record.cachedTokens).toBeGreaterThan(10_000)
+    expect((outcome as { content: string }).content).toContain('SHARED-MANUAL')
+    expect(verdicts.map((v) => [v.action, v.reasons])).toEqual([['release', ['cache_unexplained']]])
+  }, 60_000)
+
+  it('should quarantine at once, without a retry, when the echo is missing too', async () => {
+    const { outcome, verdicts } = await run(1)
+    expect(outcome).toBeInstanceOf(GuardError)
+    expect(verdicts.map((v) => [v.action, v.reasons])).toEqual([
+      ['quarantine', ['cache_unexplained', 'echo_missing']],
+    ])
   }, 60_000)
 })

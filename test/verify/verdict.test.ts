@@ -65,4 +65,31 @@ describe('verdict', () => {
       decide({ echo: 'not-requested', foreignCanaries: 0, attempt: 1, retries: 0 }).action,
     ).toBe('release')
   })
+  it('should let an unexplained cache report corroborate a missing echo, never decide alone', () => {
+    const excused = { ...honest, unexplainedCachedTokens: 650_000 }
+    const alone = decide({
+      echo: 'echoed',
+      foreignCanaries: 0,
+      timing: excused,
+      attempt: 1,
+      retries: 1,
+    })
+    expect([alone.action, alone.reasons]).toEqual(['release', ['cache_unexplained']])
+    const withSlip = decide({
+      echo: 'missing',
+      foreignCanaries: 0,
+      timing: excused,
+      attempt: 1,
+      retries: 1,
+    })
+    expect([withSlip.action, withSlip.reasons]).toEqual([
+      'quarantine',
+      ['cache_unexplained', 'echo_missing'],
+    ])
+    // Without the note the same slip is retried, as a lone slip is.
+    expect(
+      decide({ echo: 'missing', foreignCanaries: 0, timing: honest, attempt: 1, retries: 1 })
+        .action,
+    ).toBe('retry')
+  })
 })
