@@ -2,8 +2,12 @@
  * @module The answer side: scans one answer's channels (reasoning, content, tool arguments), streamed
  * or whole, for winnowed shingles that another tenant sent recently and this request's own prompt
  * does not contain. Each channel is shingled and winnowed like a prompt, so a leaked span shares with
- * its source exactly the windows that lie inside it; k distinct such fingerprints from one tenant are
- * evidence. O(new units) per event: nothing is rescanned.
+ * its source every window that lies inside it. Evidence is a **run**: k consecutive fingerprints of
+ * the answer's own selection, all distinct and all sent by one other tenant. A span of
+ * {@link minimumSpan} units always makes one (the selections of windows inside a shared span are
+ * consecutive: no other selection falls between them); matches scattered over an answer — chance
+ * n-grams, or phrases a tenant stuffed into its prompts hoping another's answer uses them — do not.
+ * O(new units) per event: nothing is rescanned.
  */
 import { type FingerprintKey, fingerprintOf } from './hash'
 import type { PrintParams, PromptPrint } from './prompt-print'
@@ -11,9 +15,9 @@ import { Shingler } from './shingler'
 import type { FingerprintLookup } from './table'
 import { Winnower } from './winnow'
 
-/** Shingle size, window, and how many distinct foreign fingerprints make evidence. */
+/** Shingle size, window, and the run of foreign fingerprints that makes evidence. */
 export interface FingerprintParams extends PrintParams {
-  /** Distinct fingerprints of one other tenant needed for evidence. */
+  /** Consecutive distinct fingerprints of one other tenant needed for evidence. */
   k: number
 }
 
@@ -21,9 +25,11 @@ export interface FingerprintParams extends PrintParams {
 export interface ForeignContent {
   /** The tenant whose prompt it carries. */
   source: string
-  /** Distinct fingerprints of that tenant's prompts matched in the answer. */
+  /** The longest run of consecutive distinct fingerprints of that tenant (≥ k). */
+  run: number
+  /** Distinct fingerprints of that tenant's prompts matched anywhere in the answer. */
   matches: number
-  /** The channel of the latest match. */
+  /** The channel of that run. */
   channel: string
 }
 
@@ -68,6 +74,8 @@ interface ChannelState {
   shingler: Shingler
   winnow: Winnower
   final: boolean
+  /** Per tenant, the distinct fingerprints of its current run (the last selections, all its). */
+  runs: Map<string, Set<number>>
 }
 
 /**
@@ -105,6 +113,7 @@ export class ContentWatch {
         shingler: new Shingler(this.options.key, { n, keepStarts: this.holdBack }),
         winnow: new Winnower(w),
         final: false,
+        runs: new Map(),
       }
       this.channels.set(channel, state)
     }
@@ -113,21 +122,32 @@ export class ContentWatch {
       throw new Error(`ContentWatch: channel ${channel} was already final`)
     }
     for (const shingle of state.shingler.push(text, final)) {
-      if (state.winnow.push(shingle.hash, shingle.index)) this.check(state.winnow, channel)
+      if (state.winnow.push(shingle.hash, shingle.index)) this.check(state, channel)
     }
     if (final) {
-      if (state.winnow.end()) this.check(state.winnow, channel)
+      if (state.winnow.end()) this.check(state, channel)
       state.final = true
     }
   }
 
   /**
-   * The strongest other tenant with at least k distinct matched fingerprints, if any.
+   * The other tenant with the longest run, when that run has at least k fingerprints.
    *
    * @example
-   * const found = watch.evidence() // { source: 'globex', matches: 4, channel: 'content' }
+   * const found = watch.evidence() // { source: 'globex', run: 4, matches: 6, channel: 'content' }
    */
   evidence(): ForeignContent | undefined {
+    const best = this.best
+    return best === undefined || best.run < this.options.params.k ? undefined : { ...best }
+  }
+
+  /**
+   * The other tenant with the longest run so far, whatever its length (for measurements and logs).
+   *
+   * @example
+   * watch.strongest()?.run // 2: below k, not evidence
+   */
+  strongest(): ForeignContent | undefined {
     return this.best === undefined ? undefined : { ...this.best }
   }
 
@@ -147,25 +167,44 @@ export class ContentWatch {
     return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
   }
 
-  private check(winnow: Winnower, channel: string): void {
-    const { own, key, table, model, tenant, now, params } = this.options
-    if (own.contains(winnow.selectedHash)) return
-    const fingerprint = fingerprintOf(key, winnow.selectedHash)
-    const owners = table.lookup(model, fingerprint, typeof now === 'number' ? now : now())
-    if (owners === undefined || owners.common) return
-    for (const source of owners.tenants) {
-      if (source === tenant) continue
-      let set = this.matched.get(source)
-      if (set === undefined) {
-        set = new Set()
-        this.matched.set(source, set)
-      }
-      set.add(fingerprint)
-      const matches = set.size
-      if (matches < params.k) continue
-      if (this.best === undefined || this.best.source === source || matches > this.best.matches) {
-        this.best = { source, matches, channel }
-      }
+  private check(state: ChannelState, channel: string): void {
+    const { own, key, table, model, tenant, now } = this.options
+    const hash = state.winnow.selectedHash
+    let sources: readonly string[] = []
+    let fingerprint = 0
+    if (!own.contains(hash)) {
+      fingerprint = fingerprintOf(key, hash)
+      const owners = table.lookup(model, fingerprint, typeof now === 'number' ? now : now())
+      if (owners !== undefined && !owners.common) sources = owners.tenants
+    }
+    // A selection that is not a given tenant's ends that tenant's run (own text and boilerplate too).
+    for (const source of state.runs.keys()) {
+      if (!sources.includes(source)) state.runs.delete(source)
+    }
+    for (const source of sources) {
+      if (source !== tenant) this.count(state, source, fingerprint, channel)
+    }
+  }
+
+  private count(state: ChannelState, source: string, fingerprint: number, channel: string): void {
+    let run = state.runs.get(source)
+    if (run === undefined) {
+      run = new Set()
+      state.runs.set(source, run)
+    }
+    run.add(fingerprint)
+    let all = this.matched.get(source)
+    if (all === undefined) {
+      all = new Set()
+      this.matched.set(source, all)
+    }
+    all.add(fingerprint)
+    const best = this.best
+    if (best?.source === source) {
+      best.matches = all.size
+      if (run.size > best.run) Object.assign(best, { run: run.size, channel })
+    } else if (best === undefined || run.size > best.run) {
+      this.best = { source, run: run.size, matches: all.size, channel }
     }
   }
 }

@@ -35,11 +35,11 @@ export { type Unit, UnitReader, units } from './units'
  */
 export const FINGERPRINT_DEFAULTS = {
   /** Units per shingle. */
-  n: 5,
-  /** Winnowing window, in shingles. */
-  w: 6,
-  /** Distinct foreign fingerprints that make evidence. */
-  k: 3,
+  n: 7,
+  /** Winnowing window, in shingles: 2/(w + 1) = 40% of shingles are stored. */
+  w: 4,
+  /** Consecutive distinct foreign fingerprints that make evidence: spans of 22 units always do. */
+  k: 4,
   budgetBytes: 16 * 1024 * 1024,
   ttlMs: 3_600_000,
   commonAt: 2,

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest'
+import { prng } from '../../sim/random'
+import { FingerprintTable } from '../../src/fingerprint'
+
+const MODEL = '@cf/zai-org/glm-5.3'
+const MIB = 1024 * 1024
+const HOUR = 3_600_000
+
+/** Random 52-bit hashes, as fingerprints are. */
+function hashes(seed: number, count: number): number[] {
+  const next = prng(seed)
+  return Array.from(
+    { length: count },
+    () => Math.floor(next() * 2 ** 20) * 2 ** 32 + Math.floor(next() * 2 ** 32),
+  )
+}
+
+describe('fingerprint table', () => {
+  it('should name the tenants that sent a fingerprint, per model', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB })
+    const [a, b] = hashes(1, 2) as [number, number]
+    table.add(MODEL, 'acme', [a], 0)
+    expect(table.lookup(MODEL, a, 1000)).toEqual({ tenants: ['acme'], common: false })
+    expect(table.lookup(MODEL, b, 1000)).toBeUndefined()
+    // The same text under another model never matches.
+    expect(table.lookup('@cf/other', a, 1000)).toBeUndefined()
+    table.add('@cf/other', 'globex', [a], 0)
+    expect(table.lookup('@cf/other', a, 1000)).toEqual({ tenants: ['globex'], common: false })
+    expect(table.lookup(MODEL, a, 1000)).toEqual({ tenants: ['acme'], common: false })
+  })
+
+  it('should call a fingerprint common once commonAt distinct tenants sent it', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB, commonAt: 3 })
+    const [h] = hashes(2, 1) as [number]
+    table.add(MODEL, 'a', [h], 0)
+    table.add(MODEL, 'a', [h], 10) // the same tenant again: still one sender
+    table.add(MODEL, 'b', [h], 20)
+    expect(table.lookup(MODEL, h, 30)).toEqual({ tenants: ['a', 'b'], common: false })
+    table.add(MODEL, 'c', [h], 40)
+    expect(table.lookup(MODEL, h, 50)).toEqual({ tenants: [], common: true })
+  })
+
+  it('should hide what is older than the ttl, and start a sender list afresh after it', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB, ttlMs: HOUR })
+    const [h, g] = hashes(3, 2) as [number, number]
+    table.add(MODEL, 'a', [h], 0)
+    table.add(MODEL, 'b', [g], 0)
+    expect(table.lookup(MODEL, h, HOUR - 1000)).toBeDefined()
+    expect(table.lookup(MODEL, h, HOUR + 1000)).toBeUndefined()
+    // Sent again by a: visible again, counted from then.
+    table.add(MODEL, 'a', [h], HOUR + 2000)
+    expect(table.lookup(MODEL, h, 2 * HOUR)).toEqual({ tenants: ['a'], common: false })
+    // An expired sender does not make a later one common.
+    table.add(MODEL, 'c', [g], 2 * HOUR)
+    expect(table.lookup(MODEL, g, 2 * HOUR)).toEqual({ tenants: ['c'], common: false })
+  })
+
+  it('should keep senders and commonness across a rotation', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB, ttlMs: HOUR })
+    const [h] = hashes(4, 1) as [number]
+    table.add(MODEL, 'a', [h], 0)
+    // Past ttl/2 the next add rotates: h now lives in the previous generation.
+    table.add(MODEL, 'b', [h], HOUR / 2 + 1000)
+    expect(table.lookup(MODEL, h, HOUR / 2 + 2000)).toEqual({ tenants: [], common: true })
+    table.add(MODEL, 'z', hashes(5, 10), HOUR + 1000)
+    expect(table.lookup(MODEL, h, HOUR + 1000)).toEqual({ tenants: [], common: true })
+  })
+
+  it('should never exceed its budget, whatever is sent', () => {
+    for (const budget of [64 * 1024, MIB, 16 * MIB]) {
+      const table = new FingerprintTable({ budgetBytes: budget })
+      const next = prng(budget)
+      for (let i = 0; i < 40; i++) {
+        const tenant = `tenant-${Math.floor(next() * 1e9)}-${'x'.repeat(Math.floor(next() * 300))}`
+        table.add(MODEL, tenant, hashes(i, 20_000), i * 1000)
+        expect(table.stats().bytes).toBeLessThanOrEqual(budget)
+      }
+    }
+    // Many tenants with long names: the name table is bounded too.
+    const table = new FingerprintTable({ budgetBytes: 64 * 1024 })
+    for (let i = 0; i < 5000; i++) table.add(MODEL, `t${i}${'n'.repeat(900)}`, hashes(i, 2), i)
+    expect(table.stats().bytes).toBeLessThanOrEqual(64 * 1024)
+  })
+
+  it('should keep other tenants\u2019 recent fingerprints when one tenant floods (its share is capped)', () => {
+    const table = new FingerprintTable({ budgetBytes: 16 * MIB, ttlMs: HOUR, tenantShare: 0.25 })
+    const victims = Array.from({ length: 50 }, (_, i) => ({
+      tenant: `v${i}`,
+      hashes: hashes(100 + i, 2000),
+    }))
+    for (const v of victims) table.add(MODEL, v.tenant, v.hashes, 0)
+    // One tenant sends two million fingerprints, in prompts spread over the half-ttl.
+    for (let i = 0; i < 20; i++) table.add(MODEL, 'flood', hashes(10_000 + i, 100_000), i * 5000)
+    const stats = table.stats()
+    expect(stats.dropped).toBeGreaterThan(1_900_000)
+    expect(stats.bytes).toBeLessThanOrEqual(16 * MIB)
+    for (const v of victims) {
+      for (const h of v.hashes.slice(0, 50)) {
+        expect(table.lookup(MODEL, h, 100_000)?.tenants).toEqual([v.tenant])
+      }
+    }
+  })
+
+  it('should state what the budget holds', () => {
+    const stats = new FingerprintTable({ budgetBytes: 16 * MIB }).stats()
+    // 16-byte slots, two generations, 70% load, 1/16 of the budget for tenant names.
+    expect(stats.entriesPerGeneration).toBe(344_064)
+  })
+})

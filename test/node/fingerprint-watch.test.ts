@@ -1,0 +1,195 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { english } from '../../bench/texts'
+import { prng } from '../../sim/random'
+import { contentSeed, importCanaryKey } from '../../src/canary'
+import {
+  ContentWatch,
+  type ContentWatchOptions,
+  FINGERPRINT_DEFAULTS,
+  type FingerprintKey,
+  FingerprintTable,
+  fingerprintKey,
+  holdBackUnits,
+  minimumSpan,
+  printPrompt,
+  scanAnswer,
+  units,
+} from '../../src/fingerprint'
+
+const MODEL = '@cf/zai-org/glm-5.3'
+const PARAMS = FINGERPRINT_DEFAULTS
+const SPAN = minimumSpan(PARAMS)
+const NOW = 1_000_000
+
+let key: FingerprintKey
+beforeAll(async () => {
+  key = fingerprintKey(await contentSeed(await importCanaryKey('x'.repeat(32))))
+})
+
+/** A table where each tenant sent the given texts. */
+function tableOf(sent: Record<string, string[]>): FingerprintTable {
+  const table = new FingerprintTable(FINGERPRINT_DEFAULTS)
+  for (const [tenant, texts] of Object.entries(sent)) {
+    table.add(MODEL, tenant, printPrompt(key, texts, PARAMS).selected, NOW - 60_000)
+  }
+  return table
+}
+
+function options(table: FingerprintTable, tenant: string, own: string[] = []): ContentWatchOptions {
+  return {
+    key,
+    table,
+    model: MODEL,
+    tenant,
+    own: printPrompt(key, own, PARAMS),
+    now: NOW,
+    params: PARAMS,
+  }
+}
+
+/** `count` units of `text` from unit `first`, as written there. */
+function span(text: string, first: number, count: number): string {
+  const u = units(text)
+  return text.slice(u[first]!.start, u[first + count - 1]!.end)
+}
+
+const secret = english(11, 6000)
+const honest = english(12, 4000)
+
+describe('foreign-content watch', () => {
+  it('should name the tenant whose prompt an answer quotes, whole or streamed', () => {
+    const table = tableOf({ acme: [secret] })
+    const leaked = span(secret, 40, SPAN)
+    const answer = `${honest.slice(0, 900)} “${leaked.toUpperCase()}” ${honest.slice(900, 1500)}`
+    const whole = scanAnswer(options(table, 'globex'), { content: answer })
+    expect(whole).toMatchObject({ source: 'acme', channel: 'content' })
+    expect(whole!.run).toBeGreaterThanOrEqual(PARAMS.k)
+    const watch = new ContentWatch(options(table, 'globex'))
+    for (let i = 0; i < answer.length; i += 3) watch.push('content', answer.slice(i, i + 3), false)
+    watch.push('content', '', true)
+    expect(watch.evidence()).toEqual(whole)
+    // In a tool call's JSON arguments, escaped, too.
+    const args = JSON.stringify({ note: `${honest.slice(0, 300)}\n"${leaked}"` })
+    expect(scanAnswer(options(table, 'globex'), { 'tool:0': args })?.source).toBe('acme')
+  })
+
+  it('should not count the request’s own prompt, common text or the same tenant’s text', () => {
+    const leaked = span(secret, 40, SPAN + 20)
+    const answer = `${honest.slice(0, 900)} ${leaked} ${honest.slice(900, 1500)}`
+    const table = tableOf({ acme: [secret] })
+    expect(
+      scanAnswer(options(table, 'globex', ['Summarise:', leaked]), { content: answer }),
+    ).toBeUndefined()
+    expect(scanAnswer(options(table, 'acme'), { content: answer })).toBeUndefined()
+    const shared = tableOf({ acme: [secret], initech: [`Licence: ${leaked}`] })
+    expect(scanAnswer(options(shared, 'globex'), { content: answer })).toBeUndefined()
+    // Honest text of its own: nothing at all.
+    expect(new ContentWatch(options(table, 'globex')).strongest()).toBeUndefined()
+    expect(scanAnswer(options(table, 'globex'), { content: honest })).toBeUndefined()
+  })
+
+  it('should always find a quoted span of the stated minimum (random texts and spans)', () => {
+    const next = prng(7)
+    for (let trial = 0; trial < 150; trial++) {
+      const source = english(1000 + trial, 3000)
+      const table = tableOf({ acme: [source] })
+      const count = units(source).length
+      const length = SPAN + Math.floor(next() * 10)
+      const first = Math.floor(next() * (count - length))
+      const host = english(5000 + trial, 1500)
+      const cut = host.indexOf(' ', Math.floor(next() * 1400))
+      const answer = `${host.slice(0, cut)} ${span(source, first, length)} ${host.slice(cut)}`
+      const found = scanAnswer(options(table, `reader${trial}`), { reasoning: answer })
+      expect(found?.source, `trial ${trial}`).toBe('acme')
+    }
+  })
+
+  it('should share a fingerprint on any span of w + n − 1 units (the winnowing guarantee)', () => {
+    const next = prng(8)
+    const params = { ...PARAMS, k: 1 }
+    for (let trial = 0; trial < 150; trial++) {
+      const source = english(2000 + trial, 2000)
+      const table = new FingerprintTable()
+      table.add(MODEL, 'acme', printPrompt(key, [source], params).selected, NOW)
+      const length = params.w + params.n - 1
+      const first = Math.floor(next() * (units(source).length - length))
+      const answer = `${english(3000 + trial, 400)} ${span(source, first, length)} ${english(4000 + trial, 400)}`
+      const watch = new ContentWatch({ ...options(table, 'b'), params })
+      watch.push('content', answer, true)
+      expect(watch.evidence()?.source, `trial ${trial}`).toBe('acme')
+    }
+  })
+
+  it('should hold back every unit of a leaked span until its evidence is reached', () => {
+    const next = prng(9)
+    for (let trial = 0; trial < 60; trial++) {
+      const source = english(6000 + trial, 3000)
+      const table = tableOf({ acme: [source] })
+      const length = SPAN + Math.floor(next() * 5)
+      const first = Math.floor(next() * (units(source).length - length))
+      const prefix = `${english(7000 + trial, 200 + Math.floor(next() * 800))} `
+      const answer = `${prefix}${span(source, first, length)} ${english(8000 + trial, 500)}`
+      const watch = new ContentWatch(options(table, 'b'))
+      let released = 0
+      for (let at = 0; at < answer.length && !watch.evidence(); ) {
+        const size = 1 + Math.floor(next() * 15)
+        watch.push('content', answer.slice(at, at + size), false)
+        at += size
+        if (watch.evidence()) break
+        const safe = watch.safeFrom('content')
+        expect(safe).toBeGreaterThanOrEqual(released) // never takes back what was released
+        expect(safe, `trial ${trial}`).toBeLessThanOrEqual(prefix.length)
+        released = safe
+      }
+      expect(watch.evidence()?.source).toBe('acme')
+    }
+  })
+
+  it('should release everything once final, and hold back holdBackUnits units before', () => {
+    const watch = new ContentWatch(options(tableOf({}), 'b'))
+    watch.push('content', honest.slice(0, 2000), false)
+    const u = units(honest.slice(0, 2000))
+    const last = u[u.length - 1]!
+    // The last unit may still grow (no separator after it yet): it is open, not complete.
+    const open = last.end === 2000 ? 1 : 0
+    expect(watch.safeFrom('content')).toBe(u[u.length - open - holdBackUnits(PARAMS)]!.start)
+    watch.push('content', '', true)
+    expect(watch.safeFrom('content')).toBe(2000)
+    expect(watch.safeFrom('reasoning')).toBe(0)
+  })
+})
+
+describe('foreign-content watch against a tenant that stuffs its prompts', () => {
+  const SHORT = [
+    'Sure, here is a summary of the main points.',
+    "Here's an example that demonstrates the basic idea.",
+    'Let me explain this in more detail below.',
+    'I hope this helps!',
+    'Let me know if you have any questions.',
+    'Great question!',
+  ]
+  const LONG = 'It is important to note that the results may vary depending on your setup.'
+
+  it('should not flag ordinary answers for phrases under 10 units, however often they were stuffed', () => {
+    const next = prng(10)
+    const words = units(honest).map((u) => u.text)
+    // Every phrase in 300 contexts, with words of the answers around it: all its shingles are stored.
+    const stuffed = Array.from({ length: 300 }, () =>
+      [...SHORT, LONG].map((p) => `${words[Math.floor(next() * words.length)]} ${p}`).join(' '),
+    )
+    const table = tableOf({ mallory: stuffed })
+    let flagged = 0
+    for (let i = 0; i < 200; i++) {
+      const host = english(20_000 + i, 1200)
+      const parts = [0, 1, 2].map(() => SHORT[Math.floor(next() * SHORT.length)]!)
+      const answer = `${parts[0]} ${host.slice(0, 600)} ${parts[1]} ${host.slice(600)} ${parts[2]}`
+      if (scanAnswer(options(table, `victim${i}`), { content: answer })) flagged++
+    }
+    expect(flagged).toBe(0)
+    // The stated limit: a span of minimumSpan units the stuffer predicted verbatim is indistinguishable
+    // from a leak of its prompt (docs/fingerprints.md measures how often shorter sentences flag).
+    const predicted = span(stuffed[0]!, 0, SPAN)
+    const answer = `${honest.slice(0, 500)} ${predicted}`
+    expect(scanAnswer(options(table, 'victim'), { content: answer })?.source).toBe('mallory')
+  })
+})
