@@ -433,7 +433,8 @@ export class SimEngine {
       // The cache chain stops at the first unwritten page: a page never written must never be served as a
       // prefix, and pages after it are unreachable without it.
       let parent = root
-      const fullWritten = Math.min(staleFirst, Math.floor(length / ps))
+      // With the cache off, finished prompts' pages go straight back to the free list.
+      const fullWritten = config.prefixCache ? Math.min(staleFirst, Math.floor(length / ps)) : 0
       for (let j = 0; j < fullWritten; j++) {
         const key = match.keys[j] ?? hashPage(parent, tokens, j * ps, (j + 1) * ps)
         entries.push({ page: pages[j]!, key })

@@ -7,6 +7,7 @@ import type { BaselineState } from '../calibration/baseline'
 import type { CalibrationStore } from '../calibration/learned'
 import type { CanaryKey } from '../canary'
 import type { GuardError } from '../errors'
+import type { ContentWatch } from '../fingerprint'
 import type { StreamFormat } from '../format/frames'
 import type { ModelProfile, ResolvedOptions } from '../guard/options'
 import type { RequestPlan } from '../plan/plan'
@@ -54,6 +55,11 @@ export interface AttemptContext {
   prefix: RequestPlan['prefix']
   /** Learned honest timing for this model. */
   baseline: BaselineState
+  /**
+   * This request's prompt in the foreign-content book (printed once, after the first call was made):
+   * each attempt watches its answer with a fresh watch. Undefined when the check is off.
+   */
+  content: () => Promise<{ watch(): Promise<ContentWatch> } | undefined>
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
   waitUntil: ((promise: Promise<unknown>) => void) | undefined
   /** When the upstream call was made, by the guard's clock. */
@@ -70,6 +76,8 @@ export interface AttemptOutcome<T> {
   canaries: QuarantineRecord['canaries']
   /** The released stream's format, when the verification saw it. */
   format?: StreamFormat
+  /** Tenants whose prompt text the answer carried (foreign-content evidence), for the record. */
+  contentSources?: string[]
 }
 
 /**

@@ -7,16 +7,20 @@ import { callUpstream } from '../call/call'
 import type { AiRunner } from '../call/upstream'
 import { cacheSalt, injectCanary, mintCanary, prefixMarker, prependMarker } from '../canary'
 import { assembleAnswer } from '../format/assemble'
-import type { PrefixLookup, RequestPlan } from '../plan/plan'
+import { once, type PrefixLookup, type RequestPlan } from '../plan/plan'
+import { promptTexts } from '../plan/prompt-texts'
 import { cutOffError } from '../quarantine/withhold'
 import { verifyStreamedAnswer } from '../verify/streamed-answer'
 import { verifyWholeAnswer } from '../verify/whole-answer'
+import type { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
 import type { VerdictLogger } from './verdict-log'
 
 /** What the loop needs of the guard. */
 export interface AttemptHost extends AttemptServices {
   readonly logger: VerdictLogger
+  /** The foreign-content book, when the check is on. */
+  readonly fingerprints: FingerprintBook | undefined
 }
 
 /** Per-request hooks from the host (the Worker passes its `ExecutionContext.waitUntil`). */
@@ -38,15 +42,19 @@ export async function runAttempts(
   runOptions: Record<string, unknown> | undefined,
 ): Promise<unknown> {
   const streamed = plan.facts.stream || plan.viaStream
+  const content = printed(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
-    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt)
-    const output = await callUpstream(ctx, upstream, {
+    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt, content)
+    const calling = callUpstream(ctx, upstream, {
       model: plan.model,
       inputs,
       runOptions: withAffinity(runOptions, isolated.affinity),
       streamed,
       maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
     })
+    // The call is out: hash the prompt while the engine prefills it (once per request).
+    content().catch(() => {})
+    const output = await calling
     const outcome = streamed
       ? await verifyStreamedAnswer(ctx, output)
       : await verifyWholeAnswer(ctx, output)
@@ -73,6 +81,7 @@ async function prepare(
   plan: RequestPlan,
   hooks: RunnerHooks,
   attempt: number,
+  content: AttemptContext['content'],
 ): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
   const canary = plan.scanning
     ? await mintCanary(await host.key(), {
@@ -108,11 +117,26 @@ async function prepare(
     // A retry re-sends everything but the directive: the engine may have all of it cached.
     prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
     baseline: plan.snapshot.baseline,
+    content,
     waitUntil: hooks.waitUntil,
     startedAt: host.options.now(),
     attempt,
   }
   return { ctx, inputs, isolated }
+}
+
+/**
+ * The request's prompt in the foreign-content book, recorded on first use (see
+ * src/guard/fingerprint-book.ts); undefined when the check is off.
+ */
+function printed(
+  host: AttemptHost,
+  plan: RequestPlan,
+  hooks: RunnerHooks,
+): AttemptContext['content'] {
+  const book = host.fingerprints
+  if (!book) return async () => undefined
+  return once(() => book.record(plan.model, plan.tenant, promptTexts(plan.inputs), hooks.waitUntil))
 }
 
 /** The inputs as the profile's cache isolation sends them, and what else it sets. */

@@ -19,6 +19,7 @@ import type { QuarantineStore } from '../quarantine/store'
 import { quarantineError, recordIncident } from '../quarantine/withhold'
 import { PrefixRecord } from '../timing/prefix-record'
 import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
+import { FingerprintBook } from './fingerprint-book'
 import {
   fallbackProfile,
   type GuardOptions,
@@ -39,6 +40,8 @@ export class Guard implements AttemptHost, PlanServices {
   readonly attribution: TenantAttribution
   /** Folds a tenant's repeated incidents of one kind into one record; leaks are always kept whole. */
   readonly incidents: IncidentRecorder
+  /** Recent prompts' fingerprints for the foreign-content check (undefined when it is off). */
+  readonly fingerprints: FingerprintBook | undefined
   #key: Promise<CanaryKey> | undefined
 
   constructor(options: GuardOptions) {
@@ -54,6 +57,10 @@ export class Guard implements AttemptHost, PlanServices {
       now: this.options.now,
       windowMs: this.options.incidentWindowMs,
     })
+    const content = this.options.foreignContent
+    this.fingerprints = content
+      ? new FingerprintBook(content, () => this.key(), this.options.now)
+      : undefined
   }
 
   /** The canary key, imported once on first use (WebCrypto is async). */
@@ -112,7 +119,7 @@ export class Guard implements AttemptHost, PlanServices {
     try {
       checkCall(model, runOptions)
       const plan = await planRequest(this, requestId, tenant, model, inputs)
-      if (plan.scanning) {
+      if (plan.scanning || plan.profile.cacheIsolation === 'prefix') {
         // Off the request path: a directory write never delays or fails an answer (it never rejects).
         const remembered = this.attribution.remember(tenant)
         hooks.waitUntil?.(remembered)

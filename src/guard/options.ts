@@ -4,6 +4,7 @@
 import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
+import { FINGERPRINT_DEFAULTS, type FingerprintStore } from '../fingerprint'
 import type { QuarantineStore } from '../quarantine/store'
 
 /**
@@ -179,6 +180,33 @@ export interface GuardOptions {
   maxHeldBytes?: number
   /** Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets). */
   onVerdict?: (event: VerdictLog) => void
+  /**
+   * Foreign-content fingerprints: every answer is scanned for text of another tenant's recent prompt
+   * (docs/fingerprints.md). On by default, per isolate; a `store` shares the fingerprints across
+   * isolates. `false` turns the check off.
+   */
+  foreignContent?: ForeignContentOptions | false
+}
+
+/** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
+export interface ForeignContentOptions {
+  /** Where isolates share their prompts' fingerprints (the Worker's is a Durable Object). */
+  store?: FingerprintStore
+  /** Memory of the isolate's fingerprint table. @default 16 MiB */
+  budgetBytes?: number
+  /** How long a prompt's fingerprints are kept. @default 1 hour */
+  ttlMs?: number
+  /** From how many distinct tenants a fingerprint is boilerplate, never evidence (2 to 4). @default 2 */
+  commonAt?: number
+  /** Consecutive fingerprints of one other tenant that make evidence (at least the default). */
+  run?: number
+}
+
+/** The foreign-content check as resolved. */
+export interface ResolvedForeignContent {
+  store: FingerprintStore | undefined
+  table: { budgetBytes: number; ttlMs: number; commonAt: number; tenantShare: number }
+  params: { n: number; w: number; k: number }
 }
 
 /** The structured log line written for every answer the guard decides on. */
@@ -227,6 +255,8 @@ export interface ResolvedOptions {
   timeouts: { firstTokenMs: number; idleMs: number; responseMs: number }
   wholeAnswers: 'via-stream' | 'as-is'
   incidentWindowMs: number
+  /** Undefined: the foreign-content check is off. */
+  foreignContent: ResolvedForeignContent | undefined
 }
 
 /**
@@ -266,6 +296,36 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
       options.incidentWindowMs ?? 600_000,
       ' of milliseconds',
     ),
+    foreignContent: resolveForeignContent(options.foreignContent),
+  }
+}
+
+/** The foreign-content settings: measured defaults; a run may be raised, never lowered below them. */
+function resolveForeignContent(
+  options: ForeignContentOptions | false | undefined,
+): ResolvedForeignContent | undefined {
+  if (options === false) return undefined
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new Error('option "foreignContent" must be an object or false')
+  }
+  const o = options ?? {}
+  const store = o.store
+  if (
+    store !== undefined &&
+    (typeof store.publish !== 'function' || typeof store.since !== 'function')
+  ) {
+    throw new Error('option "foreignContent.store" must have publish() and since()')
+  }
+  const d = FINGERPRINT_DEFAULTS
+  return {
+    store,
+    table: {
+      budgetBytes: integer('foreignContent.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
+      ttlMs: integer('foreignContent.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),
+      commonAt: integer('foreignContent.commonAt', o.commonAt ?? d.commonAt, 2, 4),
+      tenantShare: d.tenantShare,
+    },
+    params: { n: d.n, w: d.w, k: integer('foreignContent.run', o.run ?? d.k, d.k, 64) },
   }
 }
 

@@ -182,8 +182,13 @@ async function lookupPrefix(
   return { digest, cachedTokens }
 }
 
-/** `make`'s promise, made once, on first need. */
-function once<T>(make: () => Promise<T>): () => Promise<T> {
+/**
+ * `make`'s promise, made once, on first need.
+ *
+ * @example
+ * const estimate = once(() => estimateTexts(texts))
+ */
+export function once<T>(make: () => Promise<T>): () => Promise<T> {
   let made: Promise<T> | undefined
   return () => {
     made ??= make()

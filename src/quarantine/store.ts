@@ -26,6 +26,10 @@ export interface QuarantineRecord {
     expectedMinMs?: number
     attempts?: number
     score?: number
+    /** Foreign content: the longest run of the source tenant's fingerprints in the answer. */
+    contentRun?: number
+    /** Foreign content: the source tenant's distinct fingerprints anywhere in the answer. */
+    contentMatches?: number
   }
   /** Canary findings: which other tenants' canaries appeared (tenant tags, never the tokens). */
   canaries: {
@@ -40,8 +44,9 @@ export interface QuarantineRecord {
     tenants?: string[]
   }[]
   /**
-   * Tenants the leaked canaries are attributed to: every owner of every leaked tag, so a tag collision
-   * names all candidates (see `canaries[].tenants`), never one picked among them.
+   * Tenants whose data leaked: every owner of every leaked canary's tag, so a tag collision names all
+   * candidates (see `canaries[].tenants`), never one picked among them; and the tenant whose prompt
+   * text the answer carried (`foreign_content`).
    */
   sourceTenants: string[]
   /** The withheld text per channel (reasoning, content, tool:n). */

@@ -26,7 +26,11 @@ export async function recordIncident(
   outcome: AttemptOutcome<unknown>,
 ): Promise<Incident> {
   const id = `inc_${crypto.randomUUID()}`
-  const { canaries, sourceTenants } = await deps.attribution.attribute(outcome.canaries)
+  const attributed = await deps.attribution.attribute(outcome.canaries)
+  const { canaries } = attributed
+  const sourceTenants = [
+    ...new Set([...attributed.sourceTenants, ...(outcome.contentSources ?? [])]),
+  ]
   const record: QuarantineRecord = {
     id,
     at: deps.now(),

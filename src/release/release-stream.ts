@@ -12,9 +12,11 @@ import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { Usage } from '../call/upstream'
 import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
 import { GuardError } from '../errors'
+import type { ForeignContent } from '../fingerprint'
 import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../format/frames'
 import type { SseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'
+import type { ContentHold } from './content-hold'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
 const SHORT_TAIL = /^c(?:n(?:r(?:y)?)?)?$/i
@@ -54,6 +56,13 @@ export interface ReleaseStart {
    * usage the upstream reported: only such an answer may teach learned state.
    */
   onEnd?: (usage: Usage | undefined) => void
+  /**
+   * The answer's foreign-content check, fed with the held frames already: the release stage feeds it
+   * the rest, holds back what it has not judged yet, and ends the stream when it finds evidence.
+   */
+  content?: ContentHold
+  /** Called when another tenant's prompt text appears after release; returns the ending error. */
+  onForeignContent?: (found: ForeignContent, seen: Record<string, string>) => Promise<GuardError>
   /** Called when a foreign canary appears after release; returns the error that ends the stream. */
   onForeign: (
     channel: Channel,
@@ -75,13 +84,14 @@ export function releaseStream(
   const release = new Release(ctx, start)
   return new TransformStream<SseEvent, SseEvent>({
     async start(controller) {
-      for (const frame of start.held) release.add(frame)
+      // Already read by the foreign-content check while held: added here for release only.
+      for (const frame of start.held) release.add(frame, false)
       await release.scan(start.held.some((f) => f.done))
       release.flushInto(controller)
     },
     transform(event, controller) {
       const frame = parseFrame(event)
-      release.add(frame)
+      release.add(frame, true)
       // Nothing follows [DONE], so no canary can still be completing: release everything.
       const pending = release.scan(frame.done)
       if (pending === undefined) {
@@ -129,7 +139,8 @@ class Release {
     return state
   }
 
-  add(frame: Frame): void {
+  /** Queues a frame; `fresh` text (not read while held) also goes to the foreign-content check. */
+  add(frame: Frame, fresh: boolean): void {
     if (frame.done) this.#sawDone = true
     if (frame.usage) this.#usage = frame.usage
     const spans: Held['spans'] = {}
@@ -138,6 +149,7 @@ class Release {
       const state = this.#channel(name)
       const startAt = state.base + state.text.length
       state.text += text
+      if (fresh) this.#start.content?.push(name, text)
       this.#dirty.add(name)
       spans[name] = { start: startAt, end: startAt + text.length }
       const prior = this.#seen[name] ?? ''
@@ -152,6 +164,8 @@ class Release {
    * Synchronous (undefined) when no text holds a `cnry_`: no promise per event on the common path.
    */
   scan(final: boolean): Promise<void> | undefined {
+    const content = this.#contentCheck(final)
+    if (content) return content
     const slow: [Channel, ChannelState][] = []
     for (const [name, state] of this.#channels) {
       if (!final && !this.#dirty.has(name)) continue
@@ -165,6 +179,28 @@ class Release {
     }
     this.#dirty.clear()
     return slow.length === 0 ? undefined : this.#classify(slow, final)
+  }
+
+  /**
+   * Ends the stream, before the events that carry it, when another tenant's prompt text has shown up;
+   * at the end of the answer its last words are judged first.
+   */
+  #contentCheck(final: boolean): Promise<never> | undefined {
+    const { content, onForeignContent } = this.#start
+    if (!content || !onForeignContent) return undefined
+    if (final) content.end()
+    const found = content.evidence()
+    if (!found) return undefined
+    return onForeignContent(found, redactCanaries(this.#seen)).then((error) => {
+      throw error
+    })
+  }
+
+  /** Where a channel may be released up to: neither a canary nor unjudged content lies before it. */
+  #safe(name: Channel): number {
+    const canary = this.#channel(name).safe
+    const content = this.#start.content?.safeFrom(name) ?? Number.POSITIVE_INFINITY
+    return Math.min(canary, content)
   }
 
   async #classify(slow: [Channel, ChannelState][], final: boolean): Promise<void> {
@@ -192,7 +228,7 @@ class Release {
     while (this.#queue.length > 0) {
       const next = this.#queue[0]!
       const spans = channelEntries(next.spans)
-      const blocked = spans.filter(([name, span]) => span.end > this.#channel(name).safe)
+      const blocked = spans.filter(([name, span]) => span.end > this.#safe(name))
       if (blocked.length > 0 && !this.#moveOn(blocked)) break
       this.#queue.shift()
       controller.enqueue(this.#emit(next, spans))
@@ -222,9 +258,14 @@ class Release {
       channelEntries(held.spans).some(([name]) => !names.has(name)),
     )
     if (!others) return false
+    // The foreign-content check judges a paused channel's last words now (see ./content-hold.ts).
+    for (const [name] of blocked) this.#start.content?.pause(name)
+    const evidence = this.#start.content?.evidence()
+    if (evidence) return false // ended by the next scan, before these words leave
     const cuts: [ChannelState, Range][] = []
     for (const [name] of blocked) {
       const state = this.#channel(name)
+      if (state.safe >= state.base + state.text.length) continue // held for content only
       const tail = state.text.slice(state.safe - state.base)
       if (SHORT_TAIL.test(tail)) continue
       // The start of our own canary (a quote of the directive cut short): cut, never released.

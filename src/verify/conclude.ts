@@ -3,7 +3,8 @@
  * figures behind it, the texts a release may send, and what a withheld answer records.
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
-import type { Channel } from '../format/frames'
+import type { ForeignContent } from '../fingerprint'
+import { type Channel, channelEntries } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { TimingSignal } from '../timing/prefill'
 import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
@@ -20,6 +21,11 @@ export interface Evidence {
   timing?: TimingSignal
   /** The engine's `usage.prompt_tokens`. */
   reported?: number
+  /**
+   * A stream's foreign-content watch, fed as the stream was held (see ./streamed-answer.ts); without
+   * one, the texts are scanned here as a whole answer.
+   */
+  watch?: { evidence(): ForeignContent | undefined }
 }
 
 /** What the evidence concluded. */
@@ -42,11 +48,13 @@ export interface Conclusion {
 export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise<Conclusion> {
   const { timing, reported } = evidence
   const scanned = await scanChannels(ctx, evidence.texts)
+  const content = await foreignContent(ctx, evidence)
   const estimate = ctx.counted ? await ctx.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
   const verdict = decide({
     echo: evidence.echo,
     foreignCanaries: scanned.findings.filter((f) => f.kind === 'foreign').length,
+    ...(content ? { foreignContent: content } : {}),
     ...(timing ? { timing } : {}),
     ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
     attempt: ctx.attempt,
@@ -58,6 +66,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
       ? { estimatedTokens: estimate.bound + estimate.overhead }
       : { tokenBound: ctx.boundTokens }),
     ...(reported !== undefined ? { promptTokensReported: reported } : {}),
+    ...(content ? { contentRun: content.run, contentMatches: content.matches } : {}),
   }
   return {
     verdict,
@@ -68,8 +77,25 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
       withheld: redactCanaries(raw),
       figures,
       canaries: canaryEntries(scanned.findings),
+      ...(content ? { contentSources: [content.source] } : {}),
     }),
   }
+}
+
+/**
+ * Another tenant's prompt text in the answer: from the stream's watch, or a scan of the whole texts.
+ * A stream's verdict may come before its end (the rest is watched by the release stage).
+ */
+async function foreignContent(
+  ctx: AttemptContext,
+  evidence: Evidence,
+): Promise<ForeignContent | undefined> {
+  if (evidence.watch) return evidence.watch.evidence()
+  const printed = await ctx.content()
+  if (!printed) return undefined
+  const watch = await printed.watch()
+  for (const [channel, text] of channelEntries(evidence.texts)) watch.push(channel, text, true)
+  return watch.evidence()
 }
 
 /** Timing figures for a quarantine record. */

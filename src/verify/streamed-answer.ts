@@ -19,6 +19,7 @@ import { stallWatchdog } from '../call/watchdog'
 import { GuardError } from '../errors'
 import { type Channel, channelEntries, type Frame, parseFrame } from '../format/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from '../format/sse'
+import { ContentHold } from '../release/content-hold'
 import { releaseStream } from '../release/release-stream'
 import type { TimingSignal } from '../timing/prefill'
 import { type Conclusion, conclude } from './conclude'
@@ -47,7 +48,9 @@ export async function verifyStreamedAnswer(
   const events = (body as ReadableStream<Uint8Array>)
     .pipeThrough(stallWatchdog({ firstByteMs: timeouts.firstTokenMs, idleMs: timeouts.idleMs }))
     .pipeThrough(sseDecoder())
-  const reading = new HeldStream(ctx, events.getReader())
+  const printed = await ctx.content()
+  const content = printed ? new ContentHold(await printed.watch()) : undefined
+  const reading = new HeldStream(ctx, events.getReader(), content)
   await reading.untilVerdict()
   let conclusion: Conclusion
   try {
@@ -72,6 +75,7 @@ class HeldStream {
   readonly #ctx: AttemptContext
   readonly #reader: ReadableStreamDefaultReader<SseEvent>
   readonly #echo: EchoWatch
+  readonly #content: ContentHold | undefined
   #heldBytes = 0
   #ended = false
   #sawDone = false
@@ -80,10 +84,15 @@ class HeldStream {
   #timing: TimingSignal | undefined
   #concluded: EchoOutcome | undefined
 
-  constructor(ctx: AttemptContext, reader: ReadableStreamDefaultReader<SseEvent>) {
+  constructor(
+    ctx: AttemptContext,
+    reader: ReadableStreamDefaultReader<SseEvent>,
+    content: ContentHold | undefined,
+  ) {
     this.#ctx = ctx
     this.#reader = reader
     this.#echo = new EchoWatch(ctx)
+    this.#content = content
   }
 
   /** Reads until the first token is timed and the echo settled (or the stream ends). */
@@ -135,6 +144,7 @@ class HeldStream {
       if (!text) continue
       hasText = true
       this.raw[channel] = (this.raw[channel] ?? '') + text
+      this.#content?.push(channel, text)
     }
     if (hasText && this.#firstTokenMs === undefined) {
       // Reasoning counts: the first token of any kind is when prefill must have finished.
@@ -163,9 +173,11 @@ class HeldStream {
       this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs, cached)
     }
     const reported = usage?.prompt_tokens
+    if (this.#ended) this.#content?.end()
     return conclude(this.#ctx, {
       echo,
       texts: this.raw,
+      ...(this.#content ? { watch: this.#content } : {}),
       ...(this.#timing ? { timing: this.#timing } : {}),
       ...(reported !== undefined ? { reported } : {}),
     })
@@ -202,6 +214,16 @@ class HeldStream {
           strips: span && span.end > span.start ? { content: [span] } : {},
           // Usage comes at the end of the stream: taught once the whole answer passed.
           onEnd: (usage) => this.#teach(usage),
+          ...(this.#content ? { content: this.#content } : {}),
+          onForeignContent: (found, seen) =>
+            // Another tenant's prompt text, found after release: end the stream before its words.
+            ctx.services.withhold(ctx, {
+              verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
+              withheld: seen,
+              figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
+              canaries: [],
+              contentSources: [found.source],
+            }),
           onForeign: (channel, tenantTag, seen) =>
             // Quarantine mid-stream: record what was seen, end the stream before the offending event.
             ctx.services.withhold(ctx, {

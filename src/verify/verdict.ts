@@ -4,6 +4,8 @@
  * | signal (alone)                                   | action     | why                                            |
  * |--------------------------------------------------|------------|------------------------------------------------|
  * | foreign canary (verifies, not this request's)     | quarantine | proof: another request's prompt is in the answer |
+ * | another tenant's recent prompt text in the answer | quarantine | a run of its fingerprints no chance quote or     |
+ * |   (a run of its fingerprints, not in this prompt)  |            | boilerplate makes (docs/fingerprints.md)         |
  * | first token faster than any real prefill         | quarantine | the prompt was not read (placeholder path)      |
  * | reported prompt tokens below the lower estimate  | quarantine | the engine read less than was sent (truncation) |
  * | echo missing + any signal above                  | quarantine | two independent signs                           |
@@ -36,6 +38,8 @@ export interface Signals {
   echo: EchoOutcome
   /** Canaries in the answer that verify under our key but belong to another request. */
   foreignCanaries: number
+  /** Another tenant's recent prompt text in the answer (src/fingerprint), when found. */
+  foreignContent?: { source: string; run: number }
   timing?: TimingSignal
   /**
    * The upstream's own prompt count beside the guard's lower estimate of it (the family's smallest
@@ -50,6 +54,7 @@ export interface Signals {
 /** A reason code and what it weighs. */
 export type Reason =
   | 'foreign_canary'
+  | 'foreign_content'
   | 'ttft_impossible'
   | 'usage_undercount'
   | 'echo_missing'
@@ -67,6 +72,7 @@ export interface Verdict {
 
 const WEIGHT: Record<Reason, number> = {
   foreign_canary: 1,
+  foreign_content: 0.95,
   ttft_impossible: 0.9,
   usage_undercount: 0.8,
   echo_missing_repeatedly: 0.6,
@@ -89,6 +95,7 @@ const WEIGHT: Record<Reason, number> = {
 export function decide(signals: Signals): Verdict {
   const hard: Reason[] = []
   if (signals.foreignCanaries > 0) hard.push('foreign_canary')
+  if (signals.foreignContent) hard.push('foreign_content')
   if (signals.timing?.impossible) hard.push('ttft_impossible')
   if (signals.usage && signals.usage.reported < signals.usage.lower) {
     hard.push('usage_undercount')

@@ -106,6 +106,8 @@ describe('prefix cache', () => {
     const inputs = userMessage(secretLines('A', 40))
     await sim.binding('a').run(GLM, inputs)
     expect(cached(await sim.binding('a').run(GLM, inputs))).toBe(0)
+    // Nothing is kept: the finished prompt's pages are free again (stale, for leak modes to read).
+    expect(sim.stats().pool.cachedPages).toBe(0)
   })
 
   it('should evict cached pages (LRU) when another request needs the room', async () => {

@@ -1,0 +1,134 @@
+/**
+ * @module The guard's book of recent prompts for the foreign-content check: each guarded prompt's
+ * fingerprints go into the isolate's table (and, with a store, to every other isolate), and each
+ * answer is watched against what every other tenant sent.
+ *
+ * A prompt is printed right after its upstream call is made, so the hashing runs while the engine
+ * prefills; it is recorded before its answer is read, because from the moment it is sent its pages
+ * can turn up in another tenant's answer. A shared store is read before each answer is judged, so a
+ * prompt guarded in another isolate a moment ago is already in this one's table.
+ */
+import { type CanaryKey, contentSeed } from '../canary'
+import {
+  ContentWatch,
+  type FingerprintKey,
+  FingerprintTable,
+  fingerprintKey,
+  type PromptPrint,
+  printPrompt,
+} from '../fingerprint'
+import type { ResolvedForeignContent } from './options'
+
+/** One request's print, and the answer watch it makes once the shared store has been read. */
+export interface PrintedPrompt {
+  print: PromptPrint
+  /** A watch over one answer (one per attempt), after this request's read of the store. */
+  watch(): Promise<ContentWatch>
+}
+
+/** The isolate's fingerprint table and its link to the shared store. */
+export class FingerprintBook {
+  readonly table: FingerprintTable
+  readonly #settings: ResolvedForeignContent
+  readonly #key: () => Promise<CanaryKey>
+  readonly #now: () => number
+  #fingerprintKey: Promise<FingerprintKey> | undefined
+  #cursor: string | undefined
+  /** The read of the store in flight, and when it started. */
+  #reading: { startedAt: number; done: Promise<void> } | undefined
+  #warned = false
+
+  constructor(settings: ResolvedForeignContent, key: () => Promise<CanaryKey>, now: () => number) {
+    this.#settings = settings
+    this.#key = key
+    this.#now = now
+    this.table = new FingerprintTable(settings.table)
+  }
+
+  /**
+   * Prints and records one prompt (its texts: see src/plan/prompt-texts.ts) for `tenant`, publishes
+   * it, and starts this request's read of the store.
+   *
+   * @example
+   * const printed = await book.record(model, tenant, texts, ctx.waitUntil)
+   * const watch = await printed.watch()
+   */
+  async record(
+    model: string,
+    tenant: string,
+    texts: readonly string[],
+    waitUntil: ((promise: Promise<unknown>) => void) | undefined,
+  ): Promise<PrintedPrompt> {
+    const key = await this.#hashKey()
+    const at = this.#now()
+    const read = this.#readStore(at)
+    const print = printPrompt(key, texts, this.#settings.params)
+    this.table.add(model, tenant, print.selected, at)
+    const { store } = this.#settings
+    if (store && print.selected.length > 0) {
+      const published = store
+        .publish({ model, tenant, at, hashes: print.selected })
+        .catch((error: unknown) => this.#storeFailed('publish', error))
+      waitUntil?.(published)
+    }
+    const params = this.#settings.params
+    return {
+      print,
+      watch: async () => {
+        await read
+        return new ContentWatch({
+          key,
+          table: this.table,
+          model,
+          tenant,
+          own: print,
+          now: this.#now,
+          params,
+        })
+      },
+    }
+  }
+
+  #hashKey(): Promise<FingerprintKey> {
+    this.#fingerprintKey ??= this.#key().then(async (key) => fingerprintKey(await contentSeed(key)))
+    return this.#fingerprintKey
+  }
+
+  /**
+   * A read of the store that starts no earlier than `since`: one in flight that started since then is
+   * shared, otherwise a new one follows it. Never rejects: a store that fails leaves this isolate's
+   * own table (logged), because an outage of the shared log must not become an outage of every answer.
+   */
+  #readStore(since: number): Promise<void> {
+    const { store } = this.#settings
+    if (!store) return Promise.resolve()
+    const current = this.#reading
+    if (current && current.startedAt >= since) return current.done
+    const previous = current?.done ?? Promise.resolve()
+    const startedAt = this.#now()
+    const done = previous.then(async () => {
+      try {
+        const { batches, cursor } = await store.since(this.#cursor)
+        for (const batch of batches)
+          this.table.add(batch.model, batch.tenant, batch.hashes, batch.at)
+        this.#cursor = cursor
+      } catch (error) {
+        this.#storeFailed('since', error)
+      }
+    })
+    this.#reading = { startedAt, done }
+    return done
+  }
+
+  #storeFailed(operation: string, error: unknown): void {
+    if (this.#warned) return
+    this.#warned = true
+    console.error(
+      JSON.stringify({
+        event: 'ai_guard_fingerprint_store_failed',
+        operation,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    )
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * @module The foreign-content check over one streamed answer, in the release stage's terms: text per
+ * channel in, evidence and "release up to here" out.
+ *
+ * A channel that stops while another flows on (reasoning done, content started) is closed for the
+ * check, so its last words — held until enough follows to judge them — are judged and released rather
+ * than holding every later event to the end of the stream. Should the channel resume, its new text is
+ * judged as a new piece.
+ */
+import type { ContentWatch, ForeignContent } from '../fingerprint'
+import type { Channel } from '../format/frames'
+
+interface Piece {
+  /** The watch's key for the channel's current piece. */
+  key: string
+  /** Where that piece starts in the channel's text. */
+  base: number
+  /** The channel's text length so far. */
+  length: number
+  closed: boolean
+}
+
+/** One answer's foreign-content watch, with channels that may pause. */
+export class ContentHold {
+  readonly #watch: ContentWatch
+  readonly #pieces = new Map<Channel, Piece>()
+  #count = 0
+
+  constructor(watch: ContentWatch) {
+    this.#watch = watch
+  }
+
+  /**
+   * Reads a channel's next text.
+   *
+   * @example
+   * hold.push('content', delta)
+   */
+  push(channel: Channel, text: string): void {
+    if (text === '') return
+    let piece = this.#pieces.get(channel)
+    if (piece === undefined || piece.closed) {
+      const base = piece?.length ?? 0
+      piece = { key: `${channel}#${this.#count++}`, base, length: base, closed: false }
+      this.#pieces.set(channel, piece)
+    }
+    this.#watch.push(piece.key, text, false)
+    piece.length += text.length
+  }
+
+  /**
+   * Closes a channel's current piece: everything it holds is judged now and may be released.
+   *
+   * @example
+   * hold.pause('reasoning') // content has started
+   */
+  pause(channel: Channel): void {
+    const piece = this.#pieces.get(channel)
+    if (piece === undefined || piece.closed) return
+    this.#watch.push(piece.key, '', true)
+    piece.closed = true
+  }
+
+  /**
+   * The answer ended: every channel is judged to its last word.
+   *
+   * @example
+   * hold.end()
+   */
+  end(): void {
+    for (const channel of this.#pieces.keys()) this.pause(channel)
+  }
+
+  /**
+   * Where the channel's text may be released up to, as far as this check goes.
+   *
+   * @example
+   * const safe = Math.min(canarySafe, hold.safeFrom('content'))
+   */
+  safeFrom(channel: Channel): number {
+    const piece = this.#pieces.get(channel)
+    if (piece === undefined) return Number.POSITIVE_INFINITY
+    if (piece.closed) return piece.length
+    return piece.base + this.#watch.safeFrom(piece.key)
+  }
+
+  /**
+   * Another tenant's prompt text in what was read, once there is enough of it.
+   *
+   * @example
+   * if (hold.evidence()) quarantine()
+   */
+  evidence(): ForeignContent | undefined {
+    const found = this.#watch.evidence()
+    return found ? { ...found, channel: found.channel.replace(/#\d+$/, '') } : undefined
+  }
+}
