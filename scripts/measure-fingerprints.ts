@@ -317,7 +317,7 @@ function falseEvidence(data: Split, n: number, w: number, answers: string[]): Fa
         if (found.run >= k) counts[k - 1]!++
         if (found.matches >= k && run < 10) c.wholeAnswerCoincidence[k - 1]!++
       }
-      if (index === withRule && found.run >= 2 && run < 25 && result.flagged.length < 60) {
+      if (index === withRule && found.run >= 2 && run < 25 && result.flagged.length < 15) {
         const source = sources[runs.indexOf(run)]?.name ?? ''
         result.flagged.push({
           k: found.run,
@@ -544,12 +544,13 @@ const GRID = QUICK
 
 /**
  * The most fingerprints per shingle the default table can take for one 256k-token English prompt
- * (~202k shingles) within one tenant's share of a generation: denser settings would drop part of the
- * largest prompts' fingerprints at the default budget.
+ * (~228k shingles: bench/suites/fingerprint.ts) within one tenant's share of a generation, with a
+ * quarter to spare for its other prompts: denser settings would drop part of the largest prompts'
+ * fingerprints at the default budget.
  */
 function maxDensity(): number {
   const stats = new FingerprintTable(FINGERPRINT_DEFAULTS).stats()
-  return (stats.entriesPerGeneration * FINGERPRINT_DEFAULTS.tenantShare) / 202_000
+  return (stats.entriesPerGeneration * FINGERPRINT_DEFAULTS.tenantShare) / (1.25 * 228_000)
 }
 
 /**

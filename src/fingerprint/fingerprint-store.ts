@@ -15,16 +15,21 @@ export interface FingerprintBatch {
 }
 
 /**
- * A shared log of batches. `since(undefined)` returns what the store still holds (at most a ttl's
- * worth); an isolate then passes the returned cursor to get only what is newer. Batches an isolate
- * published itself may come back: adding a batch twice to a table changes nothing.
+ * A shared log of batches, per model: a leak stays within one model's engine pool, so an isolate
+ * answering for a model reads only that model's log (the Worker shards its Durable Object the same
+ * way). `since(model, undefined)` returns the newest batches the store still holds (bounded); an
+ * isolate then passes the returned cursor to get only what is newer. Batches an isolate published
+ * itself may come back: adding a batch twice to a table changes nothing.
  *
  * @example
  * await store.publish({ model, tenant, at: Date.now(), hashes: print.selected })
- * const { batches, cursor: next } = await store.since(cursor)
+ * const { batches, cursor: next } = await store.since(model, cursor)
  * for (const b of batches) table.add(b.model, b.tenant, b.hashes, b.at)
  */
 export interface FingerprintStore {
   publish(batch: FingerprintBatch): Promise<void>
-  since(cursor: string | undefined): Promise<{ batches: FingerprintBatch[]; cursor: string }>
+  since(
+    model: string,
+    cursor: string | undefined,
+  ): Promise<{ batches: FingerprintBatch[]; cursor: string }>
 }

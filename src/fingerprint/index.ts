@@ -43,5 +43,6 @@ export const FINGERPRINT_DEFAULTS = {
   budgetBytes: 16 * 1024 * 1024,
   ttlMs: 3_600_000,
   commonAt: 2,
-  tenantShare: 0.25,
+  /** A 256k-token prompt (~91k fingerprints) fits in one tenant's third of a generation (115k). */
+  tenantShare: 1 / 3,
 } as const

@@ -21,7 +21,7 @@ export interface FingerprintTableOptions {
   ttlMs?: number
   /** Distinct tenants from which a fingerprint is common (never evidence), 2 to 4. @default 2 */
   commonAt?: number
-  /** The largest share of a generation one tenant may fill. @default 0.25 */
+  /** The largest share of a generation one tenant may fill. @default 1/3 */
   tenantShare?: number
 }
 
@@ -84,7 +84,7 @@ export class FingerprintTable implements FingerprintLookup {
     const budget = options.budgetBytes ?? 16 * 1024 * 1024
     const ttl = options.ttlMs ?? 3_600_000
     const commonAt = options.commonAt ?? 2
-    const share = options.tenantShare ?? 0.25
+    const share = options.tenantShare ?? 1 / 3
     if (!(budget >= MIN_BUDGET)) throw new Error(`budgetBytes: at least ${MIN_BUDGET}`)
     if (!(ttl >= 1000)) throw new Error('ttlMs: at least 1000')
     if (!Number.isInteger(commonAt) || commonAt < 2 || commonAt > 4) {

@@ -83,7 +83,7 @@ describe('fingerprint table', () => {
   })
 
   it('should keep other tenants\u2019 recent fingerprints when one tenant floods (its share is capped)', () => {
-    const table = new FingerprintTable({ budgetBytes: 16 * MIB, ttlMs: HOUR, tenantShare: 0.25 })
+    const table = new FingerprintTable({ budgetBytes: 16 * MIB, ttlMs: HOUR })
     const victims = Array.from({ length: 50 }, (_, i) => ({
       tenant: `v${i}`,
       hashes: hashes(100 + i, 2000),
