@@ -92,7 +92,7 @@ describe('fingerprint table', () => {
     // One tenant sends two million fingerprints, in prompts spread over the half-ttl.
     for (let i = 0; i < 20; i++) table.add(MODEL, 'flood', hashes(10_000 + i, 100_000), i * 5000)
     const stats = table.stats()
-    expect(stats.dropped).toBeGreaterThan(1_900_000)
+    expect(stats.dropped).toBeGreaterThan(1_800_000) // all but its third of a generation
     expect(stats.bytes).toBeLessThanOrEqual(16 * MIB)
     for (const v of victims) {
       for (const h of v.hashes.slice(0, 50)) {
