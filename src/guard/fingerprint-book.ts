@@ -33,10 +33,13 @@ export class FingerprintBook {
   readonly #key: () => Promise<CanaryKey>
   readonly #now: () => number
   #fingerprintKey: Promise<FingerprintKey> | undefined
-  #cursor: string | undefined
-  /** The read of the store in flight, and when it started. */
-  #reading: { startedAt: number; done: Promise<void> } | undefined
-  #warned = false
+  /** Per model: how far this isolate has read the store, and the read in flight. */
+  readonly #reads = new Map<
+    string,
+    { cursor: string | undefined; reading?: { startedAt: number; done: Promise<void> } }
+  >()
+  /** When a store failure was last logged (at most one line a minute). */
+  #warnedAt = Number.NEGATIVE_INFINITY
 
   constructor(settings: ResolvedForeignContent, key: () => Promise<CanaryKey>, now: () => number) {
     this.#settings = settings
@@ -61,7 +64,7 @@ export class FingerprintBook {
   ): Promise<PrintedPrompt> {
     const key = await this.#hashKey()
     const at = this.#now()
-    const read = this.#readStore(at)
+    const read = this.#readStore(model, at)
     const print = printPrompt(key, texts, this.#settings.params)
     this.table.add(model, tenant, print.selected, at)
     const { store } = this.#settings
@@ -99,30 +102,37 @@ export class FingerprintBook {
    * shared, otherwise a new one follows it. Never rejects: a store that fails leaves this isolate's
    * own table (logged), because an outage of the shared log must not become an outage of every answer.
    */
-  #readStore(since: number): Promise<void> {
+  #readStore(model: string, since: number): Promise<void> {
     const { store } = this.#settings
     if (!store) return Promise.resolve()
-    const current = this.#reading
+    let state = this.#reads.get(model)
+    if (!state) {
+      state = { cursor: undefined }
+      this.#reads.set(model, state)
+    }
+    const current = state.reading
     if (current && current.startedAt >= since) return current.done
     const previous = current?.done ?? Promise.resolve()
     const startedAt = this.#now()
+    const read = state
     const done = previous.then(async () => {
       try {
-        const { batches, cursor } = await store.since(this.#cursor)
+        const { batches, cursor } = await store.since(model, read.cursor)
         for (const batch of batches)
           this.table.add(batch.model, batch.tenant, batch.hashes, batch.at)
-        this.#cursor = cursor
+        read.cursor = cursor
       } catch (error) {
         this.#storeFailed('since', error)
       }
     })
-    this.#reading = { startedAt, done }
+    state.reading = { startedAt, done }
     return done
   }
 
   #storeFailed(operation: string, error: unknown): void {
-    if (this.#warned) return
-    this.#warned = true
+    const now = this.#now()
+    if (now - this.#warnedAt < 60_000) return
+    this.#warnedAt = now
     console.error(
       JSON.stringify({
         event: 'ai_guard_fingerprint_store_failed',

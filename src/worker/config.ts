@@ -8,6 +8,7 @@ import { Guard } from '../guard'
 import type { ModelProfile } from '../guard/options'
 import { D1QuarantineStore } from '../quarantine/d1'
 import { DurableCalibration } from './durable-calibration'
+import { DurableFingerprints } from './durable-fingerprints'
 import type { Env } from './env'
 
 /**
@@ -45,6 +46,10 @@ export function guardFor(env: Env): Guard {
             }
           : {}),
         ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
+        // A leak of a prompt guarded in another isolate is caught here too.
+        ...(env.FINGERPRINTS
+          ? { foreignContent: { store: new DurableFingerprints(env.FINGERPRINTS) } }
+          : {}),
         onVerdict: (event) => console.log(JSON.stringify({ event: 'ai_guard_verdict', ...event })),
       })
     } catch (error) {

@@ -2,6 +2,7 @@
  * @module The deployable Worker's bindings.
  */
 import type { AiRunner } from '../call/upstream'
+import type { FingerprintLog } from './fingerprint-log'
 import type { GuardState } from './state'
 
 /** Bindings and secrets of the guard Worker (see wrangler.toml and the README's deploy section). */
@@ -30,4 +31,6 @@ export interface Env {
   QUARANTINE_RETENTION_DAYS?: string
   /** Shared guard state (calibration, learned baselines) across isolates. */
   GUARD_STATE?: DurableObjectNamespace<GuardState>
+  /** Prompt fingerprints shared across isolates (foreign-content check), one object per model. */
+  FINGERPRINTS?: DurableObjectNamespace<FingerprintLog>
 }

@@ -4,6 +4,7 @@
 import { createApp } from './app'
 import type { Env } from './env'
 
+export { FingerprintLog } from './fingerprint-log'
 export { GuardState } from './state'
 
 const app = createApp()
