@@ -29,6 +29,14 @@ export interface AttemptServices {
   withhold(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<GuardError>
 }
 
+/** This request's prompt in the foreign-content book (src/guard/fingerprint-book.ts). */
+export interface PrintedPrompt {
+  /** A fresh watch over one answer, once the shared store has been read for this request. */
+  watch(): Promise<ContentWatch>
+  /** A released, echo-verified answer: its words become known as the model's (see `answersOf`). */
+  learn(watch: ContentWatch): void
+}
+
 /** Everything a verification step needs to know about the attempt it checks. */
 export interface AttemptContext {
   /** What the stages may use of the guard that runs them. */
@@ -59,7 +67,7 @@ export interface AttemptContext {
    * This request's prompt in the foreign-content book (printed once, after the first call was made):
    * each attempt watches its answer with a fresh watch. Undefined when the check is off.
    */
-  content: () => Promise<{ watch(): Promise<ContentWatch> } | undefined>
+  content: () => Promise<PrintedPrompt | undefined>
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
   waitUntil: ((promise: Promise<unknown>) => void) | undefined
   /** When the upstream call was made, by the guard's clock. */

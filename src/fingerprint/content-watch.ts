@@ -45,6 +45,25 @@ export interface ContentWatchOptions {
   /** Time of the lookups (ms): a clock, or a fixed time for the whole answer. */
   now: number | (() => number)
   params: FingerprintParams
+  /**
+   * The table key under which released answers of this model are recorded (see {@link answersOf}):
+   * text the model has already said to a tenant other than a source is something the model says, not
+   * evidence that the source's pages were read. Absent: answers are not consulted.
+   */
+  answers?: string
+}
+
+/** The most fingerprints an answer keeps for teaching (see {@link ContentWatch.selections}). */
+const MAX_SELECTIONS = 8_192
+
+/**
+ * The table key of a model's released answers, beside its prompts' (the model's own name).
+ *
+ * @example
+ * table.add(answersOf(model), tenant, watch.selections(), now)
+ */
+export function answersOf(model: string): string {
+  return `answers\u0000${model}`
 }
 
 /**
@@ -91,6 +110,7 @@ export class ContentWatch {
   private readonly channels = new Map<string, ChannelState>()
   private readonly matched = new Map<string, Set<number>>()
   private readonly holdBack: number
+  private readonly selected = new Set<number>()
   private best: ForeignContent | undefined
 
   constructor(private readonly options: ContentWatchOptions) {
@@ -167,15 +187,34 @@ export class ContentWatch {
     return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
   }
 
+  /**
+   * The answer's own fingerprints (every selection, up to a cap): what a released answer teaches, so
+   * that the same words in a later answer are known to be the model's (see {@link answersOf}).
+   *
+   * @example
+   * table.add(answersOf(model), tenant, watch.selections(), Date.now())
+   */
+  selections(): number[] {
+    return [...this.selected]
+  }
+
   private check(state: ChannelState, channel: string): void {
-    const { own, key, table, model, tenant, now } = this.options
+    const { own, key, table, model, tenant, now, answers } = this.options
     const hash = state.winnow.selectedHash
+    const fingerprint = fingerprintOf(key, hash)
+    if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
     let sources: readonly string[] = []
-    let fingerprint = 0
     if (!own.contains(hash)) {
-      fingerprint = fingerprintOf(key, hash)
-      const owners = table.lookup(model, fingerprint, typeof now === 'number' ? now : now())
+      const at = typeof now === 'number' ? now : now()
+      const owners = table.lookup(model, fingerprint, at)
       if (owners !== undefined && !owners.common) sources = owners.tenants
+      if (sources.length > 0 && answers !== undefined) {
+        // Said by the model to someone other than the source: its words, not the source's pages.
+        const said = table.lookup(answers, fingerprint, at)
+        if (said !== undefined) {
+          sources = sources.filter((s) => !said.common && said.tenants.every((t) => t === s))
+        }
+      }
     }
     // A selection that is not a given tenant's ends that tenant's run (own text and boilerplate too).
     for (const source of state.runs.keys()) {

@@ -4,6 +4,7 @@
  * design, parameters and measurements are in docs/fingerprints.md.
  */
 export {
+  answersOf,
   ContentWatch,
   type ContentWatchOptions,
   type FingerprintParams,

@@ -3,28 +3,28 @@
  * fingerprints go into the isolate's table (and, with a store, to every other isolate), and each
  * answer is watched against what every other tenant sent.
  *
+ * Released, echo-verified answers are recorded too, under the model's answers (`answersOf`): words the
+ * model has said to one tenant are its own words when they turn up in another's answer, so a tenant
+ * that stuffs its prompts with what the model commonly says cannot get other tenants' answers withheld
+ * (once anyone has been told those words).
+ *
  * A prompt is printed right after its upstream call is made, so the hashing runs while the engine
  * prefills; it is recorded before its answer is read, because from the moment it is sent its pages
  * can turn up in another tenant's answer. A shared store is read before each answer is judged, so a
  * prompt guarded in another isolate a moment ago is already in this one's table.
  */
+
+import type { PrintedPrompt } from '../attempt/context'
 import { type CanaryKey, contentSeed } from '../canary'
 import {
+  answersOf,
   ContentWatch,
   type FingerprintKey,
   FingerprintTable,
   fingerprintKey,
-  type PromptPrint,
   printPrompt,
 } from '../fingerprint'
 import type { ResolvedForeignContent } from './options'
-
-/** One request's print, and the answer watch it makes once the shared store has been read. */
-export interface PrintedPrompt {
-  print: PromptPrint
-  /** A watch over one answer (one per attempt), after this request's read of the store. */
-  watch(): Promise<ContentWatch>
-}
 
 /** The isolate's fingerprint table and its link to the shared store. */
 export class FingerprintBook {
@@ -64,19 +64,12 @@ export class FingerprintBook {
   ): Promise<PrintedPrompt> {
     const key = await this.#hashKey()
     const at = this.#now()
-    const read = this.#readStore(model, at)
+    const read = Promise.all([this.#readStore(model, at), this.#readStore(answersOf(model), at)])
     const print = printPrompt(key, texts, this.#settings.params)
-    this.table.add(model, tenant, print.selected, at)
-    const { store } = this.#settings
-    if (store && print.selected.length > 0) {
-      const published = store
-        .publish({ model, tenant, at, hashes: print.selected })
-        .catch((error: unknown) => this.#storeFailed('publish', error))
-      waitUntil?.(published)
-    }
+    this.#publish(model, tenant, print.selected, waitUntil)
     const params = this.#settings.params
+    const answers = answersOf(model)
     return {
-      print,
       watch: async () => {
         await read
         return new ContentWatch({
@@ -87,9 +80,29 @@ export class FingerprintBook {
           own: print,
           now: this.#now,
           params,
+          answers,
         })
       },
+      learn: (watch) => this.#publish(answers, tenant, watch.selections(), waitUntil),
     }
+  }
+
+  /** Records fingerprints under `model` (a model, or its answers) here and in the shared store. */
+  #publish(
+    model: string,
+    tenant: string,
+    hashes: number[],
+    waitUntil: ((promise: Promise<unknown>) => void) | undefined,
+  ): void {
+    if (hashes.length === 0) return
+    const at = this.#now()
+    this.table.add(model, tenant, hashes, at)
+    const { store } = this.#settings
+    if (!store) return
+    const published = store
+      .publish({ model, tenant, at, hashes })
+      .catch((error: unknown) => this.#storeFailed('publish', error))
+    waitUntil?.(published)
   }
 
   #hashKey(): Promise<FingerprintKey> {

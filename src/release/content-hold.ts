@@ -30,6 +30,11 @@ export class ContentHold {
     this.#watch = watch
   }
 
+  /** The watch itself: what a released, verified answer teaches (see `PrintedPrompt.learn`). */
+  get watch(): ContentWatch {
+    return this.#watch
+  }
+
   /**
    * Reads a channel's next text.
    *

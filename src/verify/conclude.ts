@@ -36,6 +36,11 @@ export interface Conclusion {
   texts: Texts
   /** The outcome of withholding the answer whose unreleased text is `raw`. */
   withheld(raw: Texts): AttemptOutcome<never>
+  /**
+   * For a whole answer once released with its echo verified: its words become known as the model's
+   * (src/guard/fingerprint-book.ts). Streams learn at their end instead.
+   */
+  learn(): void
 }
 
 /**
@@ -48,7 +53,7 @@ export interface Conclusion {
 export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise<Conclusion> {
   const { timing, reported } = evidence
   const scanned = await scanChannels(ctx, evidence.texts)
-  const content = await foreignContent(ctx, evidence)
+  const { found: content, learn } = await foreignContent(ctx, evidence)
   const estimate = ctx.counted ? await ctx.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
   const verdict = decide({
@@ -71,6 +76,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   return {
     verdict,
     figures,
+    learn,
     texts: scanned.texts,
     withheld: (raw) => ({
       verdict,
@@ -89,13 +95,14 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
 async function foreignContent(
   ctx: AttemptContext,
   evidence: Evidence,
-): Promise<ForeignContent | undefined> {
-  if (evidence.watch) return evidence.watch.evidence()
+): Promise<{ found: ForeignContent | undefined; learn: () => void }> {
+  const none = () => {}
+  if (evidence.watch) return { found: evidence.watch.evidence(), learn: none }
   const printed = await ctx.content()
-  if (!printed) return undefined
+  if (!printed) return { found: undefined, learn: none }
   const watch = await printed.watch()
   for (const [channel, text] of channelEntries(evidence.texts)) watch.push(channel, text, true)
-  return watch.evidence()
+  return { found: watch.evidence(), learn: () => printed.learn(watch) }
 }
 
 /** Timing figures for a quarantine record. */

@@ -12,7 +12,7 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import type { AttemptContext, AttemptOutcome, PrintedPrompt } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import type { Usage } from '../call/upstream'
 import { stallWatchdog } from '../call/watchdog'
@@ -50,7 +50,11 @@ export async function verifyStreamedAnswer(
     .pipeThrough(sseDecoder())
   const printed = await ctx.content()
   const content = printed ? new ContentHold(await printed.watch()) : undefined
-  const reading = new HeldStream(ctx, events.getReader(), content)
+  const reading = new HeldStream(
+    ctx,
+    events.getReader(),
+    content && printed && { content, printed },
+  )
   await reading.untilVerdict()
   let conclusion: Conclusion
   try {
@@ -76,6 +80,7 @@ class HeldStream {
   readonly #reader: ReadableStreamDefaultReader<SseEvent>
   readonly #echo: EchoWatch
   readonly #content: ContentHold | undefined
+  readonly #printed: PrintedPrompt | undefined
   #heldBytes = 0
   #ended = false
   #sawDone = false
@@ -87,12 +92,13 @@ class HeldStream {
   constructor(
     ctx: AttemptContext,
     reader: ReadableStreamDefaultReader<SseEvent>,
-    content: ContentHold | undefined,
+    foreign: { content: ContentHold; printed: PrintedPrompt } | undefined,
   ) {
     this.#ctx = ctx
     this.#reader = reader
     this.#echo = new EchoWatch(ctx)
-    this.#content = content
+    this.#content = foreign?.content
+    this.#printed = foreign?.printed
   }
 
   /** Reads until the first token is timed and the echo settled (or the stream ends). */
@@ -248,5 +254,6 @@ class HeldStream {
       ...(this.#firstTokenMs !== undefined ? { firstTokenMs: this.#firstTokenMs } : {}),
       verified: this.#concluded === 'echoed',
     })
+    if (this.#concluded === 'echoed' && this.#content) this.#printed?.learn(this.#content.watch)
   }
 }

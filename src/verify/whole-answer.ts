@@ -50,6 +50,7 @@ export async function verifyWholeAnswer(
     ...(typeof reported === 'number' ? { reported } : {}),
     verified: echo === 'echoed',
   })
+  if (echo === 'echoed') conclusion.learn()
   return {
     verdict: conclusion.verdict,
     released: replaceTexts(output, conclusion.texts),

@@ -1,0 +1,255 @@
+import { env } from 'cloudflare:test'
+import { describe, expect, it } from 'vitest'
+import { english } from '../../bench/texts'
+import { VirtualClock } from '../../sim/clock'
+import type { SimConfig } from '../../sim/config'
+import { SimEngine } from '../../sim/engine'
+import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } from '../../src'
+import type { AiRunner } from '../../src/call/upstream'
+import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
+import type { FingerprintLog } from '../../src/worker/fingerprint-log'
+import { chat, sseText } from '../support/prompts'
+import { recordVerdicts } from '../support/verdicts'
+
+/**
+ * Foreign-content fingerprints against the simulator's stale-middle leak: the middle pages of B's
+ * prompt are read before they are written, so decode sees what they held — A's prompt — while the
+ * start and the end (the echo directive) are B's own. The echo verifies, the first token takes an
+ * honest prefill, no canary leaks: only the text gives it away.
+ */
+const MODEL = '@cf/zai-org/glm-5.3'
+const SECRET = 'foreign-content-test-secret-0123456789abcdef'
+const SIM: Partial<SimConfig> = {
+  mode: 'stale-middle',
+  poolTokens: 8_192,
+  prefillTokensPerSecond: Number.POSITIVE_INFINITY,
+  decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+  staleFraction: 0.5,
+  staleRate: 0,
+  // Finished prompts' pages go back to the pool (no prefix cache holds them), as under pressure.
+  prefixCache: false,
+  // Quotes long enough to carry the check's stated minimum span (docs/fingerprints.md).
+  quoteChars: 240,
+}
+const PROFILE = {
+  contextWindow: 16_384,
+  kvPoolTokens: 8_192,
+  maxPrefillTokensPerSecond: 1e9,
+  tokenizerDrift: 0.1,
+  defaultOutputReserve: 1_024,
+}
+
+/** A tenant's private document: ordinary prose of its own, in paragraphs of about 55 words. */
+const privateText = (seed: number, lines: number) =>
+  Array.from({ length: lines }, (_, i) => english(seed * 10_000 + i, 300)).join('\n')
+
+/** The longest run of words of `answer` found verbatim in `source` (how much of it leaked). */
+function leakedWords(answer: string, source: string): number {
+  const words = answer.split(/\s+/)
+  let best = 0
+  for (let i = 0; i < words.length; i++) {
+    for (let j = i + best + 1; j <= words.length; j++) {
+      if (!source.includes(words.slice(i, j).join(' '))) break
+      best = j - i
+    }
+  }
+  return best
+}
+
+function setup(options: Partial<GuardOptions> = {}) {
+  const clock = new VirtualClock()
+  const engine = new SimEngine(SIM, { clock })
+  const quarantine = new MemoryQuarantineStore()
+  const verdicts = recordVerdicts()
+  const guard = createGuard({
+    secret: SECRET,
+    models: { [MODEL]: PROFILE },
+    quarantine,
+    onVerdict: verdicts.onVerdict,
+    now: () => clock.now(),
+    ...options,
+  })
+  /** One request of `tenant`; the text the client received (or the error), whatever the outcome. */
+  const send = async (tenant: string, text: string, stream: boolean) => {
+    const ai = guard.wrap(engine.binding('gateway'), { tenant })
+    let delivered = ''
+    try {
+      const out = await ai.run(MODEL, chat(text, { stream, max_tokens: 1_024 }))
+      if (!stream) {
+        const message = (out as { choices: { message: Record<string, string> }[] }).choices[0]!
+          .message
+        return { delivered: `${message.reasoning_content ?? ''}${message.content ?? ''}` }
+      }
+      const reader = (out as ReadableStream<Uint8Array>).getReader()
+      const decoder = new TextDecoder()
+      try {
+        for (let next = await reader.read(); !next.done; next = await reader.read()) {
+          delivered += decoder.decode(next.value, { stream: true })
+        }
+      } catch (error) {
+        const { reasoning, content } = sseText(delivered)
+        return { delivered: reasoning + content, error }
+      }
+      const { reasoning, content } = sseText(delivered)
+      return { delivered: reasoning + content }
+    } catch (error) {
+      return { delivered, error }
+    }
+  }
+  const record = async () => {
+    const [summary] = await quarantine.list()
+    return summary ? quarantine.get(summary.id) : undefined
+  }
+  return { engine, send, record, verdicts, guard }
+}
+
+describe('foreign content: another tenant’s prompt text in an answer', () => {
+  for (const stream of [false, true]) {
+    it(`should withhold B's answer quoting A's guarded prompt, naming A (${stream ? 'stream' : 'whole'})`, async () => {
+      const { engine, send, record } = setup()
+      const a = privateText(1, 24)
+      const first = await send('tenant-a', a, stream)
+      expect(first.error).toBeUndefined()
+      // B's middle pages are A's freed pages, read before B's prompt lands in them.
+      engine.configure({ staleRate: 1 })
+      const b = await send('tenant-b', privateText(2, 24), stream)
+      const sim = engine.stats().recent.at(-1)!
+      expect(sim.staleSources.map((s) => s.account)).toContain('gateway')
+      expect(b.error).toBeInstanceOf(GuardError)
+      expect((b.error as GuardError).code).toBe('response_quarantined')
+      // Not a word run of A's text reached B (a stream may have released B's own opening).
+      expect(leakedWords(b.delivered, a)).toBeLessThan(6)
+      const incident = await record()
+      expect(incident?.reasons).toEqual(['foreign_content'])
+      expect(incident?.sourceTenants).toEqual(['tenant-a'])
+      expect(incident?.figures.contentRun).toBeGreaterThanOrEqual(3)
+      expect(incident?.tenant).toBe('tenant-b')
+    }, 60_000)
+  }
+
+  it('should release an answer that quotes only its own prompt', async () => {
+    const { send, verdicts } = setup()
+    await send('tenant-a', privateText(1, 24), true)
+    const own = privateText(2, 24)
+    const b = await send('tenant-b', own, true)
+    expect(b.error).toBeUndefined()
+    expect(leakedWords(b.delivered, own)).toBeGreaterThan(20)
+    expect(verdicts.events.map((v) => v.action)).toEqual(['release', 'release'])
+  }, 60_000)
+
+  it('should not count text two tenants sent (the same licence, the same public document)', async () => {
+    const licence = privateText(9, 3)
+    // A model that recites the licence from memory to B, whose prompt does not hold it.
+    const reciting = async (sent: string[]) => {
+      const clock = new VirtualClock()
+      const engine = new SimEngine(SIM, { clock })
+      const quarantine = new MemoryQuarantineStore()
+      const guard = createGuard({ secret: SECRET, models: { [MODEL]: PROFILE }, quarantine })
+      for (const [i, tenant] of sent.entries()) {
+        const ai = guard.wrap(engine.binding('gateway'), { tenant })
+        await ai.run(MODEL, chat(`${licence}\n${privateText(20 + i, 4)}`))
+      }
+      const recite: AiRunner = {
+        run: async (_model, inputs) => {
+          const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+          return { response: `${own}\nThe licence reads: ${licence.slice(0, 600)}` }
+        },
+      }
+      const b = guard.wrap(recite, { tenant: 'tenant-b' })
+      return b.run(MODEL, chat('Which licence covers this? Quote it.')).then(
+        (out) => (out as { response: string }).response,
+        (error: unknown) => error,
+      )
+    }
+    // Sent by two tenants: boilerplate, released.
+    expect(await reciting(['tenant-a', 'tenant-c'])).toContain('The licence reads:')
+    // Sent by one other tenant only: indistinguishable from a leak of its prompt, withheld.
+    expect(await reciting(['tenant-a'])).toBeInstanceOf(GuardError)
+  }, 60_000)
+
+  it('should let no tenant get another’s ordinary answers flagged by stuffing its prompts', async () => {
+    const { send, verdicts } = setup()
+    // C knows the model's habits: it sends the model's stock phrases, over and over.
+    const stock =
+      'I am asked to begin my reply with a code on its own line. I will answer from this material. ' +
+      'From the context, and at the end. That is what the provided material says. '
+    const ordinary = async () => {
+      for (const seed of [2, 3, 4]) {
+        const b = await send(`tenant-${seed}`, privateText(seed, 6), seed % 2 === 0)
+        if (b.error) return verdicts.events.at(-1)
+      }
+      return undefined
+    }
+    // A cold isolate: the model has told nobody those words yet. The first ordinary answer that uses
+    // them is indistinguishable from a leak of C's prompt: withheld, naming C (the stated limit).
+    await send('tenant-c', stock.repeat(40), false)
+    expect((await ordinary())?.reasons).toEqual(['foreign_content'])
+    // Once the model has said them in a released answer to someone, they are its words: C's stuffing
+    // weighs nothing, for every tenant.
+    const warm = setup()
+    await warm.send('tenant-1', privateText(1, 6), true)
+    await warm.send('tenant-c', stock.repeat(40), false)
+    const flagged: unknown[] = []
+    for (const seed of [2, 3, 4]) {
+      const b = await warm.send(`tenant-${seed}`, privateText(seed, 6), seed % 2 === 0)
+      if (b.error) flagged.push(warm.verdicts.events.at(-1))
+    }
+    expect(flagged).toEqual([])
+  }, 60_000)
+
+  it('should not look when the check is off (the operator’s choice), so the leak is released', async () => {
+    const { engine, send } = setup({ foreignContent: false })
+    const a = privateText(1, 24)
+    await send('tenant-a', a, false)
+    engine.configure({ staleRate: 1 })
+    const b = await send('tenant-b', privateText(2, 24), false)
+    expect(b.error).toBeUndefined()
+    expect(leakedWords(b.delivered, a)).toBeGreaterThan(20)
+  }, 60_000)
+})
+
+/**
+ * Two isolates of one Worker: A's prompt is guarded by one, B's leaking answer judged by the other.
+ * They share fingerprints only through the FingerprintLog Durable Object (real, from miniflare).
+ */
+describe('foreign content across isolates', () => {
+  it('should catch in one isolate the leak of a prompt guarded in another', async () => {
+    const clock = new VirtualClock()
+    const engine = new SimEngine(SIM, { clock })
+    const quarantine = new MemoryQuarantineStore()
+    const model = `${MODEL}-${crypto.randomUUID()}` // a fresh log: one object per model
+    const isolate = (store?: DurableFingerprints) =>
+      createGuard({
+        secret: SECRET,
+        models: { [model]: PROFILE },
+        quarantine,
+        foreignContent: store ? { store } : {},
+        now: () => Date.now(),
+      })
+    const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
+      .FINGERPRINTS
+    const store = new DurableFingerprints(namespace)
+    const run = (guard: ReturnType<typeof isolate>, tenant: string, text: string) =>
+      guard
+        .wrap(engine.binding('gateway'), { tenant, waitUntil: (p) => pending.push(p) })
+        .run(model, chat(text, { max_tokens: 1_024 }))
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        )
+    const pending: Promise<unknown>[] = []
+    const a = privateText(1, 24)
+    expect(await run(isolate(store), 'tenant-a', a)).toBeUndefined()
+    await Promise.all(pending) // A's fingerprints published
+    engine.configure({ staleRate: 1 })
+    // Without the shared log, the second isolate has never seen A's prompt: the leak is released.
+    expect(await run(isolate(), 'tenant-b', privateText(2, 24))).toBeUndefined()
+    engine.configure({ staleRate: 0 })
+    await run(isolate(), 'tenant-a', a)
+    engine.configure({ staleRate: 1 })
+    const error = await run(isolate(store), 'tenant-b', privateText(3, 24))
+    expect(error).toBeInstanceOf(GuardError)
+    const [summary] = await quarantine.list()
+    expect((await quarantine.get(summary!.id))?.sourceTenants).toEqual(['tenant-a'])
+  }, 60_000)
+})
