@@ -11,9 +11,8 @@
 import { VirtualClock } from '../../sim/clock'
 import type { SimMode } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
-import { CANARY_PATTERN, GuardError, type ModelProfile } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { Guard, guardInfo } from '../../src/guard'
+import { CANARY_PATTERN, type ModelProfile } from '../../src'
+import { Guard } from '../../src/guard'
 import {
   machineInfo,
   reproduce,
@@ -22,7 +21,17 @@ import {
   updateReadmeTable,
   writeResult,
 } from '../lib'
+import { deliver, sseTexts } from '../support/deliver'
 import { BENCH_SECRET, chat, ledger, MODEL } from '../support/prompts'
+import {
+  LEAK_RUN,
+  MIN_SPAN,
+  QUOTE_CHARS,
+  STALE_FRACTIONS,
+  type StaleSetup,
+  staleMatrix,
+  staleTable,
+} from '../support/stale-middle'
 import { rng } from '../texts'
 
 const POOL = 16_384
@@ -110,63 +119,12 @@ function guardFor(clock: VirtualClock, profile: ModelProfile): Guard {
   })
 }
 
-async function deliver(
-  runner: AiRunner,
-  inputs: Record<string, unknown>,
-): Promise<{ status: number; body: string; error?: GuardError; attempts: number }> {
-  try {
-    const out = await runner.run(MODEL, inputs)
-    const attempts = guardInfo(out)?.attempts ?? 1
-    if (out instanceof ReadableStream) {
-      // Read what the client would: every byte until the stream ends or errors.
-      let body = ''
-      const decoder = new TextDecoder()
-      const reader = (out as ReadableStream<Uint8Array>).getReader()
-      try {
-        while (true) {
-          const { done, value } = await reader.read()
-          if (done) break
-          body += decoder.decode(value, { stream: true })
-        }
-      } catch (error) {
-        return {
-          status: 200,
-          body,
-          attempts,
-          ...(error instanceof GuardError ? { error } : {}),
-        }
-      }
-      return { status: 200, body, attempts }
-    }
-    return { status: 200, body: JSON.stringify(out), attempts }
-  } catch (error) {
-    if (error instanceof GuardError) return { status: error.status, body: '', error, attempts: 1 }
-    // The raw engine throws its own errors (AiError 5021 …): the unguarded client gets no answer.
-    return { status: 500, body: '', attempts: 1 }
-  }
-}
-
-/** The reasoning and content texts of an SSE body, joined: a marker split across events still shows. */
-function sseTexts(body: string): string {
-  let text = ''
-  for (const line of body.split('\n')) {
-    if (!line.startsWith('data:')) continue
-    const data = line.slice(5).trim()
-    if (data === '' || data === '[DONE]') continue
-    try {
-      const json = JSON.parse(data) as {
-        choices?: { delta?: { reasoning_content?: unknown; content?: unknown } }[]
-        response?: unknown
-      }
-      const delta = json.choices?.[0]?.delta
-      if (typeof delta?.reasoning_content === 'string') text += delta.reasoning_content
-      if (typeof delta?.content === 'string') text += delta.content
-      if (typeof json.response === 'string') text += json.response
-    } catch {
-      // A partial event at a cut: its raw bytes are still searched below.
-    }
-  }
-  return text
+/** The stale-middle part: same scaled engine, the right ceiling (B's prompts are within the pool). */
+const STALE_SETUP: StaleSetup = {
+  sim: SIM,
+  poolTokens: POOL,
+  counter: COUNTER,
+  guard: (clock) => guardFor(clock, PROFILE),
 }
 
 function leakedIn(body: string, marker: string): boolean {
@@ -502,6 +460,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   const started = performance.now()
   const samples = quick ? 4 : 30
   const cells = await matrix(samples)
+  const stale = await staleMatrix(samples, STALE_SETUP)
   const h = await healthy(quick ? 300 : 3_000)
   const path = await writeResult('detection', {
     suite: 'detection',
@@ -521,11 +480,23 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       'released before a mid-stream quarantine). reasons are the quarantine store’s, plus “ceiling” for ' +
       'context_length_exceeded refusals.',
     cells,
+    staleMiddle: {
+      note:
+        'stale-middle cells: A sends a private document (through the guard as tenant-a, or from account ' +
+        '“other” straight to the engine), then B’s stale stretch reads A’s freed pages. answerRuns are ' +
+        'runs of A’s document in the engine’s answer (units); an escape is a run of ≥ 8 units of it, or ' +
+        'a canary, received by B’s client.',
+      leakRun: LEAK_RUN,
+      minimumSpan: MIN_SPAN,
+      fractions: STALE_FRACTIONS,
+      quoteChars: QUOTE_CHARS,
+      cells: stale,
+    },
     healthy: h,
   })
   const updated = await updateReadmeTable(
     'detection',
-    `${table(cells, h, samples, quick)}\n\n${reproduce('detection', quick, started)}`,
+    `${table(cells, h, samples, quick)}\n\n${staleTable(stale, samples)}\n\n${reproduce('detection', quick, started)}`,
   )
   console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
 }

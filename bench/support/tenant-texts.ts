@@ -1,0 +1,104 @@
+/**
+ * @module Per-tenant private prose for the foreign-content benchmarks, and a meter of how much of one
+ * text another carries verbatim (longest run of the guard's own units, ≈ words).
+ *
+ * The bench's `ledger()` lines share one template across tenants, so most of their shingles are sent by
+ * every tenant (boilerplate, never evidence): useless for measuring a content check. This prose is
+ * distinct per seed, and a tenant marker word recurs in every line so that a leaked line is also
+ * attributable by eye.
+ */
+import { units } from '../../src/fingerprint'
+import { english, rng } from '../texts'
+
+/** Characters per line (one paragraph, about 55 words): the simulator quotes from a line's start. */
+export const LINE_CHARS = 300
+
+/**
+ * A marker word no English text holds, unique per seed (e.g. `ZQ4K7T`).
+ *
+ * @example
+ * tenantMarker(7) // 'ZQ…'
+ */
+export function tenantMarker(seed: number): string {
+  const next = rng(seed * 2_654_435 + 11)
+  let marker = 'ZQ'
+  for (let i = 0; i < 4; i++) marker += '0123456789ABCDEFGHJKMNPRSTVWXY'[Math.floor(next() * 30)]
+  return marker
+}
+
+/**
+ * A tenant's private document: lines of distinct English prose of {@link LINE_CHARS} characters,
+ * each carrying `marker` three times (after words 6, 24 and 42).
+ *
+ * @example
+ * privateProse(3, 20_000, tenantMarker(3)).split('\n').length // 67
+ */
+export function privateProse(seed: number, chars: number, marker: string): string {
+  const lines: string[] = []
+  let length = 0
+  for (let i = 0; length < chars; i++) {
+    const words = english(seed * 100_003 + i, LINE_CHARS)
+      .trim()
+      .split(' ')
+    for (const at of [42, 24, 6]) if (words.length > at) words.splice(at, 0, marker)
+    const line = words.join(' ')
+    lines.push(line)
+    length += line.length + 1
+  }
+  return lines.join('\n')
+}
+
+/**
+ * Finds the longest run of consecutive units of a text inside one source text (units as the guard
+ * cuts them: words, lower-cased; each CJK character alone), so "8 words of A's document reached B"
+ * is measured the way the check sees text, punctuation and quotation marks aside.
+ *
+ * @example
+ * const meter = new RunMeter(documentOfA)
+ * meter.longestRun(answerOfB) // 0 … length of the longest verbatim span
+ */
+export class RunMeter {
+  private readonly source: string[]
+  private readonly at = new Map<string, number[]>()
+
+  constructor(source: string) {
+    this.source = units(source).map((u) => u.text)
+    for (const [i, unit] of this.source.entries()) {
+      const list = this.at.get(unit)
+      if (list) list.push(i)
+      else this.at.set(unit, [i])
+    }
+  }
+
+  /** The longest run of `text`'s units found consecutively in the source (0: none). */
+  longestRun(text: string): number {
+    return Math.max(0, ...this.runs(text))
+  }
+
+  /**
+   * The maximal runs of `text` found in the source, longest first: per position of `text`, the
+   * longest match starting there, kept where it is not the tail of the run one position before.
+   */
+  runs(text: string): number[] {
+    const answer = units(text).map((u) => u.text)
+    const found: number[] = []
+    let previous = 0
+    for (let i = 0; i < answer.length; i++) {
+      let best = 0
+      for (const j of this.at.get(answer[i]!) ?? []) {
+        let length = 1
+        while (
+          i + length < answer.length &&
+          j + length < this.source.length &&
+          this.source[j + length] === answer[i + length]
+        ) {
+          length++
+        }
+        if (length > best) best = length
+      }
+      if (best > 0 && previous <= best) found.push(best)
+      previous = best
+    }
+    return found.sort((a, b) => b - a)
+  }
+}
