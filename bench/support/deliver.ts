@@ -151,3 +151,37 @@ export function recordAnswers(upstream: AiRunner): {
   }
   return { runner, answers: () => Promise.all(recorded) }
 }
+
+/**
+ * The answer text a chat client keeps for its next turn: the content only (reasoning is shown, not
+ * sent back), of a whole answer or of a stream's deltas.
+ *
+ * @example
+ * messages.push({ role: 'assistant', content: contentOf(d) })
+ */
+export function contentOf(d: Delivered): string {
+  if (d.body === '') return ''
+  if (!d.stream) {
+    try {
+      const o = JSON.parse(d.body) as { choices?: { message?: { content?: unknown } }[] }
+      const content = o.choices?.[0]?.message?.content
+      return typeof content === 'string' ? content : ''
+    } catch {
+      return ''
+    }
+  }
+  let text = ''
+  for (const line of d.body.split('\n')) {
+    if (!line.startsWith('data:')) continue
+    try {
+      const json = JSON.parse(line.slice(5).trim()) as {
+        choices?: { delta?: { content?: unknown } }[]
+      }
+      const content = json.choices?.[0]?.delta?.content
+      if (typeof content === 'string') text += content
+    } catch {
+      // [DONE] or a partial event.
+    }
+  }
+  return text
+}
