@@ -10,13 +10,15 @@
 import { GuardError } from '../errors'
 
 /**
- * A NEW inputs object whose prompt starts with `marker` on its own line: before the first message's
- * text (a string, or a new first text part of a parts array; an empty or absent content becomes the
- * marker) and before a legacy `prompt`. When both are present both get it.
+ * A NEW inputs object whose prompt starts with `marker` and a space: before the first message's text
+ * (a string, or a new first text part of a parts array; an empty or absent content becomes the
+ * marker) and before a legacy `prompt`. When both are present both get it. On the first line rather
+ * than a line of its own, so a model that quotes how the prompt opens still quotes its first words
+ * (the marker itself is cut from every answer).
  *
  * @example
  * prependMarker({ messages: [{ role: 'system', content: 'Be brief.' }] }, marker)
- * // { messages: [{ role: 'system', content: 'cnry_…\nBe brief.' }] }
+ * // { messages: [{ role: 'system', content: 'cnry_… Be brief.' }] }
  */
 export function prependMarker(
   inputs: Record<string, unknown>,
@@ -27,7 +29,7 @@ export function prependMarker(
     const [first, ...rest] = inputs.messages as unknown[]
     out.messages = [withMarker(first, marker), ...rest]
   }
-  if (typeof inputs.prompt === 'string') out.prompt = `${marker}\n${inputs.prompt}`
+  if (typeof inputs.prompt === 'string') out.prompt = `${marker} ${inputs.prompt}`
   return out
 }
 
@@ -39,10 +41,10 @@ function withMarker(message: unknown, marker: string): unknown {
   }
   const content = (message as { content?: unknown }).content
   if (typeof content === 'string') {
-    return { ...message, content: content === '' ? marker : `${marker}\n${content}` }
+    return { ...message, content: content === '' ? marker : `${marker} ${content}` }
   }
   if (Array.isArray(content)) {
-    return { ...message, content: [{ type: 'text', text: marker }, ...content] }
+    return { ...message, content: [{ type: 'text', text: `${marker} ` }, ...content] }
   }
   return { ...message, content: marker }
 }

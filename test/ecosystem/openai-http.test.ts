@@ -238,7 +238,15 @@ describe('openAiHttpUpstream', () => {
 describe('token ceiling over HTTP', () => {
   const engine = () =>
     new SimEngine({ ...LEAK.sim, mode: 'pd-abort-leak', decodeTokensPerSecond: Infinity })
-  const models = { [LEAK.model]: { ...LEAK.sim, kvPoolTokens: 8_192, echo: 'scan-only' as const } }
+  // No echo and no prefix marker: the engine reads exactly the client's prompt (byte-identical test).
+  const models = {
+    [LEAK.model]: {
+      ...LEAK.sim,
+      kvPoolTokens: 8_192,
+      echo: 'scan-only' as const,
+      cacheIsolation: 'off' as const,
+    },
+  }
 
   it('should refuse a prompt over the configured pool before any HTTP request', async () => {
     const calls: Request[] = []

@@ -60,7 +60,7 @@ async function round(
         tenant: `tenant-${i}`,
         models: { [MODEL]: profile },
       })
-      const out = await ai.run(MODEL, chat(prompt, { stream: i % 2 === 0, max_tokens: 64 }))
+      const out = await ai.run(MODEL, chat(prompt, { stream: i % 2 === 0, max_tokens: 128 }))
       return out instanceof ReadableStream
         ? deliveredText(await new Response(out as ReadableStream<Uint8Array>).text())
         : JSON.stringify(out)

@@ -83,7 +83,10 @@ describe('quarantine through the Worker', () => {
       .bind(id)
       .first<{ tenant: string; reasons: string; source_tenants: string; withheld: number[] }>()
     expect(row?.tenant).toBe('tenant-b')
-    expect(JSON.parse(row!.reasons)).toContain('foreign_canary')
+    // Evidence of A's data: A's canary when the stale pages hold it whole, else A's text itself (here
+    // the pages cut A's canary short, and its text gives it away).
+    const reasons = JSON.parse(row!.reasons) as string[]
+    expect(reasons.filter((r) => r.startsWith('foreign_'))).not.toEqual([])
     expect(JSON.parse(row!.source_tenants)).toEqual(['tenant-a'])
     // D1 returns BLOBs as arrays of bytes.
     const stored = new TextDecoder().decode(new Uint8Array(row!.withheld))
