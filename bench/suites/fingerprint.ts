@@ -4,6 +4,7 @@
  * event (~3 tokens each) and whole, and the table's add and lookup — plus the memory each holds: the
  * table at its default budget (per isolate) and a prompt print (per request in flight).
  */
+import { CANARY_LENGTH, quickHold } from '../../src/canary'
 import { countTokens } from '../../src/ceiling/count'
 import {
   ContentWatch,
@@ -97,6 +98,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   const contenders: Record<string, () => unknown> = {}
   for (const [name, text] of Object.entries(t.prompts)) {
     contenders[name] = () => printPrompt(KEY, [text], PARAMS)
+    // Beside it, the work the guard already does on a timed prompt: its exact o200k count.
+    contenders[name.replace('print', 'o200k count')] = () => countTokens([text])
   }
   contenders['watch 1k answer, per event'] = () => {
     const watch = new ContentWatch(options)
@@ -106,6 +109,15 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     }
     watch.push('content', '', true)
     return watch.evidence()
+  }
+  contenders['canary hold-back 1k answer, per event'] = () => {
+    // The release stage's canary check on the same events (its fast path: no `cnry_` in them).
+    let context = ''
+    for (const event of t.events) {
+      const text = context + event
+      quickHold(text, false)
+      context = text.slice(-(CANARY_LENGTH - 1))
+    }
   }
   contenders['scan 1k answer, whole'] = () => scanAnswer(options, { content: t.answer })
   contenders['table add, 1k prompt'] = () => table.add(MODEL, 'adder', small, at++)
@@ -144,7 +156,9 @@ async function run({ quick }: SuiteOptions): Promise<void> {
 function noteOf(name: string, t: Texts): string {
   const text = t.prompts[name]
   if (text !== undefined) return `${text.length.toLocaleString('en')} chars`
-  if (name.startsWith('watch')) return `${t.events.length} events`
+  const counted = t.prompts[name.replace('o200k count', 'print')]
+  if (counted !== undefined) return `${counted.length.toLocaleString('en')} chars`
+  if (name.startsWith('watch') || name.startsWith('canary')) return `${t.events.length} events`
   if (name.startsWith('scan')) return `${t.answer.length.toLocaleString('en')} chars`
   return ''
 }
