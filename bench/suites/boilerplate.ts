@@ -95,8 +95,8 @@ interface SharedUse {
   /** The request at which a second tenant sent it (the guard then counts it as boilerplate). */
   secondAt: number | null
   sent: number
-  /** Answers quoting ≥ LEAK_RUN units of it, by case; and quarantines among them. */
-  quoted: Record<string, { answers: number; quarantined: number }>
+  /** Answers quoting ≥ LEAK_RUN units of it, by case; quarantines among them; the longest run. */
+  quoted: Record<string, { answers: number; quarantined: number; longest: number }>
 }
 
 interface TrafficStats {
@@ -175,10 +175,12 @@ function trackShared(
     const senders = tracker.senders.get(name) ?? new Set<string>()
     const inPrompt = planned.shared.includes(name)
     const others = [...senders].filter((s) => s !== tenant).length
-    if (meter.longestRun(answer) >= LEAK_RUN) {
+    const run = meter.longestRun(answer)
+    if (run >= LEAK_RUN) {
       const key = quoteCase(inPrompt, others)
-      const entry = use.quoted[key] ?? { answers: 0, quarantined: 0 }
+      const entry = use.quoted[key] ?? { answers: 0, quarantined: 0, longest: 0 }
       entry.answers++
+      entry.longest = Math.max(entry.longest, run)
       if (quarantined) entry.quarantined++
       use.quoted[key] = entry
     }
@@ -244,6 +246,9 @@ async function traffic(
   for (let i = 0; i < total; i++) {
     clock.advance(-Math.log(1 - gap()) * GAP_MS)
     const planned = plan.next(i, clock.now())
+    // Half the answers quote 240 characters: quotes of quotes (an assistant turn's quote of a shared text
+    // the prompt no longer holds) then reach past the 22-unit span the check always catches.
+    engine.configure({ quoteChars: gap() < 0.5 ? 90 : 240 })
     const rec = recordAnswers(engine.binding('gateway'))
     const inputs = { messages: planned.messages, max_tokens: MAX_TOKENS, stream: planned.stream }
     const d = await deliver(guard.runner(rec.runner, planned.tenant.name), inputs)
@@ -492,7 +497,7 @@ function sharedRows(stats: TrafficStats): string[] {
   return Object.entries(stats.shared).map(([name, use]) => {
     const cells = cases.map((c) => {
       const q = use.quoted[c]
-      return q ? `${q.answers} (${q.quarantined})` : '0'
+      return q ? `${q.answers} (${q.quarantined}) ≤ ${q.longest}` : '0'
     })
     return `| ${name} | ${use.firstSender} | ${use.firstAt ?? '—'} | ${use.secondAt ?? '—'} | ${use.sent} | ${cells.join(' | ')} |`
   })
@@ -530,7 +535,7 @@ function table(stats: TrafficStats, cells: RecitalCell[], quick: boolean): strin
   )
   return [
     `Honest traffic: **${stats.requests.toLocaleString('en-US')} requests** of ${stats.tenants} tenants through one guard and ` +
-      `one engine (\`fixed\`, prefix cache on, echo ignored 2% of the time; ${stats.streams} streamed; ${stats.virtualMinutes} ` +
+      `one engine (\`fixed\`, prefix cache on, echo ignored 2% of the time, quotes of 90 or 240 characters; ${stats.streams} streamed; ${stats.virtualMinutes} ` +
       'virtual minutes; fingerprints live an hour). Tenants share the MIT licence (each with its own copyright ' +
       "line), the Apache-2.0 licence, Zod's README, Hono's README (rarely: 2% of chats) and one app's long system prompt " +
       '(60% of tenants), beside private prose; conversations of 1–5 turns whose assistant turns are the answers the client ' +
@@ -550,7 +555,7 @@ function table(stats: TrafficStats, cells: RecitalCell[], quick: boolean): strin
     ...kinds,
     '',
     `Shared texts: when each was first sent (request #) and when a second tenant sent it (from then on the guard counts it ` +
-      `as boilerplate); answers quoting ≥ ${LEAK_RUN} consecutive units of it, by where the quote came from (quarantined in brackets):`,
+      `as boilerplate); answers quoting ≥ ${LEAK_RUN} consecutive units of it, by where the quote came from: answers (quarantined) ≤ the longest run in units:`,
     '',
     '| shared text | first sender | first sent | second sender at | prompts holding it | first sender alone | second sender | ≥ 2 other senders | not in the prompt |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
