@@ -11,8 +11,8 @@ import { GuardError } from '../errors'
 
 /**
  * A NEW inputs object whose prompt starts with `marker` and a space: before the first message's text
- * (a string, or a new first text part of a parts array; an empty or absent content becomes the
- * marker) and before a legacy `prompt`. When both are present both get it. On the first line rather
+ * (a string, or the first part of a parts array when it is text, else a new text part before it; an
+ * empty or absent content becomes the marker) and before a legacy `prompt`. When both are present both get it. On the first line rather
  * than a line of its own, so a model that quotes how the prompt opens still quotes its first words
  * (the marker itself is cut from every answer).
  *
@@ -44,7 +44,17 @@ function withMarker(message: unknown, marker: string): unknown {
     return { ...message, content: content === '' ? marker : `${marker} ${content}` }
   }
   if (Array.isArray(content)) {
-    return { ...message, content: [{ type: 'text', text: `${marker} ` }, ...content] }
+    const [first, ...rest] = content as unknown[]
+    if (isTextPart(first)) {
+      return { ...message, content: [{ ...first, text: `${marker} ${first.text}` }, ...rest] }
+    }
+    return { ...message, content: [{ type: 'text', text: marker }, ...content] }
   }
   return { ...message, content: marker }
+}
+
+function isTextPart(part: unknown): part is { type: 'text'; text: string } {
+  if (typeof part !== 'object' || part === null) return false
+  const { type, text } = part as { type?: unknown; text?: unknown }
+  return type === 'text' && typeof text === 'string'
 }

@@ -70,6 +70,7 @@ export async function classify(
   const mine = ownList(own)
   const findings: Finding[] = []
   const cuts: [number, number][] = []
+  let pendingOwn = buffer.length
   const start = new RegExp(START.source, START.flags)
   for (let m = start.exec(buffer); m !== null; m = start.exec(buffer)) {
     const at = m.index
@@ -86,7 +87,14 @@ export async function classify(
     }
     const token = buffer.slice(at, at + CANARY_LENGTH)
     if (mine.includes(token.toLowerCase())) {
-      cuts.push([at, at + CANARY_LENGTH])
+      // One space after it goes too, so the cut leaves no double space or leading blank (the prefix
+      // marker is followed by one); at the end of a growing text it is held until that is known.
+      const end = at + CANARY_LENGTH
+      if (end === buffer.length && !final) {
+        pendingOwn = Math.min(pendingOwn, at)
+        break
+      }
+      cuts.push([at, buffer[end] === ' ' ? end + 1 : end])
       continue
     }
     const info = await inspectCanary(key, token)
@@ -96,8 +104,8 @@ export async function classify(
     } else findings.push({ kind: 'lookalike', channel })
   }
   const cutEnd = cuts.reduce((end, [, to]) => Math.max(end, to), 0)
-  let holdAt = buffer.length
-  if (!final) {
+  let holdAt = pendingOwn
+  if (!final && pendingOwn === buffer.length) {
     for (let i = Math.max(cutEnd, buffer.length - (CANARY_LENGTH - 1)); i < buffer.length; i++) {
       if (PARTIAL.test(buffer.slice(i))) {
         holdAt = i

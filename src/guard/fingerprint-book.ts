@@ -33,11 +33,8 @@ export class FingerprintBook {
   readonly #key: () => Promise<CanaryKey>
   readonly #now: () => number
   #fingerprintKey: Promise<FingerprintKey> | undefined
-  /** Per model: how far this isolate has read the store, and the read in flight. */
-  readonly #reads = new Map<
-    string,
-    { cursor: string | undefined; reading?: { startedAt: number; done: Promise<void> } }
-  >()
+  /** Per model: how far this isolate has read the store. */
+  readonly #cursors = new Map<string, string>()
   /** When a store failure was last logged (at most one line a minute). */
   #warnedAt = Number.NEGATIVE_INFINITY
 
@@ -63,8 +60,7 @@ export class FingerprintBook {
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
   ): Promise<PrintedPrompt> {
     const key = await this.#hashKey()
-    const at = this.#now()
-    const read = Promise.all([this.#readStore(model, at), this.#readStore(answersOf(model), at)])
+    const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))])
     const print = printPrompt(key, texts, this.#settings.params)
     this.#publish(model, tenant, print.selected, waitUntil)
     const params = this.#settings.params
@@ -111,35 +107,22 @@ export class FingerprintBook {
   }
 
   /**
-   * A read of the store that starts no earlier than `since`: one in flight that started since then is
-   * shared, otherwise a new one follows it. Never rejects: a store that fails leaves this isolate's
-   * own table (logged), because an outage of the shared log must not become an outage of every answer.
+   * This request's read of the store: what other isolates published since this isolate's cursor.
+   * Never shared with another request — in workerd a request must not await I/O another request
+   * started (it may never resolve once that request has ended) — so concurrent requests may read the
+   * same batches twice, which adds nothing. Never rejects: a store that fails leaves this isolate's own
+   * table (logged), because an outage of the shared log must not become an outage of every answer.
    */
-  #readStore(model: string, since: number): Promise<void> {
+  async #readStore(model: string): Promise<void> {
     const { store } = this.#settings
-    if (!store) return Promise.resolve()
-    let state = this.#reads.get(model)
-    if (!state) {
-      state = { cursor: undefined }
-      this.#reads.set(model, state)
+    if (!store) return
+    try {
+      const { batches, cursor } = await store.since(model, this.#cursors.get(model))
+      for (const batch of batches) this.table.add(batch.model, batch.tenant, batch.hashes, batch.at)
+      this.#cursors.set(model, cursor)
+    } catch (error) {
+      this.#storeFailed('since', error)
     }
-    const current = state.reading
-    if (current && current.startedAt >= since) return current.done
-    const previous = current?.done ?? Promise.resolve()
-    const startedAt = this.#now()
-    const read = state
-    const done = previous.then(async () => {
-      try {
-        const { batches, cursor } = await store.since(model, read.cursor)
-        for (const batch of batches)
-          this.table.add(batch.model, batch.tenant, batch.hashes, batch.at)
-        read.cursor = cursor
-      } catch (error) {
-        this.#storeFailed('since', error)
-      }
-    })
-    state.reading = { startedAt, done }
-    return done
   }
 
   #storeFailed(operation: string, error: unknown): void {

@@ -263,10 +263,10 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
     expect(firstText(a.sent).startsWith(`${await markerOf('tenant-a')} Customer`)).toBe(true)
     expect(a.sent).not.toHaveProperty('cache_salt')
     expect(a.record.affinity).toBe(`wag-${await saltOf('tenant-a')}`)
-    // The simulated model quotes the prompt's first line, marker included: the marker never reaches
-    // the client, the rest of the quote does.
+    // The simulated model quotes the prompt's first line, marker included: the marker (and the space
+    // after it) never reaches the client, the rest of the quote does.
     expect(a.text).toContain('SHARED-MANUAL')
-    expect(a.text).toContain('“ Customer account PIN 4821.”')
+    expect(a.text).toContain('“Customer account PIN 4821.”')
     expect(a.text).not.toMatch(/cnry_/i)
     const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
     const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))

@@ -82,7 +82,7 @@ describe('canaries split anywhere', () => {
       const { reasoning, content } = sseText(body)
       expect(body).not.toMatch(/cnry/i)
       expect(reasoning).toBe('Thinking — é 😀 — the code is .')
-      expect(content).toBe('Answer: é😀 quoting  and done.')
+      expect(content).toBe('Answer: é😀 quoting and done.')
     }
     expect(verdicts.events.map((v) => v.action)).toEqual(Array(length + 1).fill('release'))
   }, 60_000)

@@ -39,6 +39,9 @@ function setup(surface: Surface) {
     quarantine,
     now: () => clock.now(),
     onVerdict: verdicts.onVerdict,
+    // The timing guard alone: the placeholder answers here quote A's text, which the foreign-content
+    // check would catch too (test/guard/foreign-content.test.ts).
+    foreignContent: false,
   })
   return { send, quarantine, engine, verdicts }
 }
