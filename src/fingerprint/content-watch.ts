@@ -51,6 +51,11 @@ export interface ContentWatchOptions {
    * evidence that the source's pages were read. Absent: answers are not consulted.
    */
   answers?: string
+  /**
+   * Fingerprints of texts the operator declared public (licences, published documents): never
+   * evidence, whoever sent them (see `printPrompt(…).selected` of those texts).
+   */
+  publicPrints?: ReadonlySet<number>
 }
 
 /** The most fingerprints an answer keeps for teaching (see {@link ContentWatch.selections}). */
@@ -199,12 +204,12 @@ export class ContentWatch {
   }
 
   private check(state: ChannelState, channel: string): void {
-    const { own, key, table, model, tenant, now, answers } = this.options
+    const { own, key, table, model, tenant, now, answers, publicPrints } = this.options
     const hash = state.winnow.selectedHash
     const fingerprint = fingerprintOf(key, hash)
     if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
     let sources: readonly string[] = []
-    if (!own.contains(hash)) {
+    if (!own.contains(hash) && !publicPrints?.has(fingerprint)) {
       const at = typeof now === 'number' ? now : now()
       const owners = table.lookup(model, fingerprint, at)
       if (owners !== undefined && !owners.common) sources = owners.tenants

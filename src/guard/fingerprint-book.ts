@@ -33,6 +33,7 @@ export class FingerprintBook {
   readonly #key: () => Promise<CanaryKey>
   readonly #now: () => number
   #fingerprintKey: Promise<FingerprintKey> | undefined
+  #public: ReadonlySet<number> | undefined
   /** Per model: how far this isolate has read the store. */
   readonly #cursors = new Map<string, string>()
   /** When a store failure was last logged (at most one line a minute). */
@@ -77,6 +78,7 @@ export class FingerprintBook {
           now: this.#now,
           params,
           answers,
+          publicPrints: this.#publicPrints(key),
         })
       },
       learn: (watch) => this.#publish(answers, tenant, watch.selections(), waitUntil),
@@ -104,6 +106,14 @@ export class FingerprintBook {
   #hashKey(): Promise<FingerprintKey> {
     this.#fingerprintKey ??= this.#key().then(async (key) => fingerprintKey(await contentSeed(key)))
     return this.#fingerprintKey
+  }
+
+  /** The operator's public texts as fingerprints, printed on first use. */
+  #publicPrints(key: FingerprintKey): ReadonlySet<number> {
+    this.#public ??= new Set(
+      printPrompt(key, this.#settings.publicTexts, this.#settings.params).selected,
+    )
+    return this.#public
   }
 
   /**

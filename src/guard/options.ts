@@ -200,11 +200,19 @@ export interface ForeignContentOptions {
   commonAt?: number
   /** Consecutive fingerprints of one other tenant that make evidence (at least the default). */
   run?: number
+  /**
+   * Texts your tenants commonly send that are public anyway — the licences, documents or system
+   * prompts of your app: never evidence, even before two tenants have sent them (a model reciting a
+   * public text that only one tenant sent recently is otherwise indistinguishable from a leak of that
+   * tenant's prompt). At most 4 MiB in all.
+   */
+  publicTexts?: readonly string[]
 }
 
 /** The foreign-content check as resolved. */
 export interface ResolvedForeignContent {
   store: FingerprintStore | undefined
+  publicTexts: readonly string[]
   table: { budgetBytes: number; ttlMs: number; commonAt: number; tenantShare: number }
   params: { n: number; w: number; k: number }
 }
@@ -300,6 +308,18 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   }
 }
 
+/** Public texts: strings, 4 MiB of them at most (each is printed once per isolate). */
+function resolvePublicTexts(texts: readonly string[] | undefined): readonly string[] {
+  if (texts === undefined) return []
+  if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) {
+    throw new Error('option "foreignContent.publicTexts" must be an array of strings')
+  }
+  if (texts.reduce((sum, t) => sum + t.length, 0) > 4 * 1024 * 1024) {
+    throw new Error('option "foreignContent.publicTexts" must hold at most 4 MiB of text')
+  }
+  return [...texts]
+}
+
 /** The foreign-content settings: measured defaults; a run may be raised, never lowered below them. */
 function resolveForeignContent(
   options: ForeignContentOptions | false | undefined,
@@ -319,6 +339,7 @@ function resolveForeignContent(
   const d = FINGERPRINT_DEFAULTS
   return {
     store,
+    publicTexts: resolvePublicTexts(o.publicTexts),
     table: {
       budgetBytes: integer('foreignContent.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
       ttlMs: integer('foreignContent.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),

@@ -140,11 +140,16 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
   it('should not count text two tenants sent (the same licence, the same public document)', async () => {
     const licence = privateText(9, 3)
     // A model that recites the licence from memory to B, whose prompt does not hold it.
-    const reciting = async (sent: string[]) => {
+    const reciting = async (sent: string[], publicTexts: string[] = []) => {
       const clock = new VirtualClock()
       const engine = new SimEngine(SIM, { clock })
       const quarantine = new MemoryQuarantineStore()
-      const guard = createGuard({ secret: SECRET, models: { [MODEL]: PROFILE }, quarantine })
+      const guard = createGuard({
+        secret: SECRET,
+        models: { [MODEL]: PROFILE },
+        quarantine,
+        foreignContent: { publicTexts },
+      })
       for (const [i, tenant] of sent.entries()) {
         const ai = guard.wrap(engine.binding('gateway'), { tenant })
         await ai.run(MODEL, chat(`${licence}\n${privateText(20 + i, 4)}`))
@@ -163,8 +168,10 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
     }
     // Sent by two tenants: boilerplate, released.
     expect(await reciting(['tenant-a', 'tenant-c'])).toContain('The licence reads:')
-    // Sent by one other tenant only: indistinguishable from a leak of its prompt, withheld.
+    // Sent by one other tenant only: indistinguishable from a leak of its prompt, withheld…
     expect(await reciting(['tenant-a'])).toBeInstanceOf(GuardError)
+    // …unless the operator declared it public.
+    expect(await reciting(['tenant-a'], [licence])).toContain('The licence reads:')
   }, 60_000)
 
   it('should let no tenant get another’s ordinary answers flagged by stuffing its prompts', async () => {
