@@ -17,6 +17,9 @@ describe('verifying a stream', () => {
     // first token is in (as a broken crypto or tokenizer would), exactly when the verdict is due.
     const ctx = {
       canary,
+      marker: undefined,
+      // The foreign-content check off: this test is about the canary scan failing.
+      content: async () => undefined,
       proof: 'none',
       counted: false,
       boundTokens: 10,
