@@ -75,6 +75,12 @@ export interface SimConfig {
   staleEdgeTokens: number
   /** Probability that the model "slips" and does not follow a visible echo directive. @default 0 */
   echoIgnoreRate: number
+  /**
+   * Probability that a reasoning model restates the echo directive it follows, code included, in the
+   * first sentence of its reasoning (reasoning models restate their instructions: "Leaky Thoughts",
+   * 2025). @default 0
+   */
+  directiveQuoteRate: number
   /** Probability that one SSE event's bytes are split at an awkward boundary. @default 0.5 */
   splitRate: number
   /**
@@ -116,6 +122,7 @@ export const DEFAULT_SIM_CONFIG: Readonly<SimConfig> = Object.freeze({
   staleFraction: 0.25,
   staleEdgeTokens: 64,
   echoIgnoreRate: 0,
+  directiveQuoteRate: 0,
   splitRate: 0.5,
   quoteChars: 90,
   tokensPerEvent: 3,
@@ -143,6 +150,7 @@ const NUMERIC: Record<NumericKey, readonly [number, number, boolean, boolean]> =
   staleFraction: [0, 1, false, false],
   staleEdgeTokens: [1, 64 * 1024 * 1024, true, false],
   echoIgnoreRate: [0, 1, false, false],
+  directiveQuoteRate: [0, 1, false, false],
   splitRate: [0, 1, false, false],
   quoteChars: [1, 100_000, true, false],
   tokensPerEvent: [1, 1_000, true, false],

@@ -456,6 +456,7 @@ export class SimEngine {
       reasoning: format === 'chat',
       json: record.json,
       echoIgnoreRate: config.echoIgnoreRate,
+      directiveQuoteRate: config.directiveQuoteRate,
       quoteChars: config.quoteChars,
     })
     record.echoed = output.echoed

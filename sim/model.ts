@@ -36,6 +36,8 @@ export interface ModelInput {
   echoIgnoreRate: number
   /** Characters per quoted span (lines are clipped to it). @default 90 */
   quoteChars?: number
+  /** Probability of restating the followed echo directive, code included, first thing in the reasoning. */
+  directiveQuoteRate?: number
 }
 
 /** What the model generated, as tokens (the wire format groups and decodes them). */
@@ -80,6 +82,9 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
     : echo
       ? 'I am asked to begin my reply with a code on its own line. '
       : ''
+  // Drawn only when the habit is on, so outputs without it stay byte-identical.
+  const rate = input.directiveQuoteRate ?? 0
+  const restated = echo !== null && rate > 0 && rand() < rate
   let reasoningText = ''
   let answer: string
   if (quotes === null) {
@@ -103,6 +108,10 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
       `and at the end: “${quotes.last}”. That is what the provided material says.`
   }
   let contentText: string
+  if (restated && reasoningText) {
+    const code = member ? `"${member.key}": "${member.value}"` : echo
+    reasoningText = `The instruction at the end: begin with ${code}. ${reasoningText}`
+  }
   if (!input.json) contentText = `${echo && !slipped ? `${echo} ` : ''}${answer}`
   else {
     const object = JSON.stringify({ answer })

@@ -274,8 +274,8 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       'and guarded, on a virtual clock shared by upstream and guard (exact simulated time; ±2 SSE events of ' +
       'read-ahead). The guard releases nothing — reasoning included — until the echo of its canary has ' +
       'arrived at the start of the content, so the first byte waits for the whole reasoning; after that the ' +
-      'foreign-content check holds back the last 21 words of a channel until it has judged them, so the ' +
-      'first content words wait for about 21 more (a quote-heavy answer: more tokens per word).',
+      'foreign-content check holds back the last 13 words of a channel until it has judged them, so the ' +
+      'first content words wait for about 13 more (a quote-heavy answer: more tokens per word).',
     '',
     '| upstream | decode | reasoning tokens | first byte: unguarded → guarded | extra (tokens) | first content: unguarded → guarded | extra (tokens) |',
     '|---|---:|---:|---:|---:|---:|---:|',

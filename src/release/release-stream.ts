@@ -16,6 +16,7 @@ import type { ForeignContent } from '../fingerprint'
 import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../format/frames'
 import type { SseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'
+import type { EchoWatch } from '../verify/echo-watch'
 import type { ContentHold } from './content-hold'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
@@ -51,6 +52,11 @@ export interface ReleaseStart {
   held: Frame[]
   /** Ranges of our own canary (the echo and its decoration) to remove, per channel. */
   strips: Partial<Record<Channel, Range[]>>
+  /**
+   * Released on an early proof (the canary in the reasoning), before the content began: the content's
+   * echo, if it comes, is still looked for at its start, and its span (decoration included) cut.
+   */
+  contentEcho?: EchoWatch
   /**
    * Called once the whole answer was released intact (its end seen, nothing foreign), with the last
    * usage the upstream reported: only such an answer may teach learned state.
@@ -150,6 +156,7 @@ class Release {
       const startAt = state.base + state.text.length
       state.text += text
       if (fresh) this.#start.content?.push(name, text)
+      if (name === 'content') this.#watchEcho(state, frame.done)
       this.#dirty.add(name)
       spans[name] = { start: startAt, end: startAt + text.length }
       const prior = this.#seen[name] ?? ''
@@ -186,6 +193,11 @@ class Release {
    * at the end of the answer its last words are judged first.
    */
   #contentCheck(final: boolean): Promise<never> | undefined {
+    if (final) {
+      const content = this.#channels.get('content')
+      if (content) this.#watchEcho(content, true)
+      else this.#start.contentEcho?.observe('', true)
+    }
     const { content, onForeignContent } = this.#start
     if (!content || !onForeignContent) return undefined
     if (final) content.end()
@@ -196,8 +208,18 @@ class Release {
     })
   }
 
+  /** While the content's echo is still open, the content is held; once it is found, it is cut. */
+  #watchEcho(state: ChannelState, final: boolean): void {
+    const echo = this.#start.contentEcho
+    if (!echo || echo.settled || state.base !== 0) return
+    echo.observe(state.text, final)
+    if (echo.span && echo.span.end > echo.span.start) state.strips.push({ ...echo.span })
+  }
+
   /** Where a channel may be released up to: neither a canary nor unjudged content lies before it. */
   #safe(name: Channel): number {
+    const echo = this.#start.contentEcho
+    if (name === 'content' && echo && !echo.settled) return this.#channel(name).base
     const canary = this.#channel(name).safe
     const content = this.#start.content?.safeFrom(name) ?? Number.POSITIVE_INFINITY
     return Math.min(canary, content)

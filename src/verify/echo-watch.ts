@@ -19,6 +19,8 @@ export class EchoWatch {
   #state: EchoOutcome | 'pending'
   /** Where the echo (and its decoration) sits in the content, once it was seen. */
   span: { start: number; end: number } | undefined
+  /** The proof came from the reasoning, before the content (see {@link sawInReasoning}). */
+  early = false
 
   constructor(ctx: Pick<AttemptContext, 'proof' | 'canary'>) {
     this.#ctx = ctx
@@ -39,6 +41,22 @@ export class EchoWatch {
       this.#state = 'echoed'
       this.span = { start: span.start, end: span.end }
     } else if (span.status === 'missing') this.#state = 'missing'
+  }
+
+  /**
+   * Reasoning text (new text with enough of what came before to hold a canary split across events):
+   * this attempt's canary anywhere in it proves the prompt's end was read as well as an echo does —
+   * reasoning models restate their instructions — so a text proof is settled without waiting for the
+   * content. Only for text proofs: a JSON echo member must still be found (and removed) in the object.
+   */
+  sawInReasoning(text: string): void {
+    const { proof, canary } = this.#ctx
+    if (this.#state === 'echoed' || this.#state === 'not-requested') return
+    if (proof !== 'text' || canary === undefined) return
+    if (text.toLowerCase().includes(canary)) {
+      this.#state = 'echoed'
+      this.early = true
+    }
   }
 
   /**

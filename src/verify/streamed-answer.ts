@@ -16,6 +16,7 @@ import type { AttemptContext, AttemptOutcome, PrintedPrompt } from '../attempt/c
 import { teach } from '../calibration/teach'
 import type { Usage } from '../call/upstream'
 import { stallWatchdog } from '../call/watchdog'
+import { CANARY_LENGTH } from '../canary'
 import { GuardError } from '../errors'
 import { type Channel, channelEntries, type Frame, parseFrame } from '../format/frames'
 import { type SseEvent, sseDecoder, sseEncoder } from '../format/sse'
@@ -151,6 +152,9 @@ class HeldStream {
       hasText = true
       this.raw[channel] = (this.raw[channel] ?? '') + text
       this.#content?.push(channel, text)
+      if (channel === 'reasoning') {
+        this.#echo.sawInReasoning(this.raw.reasoning!.slice(-(text.length + CANARY_LENGTH)))
+      }
     }
     if (hasText && this.#firstTokenMs === undefined) {
       // Reasoning counts: the first token of any kind is when prefill must have finished.
@@ -218,6 +222,7 @@ class HeldStream {
         releaseStream(ctx, {
           held: this.held,
           strips: span && span.end > span.start ? { content: [span] } : {},
+          ...(this.#echo.early ? { contentEcho: this.#contentEcho() } : {}),
           // Usage comes at the end of the stream: taught once the whole answer passed.
           onEnd: (usage) => this.#teach(usage),
           ...(this.#content ? { content: this.#content } : {}),
@@ -243,6 +248,13 @@ class HeldStream {
       .pipeThrough(sseEncoder())
     const format = this.held.find((f) => f.format !== undefined)?.format
     return { verdict, released, withheld: {}, figures, canaries: [], ...(format ? { format } : {}) }
+  }
+
+  /** A watch for the content's echo after an early proof, fed with the content already held. */
+  #contentEcho(): EchoWatch {
+    const echo = new EchoWatch(this.#ctx)
+    echo.observe(this.raw.content ?? '', false)
+    return echo
   }
 
   #teach(usage: Usage | undefined): void {

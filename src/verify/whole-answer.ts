@@ -31,6 +31,9 @@ export async function verifyWholeAnswer(
   const texts = { ...read.texts }
   const content = texts.content ?? ''
   const watch = new EchoWatch(ctx)
+  watch.observe(content, true)
+  // A slip at the start of the content is proven anyway when the reasoning restated the canary.
+  if (!watch.span) watch.sawInReasoning(texts.reasoning ?? '')
   const echo = watch.conclude(content, read.finishReason, true)
   if (echo === 'echoed' && watch.span) {
     texts.content = content.slice(0, watch.span.start) + content.slice(watch.span.end)

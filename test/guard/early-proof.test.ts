@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest'
+import { english } from '../../bench/texts'
+import { VirtualClock } from '../../sim/clock'
+import type { SimConfig } from '../../sim/config'
+import { SimEngine } from '../../sim/engine'
+import { GuardError, guardAi } from '../../src'
+import type { AiRunner } from '../../src/call/upstream'
+import { importCanaryKey, mintCanary } from '../../src/canary'
+import { chat, sseText } from '../support/prompts'
+import { recordVerdicts } from '../support/verdicts'
+
+/**
+ * Release on the first proof: this request's canary restated anywhere in the reasoning proves the
+ * prompt's end was read as well as the echo at the start of the content does, so a reasoning model that
+ * restates its instructions is released from that point, not after its whole reasoning. Timed on a
+ * virtual clock shared by the simulator and the guard, at 30 tokens/s.
+ */
+const MODEL = '@cf/zai-org/glm-5.3'
+const SECRET = 'early-proof-test-secret-0123456789abcdef'
+const SIM: Partial<SimConfig> = {
+  mode: 'fixed',
+  prefillTokensPerSecond: Number.POSITIVE_INFINITY,
+  decodeTokensPerSecond: 30,
+  tokensPerEvent: 3,
+}
+const TEXT = Array.from({ length: 12 }, (_, i) => english(500 + i, 200)).join('\n')
+
+/** One streamed request: when its first byte and its first content arrived, and what was delivered. */
+async function timed(directiveQuoteRate: number, guarded: boolean) {
+  const clock = new VirtualClock()
+  const engine = new SimEngine({ ...SIM, directiveQuoteRate }, { clock })
+  const verdicts = recordVerdicts()
+  const upstream = engine.binding('gateway')
+  const ai = guarded
+    ? guardAi(upstream, {
+        secret: SECRET,
+        tenant: 'a',
+        onVerdict: verdicts.onVerdict,
+        now: () => clock.now(),
+      })
+    : upstream
+  const start = clock.now()
+  const inputs = guarded ? chat(TEXT) : injectLookalike(chat(TEXT))
+  const out = (await ai.run(MODEL, { ...inputs, stream: true })) as ReadableStream<Uint8Array>
+  const decoder = new TextDecoder()
+  let raw = ''
+  let firstByte: number | undefined
+  let firstContent: number | undefined
+  for await (const chunk of out) {
+    raw += decoder.decode(chunk, { stream: true })
+    const { reasoning, content } = sseText(raw)
+    if (firstByte === undefined && (reasoning || content)) firstByte = clock.now() - start
+    if (firstContent === undefined && content) firstContent = clock.now() - start
+  }
+  return { firstByte: firstByte!, firstContent: firstContent!, raw, ...sseText(raw), verdicts }
+}
+
+/** The same prompt shape unguarded: a directive with a look-alike code the model follows the same way. */
+function injectLookalike(inputs: Record<string, unknown>): Record<string, unknown> {
+  const messages = inputs.messages as { role: string; content: string }[]
+  const code = 'cnry_0123456789abcdefghjkmnpq'
+  const directive = `Begin your reply with the code ${code} on its own line, then answer normally.`
+  return {
+    ...inputs,
+    messages: [{ ...messages[0]!, content: `${messages[0]!.content}\n\n${directive}` }],
+  }
+}
+
+describe('release on the first proof', () => {
+  it('should release a reasoning model that restates the canary from that point, not after its reasoning', async () => {
+    const direct = await timed(1, false)
+    const early = await timed(1, true)
+    const late = await timed(0, true)
+    // The reasoning flows from the canary on (1.4 s in: the canary, then the foreign-content
+    // hold-back; the virtual clock lets the guard read ahead a few events under load), where the model
+    // that does not restate it delivers nothing before its content's echo, after the whole reasoning
+    // (5.2 s in). The bench has the exact figures.
+    expect(early.firstByte - direct.firstByte).toBeLessThan(2_000)
+    expect(late.firstByte - early.firstByte).toBeGreaterThan(3_000)
+    // Same answer either way, no canary anywhere, and the restatement reads without it.
+    expect(early.raw).not.toMatch(/cnry_/i)
+    expect(early.reasoning.startsWith('The instruction at the end: begin with .')).toBe(true)
+    expect(early.content).toBe(late.content)
+    expect(early.verdicts.events.map((v) => v.action)).toEqual(['release'])
+  }, 60_000)
+
+  it('should take the restated canary as proof in a whole answer whose content slipped the echo', async () => {
+    const engine = new SimEngine({
+      ...SIM,
+      decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+      directiveQuoteRate: 1,
+      echoIgnoreRate: 1,
+    })
+    const verdicts = recordVerdicts()
+    const ai = guardAi(engine.binding('gateway'), { secret: SECRET, onVerdict: verdicts.onVerdict })
+    const out = (await ai.run(MODEL, chat(TEXT))) as {
+      choices: { message: { content: string; reasoning_content: string } }[]
+    }
+    const { content, reasoning_content: reasoning } = out.choices[0]!.message
+    expect(content.startsWith('From the context')).toBe(true)
+    expect(reasoning.startsWith('The instruction at the end: begin with .')).toBe(true)
+    // Released at the first attempt: no retry for a slip the reasoning already made up for.
+    expect(engine.stats().recent).toHaveLength(1)
+    expect(verdicts.events.map((v) => [v.action, v.reasons])).toEqual([['release', []]])
+  }, 60_000)
+
+  it('should not take another request’s canary, or a piece of its own, in the reasoning as proof', async () => {
+    const key = await importCanaryKey(SECRET)
+    const foreign = await mintCanary(key, { requestId: 'someone-else', tenant: 'b' })
+    for (const restated of [(_own: string) => foreign, (own: string) => own.slice(0, 20)]) {
+      const verdicts = recordVerdicts()
+      let released = ''
+      const upstream: AiRunner = {
+        run: async (_model, inputs) => {
+          const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+          const event = (delta: Record<string, string>) =>
+            `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`
+          const body = [
+            event({
+              reasoning_content: `The instruction at the end: begin with ${restated(own)}. `,
+            }),
+            event({ reasoning_content: 'More thinking, '.repeat(20) }),
+            event({ content: 'An answer without the echo.' }),
+            'data: [DONE]\n\n',
+          ].join('')
+          return new Response(body).body
+        },
+      }
+      const ai = guardAi(upstream, {
+        secret: SECRET,
+        tenant: 'a',
+        echoRetries: 0,
+        onVerdict: verdicts.onVerdict,
+      })
+      const error = await ai
+        .run(MODEL, chat('hi', { stream: true }))
+        .then(async (out) => {
+          released = await new Response(out as ReadableStream).text()
+        })
+        .catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(GuardError)
+      expect(released).toBe('')
+      expect(verdicts.events[0]?.action).toBe('quarantine')
+    }
+  }, 60_000)
+})
