@@ -197,36 +197,50 @@ function ttfbRow(
   }
 }
 
+/**
+ * The simulator's own model at `rate`: a short reasoning paragraph quoting the prompt, then the answer;
+ * `habits` (e.g. restating the directive, code included, first thing in the reasoning) on top.
+ */
+async function simulatorRow(
+  label: string,
+  rate: number,
+  seeds: number,
+  habits: Record<string, number>,
+): Promise<TtfbRow> {
+  const u: { firstByteMs: number; firstContentMs: number }[] = []
+  const g: { firstByteMs: number; firstContentMs: number }[] = []
+  let reasoning = 0
+  for (let seed = 1; seed <= seeds; seed++) {
+    const config = { seed, decodeTokensPerSecond: rate, prefillTokensPerSecond: 50_000, ...habits }
+    const inputs = chat(ledger('ACME', 4_000), { stream: true })
+    const clockU = new VirtualClock()
+    const engineU = new SimEngine(config, { clock: clockU })
+    let start = clockU.now()
+    const outU = await engineU.binding('worker').run(MODEL, withLookalikeDirective(inputs))
+    u.push(await firstTimes(outU as ReadableStream<Uint8Array>, clockU, start))
+    const clockG = new VirtualClock()
+    const engineG = new SimEngine(config, { clock: clockG })
+    const guarded = guardAi(engineG.binding('worker'), {
+      secret: BENCH_SECRET,
+      tenant: TENANT,
+      now: () => clockG.now(),
+    })
+    start = clockG.now()
+    const outG = await guarded.run(MODEL, inputs)
+    g.push(await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start))
+    reasoning += Math.round(((u.at(-1)!.firstContentMs - u.at(-1)!.firstByteMs) * rate) / 1000)
+  }
+  return ttfbRow(label, rate, Math.round(reasoning / seeds), u, g)
+}
+
 async function holdBack(quick: boolean): Promise<TtfbRow[]> {
   const rows: TtfbRow[] = []
   const seeds = quick ? 3 : 9
   const canary = await benchCanary()
   for (const rate of RATES) {
-    // The simulator's own model: a short reasoning paragraph quoting the prompt, then the answer.
-    const u: { firstByteMs: number; firstContentMs: number }[] = []
-    const g: { firstByteMs: number; firstContentMs: number }[] = []
-    let reasoning = 0
-    for (let seed = 1; seed <= seeds; seed++) {
-      const config = { seed, decodeTokensPerSecond: rate, prefillTokensPerSecond: 50_000 }
-      const inputs = chat(ledger('ACME', 4_000), { stream: true })
-      const clockU = new VirtualClock()
-      const engineU = new SimEngine(config, { clock: clockU })
-      let start = clockU.now()
-      const outU = await engineU.binding('worker').run(MODEL, withLookalikeDirective(inputs))
-      u.push(await firstTimes(outU as ReadableStream<Uint8Array>, clockU, start))
-      const clockG = new VirtualClock()
-      const engineG = new SimEngine(config, { clock: clockG })
-      const guarded = guardAi(engineG.binding('worker'), {
-        secret: BENCH_SECRET,
-        tenant: TENANT,
-        now: () => clockG.now(),
-      })
-      start = clockG.now()
-      const outG = await guarded.run(MODEL, inputs)
-      g.push(await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start))
-      reasoning += Math.round(((u.at(-1)!.firstContentMs - u.at(-1)!.firstByteMs) * rate) / 1000)
-    }
-    rows.push(ttfbRow('simulator model', rate, Math.round(reasoning / seeds), u, g))
+    rows.push(await simulatorRow('simulator model', rate, seeds, {}))
+    // Released on the first proof: the model restates the directive, code included, as it starts.
+    rows.push(await simulatorRow('simulator, restating', rate, seeds, { directiveQuoteRate: 1 }))
     // A long thinker: 1,000 reasoning tokens before the answer (GLM-5.3 cannot switch reasoning off).
     const rec = recordStream({
       echo: canary,
@@ -272,8 +286,9 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
     '',
     'Hold-back: time to the first byte and to the first answer (content) text a client receives, unguarded ' +
       'and guarded, on a virtual clock shared by upstream and guard (exact simulated time; ±2 SSE events of ' +
-      'read-ahead). The guard releases nothing — reasoning included — until the echo of its canary has ' +
-      'arrived at the start of the content, so the first byte waits for the whole reasoning; after that the ' +
+      'read-ahead). The guard releases nothing — reasoning included — until its canary has shown up: at the ' +
+      'start of the content (the echo), so the first byte waits for the whole reasoning, or restated in the ' +
+      'reasoning by a model that restates its instructions (“restating”), released from there; after that the ' +
       'foreign-content check holds back the last 13 words of a channel until it has judged them, so the ' +
       'first content words wait for about 13 more (a quote-heavy answer: more tokens per word).',
     '',

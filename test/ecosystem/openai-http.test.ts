@@ -160,7 +160,7 @@ describe('openAiHttpUpstream', () => {
       const calls: Request[] = []
       const ai = guardAi(overHttp(engine, calls), { secret: LEAK.secret, tenant: 'a' })
       const outcome = await ai
-        .run(LEAK.model, chat(document('TENANT-A', 300), { max_tokens: 64, [field]: value }))
+        .run(LEAK.model, chat(document('TENANT-A', 300), { max_tokens: 160, [field]: value }))
         .then(
           (out) => ({ status: 200, text: JSON.stringify(out) }),
           (error: GuardError) => ({ status: error.status, text: error.message }),
