@@ -289,8 +289,8 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       'read-ahead). The guard releases nothing — reasoning included — until its canary has shown up: at the ' +
       'start of the content (the echo), so the first byte waits for the whole reasoning, or restated in the ' +
       'reasoning by a model that restates its instructions (“restating”), released from there; after that the ' +
-      'foreign-content check holds back the last 13 words of a channel until it has judged them, so the ' +
-      'first content words wait for about 13 more (a quote-heavy answer: more tokens per word).',
+      'foreign-content check holds back the last 21 words of a channel until it has judged them, so the ' +
+      'first content words wait for about 21 more (a quote-heavy answer: more tokens per word).',
     '',
     '| upstream | decode | reasoning tokens | first byte: unguarded → guarded | extra (tokens) | first content: unguarded → guarded | extra (tokens) |',
     '|---|---:|---:|---:|---:|---:|---:|',

@@ -83,26 +83,15 @@ export function minimumSpan(params: FingerprintParams): number {
 }
 
 /**
- * Complete units a stream always holds back (besides any unit still open), and more while a run of
- * foreign fingerprints is under way (from w − 1 units before its first selection): enough that a span
- * of {@link minimumSpan} units reaches its evidence before its first unit is released. Why 2w + n − 2:
- * the first window inside a leaked span selects a shingle at most w − 1 units after the span's start,
- * and that selection is made at the latest when its window's last shingle completes, w + n − 2 units
- * after it; the run it starts then holds from w − 1 units before it. Until then the span's first unit
- * is among the last 2w + n − 2, and holding that many keeps the point of release from ever moving back.
+ * Complete units a stream must hold back (besides any unit still open) so that a span of
+ * {@link minimumSpan} units reaches its evidence before its first unit is released: the evidence
+ * comes with its last unit, when the other minimumSpan − 1 are still held.
  *
  * @example
- * holdBackUnits({ n: 7, w: 4, k: 4 }) // 13
+ * holdBackUnits({ n: 5, w: 6, k: 3 }) // 21
  */
 export function holdBackUnits(params: FingerprintParams): number {
-  return 2 * params.w + params.n - 2
-}
-
-/** One source's run in a channel: its distinct fingerprints, and where its first selection starts. */
-interface Run {
-  prints: Set<number>
-  /** Shingle (= unit) index of the run's first selection. */
-  start: number
+  return minimumSpan(params) - 1
 }
 
 interface ChannelState {
@@ -110,7 +99,7 @@ interface ChannelState {
   winnow: Winnower
   final: boolean
   /** Per tenant, the distinct fingerprints of its current run (the last selections, all its). */
-  runs: Map<string, Run>
+  runs: Map<string, Set<number>>
 }
 
 /**
@@ -126,7 +115,6 @@ export class ContentWatch {
   private readonly channels = new Map<string, ChannelState>()
   private readonly matched = new Map<string, Set<number>>()
   private readonly holdBack: number
-  private readonly keep: number
   private readonly selected = new Set<number>()
   private best: ForeignContent | undefined
 
@@ -134,7 +122,6 @@ export class ContentWatch {
     const { n, w, k } = options.params
     if (!Number.isInteger(k) || k < 1) throw new Error('ContentWatch: k must be a positive integer')
     this.holdBack = holdBackUnits({ n, w, k })
-    this.keep = k * w + n + w
   }
 
   /**
@@ -148,8 +135,7 @@ export class ContentWatch {
     if (state === undefined) {
       const { n, w } = this.options.params
       state = {
-        // Unit starts back to a run's first selection (at most k·w + n units) and w − 1 before it.
-        shingler: new Shingler(this.options.key, { n, keepStarts: this.keep }),
+        shingler: new Shingler(this.options.key, { n, keepStarts: this.holdBack }),
         winnow: new Winnower(w),
         final: false,
         runs: new Map(),
@@ -192,8 +178,7 @@ export class ContentWatch {
 
   /**
    * The offset in the channel's text before which it may be released as far as this check goes: all
-   * of it once final, otherwise up to the last {@link holdBackUnits} complete units and any open one —
-   * or, while a run of another tenant's fingerprints is under way, up to w − 1 units before its start.
+   * of it once final, otherwise up to the last {@link holdBackUnits} complete units and any open one.
    *
    * @example
    * const releasable = text.slice(0, watch.safeFrom('content'))
@@ -203,12 +188,7 @@ export class ContentWatch {
     if (state === undefined) return 0
     const shingler = state.shingler
     if (state.final) return shingler.length
-    let held = Math.min(this.holdBack, shingler.units)
-    const { w } = this.options.params
-    for (const run of state.runs.values()) {
-      const from = Math.max(0, run.start - (w - 1))
-      held = Math.max(held, Math.min(shingler.units - from, this.keep))
-    }
+    const held = Math.min(this.holdBack, shingler.units)
     return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
   }
 
@@ -246,24 +226,17 @@ export class ContentWatch {
       if (!sources.includes(source)) state.runs.delete(source)
     }
     for (const source of sources) {
-      if (source !== tenant)
-        this.count(state, source, fingerprint, channel, state.winnow.selectedIndex)
+      if (source !== tenant) this.count(state, source, fingerprint, channel)
     }
   }
 
-  private count(
-    state: ChannelState,
-    source: string,
-    fingerprint: number,
-    channel: string,
-    index: number,
-  ): void {
+  private count(state: ChannelState, source: string, fingerprint: number, channel: string): void {
     let run = state.runs.get(source)
     if (run === undefined) {
-      run = { prints: new Set(), start: index }
+      run = new Set()
       state.runs.set(source, run)
     }
-    run.prints.add(fingerprint)
+    run.add(fingerprint)
     let all = this.matched.get(source)
     if (all === undefined) {
       all = new Set()
@@ -273,9 +246,9 @@ export class ContentWatch {
     const best = this.best
     if (best?.source === source) {
       best.matches = all.size
-      if (run.prints.size > best.run) Object.assign(best, { run: run.prints.size, channel })
-    } else if (best === undefined || run.prints.size > best.run) {
-      this.best = { source, run: run.prints.size, matches: all.size, channel }
+      if (run.size > best.run) Object.assign(best, { run: run.size, channel })
+    } else if (best === undefined || run.size > best.run) {
+      this.best = { source, run: run.size, matches: all.size, channel }
     }
   }
 }

@@ -71,12 +71,12 @@ describe('release on the first proof', () => {
     const direct = await timed(1, false)
     const early = await timed(1, true)
     const late = await timed(0, true)
-    // The reasoning flows from the canary on (1.4 s in: the canary, then the foreign-content
-    // hold-back; the virtual clock lets the guard read ahead a few events under load), where the model
-    // that does not restate it delivers nothing before its content's echo, after the whole reasoning
-    // (5.2 s in). The bench has the exact figures.
-    expect(early.firstByte - direct.firstByte).toBeLessThan(2_000)
-    expect(late.firstByte - early.firstByte).toBeGreaterThan(3_000)
+    // The reasoning flows from the canary on (2.5 s in: the canary, then the foreign-content
+    // hold-back of 21 words; the virtual clock lets the guard read ahead a few events under load), where
+    // the model that does not restate it delivers nothing before its content's echo, after the whole
+    // reasoning (5.2 s in). The bench has the exact figures.
+    expect(early.firstByte - direct.firstByte).toBeLessThan(3_000)
+    expect(late.firstByte - early.firstByte).toBeGreaterThan(2_000)
     // Same answer either way, no canary anywhere, and the restatement reads without it.
     expect(early.raw).not.toMatch(/cnry_/i)
     expect(early.reasoning.startsWith('The instruction at the end: begin with .')).toBe(true)

@@ -53,7 +53,7 @@ async function readUntil(
 }
 
 /**
- * The canary's hold-back, alone: the foreign-content check holds back the last 13 units of every
+ * The canary's hold-back, alone: the foreign-content check holds back the last 21 units of every
  * channel too (tested below), which would keep these open streams' last words until more text came.
  */
 describe('hold-back across channels', () => {
@@ -120,7 +120,7 @@ describe('hold-back across channels', () => {
 })
 
 describe('hold-back for foreign content', () => {
-  it('should release all but the last 13 words while the stream is open, and the rest at its end', async () => {
+  it('should release all but the last 21 words while the stream is open, and the rest at its end', async () => {
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`)
     const upstream = scripted((own) => [
       chunk({ role: 'assistant', content: `${own}\n` }),
@@ -129,10 +129,10 @@ describe('hold-back for foreign content', () => {
     const ai = guardAi(upstream, { secret: SECRET, models })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     const reader = out.getReader()
-    // Everything up to w46 is judged while the upstream is still open (w47 … w59 are 13 units).
-    const got = await readUntil(reader, 'w46 ')
+    // Everything up to w38 is judged while the upstream is still open (w39 … w59 are 21 units).
+    const got = await readUntil(reader, 'w38 ')
     expect(sseText(got).content).toContain('w0 w1 ')
-    expect(sseText(got).content).not.toContain('w47')
+    expect(sseText(got).content).not.toContain('w39')
     upstream.close(['data: [DONE]\n\n'])
     const rest = await readUntil(reader, 'w59')
     expect(sseText(got + rest).content.trim()).toBe(words.join(' '))

@@ -122,7 +122,6 @@ describe('foreign-content watch', () => {
 
   it('should hold back every unit of a leaked span until its evidence is reached', () => {
     const next = prng(9)
-    // 1,500 trials passed when the run-aware hold-back (13 units, more during a run) was introduced.
     for (let trial = 0; trial < 200; trial++) {
       const source = english(6000 + trial, 3000)
       const table = tableOf({ acme: [source] })
