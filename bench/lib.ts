@@ -219,3 +219,16 @@ export function reproduce(suite: string, quick: boolean, startedAt: number): str
     `Raw figures and machine: \`bench/results/${suite}.json\`.`
   )
 }
+
+/**
+ * Counts as "key n, key n" from the largest down (for one-line cell summaries).
+ *
+ * @example
+ * topCounts({ served: 3, placeholder: 27 }) // 'placeholder 27, served 3'
+ */
+export function topCounts(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')
+}

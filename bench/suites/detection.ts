@@ -18,6 +18,7 @@ import {
   reproduce,
   type Suite,
   type SuiteOptions,
+  topCounts,
   updateReadmeTable,
   writeResult,
 } from '../lib'
@@ -247,7 +248,7 @@ async function matrix(samples: number): Promise<CellCounts[]> {
         }
         const [u, r, w] = cells.slice(-3) as [CellCounts, CellCounts, CellCounts]
         console.log(
-          `  ${mode.padEnd(13)} ${size.toFixed(2)}× ${stream ? 'stream' : 'whole '}  unguarded leak ${u.leaked}/${u.samples} (${top(u.simOutcomes)})  ` +
+          `  ${mode.padEnd(13)} ${size.toFixed(2)}× ${stream ? 'stream' : 'whole '}  unguarded leak ${u.leaked}/${u.samples} (${topCounts(u.simOutcomes)})  ` +
             `right: leak ${r.leaked}, ${summary(r)}  wrong: leak ${w.leaked}, ${summary(w)}`,
         )
       }
@@ -256,17 +257,10 @@ async function matrix(samples: number): Promise<CellCounts[]> {
   return cells
 }
 
-function top(counts: Record<string, number>): string {
-  return Object.entries(counts)
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ')
-}
-
 function summary(c: CellCounts): string {
   const parts: string[] = []
   for (const [k, v] of Object.entries(c.delivery)) if (v > 0) parts.push(`${k} ${v}`)
-  const reasons = top(c.reasons)
+  const reasons = topCounts(c.reasons)
   return `${parts.join(', ')}${reasons ? ` [${reasons}]` : ''}`
 }
 
@@ -387,7 +381,7 @@ async function healthy(total: number): Promise<Healthy> {
   console.log(
     `  healthy: ${out.requests} requests (${out.streams} streams, ${out.cachedTokenRequests} served partly from the prefix cache), ` +
       `${out.quarantined} quarantined (${(out.falseQuarantineRate * 100).toFixed(2)}%), ${out.refused} refused, ${out.errors} errors, ` +
-      `${out.retried} released after an echo retry${out.quarantined ? ` [${top(out.reasons)}]` : ''}`,
+      `${out.retried} released after an echo retry${out.quarantined ? ` [${topCounts(out.reasons)}]` : ''}`,
   )
   for (const q of out.quarantines) console.log(`    withheld: ${JSON.stringify(q)}`)
   return out
@@ -430,7 +424,7 @@ function table(cells: CellCounts[], h: Healthy, samples: number, quick: boolean)
       escapes += r.leaked + w.leaked
     }
     rows.push(
-      `| ${u.mode} | ${u.size}× | ${u.stream ? 'yes' : 'no'} | ${top(u.simOutcomes)}${incident ? ' ⚠' : ''} | ${pct(u.leaked, u.samples)} | ${guardedCell(r)} | ${guardedCell(w)} | ${[reasonsOf(r), reasonsOf(w)].filter(Boolean).join(' / ') || '—'} |`,
+      `| ${u.mode} | ${u.size}× | ${u.stream ? 'yes' : 'no'} | ${topCounts(u.simOutcomes)}${incident ? ' ⚠' : ''} | ${pct(u.leaked, u.samples)} | ${guardedCell(r)} | ${guardedCell(w)} | ${[reasonsOf(r), reasonsOf(w)].filter(Boolean).join(' / ') || '—'} |`,
     )
   }
   return [
@@ -451,7 +445,7 @@ function table(cells: CellCounts[], h: Healthy, samples: number, quick: boolean)
     `Healthy traffic (\`fixed\`, every prompt within the real pool, echo ignored 2% of the time, ${h.prefixHitsOwn} repeats of a ` +
       `tenant's own document and ${h.prefixHitsShared} of a handbook every tenant sends — ${h.cachedTokenRequests} requests served partly ` +
       `from the simulator's prefix cache; half streamed): **${h.quarantined} of ${h.requests} quarantined ` +
-      `(${(h.falseQuarantineRate * 100).toFixed(2)}%, target < 0.1%)**${h.quarantined ? ` — ${top(h.reasons).replace(/_/g, '\\_')}` : ''}; ` +
+      `(${(h.falseQuarantineRate * 100).toFixed(2)}%, target < 0.1%)**${h.quarantined ? ` — ${topCounts(h.reasons).replace(/_/g, '\\_')}` : ''}; ` +
       `${h.refused} refused by the ceiling, ${h.errors} errors, ${h.retried} released after one echo retry, ${h.leaked} with a marker or canary.`,
   ].join('\n')
 }

@@ -11,6 +11,7 @@ import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, type GuardError } from '../../src'
 import { FINGERPRINT_DEFAULTS, minimumSpan } from '../../src/fingerprint'
 import type { Guard } from '../../src/guard'
+import { topCounts } from '../lib'
 import { type Delivered, deliver, receivedTexts, recordAnswers } from './deliver'
 import { chat } from './prompts'
 import { privateProse, RunMeter, tenantMarker } from './tenant-texts'
@@ -328,18 +329,11 @@ export async function staleMatrix(samples: number, setup: StaleSetup): Promise<S
   return cells
 }
 
-function top(counts: Record<string, number>): string {
-  return Object.entries(counts)
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ')
-}
-
 function summary(c: StaleCell): string {
   const parts = Object.entries(c.delivery)
     .filter(([, v]) => v > 0)
     .map(([k, v]) => `${k} ${v}`)
-  const reasons = top(c.reasons)
+  const reasons = topCounts(c.reasons)
   return `${parts.join(', ')}${reasons ? ` [${reasons}]` : ''}`
 }
 
@@ -350,7 +344,7 @@ function pair(cell: StaleCell): string {
 }
 
 function caughtBy(cell: StaleCell): string {
-  const reasons = top(cell.reasons)
+  const reasons = topCounts(cell.reasons)
   if (reasons === '') return '—'
   return `${esc(reasons)}${cell.namedA ? ` (A named ${cell.namedA})` : ''}`
 }
