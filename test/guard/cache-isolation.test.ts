@@ -124,6 +124,29 @@ function overHttp(engine: SimEngine, received: Record<string, unknown>[]): AiRun
 
 const saltOf = async (tenant: string) => cacheSalt(await importCanaryKey(SECRET), tenant)
 
+/**
+ * The PROMPTPEEK probe against an isolated cache, after A sent its prompt: B sends A's exact long
+ * prefix (the right guess of A's PIN) and a wrong guess. Isolated, both are prefilled in full — no
+ * cached token, each first token exactly one uncached prefill after the call, the two within 0.5 ms
+ * (the prompts differ only by the canary's 13 to 24 tokens) — while A still hits its own pages:
+ * isolation splits the cache per tenant, it does not switch it off.
+ */
+async function probeLearnsNothing(send: ReturnType<typeof setup>['send']) {
+  const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
+  const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))
+  expect(right.record.cachedTokens).toBe(0)
+  expect(wrong.record.cachedTokens).toBe(0)
+  for (const guess of [right, wrong]) {
+    expect(guess.ttftMs).toBeCloseTo(fullPrefillMs(guess.record.promptTokens), 6)
+  }
+  expect(right.ttftMs).toBeGreaterThan(200)
+  expect(Math.abs(right.ttftMs - wrong.ttftMs)).toBeLessThan(0.5)
+  const again = await send('tenant-a', chat(prompt('4821', 'And my balance?')))
+  expect(again.record.cachedTokens).toBeGreaterThan(10_000)
+  expect(again.ttftMs).toBeLessThan(right.ttftMs / 4)
+  return { right, wrong }
+}
+
 describe('cacheIsolation: the profile option', () => {
   it('should default to salt for self-hosted names and to prefix for Workers AI catalogue names', () => {
     const options = resolveOptions({
@@ -177,22 +200,8 @@ describe('cacheIsolation: tenants behind one upstream credential', () => {
       expect(a.record.cacheSalt).toBe(await saltOf('tenant-a'))
       expect(a.sent.cache_salt).toBe(await saltOf('tenant-a'))
       // B sends A's exact long prefix (the right guess), then a wrong guess of the PIN.
-      const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
-      const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))
+      const { right } = await probeLearnsNothing(send)
       expect(right.record.cacheSalt).toBe(await saltOf('tenant-b'))
-      expect(right.record.cachedTokens).toBe(0)
-      expect(wrong.record.cachedTokens).toBe(0)
-      // Both fully prefilled: each first token comes exactly one uncached prefill after the call. The
-      // prompts differ only by the canary's token count (13 to 24 tokens, 0.5 ms at most here).
-      for (const guess of [right, wrong]) {
-        expect(guess.ttftMs).toBeCloseTo(fullPrefillMs(guess.record.promptTokens), 6)
-      }
-      expect(right.ttftMs).toBeGreaterThan(200)
-      expect(Math.abs(right.ttftMs - wrong.ttftMs)).toBeLessThan(0.5)
-      // A still hits its own pages: isolation splits the cache per tenant, it does not switch it off.
-      const again = await send('tenant-a', chat(prompt('4821', 'And my balance?')))
-      expect(again.record.cachedTokens).toBeGreaterThan(10_000)
-      expect(again.ttftMs).toBeLessThan(right.ttftMs / 4)
     }, 60_000)
 
     it(`should let the probe read A's prefix from TTFT when isolation is off (${over})`, async () => {
@@ -268,19 +277,8 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
     expect(a.text).toContain('SHARED-MANUAL')
     expect(a.text).toContain('“Customer account PIN 4821.”')
     expect(a.text).not.toMatch(/cnry_/i)
-    const right = await send('tenant-b', chat(prompt('4821', 'What is the PIN?')))
-    const wrong = await send('tenant-b', chat(prompt('7395', 'What is the PIN?')))
+    const { right } = await probeLearnsNothing(send)
     expect(right.record.affinity).toBe(`wag-${await saltOf('tenant-b')}`)
-    expect(right.record.cachedTokens).toBe(0)
-    expect(wrong.record.cachedTokens).toBe(0)
-    for (const guess of [right, wrong]) {
-      expect(guess.ttftMs).toBeCloseTo(fullPrefillMs(guess.record.promptTokens), 6)
-    }
-    expect(right.ttftMs).toBeGreaterThan(200)
-    expect(Math.abs(right.ttftMs - wrong.ttftMs)).toBeLessThan(0.5)
-    // A keeps its own cache: the marker is the same on every request of a tenant.
-    const again = await send('tenant-a', chat(prompt('4821', 'And my balance?')))
-    expect(again.record.cachedTokens).toBeGreaterThan(10_000)
   }, 60_000)
 
   it("should route by the tenant's affinity whatever affinity header the client sets", async () => {
