@@ -50,7 +50,7 @@ describe('the openai client against the Worker', () => {
     expect(error.message).toContain('681,280')
     expect((await sim.stats()).requests.total).toBe(before)
     // Must not fire: the same prompt with a sane output limit is answered.
-    expectOwn(await ask(a, document('TENANT-A', 200), false, { max_tokens: 64 }), 'TENANT-A', [])
+    expectOwn(await ask(a, document('TENANT-A', 200), false, { max_tokens: 160 }), 'TENANT-A', [])
   }, 30_000)
 
   for (const stream of [false, true]) {
