@@ -127,5 +127,6 @@ export function shingleHash(key: FingerprintKey, sumA: number, sumB: number): nu
  * table.add(model, tenant, [fingerprintOf(key, shingle.hash)], Date.now())
  */
 export function fingerprintOf(key: FingerprintKey, hash: number): number {
-  return sipHash52(key.sip, (hash % TWO_32) | 0, Math.floor(hash / TWO_32) | 0)
+  // `hash | 0` is its low 32 bits (ToInt32 reduces mod 2^32), without a floating-point remainder.
+  return sipHash52(key.sip, hash | 0, Math.floor(hash / TWO_32) | 0)
 }

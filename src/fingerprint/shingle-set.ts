@@ -6,8 +6,6 @@
  * can only hide one fingerprint of evidence, never create one.
  */
 
-const TWO_32 = 0x100000000
-
 /**
  * Insert-only set of 52-bit hashes, keyed by their low 32 bits.
  *
@@ -77,9 +75,9 @@ export class ShingleSet {
   }
 }
 
-/** The low 32 bits, 0 moved to 1 (0 marks an empty slot). */
+/** The low 32 bits (`>>> 0` reduces mod 2^32, without a floating-point remainder), 0 moved to 1 (0 marks an empty slot). */
 function keyOf(hash: number): number {
-  return hash % TWO_32 || 1
+  return hash >>> 0 || 1
 }
 
 /** The slot of a key: its high bits mixed down (the low bits of a mask would do, but cheaply better). */
