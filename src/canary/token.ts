@@ -188,35 +188,35 @@ const SALTS = new WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>()
 
 /** The full 32-byte tag digest: v2 tags are its first 5 bytes, v1 tags its first 3. */
 function tagDigest(key: CanaryKey, tenant: string): Promise<Uint8Array> {
-  return perTenant(TAGS, key, 'tenant\0', tenant)
+  return perTenant(TAGS, key, tenant, () => hmac(key, utf8.encode(`tenant\0${tenant}`)))
 }
 
-/** HMAC(key, label ‖ tenant), memoized per key in a bounded LRU (a failed HMAC is not kept). */
-function perTenant(
-  store: WeakMap<CanaryKey, Map<string, Promise<Uint8Array>>>,
+/** `make()`, memoized per key and tenant in a bounded LRU (a failed one is not kept). */
+function perTenant<T>(
+  store: WeakMap<CanaryKey, Map<string, Promise<T>>>,
   key: CanaryKey,
-  label: string,
   tenant: string,
-): Promise<Uint8Array> {
-  let digests = store.get(key)
-  if (!digests) {
-    digests = new Map()
-    store.set(key, digests)
+  make: () => Promise<T>,
+): Promise<T> {
+  let values = store.get(key)
+  if (!values) {
+    values = new Map()
+    store.set(key, values)
   }
-  let digest = digests.get(tenant)
-  if (digest) {
-    digests.delete(tenant) // re-inserted below: most recently used
+  let value = values.get(tenant)
+  if (value) {
+    values.delete(tenant) // re-inserted below: most recently used
   } else {
-    digest = hmac(key, utf8.encode(`${label}${tenant}`))
-    const cache = digests
-    digest.catch(() => cache.delete(tenant))
+    value = make()
+    const cache = values
+    value.catch(() => cache.delete(tenant))
   }
-  digests.set(tenant, digest)
-  if (digests.size > TAG_CACHE_SIZE) {
-    const oldest = digests.keys().next().value
-    if (oldest !== undefined) digests.delete(oldest)
+  values.set(tenant, value)
+  if (values.size > TAG_CACHE_SIZE) {
+    const oldest = values.keys().next().value
+    if (oldest !== undefined) values.delete(oldest)
   }
-  return digest
+  return value
 }
 
 async function tagBytes(key: CanaryKey, tenant: string): Promise<Uint8Array> {
@@ -252,7 +252,9 @@ const SALT_BYTES = 16
  * const inputs = { ...request, cache_salt: await cacheSalt(key, 'acme') }
  */
 export async function cacheSalt(key: CanaryKey, tenant: string): Promise<string> {
-  const digest = await perTenant(SALTS, key, 'cache-salt\0', tenant)
+  const digest = await perTenant(SALTS, key, tenant, () =>
+    hmac(key, utf8.encode(`cache-salt\0${tenant}`)),
+  )
   return toBase64Url(digest.slice(0, SALT_BYTES))
 }
 
@@ -330,8 +332,16 @@ export async function mintCanary(
  * const marker = await prefixMarker(key, 'acme') // 'cnry_…', stable for acme
  */
 export function prefixMarker(key: CanaryKey, tenant: string): Promise<string> {
-  return mintCanary(key, { requestId: `cache-prefix\0${tenant}`, tenant })
+  return perTenant(MARKERS, key, tenant, () =>
+    mintCanary(key, { requestId: `cache-prefix\0${tenant}`, tenant }),
+  )
 }
+
+/**
+ * Prefix markers per key, kept like tags: a tenant's marker never changes, and minting it is two
+ * HMACs (two WebCrypto round trips) on every request of a prefix-isolated model.
+ */
+const MARKERS = new WeakMap<CanaryKey, Map<string, Promise<string>>>()
 
 /** What {@link inspectCanary} learned about a token. */
 export type CanaryInspection = { ours: false } | { ours: true; tenantTag: string; nonce: string }

@@ -52,8 +52,13 @@ export async function runAttempts(
       streamed,
       maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
     })
-    // The call is out: hash the prompt while the engine prefills it (once per request).
+    // The call is out: print, count and hash the prompt while the engine prefills it (each once per
+    // request). Started before the call, this work would delay it.
     content().catch(() => {})
+    if (plan.needsEstimate) {
+      plan.estimate().catch(() => {})
+      if (attempt === 1) plan.prefix().catch(() => {})
+    }
     const output = await calling
     const outcome = streamed
       ? await verifyStreamedAnswer(ctx, output)
@@ -83,13 +88,17 @@ async function prepare(
   attempt: number,
   content: AttemptContext['content'],
 ): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
-  const canary = plan.scanning
-    ? await mintCanary(await host.key(), {
-        requestId: `${plan.requestId}/${attempt}`,
-        tenant: plan.tenant,
-      })
-    : undefined
-  const isolated = await isolate(host, plan)
+  // Both are keyed WebCrypto work (the isolation's is cached per tenant): neither waits for the other.
+  const [canary, isolated] = await Promise.all([
+    plan.scanning
+      ? host
+          .key()
+          .then((key) =>
+            mintCanary(key, { requestId: `${plan.requestId}/${attempt}`, tenant: plan.tenant }),
+          )
+      : undefined,
+    isolate(host, plan),
+  ])
   const injected =
     plan.proof !== 'none' && canary
       ? injectCanary(isolated.inputs, canary, plan.proof)

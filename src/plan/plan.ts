@@ -52,6 +52,12 @@ export interface RequestPlan {
   estimate: () => Promise<PlanEstimate>
   /** The tenant's prefix record for this prompt (hashed once, on first need; only for timed prompts). */
   prefix: () => Promise<PrefixLookup>
+  /**
+   * Whether verification will read the count and the prefix record: the prompt is counted, or its
+   * byte bound is long enough for the timing evidence to weigh (src/verify/timing-evidence.ts).
+   * Such a prompt is counted and hashed right after its call is sent, while the engine prefills.
+   */
+  needsEstimate: boolean
 }
 
 /** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
@@ -103,11 +109,6 @@ export async function planRequest(
   const prefix = once(() =>
     lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
   )
-  if (timed) {
-    // Count and hash while the upstream prefills, not after its first token.
-    estimate().catch(() => {})
-    prefix().catch(() => {})
-  }
 
   return {
     requestId,
@@ -127,6 +128,11 @@ export async function planRequest(
     counted: timed || admission.estimate !== undefined,
     estimate,
     prefix,
+    needsEstimate:
+      timed ||
+      admission.estimate !== undefined ||
+      (admission.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
+        guard.options.minTimingEvidenceMs,
   }
 }
 
