@@ -146,9 +146,10 @@ export class ContentWatch {
       if (text === '') return
       throw new Error(`ContentWatch: channel ${channel} was already final`)
     }
-    for (const shingle of state.shingler.push(text, final)) {
-      if (state.winnow.push(shingle.hash, shingle.index)) this.check(state, channel)
-    }
+    const current = state
+    state.shingler.read(text, final, (hash, _start, _end, index) => {
+      if (current.winnow.push(hash, index)) this.check(current, channel)
+    })
     if (final) {
       if (state.winnow.end()) this.check(state, channel)
       state.final = true

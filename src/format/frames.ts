@@ -29,6 +29,8 @@ export type Channel = 'reasoning' | 'content' | `tool:${number}` | `field:${stri
 export interface Frame {
   /** The event as received. */
   event: SseEvent
+  /** The event's exact text when it can be re-sent unchanged (see `SseParser`). */
+  raw?: string
   /** `data: [DONE]`, the end-of-stream marker. */
   done: boolean
   /** The parsed data (absent for `[DONE]`). */
@@ -181,39 +183,103 @@ const METADATA = new Set([
   'usage',
 ])
 
-/** Paths of the known channels (read by chatTexts / legacyTexts), which the field walk skips. */
-const KNOWN_CHAT =
-  /^choices\/0\/(?:delta|message)\/(?:reasoning_content|content|tool_calls\/\d+\/function\/arguments)$/
-const KNOWN_LEGACY = /^(?:response|tool_calls\/\d+\/arguments)$/
-
 /**
- * Every other string leaf of `json`, as `field:<path>` channels. Hot path (every stream event): the
- * walk builds path strings only, and metadata keys are skipped before descending.
+ * Every other string leaf of `json`, as `field:<path>` channels: everything but metadata and the known
+ * channels (read by chatTexts / legacyTexts: chat `choices/0/(delta|message)/(reasoning_content|content|
+ * tool_calls/n/function/arguments)`, legacy `response` and `tool_calls/n/arguments`, whatever their
+ * type). Hot path (every stream event): the known places are skipped by structure, not by matching
+ * path strings, and metadata keys before descending.
  */
 function fieldTexts(
   json: Json,
   format: StreamFormat | undefined,
 ): Partial<Record<Channel, string>> {
-  const known = format === 'chat' ? KNOWN_CHAT : format === 'legacy' ? KNOWN_LEGACY : undefined
   const texts: Partial<Record<Channel, string>> = {}
-  const walk = (value: unknown, path: string) => {
-    if (typeof value === 'string') {
-      if (path !== '' && !known?.test(path)) texts[`field:${path}`] = value
-      return
-    }
-    if (value === null || typeof value !== 'object') return
-    if (known?.test(path)) return // a structured known field (JSON mode): read by asText already
-    const prefix = path === '' ? '' : `${path}/`
-    if (Array.isArray(value)) {
-      for (let k = 0; k < value.length; k++) walk(value[k], `${prefix}${k}`)
-    } else {
-      for (const key in value as Json) {
-        if (!METADATA.has(key)) walk((value as Json)[key], `${prefix}${key}`)
+  for (const key in json) {
+    if (METADATA.has(key)) continue
+    const value = json[key]
+    if (format === 'chat' && key === 'choices' && Array.isArray(value)) {
+      for (let k = 0; k < value.length; k++) {
+        if (k === 0 && isObject(value[0])) choiceFields(value[0], texts)
+        else walkFields(value[k], `choices/${k}`, texts)
       }
+    } else if (format === 'legacy' && key === 'tool_calls' && Array.isArray(value)) {
+      for (let k = 0; k < value.length; k++) {
+        walkExcept(value[k], `tool_calls/${k}`, 'arguments', texts)
+      }
+    } else if (!(format === 'legacy' && key === 'response')) walkFields(value, key, texts)
+  }
+  return texts
+}
+
+/** The fields of the one chat choice, outside its delta's (or message's) known channels. */
+function choiceFields(choice: Json, texts: Partial<Record<Channel, string>>): void {
+  for (const key in choice) {
+    if (METADATA.has(key)) continue
+    const value = choice[key]
+    const path = `choices/0/${key}`
+    if ((key !== 'delta' && key !== 'message') || !isObject(value)) {
+      walkFields(value, path, texts)
+      continue
+    }
+    for (const field in value) {
+      if (METADATA.has(field) || field === 'reasoning_content' || field === 'content') continue
+      const inner = value[field]
+      if (field === 'tool_calls' && Array.isArray(inner)) {
+        for (let k = 0; k < inner.length; k++)
+          toolCallFields(inner[k], `${path}/tool_calls/${k}`, texts)
+      } else walkFields(inner, `${path}/${field}`, texts)
     }
   }
-  walk(json, '')
-  return texts
+}
+
+/** A chat tool call's fields but its arguments (a known channel). */
+function toolCallFields(
+  call: unknown,
+  path: string,
+  texts: Partial<Record<Channel, string>>,
+): void {
+  if (!isObject(call)) {
+    walkFields(call, path, texts)
+    return
+  }
+  for (const part in call) {
+    if (METADATA.has(part)) continue
+    if (part === 'function') walkExcept(call[part], `${path}/function`, 'arguments', texts)
+    else walkFields(call[part], `${path}/${part}`, texts)
+  }
+}
+
+/** An object's fields but one (a known channel), walked. */
+function walkExcept(
+  value: unknown,
+  path: string,
+  except: string,
+  texts: Partial<Record<Channel, string>>,
+): void {
+  if (!isObject(value)) {
+    walkFields(value, path, texts)
+    return
+  }
+  for (const key in value) {
+    if (key !== except && !METADATA.has(key)) walkFields(value[key], `${path}/${key}`, texts)
+  }
+}
+
+/** Every string leaf under `value` (at `path`), metadata keys skipped. */
+function walkFields(value: unknown, path: string, texts: Partial<Record<Channel, string>>): void {
+  if (typeof value === 'string') {
+    texts[`field:${path}`] = value
+    return
+  }
+  if (value === null || typeof value !== 'object') return
+  if (Array.isArray(value)) {
+    for (let k = 0; k < value.length; k++) walkFields(value[k], `${path}/${k}`, texts)
+    return
+  }
+  for (const key in value as Json) {
+    if (!METADATA.has(key)) walkFields((value as Json)[key], `${path}/${key}`, texts)
+  }
 }
 
 /** Writes `field:<path>` channel texts back into `json` (in place; the caller owns a copy). */
@@ -240,8 +306,12 @@ function writeFields(json: Json, texts: Partial<Record<Channel, string>>): void 
  * frame.format        // 'legacy'
  * frame.texts.content // 'Hel'
  */
-export function parseFrame(event: SseEvent): Frame {
-  if (event.data.trim() === '[DONE]') return { event, done: true, texts: {} }
+export function parseFrame(event: SseEvent, raw?: string): Frame {
+  if (event.data.trim() === '[DONE]') {
+    return raw === undefined
+      ? { event, done: true, texts: {} }
+      : { event, raw, done: true, texts: {} }
+  }
   let json: unknown
   try {
     json = JSON.parse(event.data)
@@ -257,6 +327,7 @@ export function parseFrame(event: SseEvent): Frame {
   if (!isObject(json))
     throw malformed('The upstream stream carried an event that is not an object.')
   const frame: Frame = { event, done: false, json, texts: {} }
+  if (raw !== undefined) frame.raw = raw
   const usage = usageOf(json)
   if (usage !== undefined) frame.usage = usage
   const format = detectFormat(json)

@@ -48,10 +48,30 @@ export interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> 
  */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
 
-/** The per-stream parser state; pure, so the TransformStream wrapper stays trivial. */
-class SseParser {
+/** Receives each dispatched event; `raw` is its exact text when it can be re-sent as it came. */
+export type SseEmit = (event: SseEvent, raw: string | undefined) => void
+
+/**
+ * The per-stream parser state; pure, so the stream wrappers stay trivial.
+ *
+ * Two modes, one meaning. Until the stream shows a CR, events are found by their blank line ("\n\n")
+ * with a native search over the text, and an event that is one `data: ` line is handed on with its
+ * exact text (`raw`), so a release that changes nothing can re-send it as it came. The first CR
+ * switches the stream, for good, to the line-by-line reading of every line ending the spec allows.
+ *
+ * @example
+ * const parser = new SseParser(DEFAULT_MAX_EVENT_BYTES)
+ * parser.push(bytes, (event, raw) => handle(event, raw))
+ * parser.end()
+ * if (parser.truncated) throw new Error('cut short')
+ */
+export class SseParser {
   readonly #maxEventBytes: number
   readonly #utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+  /** No CR seen yet: events are split on "\n\n" and keep their text. */
+  #fast = true
+  /** Fast mode: the text of the event not yet ended. */
+  #pending = ''
   /** The current, not yet terminated line. */
   #line = ''
   /** A CR ended the previous chunk: a LF at the start of the next one belongs to it (CRLF). */
@@ -68,14 +88,15 @@ class SseParser {
     this.#maxEventBytes = maxEventBytes
   }
 
-  push(bytes: Uint8Array, emit: (event: SseEvent) => void): void {
+  push(bytes: Uint8Array, emit: SseEmit): void {
     let text: string
     try {
       text = this.#utf8.decode(bytes, { stream: true })
     } catch (cause) {
       throw new Error('SSE stream is not valid UTF-8', { cause })
     }
-    this.#feed(text, emit)
+    if (this.#fast && text.indexOf('\r') === -1) this.#feedFast(text, emit)
+    else this.#feedLines(text, emit)
   }
 
   end(): void {
@@ -86,10 +107,59 @@ class SseParser {
       // An incomplete multi-byte sequence at EOF: the stream was cut inside the last (unfinished) event.
       this.truncated = true
     }
-    if (rest !== '' || this.#line !== '' || this.#open) this.truncated = true
+    if (rest !== '' || this.#pending !== '' || this.#line !== '' || this.#open) {
+      this.truncated = true
+    }
   }
 
-  #feed(text: string, emit: (event: SseEvent) => void): void {
+  #feedFast(text: string, emit: SseEmit): void {
+    const buffer = this.#pending === '' ? text : this.#pending + text
+    let at = 0
+    while (true) {
+      // Blank lines between events dispatch nothing.
+      while (buffer.charCodeAt(at) === 10) at++
+      const end = buffer.indexOf('\n\n', at)
+      if (end === -1) break
+      this.#bound(buffer, at, end)
+      this.#block(buffer, at, end, emit)
+      at = end + 2
+    }
+    this.#bound(buffer, at, buffer.length)
+    this.#pending = at === 0 ? buffer : buffer.slice(at)
+  }
+
+  /** The per-event byte bound; counted in UTF-8 only when the text could be over it. */
+  #bound(buffer: string, start: number, end: number): void {
+    const units = end - start
+    if (units * 3 <= this.#maxEventBytes) return
+    // A UTF-16 unit is at least one UTF-8 byte, so more units than the bound is over it.
+    if (units > this.#maxEventBytes || utf8Length(buffer.slice(start, end)) > this.#maxEventBytes) {
+      throw new Error(`SSE event exceeds maxEventBytes (${this.#maxEventBytes} bytes)`)
+    }
+  }
+
+  /** One event's lines, `buffer[start, end)`, with no CR in them. */
+  #block(buffer: string, start: number, end: number, emit: SseEmit): void {
+    const firstBreak = buffer.indexOf('\n', start)
+    if (
+      (firstBreak === -1 || firstBreak >= end) &&
+      buffer.charCodeAt(start) === 100 && // 'd'
+      buffer.startsWith('data: ', start)
+    ) {
+      emit({ data: buffer.slice(start + 6, end) }, buffer.slice(start, end + 2))
+      return
+    }
+    for (const line of buffer.slice(start, end).split('\n')) this.#processLine(line, emit)
+    this.#dispatch((event) => emit(event, undefined))
+  }
+
+  /** The line-by-line reading: any of LF, CRLF, CR ends a line, split anywhere. */
+  #feedLines(text: string, emit: SseEmit): void {
+    if (this.#fast) {
+      this.#fast = false
+      text = this.#pending + text
+      this.#pending = ''
+    }
     let start = 0
     if (this.#skipLf) {
       this.#skipLf = false
@@ -121,9 +191,9 @@ class SseParser {
     this.#line += piece
   }
 
-  #processLine(line: string, emit: (event: SseEvent) => void): void {
+  #processLine(line: string, emit: SseEmit): void {
     if (line === '') {
-      this.#dispatch(emit)
+      this.#dispatch((event) => emit(event, undefined))
       return
     }
     this.#open = true

@@ -13,8 +13,8 @@ import type { Usage } from '../call/upstream'
 import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
 import { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
-import { type Channel, channelEntries, type Frame, parseFrame, withTexts } from '../format/frames'
-import type { SseEvent } from '../format/sse'
+import { type Channel, type Frame, withTexts } from '../format/frames'
+import { encodeSseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'
 import type { EchoWatch } from '../verify/echo-watch'
 import type { ContentHold } from './content-hold'
@@ -42,9 +42,14 @@ interface ChannelState {
   context: string
 }
 
+/** Where one channel's text of a queued frame lies. */
+interface Span extends Range {
+  name: Channel
+}
+
 interface Held {
   frame: Frame
-  spans: Partial<Record<Channel, Range>>
+  spans: Span[]
 }
 
 /** What the verification stage hands over: frames already read, and what to cut from them. */
@@ -78,44 +83,18 @@ export interface ReleaseStart {
 }
 
 /**
- * The release transform: SSE events in, SSE events out (the held frames first).
+ * The release stage: frames in (the held ones first), the client's SSE text out, batch by batch. Each
+ * call returns what may leave now — possibly nothing — and rejects with the error that ends the stream.
  *
  * @example
- * events.pipeThrough(releaseStream(ctx, start)).pipeThrough(sseEncoder())
+ * const release = new Release(ctx, start)
+ * send(await release.begin())
+ * for (let frames = await upstream.next(); frames; frames = await upstream.next()) {
+ *   send(await release.take(frames))
+ * }
+ * send(await release.finish())
  */
-export function releaseStream(
-  ctx: AttemptContext,
-  start: ReleaseStart,
-): TransformStream<SseEvent, SseEvent> {
-  const release = new Release(ctx, start)
-  return new TransformStream<SseEvent, SseEvent>({
-    async start(controller) {
-      // Already read by the foreign-content check while held: added here for release only.
-      for (const frame of start.held) release.add(frame, false)
-      await release.scan(start.held.some((f) => f.done))
-      release.flushInto(controller)
-    },
-    transform(event, controller) {
-      const frame = parseFrame(event)
-      release.add(frame, true)
-      // Nothing follows [DONE], so no canary can still be completing: release everything.
-      const pending = release.scan(frame.done)
-      if (pending === undefined) {
-        release.flushInto(controller)
-        return
-      }
-      return pending.then(() => release.flushInto(controller))
-    },
-    async flush(controller) {
-      await release.scan(true)
-      release.flushInto(controller)
-      release.end()
-    },
-  })
-}
-
-/** The release stage's state: per-channel text not yet released, and the frames waiting for it. */
-class Release {
+export class Release {
   readonly #ctx: AttemptContext
   readonly #start: ReleaseStart
   readonly #channels = new Map<Channel, ChannelState>()
@@ -145,12 +124,37 @@ class Release {
     return state
   }
 
+  /** The frames held while the answer was verified, as far as they may leave now. */
+  async begin(): Promise<string> {
+    // Already read by the foreign-content check while held: added here for release only.
+    for (const frame of this.#start.held) this.#add(frame, false)
+    await this.#scan(this.#sawDone)
+    return this.#flush()
+  }
+
+  /** The next frames from the upstream, and what may leave now. */
+  take(frames: readonly Frame[]): Promise<string> | string {
+    if (frames.length === 0) return ''
+    for (const frame of frames) this.#add(frame, true)
+    // Nothing follows [DONE], so no canary can still be completing: release everything.
+    const pending = this.#scan(this.#sawDone)
+    return pending === undefined ? this.#flush() : pending.then(() => this.#flush())
+  }
+
+  /** The upstream ended: the rest, judged to its last word (then call {@link end}). */
+  async finish(): Promise<string> {
+    await this.#scan(true)
+    return this.#flush()
+  }
+
   /** Queues a frame; `fresh` text (not read while held) also goes to the foreign-content check. */
-  add(frame: Frame, fresh: boolean): void {
+  #add(frame: Frame, fresh: boolean): void {
     if (frame.done) this.#sawDone = true
     if (frame.usage) this.#usage = frame.usage
-    const spans: Held['spans'] = {}
-    for (const [name, text] of channelEntries(frame.texts)) {
+    const spans: Span[] = []
+    for (const key in frame.texts) {
+      const name = key as Channel
+      const text = frame.texts[name]
       if (!text) continue
       const state = this.#channel(name)
       const startAt = state.base + state.text.length
@@ -158,7 +162,7 @@ class Release {
       if (fresh) this.#start.content?.push(name, text)
       if (name === 'content') this.#watchEcho(state, frame.done)
       this.#dirty.add(name)
-      spans[name] = { start: startAt, end: startAt + text.length }
+      spans.push({ name, start: startAt, end: startAt + text.length })
       const prior = this.#seen[name] ?? ''
       if (prior.length < 65_536) this.#seen[name] = prior + text
     }
@@ -170,7 +174,7 @@ class Release {
    * foreign canary ends the stream; the point where a canary could still be forming bounds release.
    * Synchronous (undefined) when no text holds a `cnry_`: no promise per event on the common path.
    */
-  scan(final: boolean): Promise<void> | undefined {
+  #scan(final: boolean): Promise<void> | undefined {
     const content = this.#contentCheck(final)
     if (content) return content
     const slow: [Channel, ChannelState][] = []
@@ -246,16 +250,19 @@ class Release {
   }
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */
-  flushInto(controller: TransformStreamDefaultController<SseEvent>): void {
-    while (this.#queue.length > 0) {
-      const next = this.#queue[0]!
-      const spans = channelEntries(next.spans)
-      const blocked = spans.filter(([name, span]) => span.end > this.#safe(name))
-      if (blocked.length > 0 && !this.#moveOn(blocked)) break
-      this.#queue.shift()
-      controller.enqueue(this.#emit(next, spans))
-      for (const [name, span] of spans) this.#advance(this.#channel(name), span.end)
+  #flush(): string {
+    let out = ''
+    let sent = 0
+    while (sent < this.#queue.length) {
+      const next = this.#queue[sent]!
+      const blocked = next.spans.filter((span) => span.end > this.#safe(span.name))
+      if (blocked.length > 0 && !this.#moveOn(blocked, sent)) break
+      sent++
+      out += this.#emit(next)
+      for (const span of next.spans) this.#advance(this.#channel(span.name), span.end)
     }
+    if (sent > 0) this.#queue.splice(0, sent)
+    return out
   }
 
   #advance(state: ChannelState, to: number): void {
@@ -263,7 +270,9 @@ class Release {
     state.context = (state.context + released).slice(-(CANARY_LENGTH - 1))
     state.text = state.text.slice(to - state.base)
     state.base = to
-    state.strips = state.strips.filter((r) => r.end > state.base)
+    if (state.strips.some((r) => r.end <= state.base)) {
+      state.strips = state.strips.filter((r) => r.end > state.base)
+    }
   }
 
   /**
@@ -274,18 +283,19 @@ class Release {
    * so the canary is caught before its remaining bytes leave. A tail that is the start of our own
    * canary is cut rather than released; any other `cnry_…` tail keeps holding.
    */
-  #moveOn(blocked: [Channel, Range][]): boolean {
-    const names = new Set(blocked.map(([name]) => name))
-    const others = this.#queue.some((held) =>
-      channelEntries(held.spans).some(([name]) => !names.has(name)),
-    )
+  #moveOn(blocked: Span[], from: number): boolean {
+    const names = new Set(blocked.map((span) => span.name))
+    let others = false
+    for (let k = from; k < this.#queue.length && !others; k++) {
+      others = this.#queue[k]!.spans.some((span) => !names.has(span.name))
+    }
     if (!others) return false
     // The foreign-content check judges a paused channel's last words now (see ./content-hold.ts).
-    for (const [name] of blocked) this.#start.content?.pause(name)
+    for (const { name } of blocked) this.#start.content?.pause(name)
     const evidence = this.#start.content?.evidence()
     if (evidence) return false // ended by the next scan, before these words leave
     const cuts: [ChannelState, Range][] = []
-    for (const [name] of blocked) {
+    for (const { name } of blocked) {
       const state = this.#channel(name)
       if (state.safe >= state.base + state.text.length) continue // held for content only
       const tail = state.text.slice(state.safe - state.base)
@@ -296,28 +306,38 @@ class Release {
       cuts.push([state, { start: state.safe, end: state.base + state.text.length }])
     }
     for (const [state, range] of cuts) state.strips.push(range)
-    for (const [name] of blocked) {
+    for (const { name } of blocked) {
       const state = this.#channel(name)
       state.safe = state.base + state.text.length
     }
     return true
   }
 
-  #emit(held: Held, spans: [Channel, Range][]): SseEvent {
+  /** A released event's text: as it came unless something was cut from it. */
+  #emit(held: Held): string {
     const replaced: Partial<Record<Channel, string>> = {}
     let changed = false
-    for (const [name, span] of spans) {
+    for (const { name, start } of held.spans) {
+      const strips = this.#channel(name).strips
+      if (strips.length === 0) continue
       const original = held.frame.texts[name] ?? ''
-      const cut = cutRanges(original, span.start, this.#channel(name).strips)
+      const cut = cutRanges(original, start, strips)
       if (cut !== original) {
         replaced[name] = cut
         changed = true
       }
     }
-    return changed ? withTexts(held.frame, replaced) : held.frame.event
+    if (changed) return encodeSseEvent(withTexts(held.frame, replaced))
+    return held.frame.raw ?? encodeSseEvent(held.frame.event)
   }
 
-  /** The stream ended: a whole answer teaches; one without its end marker is an error, never whole. */
+  /**
+   * After the last bytes left: a whole answer teaches; one without its end marker throws, never whole.
+   *
+   * @example
+   * send(await release.finish())
+   * release.end()
+   */
   end(): void {
     if (!this.#sawDone) {
       // Every byte released so far was verified; the client still must not take a cut answer as whole.

@@ -15,13 +15,13 @@
 import type { AttemptContext, AttemptOutcome, PrintedPrompt } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import type { Usage } from '../call/upstream'
-import { stallWatchdog } from '../call/watchdog'
+import { UpstreamEvents } from '../call/upstream-events'
 import { CANARY_LENGTH } from '../canary'
 import { GuardError } from '../errors'
-import { type Channel, channelEntries, type Frame, parseFrame } from '../format/frames'
-import { type SseEvent, sseDecoder, sseEncoder } from '../format/sse'
+import type { Channel, Frame } from '../format/frames'
+import { clientStream } from '../release/client-stream'
 import { ContentHold } from '../release/content-hold'
-import { releaseStream } from '../release/release-stream'
+import { Release } from '../release/release-stream'
 import type { TimingSignal } from '../timing/prefill'
 import { type Conclusion, conclude } from './conclude'
 import { EchoWatch } from './echo-watch'
@@ -46,16 +46,13 @@ export async function verifyStreamedAnswer(
     )
   }
   const { timeouts } = ctx.services.options
-  const events = (body as ReadableStream<Uint8Array>)
-    .pipeThrough(stallWatchdog({ firstByteMs: timeouts.firstTokenMs, idleMs: timeouts.idleMs }))
-    .pipeThrough(sseDecoder())
+  const upstream = new UpstreamEvents(body as ReadableStream<Uint8Array>, {
+    firstByteMs: timeouts.firstTokenMs,
+    idleMs: timeouts.idleMs,
+  })
   const printed = await ctx.content()
   const content = printed ? new ContentHold(await printed.watch()) : undefined
-  const reading = new HeldStream(
-    ctx,
-    events.getReader(),
-    content && printed && { content, printed },
-  )
+  const reading = new HeldStream(ctx, upstream, content && printed && { content, printed })
   await reading.untilVerdict()
   let conclusion: Conclusion
   try {
@@ -70,7 +67,7 @@ export async function verifyStreamedAnswer(
     await reading.cancel()
     return conclusion.withheld(reading.raw)
   }
-  return reading.release(events, conclusion)
+  return reading.release(conclusion)
 }
 
 /** The head of an upstream stream, read and held until its verdict. */
@@ -78,11 +75,12 @@ class HeldStream {
   readonly held: Frame[] = []
   readonly raw: Partial<Record<Channel, string>> = {}
   readonly #ctx: AttemptContext
-  readonly #reader: ReadableStreamDefaultReader<SseEvent>
+  readonly #upstream: UpstreamEvents
   readonly #echo: EchoWatch
   readonly #content: ContentHold | undefined
   readonly #printed: PrintedPrompt | undefined
   #heldBytes = 0
+  #reasoningTail = ''
   #ended = false
   #sawDone = false
   #finishReason: string | undefined
@@ -92,11 +90,11 @@ class HeldStream {
 
   constructor(
     ctx: AttemptContext,
-    reader: ReadableStreamDefaultReader<SseEvent>,
+    upstream: UpstreamEvents,
     foreign: { content: ContentHold; printed: PrintedPrompt } | undefined,
   ) {
     this.#ctx = ctx
-    this.#reader = reader
+    this.#upstream = upstream
     this.#echo = new EchoWatch(ctx)
     this.#content = foreign?.content
     this.#printed = foreign?.printed
@@ -107,16 +105,16 @@ class HeldStream {
     try {
       while (!(await this.#readOne()) && !this.#decidable()) {}
     } catch (error) {
-      await this.#reader.cancel(error).catch(() => {})
+      await this.#upstream.cancel(error)
       throw error
     }
   }
 
   /** True at the end of the stream. */
   async #readOne(): Promise<boolean> {
-    let next: ReadableStreamReadResult<SseEvent>
+    let frames: Frame[] | undefined
     try {
-      next = await this.#reader.read()
+      frames = await this.#upstream.next()
     } catch (error) {
       // The watchdog's 504 and the decoder's own errors keep their meaning.
       if (error instanceof GuardError) throw error
@@ -126,15 +124,20 @@ class HeldStream {
         { cause: error },
       )
     }
-    if (next.done) {
+    if (frames === undefined) {
       this.#ended = true
       return true
     }
-    await this.#hold(parseFrame(next.value), next.value.data.length)
+    for (const frame of frames) {
+      if (this.#hold(frame, frame.event.data.length)) {
+        this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs!, 0)
+      }
+    }
     return false
   }
 
-  async #hold(frame: Frame, bytes: number): Promise<void> {
+  /** Holds a frame; true when it brought the first token (to be timed). */
+  #hold(frame: Frame, bytes: number): boolean {
     const { maxHeldBytes, now } = this.#ctx.services.options
     this.held.push(frame)
     this.#heldBytes += bytes
@@ -147,21 +150,25 @@ class HeldStream {
       )
     }
     let hasText = false
-    for (const [channel, text] of channelEntries(frame.texts)) {
+    for (const key in frame.texts) {
+      const channel = key as Channel
+      const text = frame.texts[channel]
       if (!text) continue
       hasText = true
       this.raw[channel] = (this.raw[channel] ?? '') + text
       this.#content?.push(channel, text)
       if (channel === 'reasoning') {
-        this.#echo.sawInReasoning(this.raw.reasoning!.slice(-(text.length + CANARY_LENGTH)))
+        // The new text with the end of what came before: a canary may be split across events.
+        const window = this.#reasoningTail + text
+        this.#echo.sawInReasoning(window)
+        this.#reasoningTail = window.slice(-CANARY_LENGTH)
       }
     }
-    if (hasText && this.#firstTokenMs === undefined) {
-      // Reasoning counts: the first token of any kind is when prefill must have finished.
-      this.#firstTokenMs = now() - this.#ctx.startedAt
-      this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs, 0)
-    }
     this.#echo.observe(this.raw.content ?? '', false)
+    if (!hasText || this.#firstTokenMs !== undefined) return false
+    // Reasoning counts: the first token of any kind is when prefill must have finished.
+    this.#firstTokenMs = now() - this.#ctx.startedAt
+    return true
   }
 
   /**
@@ -199,14 +206,11 @@ class HeldStream {
   }
 
   cancel(): Promise<void> {
-    return this.#reader.cancel().catch(() => {})
+    return this.#upstream.cancel()
   }
 
   /** Hands the held frames and the rest of the stream to the release stage. */
-  release(
-    events: ReadableStream<SseEvent>,
-    conclusion: Conclusion,
-  ): AttemptOutcome<ReadableStream<Uint8Array>> {
+  release(conclusion: Conclusion): AttemptOutcome<ReadableStream<Uint8Array>> {
     if (this.#ended && !this.#sawDone) {
       throw new GuardError(
         'upstream_error',
@@ -215,37 +219,35 @@ class HeldStream {
     }
     const ctx = this.#ctx
     const { verdict, figures } = conclusion
-    const span = this.#echo.span
-    this.#reader.releaseLock()
-    const released = events
-      .pipeThrough(
-        releaseStream(ctx, {
-          held: this.held,
-          strips: span && span.end > span.start ? { content: [span] } : {},
-          ...(this.#echo.early ? { contentEcho: this.#contentEcho() } : {}),
-          // Usage comes at the end of the stream: taught once the whole answer passed.
-          onEnd: (usage) => this.#teach(usage),
-          ...(this.#content ? { content: this.#content } : {}),
-          onForeignContent: (found, seen) =>
-            // Another tenant's prompt text, found after release: end the stream before its words.
-            ctx.services.withhold(ctx, {
-              verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
-              withheld: seen,
-              figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
-              canaries: [],
-              contentSources: [found.source],
-            }),
-          onForeign: (channel, tenantTag, seen) =>
-            // Quarantine mid-stream: record what was seen, end the stream before the offending event.
-            ctx.services.withhold(ctx, {
-              verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
-              withheld: seen,
-              figures,
-              canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
-            }),
+    // After an early proof the content's echo is still cut wherever it shows: perhaps already held.
+    const contentEcho = this.#echo.early ? this.#contentEcho() : undefined
+    const span = contentEcho ? contentEcho.span : this.#echo.span
+    const release = new Release(ctx, {
+      held: this.held,
+      strips: span && span.end > span.start ? { content: [span] } : {},
+      ...(contentEcho ? { contentEcho } : {}),
+      // Usage comes at the end of the stream: taught once the whole answer passed.
+      onEnd: (usage) => this.#teach(usage),
+      ...(this.#content ? { content: this.#content } : {}),
+      onForeignContent: (found, seen) =>
+        // Another tenant's prompt text, found after release: end the stream before its words.
+        ctx.services.withhold(ctx, {
+          verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
+          withheld: seen,
+          figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
+          canaries: [],
+          contentSources: [found.source],
         }),
-      )
-      .pipeThrough(sseEncoder())
+      onForeign: (channel, tenantTag, seen) =>
+        // Quarantine mid-stream: record what was seen, end the stream before the offending event.
+        ctx.services.withhold(ctx, {
+          verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
+          withheld: seen,
+          figures,
+          canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
+        }),
+    })
+    const released = clientStream(this.#upstream, release)
     const format = this.held.find((f) => f.format !== undefined)?.format
     return { verdict, released, withheld: {}, figures, canaries: [], ...(format ? { format } : {}) }
   }

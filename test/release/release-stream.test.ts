@@ -1,10 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { AttemptContext } from '../../src/attempt/context'
+import { UpstreamEvents } from '../../src/call/upstream-events'
 import { type CanaryKey, importCanaryKey, mintCanary, tenantTag } from '../../src/canary'
 import { GuardError } from '../../src/errors'
 import { type Channel, channelEntries, parseFrame } from '../../src/format/frames'
-import type { SseEvent } from '../../src/format/sse'
-import { releaseStream } from '../../src/release/release-stream'
+import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
+import { clientStream } from '../../src/release/client-stream'
+import { Release } from '../../src/release/release-stream'
 
 /**
  * The one hold-back: the release stage of a verified stream. Whatever the split of the upstream's
@@ -47,14 +49,24 @@ async function release(pieces: [Channel, string][], canary: string | null = own)
     services: { key: async () => key },
   } as unknown as AttemptContext
   let foreignSeen: { channel: Channel; tag: string | undefined } | undefined
-  const stream = new ReadableStream<SseEvent>({
-    start(controller) {
-      for (const [channel, text] of pieces) controller.enqueue(event(channel, text))
-      controller.enqueue({ data: '[DONE]' })
-      controller.close()
+  // One upstream chunk per event, read as the client reads: the release keeps pace with both.
+  const chunks = [...pieces.map(([channel, text]) => event(channel, text)), { data: '[DONE]' }].map(
+    (e) => new TextEncoder().encode(encodeSseEvent(e)),
+  )
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = chunks.shift()
+      if (next) controller.enqueue(next)
+      else controller.close()
     },
-  }).pipeThrough(
-    releaseStream(ctx, {
+  })
+  const upstream = new UpstreamEvents(body, {
+    firstByteMs: 10_000,
+    idleMs: 10_000,
+  })
+  const stream = clientStream(
+    upstream,
+    new Release(ctx, {
       held: [],
       strips: {},
       onForeign: async (channel, tag) => {
@@ -62,7 +74,7 @@ async function release(pieces: [Channel, string][], canary: string | null = own)
         return new GuardError('response_quarantined', 'withheld')
       },
     }),
-  )
+  ).pipeThrough(sseDecoder())
   const released: Partial<Record<Channel, string>> = {}
   const steps: Partial<Record<Channel, string>>[] = []
   const reader = stream.getReader()

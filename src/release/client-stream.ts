@@ -1,0 +1,72 @@
+/**
+ * @module The client's stream of a released answer: one pull-based stage from the upstream reader to the
+ * client, each upstream chunk read, judged and released once, and what one chunk lets out sent as one
+ * chunk. Backpressure holds: nothing is read from the upstream until the client asks for more.
+ */
+import type { UpstreamEvents } from '../call/upstream-events'
+import type { Release } from './release-stream'
+
+/** What the client stream reports about its own delivery. */
+export interface DeliveryHooks {
+  /** Called once, as the first byte is handed to the client. */
+  onFirstByte?: () => void
+}
+
+/**
+ * The released answer as bytes. An error from the upstream or the release (a quarantine, a truncated
+ * upstream) errors the stream after the last byte that was verified; a client that goes away cancels
+ * the upstream.
+ *
+ * @example
+ * return new Response(clientStream(upstream, new Release(ctx, start)))
+ */
+export function clientStream(
+  upstream: UpstreamEvents,
+  release: Release,
+  hooks: DeliveryHooks = {},
+): ReadableStream<Uint8Array> {
+  const utf8 = new TextEncoder()
+  let begun = false
+  let delivered = false
+  /** An end that fails (a truncated upstream) after its last verified bytes were sent. */
+  let failure: unknown
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (failure !== undefined) throw failure
+      let out = ''
+      let ended = false
+      try {
+        if (!begun) {
+          begun = true
+          out = await release.begin()
+        }
+        // A pull that enqueues nothing is not called again: read until something may leave.
+        while (out === '' && !ended) {
+          const frames = await upstream.next()
+          if (frames === undefined) {
+            ended = true
+            out = await release.finish()
+          } else out = await release.take(frames)
+        }
+        if (ended) release.end()
+      } catch (error) {
+        await upstream.cancel(error)
+        // An error erases what is queued: the verified bytes go first, the error with the next pull.
+        if (out === '') throw error
+        failure = error
+      }
+      if (out !== '') {
+        controller.enqueue(utf8.encode(out))
+        if (!delivered) {
+          delivered = true
+          hooks.onFirstByte?.()
+        }
+      }
+      if (ended && failure === undefined) controller.close()
+    },
+    cancel(reason) {
+      // The client went away: stop the upstream too, so nothing is left running.
+      return upstream.cancel(reason)
+    },
+  })
+}
