@@ -9,14 +9,7 @@ import { adminRoutes } from './admin'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'
 import type { Env } from './env'
-import {
-  fromOpenAi,
-  refusalBody,
-  SSE_HEADERS,
-  toChatChunks,
-  toChatCompletion,
-  withErrorEvent,
-} from './openai'
+import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
 import { tenantFor } from './tenants'
 
 type AppEnv = { Bindings: Env; Variables: { tenant: string } }
@@ -71,9 +64,8 @@ async function chatCompletions(c: AppContext): Promise<Response> {
   const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, bodyLimit(c.env)))
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) {
-    // Chat-format streams are already OpenAI chunks: only legacy events need rewriting.
-    const chunks = guardInfo(output)?.format === 'chat' ? output : toChatChunks(output, model)
-    return streamResponse(chunks, output)
+    // Chat-format streams are already OpenAI chunks, sent as they are: only legacy events need rewriting.
+    return streamResponse(output, guardInfo(output)?.format === 'chat' ? undefined : model)
   }
   return c.json(toChatCompletion(output, model), 200, headersFor(output))
 }
@@ -83,13 +75,17 @@ async function runNative(c: AppContext): Promise<Response> {
   const model = modelFromPath(c.req.path)
   const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
   const output = await runnerFor(c).run(model, inputs)
-  if (output instanceof ReadableStream) return streamResponse(output, output)
+  if (output instanceof ReadableStream) return streamResponse(output)
   return c.json(output as Record<string, unknown>, 200, headersFor(output))
 }
 
-/** A guarded stream as the client's SSE response, ended by an error event if the guard stops it. */
-function streamResponse(body: ReadableStream<Uint8Array>, guarded: unknown): Response {
-  return new Response(withErrorEvent(body), { headers: { ...SSE_HEADERS, ...headersFor(guarded) } })
+/**
+ * A guarded stream as the client's SSE response, ended by an error event if the guard stops it;
+ * legacy events rewritten as chat chunks of `chatModel` when it is given.
+ */
+function streamResponse(guarded: ReadableStream<Uint8Array>, chatModel?: string): Response {
+  const body = clientStream(guarded, chatModel === undefined ? {} : { chatModel })
+  return new Response(body, { headers: { ...SSE_HEADERS, ...headersFor(guarded) } })
 }
 
 function headersFor(output: unknown): Record<string, string> {

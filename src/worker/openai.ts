@@ -4,7 +4,7 @@
  */
 import { type ErrorBody, errorBody, GuardError } from '../errors'
 import { type Frame, parseFrame } from '../format/frames'
-import { type SseEvent, sseDecoder, sseEncoder } from '../format/sse'
+import { DEFAULT_MAX_EVENT_BYTES, encodeSseEvent, type SseEvent, SseParser } from '../format/sse'
 
 /**
  * Splits an OpenAI chat-completions body into the Workers AI model and inputs. Workers AI's chat
@@ -82,33 +82,125 @@ export function toChatCompletion(
   }
 }
 
+/** Options of {@link clientStream}. */
+export interface ClientStreamOptions {
+  /**
+   * Rewrite legacy `{ response }` events as OpenAI `chat.completion.chunk`s naming this model (the
+   * OpenAI surface, when the guard did not report a chat-format stream). Absent, every byte passes
+   * as the guard released it.
+   */
+  chatModel?: string
+  /**
+   * The clock that stamps rewritten chunks' `created`, in ms since epoch.
+   * @default Date.now
+   */
+  now?: () => number
+}
+
 /**
- * A guarded SSE stream as OpenAI `chat.completion.chunk` events; legacy `{ response }` events are
- * rewritten (stamped `created` from `now`, ms since epoch), chat events pass unchanged.
+ * A guarded stream as the client's SSE body, in one pull stage (backpressure holds: nothing is read
+ * from the guard before the client asks). Chunks pass as the very bytes the guard released, unless
+ * `chatModel` asks for legacy events to be rewritten: then each chunk is decoded once, chat events
+ * keep their exact text, legacy ones become `chat.completion.chunk`s, and what one chunk yields leaves
+ * as one chunk. If the guard stops the stream (a quarantine after release, a truncated upstream), or
+ * anything else fails, the client gets an OpenAI-style error event and a clean end instead of a
+ * broken connection; a client that goes away cancels the guarded stream.
  *
  * @example
- * return new Response(toChatChunks(stream, model), { headers: SSE_HEADERS })
+ * const body = clientStream(guarded, guardInfo(guarded)?.format === 'chat' ? {} : { chatModel: model })
+ * return new Response(body, { headers: SSE_HEADERS })
  */
-export function toChatChunks(
-  stream: ReadableStream<Uint8Array>,
-  model: string,
-  now: () => number = Date.now,
+export function clientStream(
+  guarded: ReadableStream<Uint8Array>,
+  options: ClientStreamOptions = {},
 ): ReadableStream<Uint8Array> {
-  const id = `chatcmpl-${crypto.randomUUID()}`
-  const created = Math.floor(now() / 1000)
-  return stream
-    .pipeThrough(sseDecoder())
-    .pipeThrough(
-      new TransformStream<SseEvent, SseEvent>({
-        transform(event, controller) {
-          const frame = parseFrame(event)
-          controller.enqueue(
-            frame.format === 'legacy' ? legacyChunk(frame, id, created, model) : event,
-          )
-        },
-      }),
-    )
-    .pipeThrough(sseEncoder())
+  const reader = guarded.getReader()
+  const rewriter =
+    options.chatModel === undefined
+      ? undefined
+      : new LegacyRewriter(options.chatModel, options.now ?? Date.now)
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        // Until something can be sent: a chunk that ends inside an event yields nothing yet, and a
+        // pull that enqueues nothing would not be called again.
+        while (true) {
+          const next = await reader.read()
+          if (next.done) {
+            rewriter?.end()
+            controller.close()
+            return
+          }
+          const out = rewriter ? rewriter.push(next.value) : next.value
+          if (out !== undefined) {
+            controller.enqueue(out)
+            return
+          }
+        }
+      } catch (error) {
+        // A failure of this stage (bytes that do not decode, an event that does not parse) leaves the
+        // guarded stream running: stop it, as a broken pipe would. After the guard's own error it is
+        // already errored, and cancelling it again only rejects.
+        reader.cancel(error).catch(() => {})
+        controller.enqueue(ERROR_UTF8.encode(errorEvent(error)))
+        controller.close()
+      }
+    },
+    async cancel(reason) {
+      // The client went away: stop the guarded stream too, so nothing is left running.
+      await reader.cancel(reason)
+    },
+  })
+}
+
+const ERROR_UTF8 = new TextEncoder()
+
+/** The event that ends a stream the guard (or anything else) stopped, in OpenAI's error shape. */
+function errorEvent(error: unknown): string {
+  const guardError =
+    error instanceof GuardError
+      ? error
+      : new GuardError('upstream_error', 'The stream failed; the answer is incomplete.')
+  return `data: ${JSON.stringify(errorBody(guardError))}\n\n`
+}
+
+/**
+ * Rewrites the legacy `{ response }` events of a guarded stream as chat chunks, one input chunk at a
+ * time; every other event is re-sent as its exact text (re-encoded only when it was not one `data:`
+ * line), and comments are dropped.
+ */
+class LegacyRewriter {
+  readonly #parser = new SseParser(DEFAULT_MAX_EVENT_BYTES)
+  readonly #utf8 = new TextEncoder()
+  readonly #id = `chatcmpl-${crypto.randomUUID()}`
+  readonly #created: number
+  readonly #model: string
+  /** What the chunk being pushed yields so far. */
+  #out = ''
+  readonly #emit = (event: SseEvent, raw: string | undefined): void => {
+    const frame = parseFrame(event)
+    this.#out +=
+      frame.format === 'legacy'
+        ? encodeSseEvent(legacyChunk(frame, this.#id, this.#created, this.#model))
+        : (raw ?? encodeSseEvent(event))
+  }
+
+  constructor(model: string, now: () => number) {
+    this.#model = model
+    this.#created = Math.floor(now() / 1000)
+  }
+
+  /** The bytes one input chunk yields, or undefined when it ended no event. */
+  push(bytes: Uint8Array): Uint8Array | undefined {
+    this.#out = ''
+    this.#parser.push(bytes, this.#emit)
+    return this.#out === '' ? undefined : this.#utf8.encode(this.#out)
+  }
+
+  /** The input ended; an unfinished trailing event is dropped, as an SSE client drops it. */
+  end(): void {
+    this.#parser.end()
+  }
 }
 
 function legacyChunk(frame: Frame, id: string, created: number, model: string): SseEvent {
@@ -132,38 +224,6 @@ export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
 } as const
-
-/**
- * Ends a client stream with an OpenAI-style error event instead of a broken connection when the guard
- * stops it (a quarantine after release, a truncated upstream). Pull-based, so backpressure holds.
- *
- * @example
- * new Response(withErrorEvent(guarded), { headers: SSE_HEADERS })
- */
-export function withErrorEvent(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const reader = stream.getReader()
-  const encoder = new TextEncoder()
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const next = await reader.read()
-        if (next.done) controller.close()
-        else controller.enqueue(next.value)
-      } catch (error) {
-        const guardError =
-          error instanceof GuardError
-            ? error
-            : new GuardError('upstream_error', 'The stream failed; the answer is incomplete.')
-        controller.enqueue(encoder.encode(`data: ${JSON.stringify(errorBody(guardError))}\n\n`))
-        controller.close()
-      }
-    },
-    async cancel(reason) {
-      // The client went away: stop the upstream too, so nothing is left running.
-      await reader.cancel(reason)
-    },
-  })
-}
 
 /** What the Worker refuses by itself, before any guard runs; none is a {@link GuardError} code. */
 export type RefusalCode =
