@@ -175,6 +175,26 @@ describe('clientStream', () => {
     expect(input.cancelled).toBe('client gone')
   })
 
+  it('should cancel cleanly while waiting on the guard', async () => {
+    let cancelled: unknown
+    // A guard still holding its verdict: nothing to read yet.
+    const input = new ReadableStream<Uint8Array>(
+      {
+        pull: () => new Promise(() => {}),
+        cancel(reason) {
+          cancelled = reason
+        },
+      },
+      { highWaterMark: 0 },
+    )
+    const reader = clientStream(input, { chatModel: 'm' }).getReader()
+    const pending = reader.read()
+    await reader.cancel('client gone')
+    expect(await pending).toEqual({ done: true, value: undefined })
+    expect(cancelled).toBe('client gone')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  })
+
   it('should read from the guard only as fast as the client reads', async () => {
     let pulls = 0
     const input = new ReadableStream<Uint8Array>(
