@@ -15,6 +15,7 @@ import type { ProofKind } from '../plan/request'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { PrefixRecord } from '../timing/prefix-record'
 import type { Verdict } from '../verify/verdict'
+import type { FirstByte } from './first-byte'
 
 /** What a stage may ask of the guard running it. */
 export interface AttemptServices {
@@ -86,6 +87,11 @@ export interface AttemptOutcome<T> {
   format?: StreamFormat
   /** Tenants whose prompt text the answer carried (foreign-content evidence), for the record. */
   contentSources?: string[]
+  /**
+   * A released stream: ms from the upstream call to its first byte handed to the client (undefined
+   * if none ever was), settled as the client reads — before any quarantine that ends the stream.
+   */
+  firstByte?: FirstByte
 }
 
 /**

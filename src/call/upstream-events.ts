@@ -70,6 +70,8 @@ export class UpstreamEvents {
   async next(): Promise<Frame[] | undefined> {
     if (this.#ended) return undefined
     this.#waitingSince ??= Date.now()
+    if (this.#timer === undefined)
+      this.#arm(this.#seen ? this.#limits.idleMs : this.#limits.firstByteMs)
     let result: ReadableStreamReadResult<Uint8Array>
     try {
       result = await this.#reader.read()
@@ -118,13 +120,18 @@ export class UpstreamEvents {
     this.#timer = setTimeout(() => this.#check(), ms)
   }
 
-  /** The timer fired: a waiting read past its limit ends the stream; otherwise wait the rest. */
+  /**
+   * The timer fired: a waiting read past its limit ends the stream; otherwise wait the rest. Never
+   * re-armed while no read waits, so an abandoned stream keeps no timer alive.
+   */
   #check(): void {
     this.#timer = undefined
     if (this.#stopped) return
     const limit = this.#seen ? this.#limits.idleMs : this.#limits.firstByteMs
     const since = this.#waitingSince
-    const waited = since === undefined ? 0 : Date.now() - since
+    // Nobody waits on the upstream: the next read arms the deadline again.
+    if (since === undefined) return
+    const waited = Date.now() - since
     if (waited < limit) {
       this.#arm(limit - waited)
       return

@@ -84,8 +84,12 @@ export class SseParser {
   #eventBytes = 0
   truncated = false
 
-  constructor(maxEventBytes: number) {
+  /** Receives each lone comment line (`: …`) with its exact text, where a relay must keep them. */
+  readonly #onComment: ((raw: string) => void) | undefined
+
+  constructor(maxEventBytes: number, options: { onComment?: (raw: string) => void } = {}) {
     this.#maxEventBytes = maxEventBytes
+    this.#onComment = options.onComment
   }
 
   push(bytes: Uint8Array, emit: SseEmit): void {
@@ -147,6 +151,14 @@ export class SseParser {
       buffer.startsWith('data: ', start)
     ) {
       emit({ data: buffer.slice(start + 6, end) }, buffer.slice(start, end + 2))
+      return
+    }
+    if (
+      this.#onComment &&
+      buffer.charCodeAt(start) === 58 &&
+      (firstBreak === -1 || firstBreak >= end)
+    ) {
+      this.#onComment(buffer.slice(start, end + 2))
       return
     }
     for (const line of buffer.slice(start, end).split('\n')) this.#processLine(line, emit)

@@ -72,7 +72,7 @@ export async function runAttempts(
       case 'quarantine':
         throw await host.withhold(ctx, outcome)
       default:
-        return release(host, plan, outcome, attempt)
+        return release(host, plan, outcome, attempt, ctx.startedAt)
     }
   }
 }
@@ -201,12 +201,17 @@ async function release(
   plan: RequestPlan,
   outcome: AttemptOutcome<unknown>,
   attempt: number,
+  startedAt: number,
 ): Promise<unknown> {
   const released =
     plan.viaStream && outcome.released instanceof ReadableStream
       ? await assembleAnswer(outcome.released as ReadableStream<Uint8Array>)
       : outcome.released
-  host.logger.released(plan, outcome, attempt)
+  // A stream's line waits for its first byte to reach the client; a whole answer leaves now.
+  const log = (firstByteMs: number | undefined) =>
+    host.logger.released(plan, outcome, attempt, firstByteMs)
+  if (outcome.firstByte && !plan.viaStream) outcome.firstByte.listen(log)
+  else log(host.options.now() - startedAt)
   attachInfo(released, {
     requestId: plan.requestId,
     attempts: attempt,

@@ -17,9 +17,11 @@ import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
 import type { QuarantineStore } from '../quarantine/store'
 import { quarantineError, recordIncident } from '../quarantine/withhold'
+import { heartbeatStream } from '../release/heartbeat'
 import { PrefixRecord } from '../timing/prefix-record'
 import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import { FingerprintBook } from './fingerprint-book'
+import { attachInfo } from './guard-info'
 import {
   fallbackProfile,
   type GuardOptions,
@@ -124,7 +126,20 @@ export class Guard implements AttemptHost, PlanServices {
         const remembered = this.attribution.remember(tenant)
         hooks.waitUntil?.(remembered)
       }
-      return await runAttempts(this, upstream, plan, hooks, runOptions)
+      const running = runAttempts(this, upstream, plan, hooks, runOptions)
+      if (this.options.heartbeatMs > 0 && plan.facts.stream && !plan.viaStream) {
+        // Refusals before the call kept their status; from here the response is a 200 that beats.
+        const beating = heartbeatStream(
+          running.then(
+            (out) => out as ReadableStream<Uint8Array>,
+            (error: unknown) => Promise.reject(asGuardError(error)),
+          ),
+          this.options.heartbeatMs,
+        )
+        attachInfo(beating, { requestId, attempts: 1 })
+        return beating
+      }
+      return await running
     } catch (error) {
       const guardError = asGuardError(error)
       if (guardError.code === 'context_length_exceeded') {

@@ -178,6 +178,25 @@ export interface GuardOptions {
   }
   /** Upper bound on text held before a stream's verdict, in bytes. @default 8 MiB */
   maxHeldBytes?: number
+  /**
+   * When a stream's first bytes may leave. `verified` (the default): nothing before the proof that the
+   * prompt's end was read (this request's canary, in the reasoning or echoed at the content's start),
+   * and every channel's last 21 words held until the foreign-content check has judged them.
+   * `async`: released as soon as the first token's timing and the foreign-canary scan pass — before
+   * the proof and with no foreign-content hold-back; a missing echo or any evidence found later ends
+   * the stream with an error (and an incident), after some unverified text may have reached the
+   * client (what Azure and Bedrock call asynchronous filtering). For operators who prefer latency;
+   * what it lets through is measured in the detection benchmark (README).
+   * @default 'verified'
+   */
+  streamRelease?: 'verified' | 'async'
+  /**
+   * While a stream is held for its verdict, send an SSE comment (`: held`) every this many ms, for
+   * proxies and clients that close idle connections. The trade-off: once a byte is sent the response
+   * is a 200, so an answer withheld after that ends the stream with an error instead of an error
+   * status (refusals before the upstream call still get their status). Off by default.
+   */
+  heartbeatMs?: number
   /** Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets). */
   onVerdict?: (event: VerdictLog) => void
   /**
@@ -234,6 +253,11 @@ export interface VerdictLog {
   tokenBound?: number
   ttftMs?: number
   expectedMinMs?: number
+  /**
+   * Released answers: from the upstream call to the first byte handed to the client, ms, by the
+   * guard's clock (next to `ttftMs`: the difference is what the verdict held back).
+   */
+  firstByteMs?: number
 }
 
 /**
@@ -259,6 +283,9 @@ export interface ResolvedOptions {
   requestId: () => string
   echoRetries: number
   maxHeldBytes: number
+  streamRelease: 'verified' | 'async'
+  /** 0: no heartbeat. */
+  heartbeatMs: number
   minTimingEvidenceMs: number
   timeouts: { firstTokenMs: number; idleMs: number; responseMs: number }
   wholeAnswers: 'via-stream' | 'as-is'
@@ -296,6 +323,9 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     requestId: options.requestId ?? (() => crypto.randomUUID()),
     echoRetries: integer('echoRetries', options.echoRetries ?? 2, 0, 3),
     maxHeldBytes: integer('maxHeldBytes', options.maxHeldBytes ?? 8 * 1024 * 1024, 1024),
+    streamRelease: oneOf('streamRelease', options.streamRelease, ['verified', 'async']),
+    heartbeatMs:
+      options.heartbeatMs === undefined ? 0 : integer('heartbeatMs', options.heartbeatMs, 100),
     minTimingEvidenceMs: atLeastZero('minTimingEvidenceMs', options.minTimingEvidenceMs ?? 200, ''),
     timeouts: resolveTimeouts(options.timeouts),
     wholeAnswers: oneOf('wholeAnswers', options.wholeAnswers, ['via-stream', 'as-is']),

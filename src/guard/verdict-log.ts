@@ -32,7 +32,12 @@ export class VerdictLogger {
     }
   }
 
-  released(plan: RequestPlan, outcome: AttemptOutcome<unknown>, attempt: number): void {
+  released(
+    plan: RequestPlan,
+    outcome: AttemptOutcome<unknown>,
+    attempt: number,
+    firstByteMs?: number,
+  ): void {
     this.log({
       requestId: plan.requestId,
       tenant: plan.tenant,
@@ -44,6 +49,7 @@ export class VerdictLogger {
         ? tokenFigures(outcome.figures)
         : promptFigures(plan.admission)),
       ...timingFigures(outcome.figures),
+      ...(firstByteMs !== undefined ? { firstByteMs: Math.round(firstByteMs) } : {}),
     })
   }
 

@@ -8,8 +8,8 @@ import type { Release } from './release-stream'
 
 /** What the client stream reports about its own delivery. */
 export interface DeliveryHooks {
-  /** Called once, as the first byte is handed to the client. */
-  onFirstByte?: () => void
+  /** Called once: `true` as the first byte is handed to the client, `false` if none ever was. */
+  onFirstByte?: (sent: boolean) => void
 }
 
 /**
@@ -28,6 +28,12 @@ export function clientStream(
   const utf8 = new TextEncoder()
   let begun = false
   let delivered = false
+  /** The stream ends (closed, errored or cancelled) without a byte: say so, once. */
+  const none = () => {
+    if (delivered) return
+    delivered = true
+    hooks.onFirstByte?.(false)
+  }
   /** An end that fails (a truncated upstream) after its last verified bytes were sent. */
   let failure: unknown
   return new ReadableStream<Uint8Array>({
@@ -52,19 +58,26 @@ export function clientStream(
       } catch (error) {
         await upstream.cancel(error)
         // An error erases what is queued: the verified bytes go first, the error with the next pull.
-        if (out === '') throw error
+        if (out === '') {
+          none()
+          throw error
+        }
         failure = error
       }
       if (out !== '') {
         controller.enqueue(utf8.encode(out))
         if (!delivered) {
           delivered = true
-          hooks.onFirstByte?.()
+          hooks.onFirstByte?.(true)
         }
       }
-      if (ended && failure === undefined) controller.close()
+      if (ended && failure === undefined) {
+        none()
+        controller.close()
+      }
     },
     cancel(reason) {
+      none()
       // The client went away: stop the upstream too, so nothing is left running.
       return upstream.cancel(reason)
     },

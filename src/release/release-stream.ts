@@ -10,7 +10,7 @@
 
 import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { Usage } from '../call/upstream'
-import { CANARY_LENGTH, classify, cutRanges, quickHold } from '../canary'
+import { CANARY_LENGTH, classify, cutOff, cutRanges, quickHold } from '../canary'
 import { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
 import { type Channel, type Frame, withTexts } from '../format/frames'
@@ -63,6 +63,20 @@ export interface ReleaseStart {
    */
   contentEcho?: EchoWatch
   /**
+   * Released before any proof (`streamRelease: 'async'`): the proof is still owed — this attempt's
+   * canary in the reasoning, or the content's echo (`contentEcho`, required then). A content that
+   * opens without it, or an answer that ends without it, ends the stream with `onFailed`'s error.
+   */
+  proofOwed?: {
+    canary: string
+    onFailed: (outcome: 'missing' | 'cut-off', seen: Record<string, string>) => Promise<GuardError>
+  }
+  /**
+   * Whether each channel's last words are held until the foreign-content check has judged them (off
+   * under `async`: evidence then ends the stream after the words left). @default true
+   */
+  contentHoldBack?: boolean
+  /**
    * Called once the whole answer was released intact (its end seen, nothing foreign), with the last
    * usage the upstream reported: only such an answer may teach learned state.
    */
@@ -107,11 +121,16 @@ export class Release {
   readonly #seen: Partial<Record<Channel, string>> = {}
   #sawDone = false
   #usage: Usage | undefined
+  #finishReason: string | null | undefined
+  /** Still owed (see `ReleaseStart.proofOwed`), and the reasoning's last characters to find it in. */
+  #proofOwed: boolean
+  #reasoningTail = ''
 
   constructor(ctx: AttemptContext, start: ReleaseStart) {
     this.#ctx = ctx
     this.#start = start
     this.#own = ownTokens(ctx)
+    this.#proofOwed = start.proofOwed !== undefined
   }
 
   #channel(name: Channel): ChannelState {
@@ -151,6 +170,7 @@ export class Release {
   #add(frame: Frame, fresh: boolean): void {
     if (frame.done) this.#sawDone = true
     if (frame.usage) this.#usage = frame.usage
+    if (frame.finishReason !== undefined) this.#finishReason = frame.finishReason
     const spans: Span[] = []
     for (const key in frame.texts) {
       const name = key as Channel
@@ -161,6 +181,7 @@ export class Release {
       state.text += text
       if (fresh) this.#start.content?.push(name, text)
       if (name === 'content') this.#watchEcho(state, frame.done)
+      else if (name === 'reasoning' && this.#proofOwed) this.#proveInReasoning(text)
       this.#dirty.add(name)
       spans.push({ name, start: startAt, end: startAt + text.length })
       const prior = this.#seen[name] ?? ''
@@ -202,12 +223,38 @@ export class Release {
       if (content) this.#watchEcho(content, true)
       else this.#start.contentEcho?.observe('', true)
     }
+    const unproven = this.#proofCheck(final)
+    if (unproven) return unproven
     const { content, onForeignContent } = this.#start
     if (!content || !onForeignContent) return undefined
     if (final) content.end()
     const found = content.evidence()
     if (!found) return undefined
     return onForeignContent(found, redactCanaries(this.#seen)).then((error) => {
+      throw error
+    })
+  }
+
+  /** This attempt's canary in the reasoning pays the owed proof (as it does before release). */
+  #proveInReasoning(text: string): void {
+    const window = this.#reasoningTail + text
+    if (window.toLowerCase().includes(this.#start.proofOwed!.canary)) this.#proofOwed = false
+    this.#reasoningTail = window.slice(-CANARY_LENGTH)
+  }
+
+  /** An owed proof: paid by the content's echo; failed by a content without it, or by the end. */
+  #proofCheck(final: boolean): Promise<never> | undefined {
+    const owed = this.#start.proofOwed
+    if (!this.#proofOwed || !owed) return undefined
+    const echo = this.#start.contentEcho
+    if (echo?.span) {
+      this.#proofOwed = false
+      return undefined
+    }
+    if (!final && !echo?.settled) return undefined
+    this.#proofOwed = false
+    const outcome = final && cutOff(this.#finishReason, this.#seen.content) ? 'cut-off' : 'missing'
+    return owed.onFailed(outcome, redactCanaries(this.#seen)).then((error) => {
       throw error
     })
   }
@@ -225,6 +272,7 @@ export class Release {
     const echo = this.#start.contentEcho
     if (name === 'content' && echo && !echo.settled) return this.#channel(name).base
     const canary = this.#channel(name).safe
+    if (this.#start.contentHoldBack === false) return canary
     const content = this.#start.content?.safeFrom(name) ?? Number.POSITIVE_INFINITY
     return Math.min(canary, content)
   }

@@ -13,15 +13,17 @@
  * and judged again with them — the same evidence a whole answer gets.
  */
 import type { AttemptContext, AttemptOutcome, PrintedPrompt } from '../attempt/context'
+import { FirstByte } from '../attempt/first-byte'
 import { teach } from '../calibration/teach'
 import type { Usage } from '../call/upstream'
 import { UpstreamEvents } from '../call/upstream-events'
 import { CANARY_LENGTH } from '../canary'
 import { GuardError } from '../errors'
 import type { Channel, Frame } from '../format/frames'
+import { cutOffError } from '../quarantine/withhold'
 import { clientStream } from '../release/client-stream'
 import { ContentHold } from '../release/content-hold'
-import { Release } from '../release/release-stream'
+import { Release, type ReleaseStart } from '../release/release-stream'
 import type { TimingSignal } from '../timing/prefill'
 import { type Conclusion, conclude } from './conclude'
 import { EchoWatch } from './echo-watch'
@@ -81,6 +83,8 @@ class HeldStream {
   readonly #printed: PrintedPrompt | undefined
   #heldBytes = 0
   #reasoningTail = ''
+  /** Released before its proof (`streamRelease: 'async'`): the release stage collects it. */
+  #owed = false
   #ended = false
   #sawDone = false
   #finishReason: string | undefined
@@ -177,12 +181,17 @@ class HeldStream {
    * prefix) is not withheld, even when it coincides with a slipped echo. Nothing is released meanwhile.
    */
   #decidable(): boolean {
-    return this.#firstTokenMs !== undefined && this.#echo.settled && !this.#timing?.impossible
+    if (this.#firstTokenMs === undefined || this.#timing?.impossible) return false
+    // `async`: the proof is owed by the release stage instead of awaited here.
+    return this.#echo.settled || this.#ctx.services.options.streamRelease === 'async'
   }
 
   /** The verdict on what was read, with the upstream's cache report where the stream ended. */
   async conclude(): Promise<Conclusion> {
-    const echo = this.#echo.conclude(this.raw.content ?? '', this.#finishReason, this.#ended)
+    this.#owed = !this.#echo.settled && !this.#ended && this.#decidable()
+    const echo = this.#owed
+      ? 'not-requested'
+      : this.#echo.conclude(this.raw.content ?? '', this.#finishReason, this.#ended)
     this.#concluded = echo
     const usage = this.#endUsage()
     if (this.#timing?.impossible && this.#ended && this.#firstTokenMs !== undefined) {
@@ -220,18 +229,29 @@ class HeldStream {
     const ctx = this.#ctx
     const { verdict, figures } = conclusion
     // After an early proof the content's echo is still cut wherever it shows: perhaps already held.
-    const contentEcho = this.#echo.early ? this.#contentEcho() : undefined
+    const contentEcho = this.#echo.early || this.#owed ? this.#contentEcho() : undefined
     const span = contentEcho ? contentEcho.span : this.#echo.span
+    const { now } = ctx.services.options
+    const firstByte = new FirstByte()
+    // A stream ended before its first byte: the release's log line goes first, then the quarantine's.
+    const withhold = (outcome: AttemptOutcome<unknown>) => {
+      firstByte.settle(undefined)
+      return ctx.services.withhold(ctx, outcome)
+    }
     const release = new Release(ctx, {
       held: this.held,
       strips: span && span.end > span.start ? { content: [span] } : {},
       ...(contentEcho ? { contentEcho } : {}),
+      ...(this.#owed && ctx.canary
+        ? { proofOwed: this.#proofOwed(ctx.canary, figures, withhold) }
+        : {}),
+      contentHoldBack: ctx.services.options.streamRelease !== 'async',
       // Usage comes at the end of the stream: taught once the whole answer passed.
       onEnd: (usage) => this.#teach(usage),
       ...(this.#content ? { content: this.#content } : {}),
       onForeignContent: (found, seen) =>
         // Another tenant's prompt text, found after release: end the stream before its words.
-        ctx.services.withhold(ctx, {
+        withhold({
           verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
           withheld: seen,
           figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
@@ -240,16 +260,46 @@ class HeldStream {
         }),
       onForeign: (channel, tenantTag, seen) =>
         // Quarantine mid-stream: record what was seen, end the stream before the offending event.
-        ctx.services.withhold(ctx, {
+        withhold({
           verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
           withheld: seen,
           figures,
           canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
         }),
     })
-    const released = clientStream(this.#upstream, release)
+    const released = clientStream(this.#upstream, release, {
+      onFirstByte: (sent) => firstByte.settle(sent ? now() - ctx.startedAt : undefined),
+    })
     const format = this.held.find((f) => f.format !== undefined)?.format
-    return { verdict, released, withheld: {}, figures, canaries: [], ...(format ? { format } : {}) }
+    return {
+      verdict,
+      released,
+      withheld: {},
+      figures,
+      canaries: [],
+      firstByte,
+      ...(format ? { format } : {}),
+    }
+  }
+
+  /** What ends an `async` release whose proof never came: a quarantine, or the client's own limit. */
+  #proofOwed(
+    canary: string,
+    figures: Conclusion['figures'],
+    withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
+  ): ReleaseStart['proofOwed'] {
+    return {
+      canary,
+      onFailed: async (outcome, seen) =>
+        outcome === 'cut-off'
+          ? cutOffError()
+          : withhold({
+              verdict: { action: 'quarantine', reasons: ['echo_missing'], score: 0.4 },
+              withheld: seen,
+              figures,
+              canaries: [],
+            }),
+    }
   }
 
   /** A watch for the content's echo after an early proof, fed with the content already held. */
@@ -260,14 +310,16 @@ class HeldStream {
   }
 
   #teach(usage: Usage | undefined): void {
+    // An owed proof that was not paid ended the stream before this point.
+    const verified = this.#concluded === 'echoed' || this.#owed
     teach(this.#ctx, {
       ...(usage?.prompt_tokens !== undefined ? { reported: usage.prompt_tokens } : {}),
       ...(usage?.prompt_tokens_details?.cached_tokens !== undefined
         ? { reportedCached: usage.prompt_tokens_details.cached_tokens }
         : {}),
       ...(this.#firstTokenMs !== undefined ? { firstTokenMs: this.#firstTokenMs } : {}),
-      verified: this.#concluded === 'echoed',
+      verified,
     })
-    if (this.#concluded === 'echoed' && this.#content) this.#printed?.learn(this.#content.watch)
+    if (verified && this.#content) this.#printed?.learn(this.#content.watch)
   }
 }

@@ -35,6 +35,10 @@ export function guardFor(env: Env): Guard {
       guard = new Guard({
         secret: env.GUARD_SECRET,
         models: parseModels(env.GUARD_MODELS),
+        ...(env.GUARD_STREAM_RELEASE
+          ? { streamRelease: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
+          : {}),
+        ...(env.GUARD_HEARTBEAT_MS ? { heartbeatMs: Number(env.GUARD_HEARTBEAT_MS) } : {}),
         ...(env.QUARANTINE_DB
           ? {
               quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {

@@ -19,6 +19,10 @@ export interface Env {
   TENANTS?: KVNamespace
   /** JSON object of per-model profile overrides (the `models` option). */
   GUARD_MODELS?: string
+  /** `verified` (default) or `async`: when a stream's first bytes may leave (the `streamRelease` option). */
+  GUARD_STREAM_RELEASE?: string
+  /** ms between `: held` comments while a stream is held for its verdict (`heartbeatMs`); unset: none. */
+  GUARD_HEARTBEAT_MS?: string
   /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */

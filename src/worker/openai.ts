@@ -167,10 +167,15 @@ function errorEvent(error: unknown): string {
 /**
  * Rewrites the legacy `{ response }` events of a guarded stream as chat chunks, one input chunk at a
  * time; every other event is re-sent as its exact text (re-encoded only when it was not one `data:`
- * line), and comments are dropped.
+ * line), and lone comment lines (heartbeats) are kept.
  */
 class LegacyRewriter {
-  readonly #parser = new SseParser(DEFAULT_MAX_EVENT_BYTES)
+  // Comments pass (a held stream's heartbeats, see `heartbeatMs`).
+  readonly #parser = new SseParser(DEFAULT_MAX_EVENT_BYTES, {
+    onComment: (raw) => {
+      this.#out += raw
+    },
+  })
   readonly #utf8 = new TextEncoder()
   readonly #id = `chatcmpl-${crypto.randomUUID()}`
   readonly #created: number

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { encodeSseEvent, type SseEvent, sseDecoder, sseEncoder } from '../../src/format/sse'
+import {
+  encodeSseEvent,
+  type SseEvent,
+  SseParser,
+  sseDecoder,
+  sseEncoder,
+} from '../../src/format/sse'
 
 const utf8 = new TextEncoder()
 
@@ -190,6 +196,25 @@ describe('encodeSseEvent', () => {
   it('should refuse an event name or id with a line break', () => {
     expect(() => encodeSseEvent({ data: 'a', event: 'x\ny' })).toThrow(/event/)
     expect(() => encodeSseEvent({ data: 'a', id: '1\r' })).toThrow(/id/)
+  })
+})
+
+describe('SseParser', () => {
+  it('should hand on lone comment lines with their text when asked, and keep events exact', () => {
+    const comments: string[] = []
+    const events: [SseEvent, string | undefined][] = []
+    const parser = new SseParser(1024, { onComment: (raw) => comments.push(raw) })
+    const text = ': held\n\ndata: {"a":1}\n\n: held\n\nid: 3\ndata: x\n\n'
+    for (const piece of [text.slice(0, 9), text.slice(9, 30), text.slice(30)]) {
+      parser.push(utf8.encode(piece), (event, raw) => events.push([event, raw]))
+    }
+    parser.end()
+    expect(comments).toEqual([': held\n\n', ': held\n\n'])
+    expect(events).toEqual([
+      [{ data: '{"a":1}' }, 'data: {"a":1}\n\n'],
+      [{ data: 'x', id: '3' }, undefined],
+    ])
+    expect(parser.truncated).toBe(false)
   })
 })
 
