@@ -7,6 +7,11 @@
  *
  * The incident is scaled down (pool 16,384 tokens, window 24,576 — the incident's 681,280 / 1,048,576
  * is 1 : 1.54) so thousands of requests run in a minute; every ratio the guards reason about is kept.
+ *
+ * Streams run under both release policies (`streamRelease`): `verified`, the default, must let nothing
+ * of another tenant's through in any incident-class cell — the suite throws if it ever does — and
+ * `async`, whose escapes are counted byte for byte (anything delivered before an in-stream quarantine
+ * counts) and reported, split by whether the guard ended the stream afterwards.
  */
 import { VirtualClock } from '../../sim/clock'
 import type { SimMode } from '../../sim/config'
@@ -22,14 +27,17 @@ import {
   updateReadmeTable,
   writeResult,
 } from '../lib'
-import { deliver, sseTexts } from '../support/deliver'
+import { type Delivered, deliver, receivedTexts } from '../support/deliver'
 import { BENCH_SECRET, chat, ledger, MODEL } from '../support/prompts'
 import {
   LEAK_RUN,
   MIN_SPAN,
   QUOTE_CHARS,
+  type ReleasePolicy,
   STALE_FRACTIONS,
+  type StaleCell,
   type StaleSetup,
+  staleFailures,
   staleMatrix,
   staleTable,
 } from '../support/stale-middle'
@@ -60,6 +68,9 @@ const CONFIGS = {
   wrong: { ...PROFILE, kvPoolTokens: WINDOW },
 } as const
 type Column = 'unguarded' | keyof typeof CONFIGS
+/** The release policies streams run under; whole answers and unguarded cells have none (`n/a`). */
+const POLICIES: ReleasePolicy[] = ['verified', 'async']
+type CellPolicy = ReleasePolicy | 'n/a'
 const MODES: SimMode[] = ['fixed', 'pd-abort-leak', 'truncate', 'stale-pages']
 const SIZES = [0.5, 0.95, 1.05, 1.25]
 /** Each of the victim's two documents, as a share of the pool: together they fill most of it. */
@@ -69,8 +80,12 @@ type Delivery = 'released' | 'quarantined' | 'refused' | 'upstream_error' | 'oth
 
 interface Outcome {
   delivery: Delivery
-  /** Another tenant's marker or any canary reached the client. */
+  /** Any of another tenant's data reached the client (see `leakOf`), whatever came after it. */
   leaked: boolean
+  /** What gave the leak away, when it leaked. */
+  leak?: LeakKind
+  /** A stream that began (status 200) and was then ended by an error: a quarantine arriving in-stream. */
+  endedInStream: boolean
   reasons: string[]
   /** The simulator's outcome for the (last) attempt. */
   simOutcome: string
@@ -81,9 +96,20 @@ interface CellCounts {
   mode: SimMode
   size: number
   stream: boolean
+  /** The guard's `streamRelease`: streams through a guard only (`n/a` for whole answers and no guard). */
+  policy: CellPolicy
   column: Column
   samples: number
+  /** Samples whose client received any of A's data (bytes sent before an in-stream error count). */
   leaked: number
+  /** … of which the stream was then ended by the guard (the quarantine arrived in-stream). */
+  leakedThenEnded: number
+  /** … of which the answer completed: the client never learned it was withheld. */
+  leakedCompleted: number
+  /** What gave each leak away. */
+  leakKinds: Partial<Record<LeakKind, number>>
+  /** Streams that began (status 200) and were then ended by an error, leaked or not. */
+  endedInStream: number
   delivery: Record<Delivery, number>
   reasons: Record<string, number>
   simOutcomes: Record<string, number>
@@ -111,12 +137,18 @@ async function sized(label: string, tokens: number, salt = 0): Promise<string> {
   return ledger(label, Math.round((first * tokens) / counted), salt)
 }
 
-function guardFor(clock: VirtualClock, profile: ModelProfile): Guard {
+function guardFor(
+  clock: VirtualClock,
+  profile: ModelProfile,
+  policy: ReleasePolicy = 'verified',
+): Guard {
   return new Guard({
     secret: BENCH_SECRET,
     models: { [MODEL]: profile },
     now: () => clock.now(),
     onVerdict: () => {},
+    // The default is left implicit, so the default policy is what is measured, not a copy of it.
+    ...(policy === 'verified' ? {} : { streamRelease: policy }),
   })
 }
 
@@ -125,25 +157,56 @@ const STALE_SETUP: StaleSetup = {
   sim: SIM,
   poolTokens: POOL,
   counter: COUNTER,
-  guard: (clock) => guardFor(clock, PROFILE),
+  guard: (clock, policy) => guardFor(clock, PROFILE, policy),
 }
 
-function leakedIn(body: string, marker: string): boolean {
+/** How a leak showed: A's whole marker, a piece of it (a quote cut short), or a canary. */
+type LeakKind = 'marker' | 'markerPiece' | 'canary'
+
+/** The shortest piece of A's marker that counts: B's texts never hold 6 of its characters in a row. */
+const PIECE = 6
+
+/**
+ * Every piece of A's marker of {@link PIECE} characters that B's own marker does not hold: a quote of
+ * A's ledger cut short (the simulator starts quotes a few characters into a line and clips them at 90)
+ * or a stream ended mid-quote still shows one, where the whole marker may not.
+ */
+function markerPieces(marker: string, bMarker: string): string[] {
+  const pieces = new Set<string>()
+  for (let i = 0; i + PIECE <= marker.length; i++) {
+    const piece = marker.slice(i, i + PIECE)
+    if (!bMarker.includes(piece)) pieces.add(piece)
+  }
+  return [...pieces]
+}
+
+/**
+ * Whether any of A's data reached the client, and how it showed: A's marker, or a piece of it in the
+ * texts received (not in the raw SSE, whose ids are random), or any canary (B's own is always cut, so
+ * any is another request's). Bytes delivered before a stream ended with an error count.
+ */
+function leakOf(d: Delivered, marker: string, bMarker: string): LeakKind | undefined {
   const canary = new RegExp(CANARY_PATTERN.source, 'i')
-  if (body.includes(marker) || canary.test(body)) return true
-  const joined = sseTexts(body)
-  return joined.includes(marker) || canary.test(joined)
+  const texts = receivedTexts(d)
+  const raw = [d.body, ...texts]
+  if (raw.some((t) => t.includes(marker))) return 'marker'
+  if (raw.some((t) => canary.test(t))) return 'canary'
+  const received = d.stream ? texts.slice(0, 1) : texts
+  const pieces = markerPieces(marker, bMarker)
+  if (received.some((t) => pieces.some((p) => t.includes(p)))) return 'markerPiece'
+  return undefined
 }
 
 async function classify(
   guard: Guard | undefined,
-  d: Awaited<ReturnType<typeof deliver>>,
+  d: Delivered,
   marker: string,
+  bMarker: string,
   engine: SimEngine,
 ): Promise<Outcome> {
-  const leaked = leakedIn(d.body, marker)
+  const leak = leakOf(d, marker, bMarker)
   const simOutcome = engine.stats().recent.at(-1)?.outcome ?? 'none'
-  let delivery: Delivery = d.status === 200 && !d.error ? 'released' : 'other_error'
+  let delivery: Delivery = d.status === 200 && !d.error && !d.failure ? 'released' : 'other_error'
   let reasons: string[] = []
   if (d.error) {
     const code = d.error.code
@@ -163,7 +226,16 @@ async function classify(
   } else if (d.status !== 200) {
     delivery = 'upstream_error'
   }
-  return { delivery, leaked, reasons, simOutcome, attempts: d.attempts }
+  return {
+    delivery,
+    leaked: leak !== undefined,
+    ...(leak ? { leak } : {}),
+    endedInStream:
+      d.stream && d.status === 200 && (d.error !== undefined || d.failure !== undefined),
+    reasons,
+    simOutcome,
+    attempts: d.attempts,
+  }
 }
 
 /** One sample: the victim's documents in the pool, then tenant B's request, on a fresh engine. */
@@ -172,12 +244,16 @@ async function sample(
   size: number,
   stream: boolean,
   column: Column,
+  policy: CellPolicy,
   seed: number,
 ): Promise<Outcome & { victimGuarded: boolean }> {
   const clock = new VirtualClock()
   const engine = new SimEngine({ ...SIM, mode: 'fixed', seed }, { clock })
   const upstream = engine.binding('worker')
-  const guard = column === 'unguarded' ? undefined : guardFor(clock, CONFIGS[column])
+  const guard =
+    column === 'unguarded'
+      ? undefined
+      : guardFor(clock, CONFIGS[column], policy === 'n/a' ? 'verified' : policy)
   const rand = rng(seed * 7919 + 17)
   const marker = `ACCT-A-${seed}-${Math.floor(rand() * 1e9).toString(36)}`
   // Half the victims use this guard too (their canaries can then be recognised in a leak), half do
@@ -199,17 +275,28 @@ async function sample(
     runner,
     chat(await sized(bMarker, POOL * size), stream ? { stream: true } : {}),
   )
-  return { ...(await classify(guard, d, marker, engine)), victimGuarded }
+  return { ...(await classify(guard, d, marker, bMarker, engine)), victimGuarded }
 }
 
-function emptyCell(mode: SimMode, size: number, stream: boolean, column: Column): CellCounts {
+function emptyCell(
+  mode: SimMode,
+  size: number,
+  stream: boolean,
+  column: Column,
+  policy: CellPolicy,
+): CellCounts {
   return {
     mode,
     size,
     stream,
+    policy,
     column,
     samples: 0,
     leaked: 0,
+    leakedThenEnded: 0,
+    leakedCompleted: 0,
+    leakKinds: {},
+    endedInStream: 0,
     delivery: { released: 0, quarantined: 0, refused: 0, upstream_error: 0, other_error: 0 },
     reasons: {},
     simOutcomes: {},
@@ -218,57 +305,99 @@ function emptyCell(mode: SimMode, size: number, stream: boolean, column: Column)
   }
 }
 
-async function matrix(samples: number): Promise<CellCounts[]> {
-  const cells: CellCounts[] = []
+/** One table row: a mode, size and stream-or-not under one policy; streams share the unguarded cell. */
+interface Row {
+  policy: CellPolicy
+  unguarded: CellCounts
+  right: CellCounts
+  wrong: CellCounts
+}
+
+function count(cell: CellCounts, o: Outcome & { victimGuarded: boolean }): void {
+  cell.samples++
+  if (o.leaked) {
+    cell.leaked++
+    if (o.endedInStream) cell.leakedThenEnded++
+    else cell.leakedCompleted++
+    if (o.leak) cell.leakKinds[o.leak] = (cell.leakKinds[o.leak] ?? 0) + 1
+  }
+  if (o.endedInStream) cell.endedInStream++
+  cell.delivery[o.delivery]++
+  for (const r of o.reasons) cell.reasons[r] = (cell.reasons[r] ?? 0) + 1
+  cell.simOutcomes[o.simOutcome] = (cell.simOutcomes[o.simOutcome] ?? 0) + 1
+  if (o.attempts > 1) cell.retried++
+  if (o.victimGuarded) cell.victimGuarded++
+}
+
+async function fill(cell: CellCounts, samples: number): Promise<CellCounts> {
+  const { mode, size, stream, column, policy } = cell
+  for (let i = 0; i < samples; i++) {
+    // Different seeds per cell and sample; the same seeds across the columns and policies.
+    const seed = 1 + i + 1000 * (MODES.indexOf(mode) * 10 + SIZES.indexOf(size))
+    const started = performance.now()
+    const o = await sample(mode, size, stream, column, policy, seed)
+    const took = performance.now() - started
+    if (took > 2_000)
+      console.log(
+        `    slow sample: ${mode} ${size} ${stream} ${column} ${policy} seed ${seed} ${Math.round(took)} ms`,
+      )
+    count(cell, o)
+  }
+  return cell
+}
+
+/**
+ * Every mode × size × whole or streamed × column. Whole answers run once (the release policy does
+ * not apply to them); streams run the guarded columns under each policy, against one unguarded cell.
+ */
+async function matrix(samples: number): Promise<Row[]> {
+  const rows: Row[] = []
   for (const mode of MODES) {
     for (const size of SIZES) {
       for (const stream of [false, true]) {
-        for (const column of ['unguarded', 'right', 'wrong'] as Column[]) {
-          const cell = emptyCell(mode, size, stream, column)
-          for (let i = 0; i < samples; i++) {
-            // Different seeds per cell and sample; the same seeds across the three columns.
-            const seed = 1 + i + 1000 * (MODES.indexOf(mode) * 10 + SIZES.indexOf(size))
-            const started = performance.now()
-            const o = await sample(mode, size, stream, column, seed)
-            const took = performance.now() - started
-            if (took > 2_000)
-              console.log(
-                `    slow sample: ${mode} ${size} ${stream} ${column} seed ${seed} ${Math.round(took)} ms`,
-              )
-            cell.samples++
-            if (o.delivery === 'released' && o.leaked) cell.leaked++
-            else if (o.leaked) cell.leaked++ // bytes released before a mid-stream quarantine count too
-            cell.delivery[o.delivery]++
-            for (const r of o.reasons) cell.reasons[r] = (cell.reasons[r] ?? 0) + 1
-            cell.simOutcomes[o.simOutcome] = (cell.simOutcomes[o.simOutcome] ?? 0) + 1
-            if (o.attempts > 1) cell.retried++
-            if (o.victimGuarded) cell.victimGuarded++
-          }
-          cells.push(cell)
+        const unguarded = await fill(emptyCell(mode, size, stream, 'unguarded', 'n/a'), samples)
+        for (const policy of stream ? POLICIES : (['n/a'] as const)) {
+          const right = await fill(emptyCell(mode, size, stream, 'right', policy), samples)
+          const wrong = await fill(emptyCell(mode, size, stream, 'wrong', policy), samples)
+          rows.push({ policy, unguarded, right, wrong })
+          const u = unguarded
+          console.log(
+            `  ${mode.padEnd(13)} ${size.toFixed(2)}× ${stream ? 'stream' : 'whole '} ${policy.padEnd(8)}  unguarded leak ${u.leaked}/${u.samples} (${topCounts(u.simOutcomes)})  ` +
+              `right: leak ${right.leaked}, ${summary(right)}  wrong: leak ${wrong.leaked}, ${summary(wrong)}`,
+          )
         }
-        const [u, r, w] = cells.slice(-3) as [CellCounts, CellCounts, CellCounts]
-        console.log(
-          `  ${mode.padEnd(13)} ${size.toFixed(2)}× ${stream ? 'stream' : 'whole '}  unguarded leak ${u.leaked}/${u.samples} (${topCounts(u.simOutcomes)})  ` +
-            `right: leak ${r.leaked}, ${summary(r)}  wrong: leak ${w.leaked}, ${summary(w)}`,
-        )
       }
     }
   }
-  return cells
+  return rows
+}
+
+/** Every cell once (a stream's unguarded cell serves both policies' rows). */
+function cellsOf(rows: Row[]): CellCounts[] {
+  const cells = new Set<CellCounts>()
+  for (const r of rows) for (const c of [r.unguarded, r.right, r.wrong]) cells.add(c)
+  return [...cells]
 }
 
 function summary(c: CellCounts): string {
   const parts: string[] = []
   for (const [k, v] of Object.entries(c.delivery)) if (v > 0) parts.push(`${k} ${v}`)
+  if (c.endedInStream) parts.push(`ended in-stream ${c.endedInStream}`)
   const reasons = topCounts(c.reasons)
   return `${parts.join(', ')}${reasons ? ` [${reasons}]` : ''}`
 }
 
 interface Healthy {
+  /** The guard's `streamRelease` (whole answers are unaffected by it). */
+  policy: ReleasePolicy
   requests: number
   streams: number
   released: number
   quarantined: number
+  /** Quarantines of streams. */
+  streamsQuarantined: number
+  /** Streams that began and were then ended by an error (a quarantine after some bytes left). */
+  endedInStream: number
   refused: number
   errors: number
   retried: number
@@ -291,19 +420,26 @@ interface Healthy {
   }[]
 }
 
+/** Healthy traffic has no victim: a marker no text holds, whose every piece is its own B marker. */
+const NO_MARKER = '\u0000no-marker'
+
 /**
  * Healthy traffic: `fixed` engine, every prompt within the real pool, the model ignoring the echo
  * directive 2% of the time, and repeated long prefixes — a tenant's own documents and a handbook
  * every tenant sends — that the simulator serves from its prefix cache (one account, as one Workers AI
  * account serves every tenant of a Worker). Sessions of 100 requests share an engine and a guard, so
- * the pool churns, the cache warms, and the guard's learned timing baseline has history.
+ * the pool churns, the cache warms, and the guard's learned timing baseline has history. The same
+ * sessions run under each release policy.
  */
-async function healthy(total: number): Promise<Healthy> {
+async function healthy(total: number, policy: ReleasePolicy): Promise<Healthy> {
   const out: Healthy = {
+    policy,
     requests: 0,
     streams: 0,
     released: 0,
     quarantined: 0,
+    streamsQuarantined: 0,
+    endedInStream: 0,
     refused: 0,
     errors: 0,
     retried: 0,
@@ -323,7 +459,7 @@ async function healthy(total: number): Promise<Healthy> {
       { ...SIM, mode: 'fixed', seed: 50_000 + session, echoIgnoreRate: 0.02 },
       { clock },
     )
-    const guard = guardFor(clock, PROFILE)
+    const guard = guardFor(clock, PROFILE, policy)
     const upstream = engine.binding('worker')
     const rand = rng(90_000 + session)
     const docs = new Map<string, string[]>()
@@ -352,15 +488,18 @@ async function healthy(total: number): Promise<Healthy> {
         guard.runner(upstream, tenant),
         chat(text + question, stream ? { stream: true } : {}),
       )
-      const o = await classify(guard, d, '\u0000no-marker', engine)
+      // No other tenant's marker to look for: only canaries count as leaks here.
+      const o = await classify(guard, d, NO_MARKER, NO_MARKER, engine)
       out.requests++
       if (stream) out.streams++
+      if (o.endedInStream) out.endedInStream++
       if ((engine.stats().recent.at(-1)?.cachedTokens ?? 0) > 0) out.cachedTokenRequests++
       if (o.attempts > 1) out.retried++
       if (o.leaked) out.leaked++
       if (o.delivery === 'released') out.released++
       else if (o.delivery === 'quarantined') {
         out.quarantined++
+        if (stream) out.streamsQuarantined++
         const rec = engine.stats().recent.at(-1)
         out.quarantines.push({
           session,
@@ -379,8 +518,8 @@ async function healthy(total: number): Promise<Healthy> {
   }
   out.falseQuarantineRate = out.quarantined / out.requests
   console.log(
-    `  healthy: ${out.requests} requests (${out.streams} streams, ${out.cachedTokenRequests} served partly from the prefix cache), ` +
-      `${out.quarantined} quarantined (${(out.falseQuarantineRate * 100).toFixed(2)}%), ${out.refused} refused, ${out.errors} errors, ` +
+    `  healthy (${policy}): ${out.requests} requests (${out.streams} streams, ${out.cachedTokenRequests} served partly from the prefix cache), ` +
+      `${out.quarantined} quarantined (${(out.falseQuarantineRate * 100).toFixed(2)}%; ${out.streamsQuarantined} streams, ${out.endedInStream} ended in-stream), ${out.refused} refused, ${out.errors} errors, ` +
       `${out.retried} released after an echo retry${out.quarantined ? ` [${topCounts(out.reasons)}]` : ''}`,
   )
   for (const q of out.quarantines) console.log(`    withheld: ${JSON.stringify(q)}`)
@@ -396,9 +535,14 @@ function incidentClass(u: CellCounts): boolean {
 
 function guardedCell(c: CellCounts): string {
   const parts: string[] = [`leak ${pct(c.leaked, c.samples)}`]
+  if (c.leaked && c.policy === 'async')
+    parts[0] += ` (${c.leakedThenEnded} ended in-stream, ${c.leakedCompleted} completed)`
   const d = c.delivery
   if (d.released) parts.push(`released ${d.released}`)
-  if (d.quarantined) parts.push(`quarantined ${d.quarantined}`)
+  if (d.quarantined)
+    parts.push(
+      `quarantined ${d.quarantined}${c.policy === 'async' && c.endedInStream ? ` (${c.endedInStream} in-stream)` : ''}`,
+    )
   if (d.refused) parts.push(`refused ${d.refused}`)
   if (d.upstream_error + d.other_error) parts.push(`error ${d.upstream_error + d.other_error}`)
   return parts.join(', ')
@@ -411,52 +555,143 @@ function reasonsOf(c: CellCounts): string {
     .join(', ')
 }
 
-function table(cells: CellCounts[], h: Healthy, samples: number, quick: boolean): string {
-  const m = machineInfo()
-  const rows: string[] = []
-  let escapes = 0
-  let incidentCells = 0
-  for (let i = 0; i < cells.length; i += 3) {
-    const [u, r, w] = cells.slice(i, i + 3) as [CellCounts, CellCounts, CellCounts]
-    const incident = incidentClass(u)
-    if (incident) {
-      incidentCells++
-      escapes += r.leaked + w.leaked
+/** Leak escapes in incident-class cells, over some rows' guarded cells. */
+interface Escapes {
+  escapes: number
+  requests: number
+  thenEnded: number
+  completed: number
+  kinds: Partial<Record<LeakKind, number>>
+  /** The cells that let something through: `mode size× stream policy column`. */
+  cells: string[]
+}
+
+function escapesOf(rows: Row[]): Escapes {
+  const out: Escapes = { escapes: 0, requests: 0, thenEnded: 0, completed: 0, kinds: {}, cells: [] }
+  for (const row of rows) {
+    if (!incidentClass(row.unguarded)) continue
+    for (const c of [row.right, row.wrong]) {
+      out.requests += c.samples
+      out.escapes += c.leaked
+      out.thenEnded += c.leakedThenEnded
+      out.completed += c.leakedCompleted
+      for (const [k, v] of Object.entries(c.leakKinds))
+        out.kinds[k as LeakKind] = (out.kinds[k as LeakKind] ?? 0) + v
+      if (c.leaked)
+        out.cells.push(
+          `${c.mode} ${c.size}× ${c.stream ? 'stream' : 'whole'} ${c.policy} ${c.column}: ${c.leaked}`,
+        )
     }
-    rows.push(
-      `| ${u.mode} | ${u.size}× | ${u.stream ? 'yes' : 'no'} | ${topCounts(u.simOutcomes)}${incident ? ' ⚠' : ''} | ${pct(u.leaked, u.samples)} | ${guardedCell(r)} | ${guardedCell(w)} | ${[reasonsOf(r), reasonsOf(w)].filter(Boolean).join(' / ') || '—'} |`,
-    )
   }
+  return out
+}
+
+/** The rows of the default policy: whole answers (no policy applies) and `verified` streams. */
+const defaultRows = (rows: Row[]) => rows.filter((r) => r.policy !== 'async')
+
+function rowLine(row: Row): string {
+  const { unguarded: u, right: r, wrong: w } = row
+  const incident = incidentClass(u)
+  return `| ${u.mode} | ${u.size}× | ${u.stream ? 'yes' : 'no'} | ${topCounts(u.simOutcomes)}${incident ? ' ⚠' : ''} | ${pct(u.leaked, u.samples)} | ${guardedCell(r)} | ${guardedCell(w)} | ${[reasonsOf(r), reasonsOf(w)].filter(Boolean).join(' / ') || '—'} |`
+}
+
+function healthyLine(h: Healthy): string {
+  const streamed =
+    h.policy === 'async'
+      ? ` (${h.streamsQuarantined} of ${h.streams} streams, ${h.endedInStream} of them ended in-stream after bytes left)`
+      : ''
+  return (
+    `\`${h.policy}\`: **${h.quarantined} of ${h.requests} quarantined (${(h.falseQuarantineRate * 100).toFixed(2)}%, target < 0.1%)**` +
+    `${streamed}${h.quarantined ? ` — ${topCounts(h.reasons).replace(/_/g, '\\_')}` : ''}; ` +
+    `${h.refused} refused by the ceiling, ${h.errors} errors, ${h.retried} released after one echo retry, ${h.leaked} with a canary.`
+  )
+}
+
+/** How the leaks showed, in words: `a piece of A's marker 12, A's whole marker 3`. */
+const LEAK_WORDS: Record<LeakKind, string> = {
+  marker: "A's whole marker",
+  markerPiece: "only a piece of A's marker",
+  canary: 'a canary',
+}
+
+const kindsText = (kinds: Partial<Record<LeakKind, number>>) =>
+  Object.entries(kinds)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${LEAK_WORDS[k as LeakKind]} ${v}`)
+    .join(', ')
+
+function table(rows: Row[], hs: Healthy[], samples: number, quick: boolean): string {
+  const m = machineInfo()
+  const byDefault = escapesOf(defaultRows(rows))
+  const asyncRows = rows.filter((r) => r.policy === 'async')
+  const early = escapesOf(asyncRows)
+  const h = hs[0]!
   return [
     `Scaled-down incident: real pool ${POOL.toLocaleString('en-US')} tokens, advertised window ${WINDOW.toLocaleString('en-US')}, ` +
       `simulated prefill 20,000 tok/s ± 10%, guard bound 40,000 tok/s, 10% drift, 512-token output reserve. ` +
       `Per sample: a fresh engine; tenant A sends two documents (${VICTIM_SHARE}× pool each, a unique marker on every line; ` +
       'through the guard for even seeds, directly for odd seeds) in `fixed` mode, then the mode is switched and tenant B sends ' +
       `a prompt of the given size × the real pool, counted in the simulated model's tokens (Qwen3; the guard counts with o200k). ${samples} seeded samples per cell; one virtual clock shared by engine and guard; ` +
-      `Node ${m.node}${quick ? ', quick run' : ''}. **Leak** = B's client received A's marker or any canary (bytes released ` +
-      'before a mid-stream quarantine count). ⚠ = incident-class cell (the unguarded engine served a placeholder, truncated or ' +
+      `Node ${m.node}${quick ? ', quick run' : ''}. **Leak** = B's client received any of A's data: A's marker, a piece of it ` +
+      `(≥ ${PIECE} characters B's own marker does not hold: a quote cut short), or any canary — bytes delivered before a stream ` +
+      'was ended by an error count. ⚠ = incident-class cell (the unguarded engine served a placeholder, truncated or ' +
       `stale answer). Right ceiling: \`kvPoolTokens\` = real pool; wrong: = advertised window. ` +
-      `Leak escape in incident-class cells: **${escapes}** of ${incidentCells * 2 * samples} guarded requests (target 0).`,
+      'Streams run under each release policy (`streamRelease`, same seeds); whole answers run once, since the policy does not ' +
+      'apply to them, and are listed with the default.',
+    '',
+    `**Default policy (\`verified\`: nothing of a stream leaves before the proof)** — leak escape in incident-class cells: ` +
+      `**${byDefault.escapes}** of ${byDefault.requests} guarded requests (target 0; the suite fails if it is not).`,
     '',
     '| mode | B prompt × pool | stream | engine did (unguarded) | unguarded leak | guarded, right ceiling | guarded, wrong ceiling | caught by (right / wrong) |',
     '|---|---:|---|---|---:|---|---|---|',
-    ...rows,
+    ...defaultRows(rows).map(rowLine),
+    '',
+    `**Asynchronous policy (\`async\`: a stream leaves once its first token is timed and the foreign-canary scan passed; ` +
+      `the proof is owed, a missing echo or later evidence ends the stream in-stream)**, streams only, the same seeds — ` +
+      `leak escape in incident-class cells: **${early.escapes}** of ${early.requests} guarded streams` +
+      (early.escapes
+        ? `: ${early.thenEnded} ended by the guard in-stream after the bytes had left, ${early.completed} completed` +
+          ` (shown by ${kindsText(early.kinds)})`
+        : '') +
+      '. The unguarded columns are the same cells as above.',
+    '',
+    '| mode | B prompt × pool | stream | engine did (unguarded) | unguarded leak | guarded, right ceiling | guarded, wrong ceiling | caught by (right / wrong) |',
+    '|---|---:|---|---|---:|---|---|---|',
+    ...asyncRows.map(rowLine),
     '',
     `Healthy traffic (\`fixed\`, every prompt within the real pool, echo ignored 2% of the time, ${h.prefixHitsOwn} repeats of a ` +
       `tenant's own document and ${h.prefixHitsShared} of a handbook every tenant sends — ${h.cachedTokenRequests} requests served partly ` +
-      `from the simulator's prefix cache; half streamed): **${h.quarantined} of ${h.requests} quarantined ` +
-      `(${(h.falseQuarantineRate * 100).toFixed(2)}%, target < 0.1%)**${h.quarantined ? ` — ${topCounts(h.reasons).replace(/_/g, '\\_')}` : ''}; ` +
-      `${h.refused} refused by the ceiling, ${h.errors} errors, ${h.retried} released after one echo retry, ${h.leaked} with a marker or canary.`,
+      `from the simulator's prefix cache; ${h.streams} of ${h.requests} streamed; the same sessions under each policy): ` +
+      hs.map(healthyLine).join(' '),
   ].join('\n')
+}
+
+/**
+ * The default policy's promises, checked on every run: nothing of another tenant's in any
+ * incident-class cell, and no foreign-content escape of a run the check guarantees to catch.
+ */
+function failures(rows: Row[], stale: StaleCell[]): string[] {
+  const out: string[] = []
+  const byDefault = escapesOf(defaultRows(rows))
+  if (byDefault.escapes > 0)
+    out.push(
+      `default policy: ${byDefault.escapes} leak escapes in incident-class cells (${byDefault.cells.join('; ')})`,
+    )
+  out.push(...staleFailures(stale))
+  return out
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
   const started = performance.now()
   const samples = quick ? 4 : 30
-  const cells = await matrix(samples)
+  const rows = await matrix(samples)
   const stale = await staleMatrix(samples, STALE_SETUP)
-  const h = await healthy(quick ? 300 : 3_000)
-  const path = await writeResult('detection', {
+  const hs: Healthy[] = []
+  for (const policy of POLICIES) hs.push(await healthy(quick ? 300 : 3_000, policy))
+  const failed = failures(rows, stale)
+  const asyncEscapes = escapesOf(rows.filter((r) => r.policy === 'async'))
+  // A quick run's figures go to their own file, never over the full run's or into the README.
+  const path = await writeResult(quick ? 'detection-quick' : 'detection', {
     suite: 'detection',
     date: new Date().toISOString(),
     quick,
@@ -466,32 +701,52 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       simulator: SIM,
       profiles: CONFIGS,
       sizes: SIZES,
+      policies: POLICIES,
       victim: `two documents of ${VICTIM_SHARE}× pool, guarded for even seeds, direct for odd`,
       samplesPerCell: samples,
     },
     note:
-      'leaked counts samples whose client received the victim marker or any canary (including bytes ' +
-      'released before a mid-stream quarantine). reasons are the quarantine store’s, plus “ceiling” for ' +
-      'context_length_exceeded refusals.',
-    cells,
+      'leaked counts samples whose client received any of the victim’s data: its marker, a piece of ' +
+      `${PIECE}+ characters of it that B’s marker does not hold, or any canary — including bytes delivered ` +
+      'before a stream was ended by an error (leakedThenEnded: the guard ended it in-stream afterwards; ' +
+      'leakedCompleted: it completed). policy is the guard’s streamRelease for guarded streams; “n/a” for ' +
+      'whole answers (run once with the default guard: the policy does not apply) and unguarded cells ' +
+      '(one per stream row, shared by both policies). reasons are the quarantine store’s, plus “ceiling” ' +
+      'for context_length_exceeded refusals.',
+    escapes: {
+      note: 'incident-class cells only; default = whole answers and verified streams',
+      default: escapesOf(defaultRows(rows)),
+      verifiedStreams: escapesOf(rows.filter((r) => r.policy === 'verified')),
+      async: asyncEscapes,
+    },
+    failures: failed,
+    cells: cellsOf(rows),
     staleMiddle: {
       note:
         'stale-middle cells: A sends a private document (through the guard as tenant-a, or from account ' +
         '“other” straight to the engine), then B’s stale stretch reads A’s freed pages. answerRuns are ' +
         'runs of A’s document in the engine’s answer (units); an escape is a run of ≥ 8 units of it, or ' +
-        'a canary, received by B’s client.',
+        'a canary, received by B’s client (bytes delivered before an in-stream error count). policy as ' +
+        'above; the async rows have no unguarded cell of their own (the verified stream row’s serves).',
       leakRun: LEAK_RUN,
       minimumSpan: MIN_SPAN,
       fractions: STALE_FRACTIONS,
       quoteChars: QUOTE_CHARS,
       cells: stale,
     },
-    healthy: h,
+    healthy: hs[0],
+    healthyAsync: hs[1],
   })
-  const updated = await updateReadmeTable(
-    'detection',
-    `${table(cells, h, samples, quick)}\n\n${staleTable(stale, samples)}\n\n${reproduce('detection', quick, started)}`,
-  )
+  if (failed.length > 0) {
+    // Loud, and before the README: a broken promise must never be published as a table.
+    throw new Error(
+      `detection: the default policy let another tenant's data through:\n  ${failed.join('\n  ')}\n(figures in ${path})`,
+    )
+  }
+  const markdown = `${table(rows, hs, samples, quick)}\n\n${staleTable(stale, samples)}\n\n${reproduce('detection', quick, started)}`
+  // A quick run's tables are printed, not published.
+  const updated = !quick && (await updateReadmeTable('detection', markdown))
+  if (quick) console.log(markdown)
   console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
 }
 

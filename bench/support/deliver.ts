@@ -13,6 +13,11 @@ export interface Delivered {
   /** Whole answers: the JSON; streams: every SSE byte received before the end or the error. */
   body: string
   error?: GuardError
+  /**
+   * A stream that failed after its status with something other than a guard error (a bug, or the raw
+   * engine's own failure): its message. The bytes read before it are in `body`.
+   */
+  failure?: string
   attempts: number
   stream: boolean
 }
@@ -45,12 +50,13 @@ export async function deliver(
         body += decoder.decode(value, { stream: true })
       }
     } catch (error) {
+      // The bytes read before the error stay in the body: a client has already shown them.
       return {
         status: 200,
         body,
         attempts,
         stream,
-        ...(error instanceof GuardError ? { error } : {}),
+        ...(error instanceof GuardError ? { error } : { failure: String(error) }),
       }
     }
     return { status: 200, body, attempts, stream }

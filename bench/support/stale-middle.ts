@@ -4,6 +4,8 @@
  * echo verifies and the first token comes after an honest prefill. Only the text gives it away, so the
  * guard's foreign-content check is what is measured, against A's prompt sent through this guard
  * (which it has fingerprinted) or straight to the engine by another account (which it never saw).
+ * Streams run under both release policies: `verified` holds each channel's last words until the check
+ * has judged them; `async` holds nothing back, so what it lets out before the evidence is counted.
  */
 import { VirtualClock } from '../../sim/clock'
 import type { SimConfig } from '../../sim/config'
@@ -30,6 +32,9 @@ const B_SHARE = 0.45
 /** Room for four long quotes in the reasoning (the simulator gives it half of `max_tokens`). */
 const MAX_TOKENS = 1_024
 
+/** A guard's `streamRelease`: `verified` is the default. */
+export type ReleasePolicy = 'verified' | 'async'
+
 /** Where A's prompt came from: this guard (fingerprinted) or another account, straight to the engine. */
 export type StaleSource = 'guarded' | 'direct'
 
@@ -41,6 +46,8 @@ export interface StaleCellKey {
   /** `unguarded`: B's client talks to the engine; A is another account (no guard to pass). */
   column: 'unguarded' | 'guarded'
   source: StaleSource
+  /** The guard's release policy: guarded streams only (`n/a` for whole answers and no guard). */
+  policy: ReleasePolicy | 'n/a'
 }
 
 /** One sample, measured. */
@@ -48,6 +55,8 @@ export interface StaleOutcome {
   /** A's own request was not answered (its pages and prints still stand). */
   aFailed: boolean
   delivery: 'released' | 'quarantined' | 'refused' | 'error'
+  /** The stream began (status 200) and was then ended by an error: bytes may have left before it. */
+  endedInStream: boolean
   reasons: string[]
   sourceTenants: string[]
   /** The engine read at least one page that A's request last wrote. */
@@ -68,7 +77,7 @@ export interface StaleOutcome {
 export interface StaleSetup {
   sim: Partial<SimConfig>
   poolTokens: number
-  guard: (clock: VirtualClock) => Guard
+  guard: (clock: VirtualClock, policy: ReleasePolicy) => Guard
   /** Counts like the simulated model. */
   counter: SimEngine
 }
@@ -105,7 +114,7 @@ async function textsOf(seed: number, setup: StaleSetup): Promise<Texts> {
 }
 
 function deliveryOf(d: Delivered): StaleOutcome['delivery'] {
-  if (!d.error) return d.status === 200 ? 'released' : 'error'
+  if (!d.error) return d.status === 200 && !d.failure ? 'released' : 'error'
   if (d.error.code === 'response_quarantined') return 'quarantined'
   return d.error.code === 'context_length_exceeded' ? 'refused' : 'error'
 }
@@ -120,7 +129,7 @@ async function recordOf(guard: Guard | undefined, error: GuardError | undefined)
  * list as they would under pressure), A sends its document, then B sends its own with a stale stretch.
  *
  * @example
- * const o = await staleSample({ fraction: 0.3, quoteChars: 240, stream: true, column: 'guarded', source: 'guarded' }, 7, setup)
+ * const o = await staleSample({ fraction: 0.3, quoteChars: 240, stream: true, column: 'guarded', source: 'guarded', policy: 'async' }, 7, setup)
  */
 export async function staleSample(
   key: StaleCellKey,
@@ -133,7 +142,10 @@ export async function staleSample(
     { ...setup.sim, mode: 'fixed', seed, prefixCache: false, quoteChars: key.quoteChars },
     { clock },
   )
-  const guard = key.column === 'guarded' ? setup.guard(clock) : undefined
+  const guard =
+    key.column === 'guarded'
+      ? setup.guard(clock, key.policy === 'async' ? 'async' : 'verified')
+      : undefined
   const viaGuard = guard !== undefined && key.source === 'guarded'
   const aRunner = viaGuard
     ? guard.runner(engine.binding('gateway'), 'tenant-a')
@@ -160,6 +172,8 @@ export async function staleSample(
   return {
     aFailed,
     delivery: deliveryOf(d),
+    endedInStream:
+      d.stream && d.status === 200 && (d.error !== undefined || d.failure !== undefined),
     reasons: d.error?.code === 'context_length_exceeded' ? ['ceiling'] : (incident?.reasons ?? []),
     sourceTenants: incident?.sourceTenants ?? [],
     staleReadA: records.some((r) =>
@@ -191,6 +205,12 @@ export interface StaleCell extends StaleCellKey {
   /** Escapes by the answer's longest run of A's text: below MIN_SPAN, or at least it. */
   escapesShort: number
   escapesLong: number
+  /** Escapes whose stream the guard then ended in-stream (the quarantine came after the words). */
+  escapesThenEnded: number
+  /** Escapes whose answer completed. */
+  escapesCompleted: number
+  /** Streams that began and were then ended by an error, escaped or not. */
+  endedInStream: number
   /** The longest run of A's document any client of this cell received. */
   maxClientRun: number
   /** A's marker reached the client inside a run shorter than LEAK_RUN. */
@@ -218,6 +238,9 @@ function emptyStaleCell(key: StaleCellKey): StaleCell {
     escapes: 0,
     escapesShort: 0,
     escapesLong: 0,
+    escapesThenEnded: 0,
+    escapesCompleted: 0,
+    endedInStream: 0,
     maxClientRun: 0,
     markerFragments: 0,
     delivery: { released: 0, quarantined: 0, refused: 0, error: 0 },
@@ -252,8 +275,11 @@ function count(cell: StaleCell, o: StaleOutcome, seed: number): void {
   if (o.staleReadA) cell.staleReadA++
   if (carried) cell.carried++
   if (longest >= MIN_SPAN) cell.carriedLong++
+  if (o.endedInStream) cell.endedInStream++
   if (escaped) {
     cell.escapes++
+    if (o.endedInStream) cell.escapesThenEnded++
+    else cell.escapesCompleted++
     if (longest >= MIN_SPAN) {
       cell.escapesLong++
       const { answerRuns, clientRun, reasons } = o
@@ -285,9 +311,29 @@ const COLUMNS: Pick<StaleCellKey, 'column' | 'source'>[] = [
   { column: 'guarded', source: 'direct' },
 ]
 
+/** The policies guarded streams run under; the first is the default. */
+const POLICIES: ReleasePolicy[] = ['verified', 'async']
+
 /**
- * Every stale share × quote length × stream or not × column, `samples` seeded samples each (the same
- * seeds, hence the same documents and stale stretches, across the columns and stream or not).
+ * A row's cells: whole answers (no policy applies), then streams, whose unguarded cell is run once
+ * and whose guarded cells run under each policy.
+ */
+function rowCells(fraction: number, quoteChars: number): StaleCell[] {
+  const cells: StaleCell[] = []
+  for (const stream of [false, true]) {
+    for (const c of COLUMNS) {
+      const policies = stream && c.column === 'guarded' ? POLICIES : (['n/a'] as const)
+      for (const policy of policies)
+        cells.push(emptyStaleCell({ fraction, quoteChars, stream, ...c, policy }))
+    }
+  }
+  return cells
+}
+
+/**
+ * Every stale share × quote length × stream or not × column (× release policy for guarded streams),
+ * `samples` seeded samples each (the same seeds, hence the same documents and stale stretches,
+ * across the columns, policies and stream or not).
  *
  * @example
  * const cells = await staleMatrix(30, setup)
@@ -296,30 +342,28 @@ export async function staleMatrix(samples: number, setup: StaleSetup): Promise<S
   const cells: StaleCell[] = []
   for (const [fi, fraction] of STALE_FRACTIONS.entries()) {
     for (const [qi, quoteChars] of QUOTE_CHARS.entries()) {
-      const row = [false, true].flatMap((stream) =>
-        COLUMNS.map((c) => emptyStaleCell({ fraction, quoteChars, stream, ...c })),
-      )
+      const row = rowCells(fraction, quoteChars)
       for (let i = 0; i < samples; i++) {
         const seed = 100_000 + 1_000 * (fi * QUOTE_CHARS.length + qi) + i
         for (const cell of row) {
-          const { fraction: f, quoteChars: q, stream, column, source } = cell
+          const { fraction: f, quoteChars: q, stream, column, source, policy } = cell
           count(
             cell,
-            await staleSample({ fraction: f, quoteChars: q, stream, column, source }, seed, setup),
+            await staleSample(
+              { fraction: f, quoteChars: q, stream, column, source, policy },
+              seed,
+              setup,
+            ),
             seed,
           )
         }
       }
-      for (const stream of [false, true]) {
-        const [u, g, d] = row.filter((c) => c.stream === stream) as [
-          StaleCell,
-          StaleCell,
-          StaleCell,
-        ]
+      for (const [u, g, d] of groups(row)) {
         console.log(
-          `  stale-middle  ${fraction.toFixed(2)} q${quoteChars} ${stream ? 'stream' : 'whole '}  ` +
+          `  stale-middle  ${fraction.toFixed(2)} q${quoteChars} ${g.stream ? 'stream' : 'whole '} ${g.policy.padEnd(8)}  ` +
             `unguarded carried ${u.carried}/${u.samples}, leak ${u.escapes}  ` +
-            `A guarded: carried ${g.carried} (≥${MIN_SPAN}: ${g.carriedLong}), escapes ${g.escapesShort}+${g.escapesLong}, ` +
+            `A guarded: carried ${g.carried} (≥${MIN_SPAN}: ${g.carriedLong}), escapes ${g.escapesShort}+${g.escapesLong}` +
+            `${g.policy === 'async' ? ` (ended in-stream ${g.escapesThenEnded}, completed ${g.escapesCompleted})` : ''}, ` +
             `max run out ${g.maxClientRun}, ${summary(g)}  A direct: carried ${d.carried}, escapes ${d.escapes}, ${summary(d)}`,
         )
       }
@@ -327,6 +371,43 @@ export async function staleMatrix(samples: number, setup: StaleSetup): Promise<S
     }
   }
   return cells
+}
+
+/**
+ * The cells as table rows — unguarded, A via guard, A direct — one per share × quote × whole or
+ * stream × policy; a stream row under `async` shares the unguarded cell of its `verified` row.
+ */
+function groups(cells: StaleCell[]): [StaleCell, StaleCell, StaleCell][] {
+  const out: [StaleCell, StaleCell, StaleCell][] = []
+  const same = (a: StaleCell, b: StaleCell) =>
+    a.fraction === b.fraction && a.quoteChars === b.quoteChars && a.stream === b.stream
+  for (const g of cells) {
+    if (g.column !== 'guarded' || g.source !== 'guarded') continue
+    const u = cells.find((c) => c.column === 'unguarded' && same(c, g))
+    const d = cells.find(
+      (c) => c.column === 'guarded' && c.source === 'direct' && c.policy === g.policy && same(c, g),
+    )
+    if (u && d) out.push([u, g, d])
+  }
+  return out
+}
+
+/**
+ * What the default policy promises and this run broke: no escape of an answer carrying a run the
+ * foreign-content check always catches (≥ MIN_SPAN units) of a prompt it fingerprinted.
+ *
+ * @example
+ * const broken = staleFailures(await staleMatrix(30, setup)) // [] when the promise held
+ */
+export function staleFailures(cells: StaleCell[]): string[] {
+  return cells
+    .filter((c) => c.column === 'guarded' && c.source === 'guarded' && c.policy !== 'async')
+    .filter((c) => c.escapesLong > 0)
+    .map(
+      (c) =>
+        `stale-middle ${c.fraction} q${c.quoteChars} ${c.stream ? 'stream' : 'whole'}: ` +
+        `${c.escapesLong} escapes of answers carrying ≥ ${MIN_SPAN} units (seeds ${c.longEscapes.map((e) => e.seed).join(', ')})`,
+    )
 }
 
 function summary(c: StaleCell): string {
@@ -353,70 +434,108 @@ function sum(cells: StaleCell[], pick: (c: StaleCell) => number): number {
   return cells.reduce((total, c) => total + pick(c), 0)
 }
 
-/** The run-length table over every guarded cell of one source. */
+/** Default-policy cells: whole answers (no policy applies), unguarded ones, and `verified` streams. */
+const byDefault = (c: StaleCell) => c.policy !== 'async'
+
+/** The run-length table: the default policy's guarded cells by source, then `async` streams'. */
 function bucketRows(cells: StaleCell[]): string[] {
   return RUN_BUCKETS.map(({ label }) => {
-    const of = (source: StaleSource) => {
-      const picked = cells.filter((c) => c.column === 'guarded' && c.source === source)
+    const of = (source: StaleSource, pick: (c: StaleCell) => boolean) => {
+      const picked = cells.filter((c) => c.column === 'guarded' && c.source === source && pick(c))
       const answers = sum(picked, (c) => c.byLongest[label]?.answers ?? 0)
       const escapes = sum(picked, (c) => c.byLongest[label]?.escapes ?? 0)
       const caught = sum(picked, (c) => c.byLongest[label]?.caught ?? 0)
       return `${answers} | ${caught} | ${escapes}`
     }
-    return `| ${label} | ${of('guarded')} | ${of('direct')} |`
+    const early = (c: StaleCell) => c.policy === 'async'
+    return `| ${label} | ${of('guarded', byDefault)} | ${of('direct', byDefault)} | ${of('guarded', early)} |`
   })
 }
 
+function rowLine([u, g, d]: [StaleCell, StaleCell, StaleCell]): string {
+  return (
+    `| ${u.fraction} | ${u.quoteChars} | ${u.stream ? 'yes' : 'no'} | ${u.carried} / ${u.escapes} | ` +
+    `${g.carried} (${g.carriedLong}) | ${pair(g)} | ${g.maxClientRun} | ${caughtBy(g)} | ` +
+    `${d.carried} (${d.carriedLong}) | ${d.escapes} | ${g.falseQuarantines + d.falseQuarantines} |`
+  )
+}
+
+function asyncLine([u, g, d]: [StaleCell, StaleCell, StaleCell]): string {
+  return (
+    `| ${u.fraction} | ${u.quoteChars} | ${u.carried} / ${u.escapes} | ` +
+    `${g.carried} (${g.carriedLong}) | ${pair(g)} | ${g.escapesThenEnded} / ${g.escapesCompleted} | ${g.maxClientRun} | ${caughtBy(g)} | ` +
+    `${d.carried} (${d.carriedLong}) | ${d.escapes} | ${d.escapesThenEnded} / ${d.escapesCompleted} | ${g.falseQuarantines + d.falseQuarantines} |`
+  )
+}
+
 /**
- * The README's stale-middle tables: per cell, and escapes by the answer's longest run of A's text.
+ * The README's stale-middle tables: per cell under the default policy, then `async` streams, and
+ * escapes by the answer's longest run of A's text.
  *
  * @example
  * const markdown = staleTable(await staleMatrix(30, setup), 30)
  */
 export function staleTable(cells: StaleCell[], samples: number): string {
-  const rows: string[] = []
-  for (let i = 0; i < cells.length; i += 3) {
-    const [u, g, d] = cells.slice(i, i + 3) as [StaleCell, StaleCell, StaleCell]
-    rows.push(
-      `| ${u.fraction} | ${u.quoteChars} | ${u.stream ? 'yes' : 'no'} | ${u.carried} / ${u.escapes} | ` +
-        `${g.carried} (${g.carriedLong}) | ${pair(g)} | ${g.maxClientRun} | ${caughtBy(g)} | ` +
-        `${d.carried} (${d.carriedLong}) | ${d.escapes} | ${g.falseQuarantines + d.falseQuarantines} |`,
-    )
-  }
+  const rows = groups(cells)
+  const defaults = rows.filter(([, g]) => g.policy !== 'async')
+  const asyncRows = rows.filter(([, g]) => g.policy === 'async')
   const guarded = cells.filter((c) => c.column === 'guarded' && c.source === 'guarded')
-  const direct = cells.filter((c) => c.column === 'guarded' && c.source === 'direct')
-  const longEscapes = sum(guarded, (c) => c.escapesLong)
+  const guardedDefault = guarded.filter(byDefault)
+  const guardedAsync = guarded.filter((c) => c.policy === 'async')
+  const direct = cells.filter(
+    (c) => c.column === 'guarded' && c.source === 'direct' && byDefault(c),
+  )
+  const directAsync = cells.filter(
+    (c) => c.column === 'guarded' && c.source === 'direct' && c.policy === 'async',
+  )
+  const longEscapes = sum(guardedDefault, (c) => c.escapesLong)
   const longStream = sum(
-    guarded.filter((c) => c.stream),
+    guardedDefault.filter((c) => c.stream),
     (c) => c.escapesLong,
   )
-  const maxOut = Math.max(...guarded.map((c) => c.maxClientRun))
+  const maxOut = Math.max(...guardedDefault.map((c) => c.maxClientRun))
+  const maxAsync = Math.max(0, ...guardedAsync.map((c) => c.maxClientRun))
+  const asyncEscapes = sum(guardedAsync, (c) => c.escapes)
   return [
     `**Stale middle** (\`stale-middle\`, \`staleRate\` 1, prefix cache off so finished prompts' pages return to the free list). ` +
       `Per sample, on a fresh engine: tenant A sends a private document (${A_SHARE}× pool of distinct English prose, a marker word ` +
       `three times a line) — through this guard (“A via guard”) or from another account straight to the engine (“A direct”) — then ` +
       `tenant B sends its own (${B_SHARE}× pool, \`max_tokens\` ${MAX_TOKENS}) and the given share of B's pages is read unwritten: ` +
-      `they hold A's freed pages. ${samples} seeded samples per cell, the same seeds in every column. **Carrying** = the engine's answer ` +
+      `they hold A's freed pages. ${samples} seeded samples per cell, the same seeds in every column and under each policy. **Carrying** = the engine's answer ` +
       `(recorded before the guard) holds a run of ≥ ${LEAK_RUN} consecutive units (≈ words) of A's document or A's canary; in brackets, ` +
       `answers whose longest such run is ≥ ${MIN_SPAN} units, the span the check always catches (k·w + n − 1 at n = ` +
       `${FINGERPRINT_DEFAULTS.n}, w = ${FINGERPRINT_DEFAULTS.w}, k = ${FINGERPRINT_DEFAULTS.k}). **Escape** = B's client received ` +
-      `≥ ${LEAK_RUN} consecutive units of A's document or a canary (bytes streamed before a quarantine count), split by the answer's ` +
+      `≥ ${LEAK_RUN} consecutive units of A's document or a canary (bytes delivered before a stream was ended by an error count), split by the answer's ` +
       `longest run: < ${MIN_SPAN} / ≥ ${MIN_SPAN}. **Max out** = the longest run of A's text any client of the cell received. ` +
-      `False Q = quarantines of answers that carried nothing of A's.`,
+      `False Q = quarantines of answers that carried nothing of A's. Whole answers run once (the release policy does not apply ` +
+      "to them) and are listed with the default policy, `verified` (each channel's last words held until the check has judged them).",
     '',
     `| stale share | quote chars | stream | unguarded: carrying / leak | A via guard: carrying (≥ ${MIN_SPAN}) | escapes < ${MIN_SPAN} / ≥ ${MIN_SPAN} | max out | caught by | A direct: carrying (≥ ${MIN_SPAN}) | escapes | false Q |`,
     '|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|',
-    ...rows,
+    ...defaults.map(rowLine),
     '',
-    `By the answer's longest run of A's text, over every guarded cell (answers / quarantined / escapes):`,
+    '`async` streams (no foreign-content hold-back: evidence found later ends the stream, after the words before it left), ' +
+      'the same seeds; the unguarded column is the same cell as above. **Ended / completed** = escapes whose stream the guard ' +
+      'then ended in-stream / that completed.',
     '',
-    '| longest run (units) | A via guard: answers | quarantined | escapes | A direct: answers | quarantined | escapes |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    `| stale share | quote chars | unguarded: carrying / leak | A via guard: carrying (≥ ${MIN_SPAN}) | escapes < ${MIN_SPAN} / ≥ ${MIN_SPAN} | ended / completed | max out | caught by | A direct: carrying (≥ ${MIN_SPAN}) | escapes | ended / completed | false Q |`,
+    '|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|',
+    ...asyncRows.map(asyncLine),
+    '',
+    `By the answer's longest run of A's text, over the guarded cells (answers / quarantined / escapes):`,
+    '',
+    '| longest run (units) | default, A via guard: answers | quarantined | escapes | default, A direct: answers | quarantined | escapes | `async` streams, A via guard: answers | quarantined | escapes |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...bucketRows(cells),
     '',
-    `A via guard: **${longEscapes} escapes among ${sum(guarded, (c) => c.carriedLong)} answers carrying a run of ≥ ${MIN_SPAN} units** ` +
-      `(${longStream} in streams), ${sum(guarded, (c) => c.escapesShort)} among ${sum(guarded, (c) => c.carried - c.carriedLong)} ` +
+    `Default policy, A via guard: **${longEscapes} escapes among ${sum(guardedDefault, (c) => c.carriedLong)} answers carrying a run of ≥ ${MIN_SPAN} units** ` +
+      `(${longStream} in streams), ${sum(guardedDefault, (c) => c.escapesShort)} among ${sum(guardedDefault, (c) => c.carried - c.carriedLong)} ` +
       `carrying only shorter runs; no client received a run longer than ${maxOut} units. A direct: ` +
-      `${sum(direct, (c) => c.escapes)} escapes among ${sum(direct, (c) => c.carried)} carrying answers (the guard never saw A's prompt).`,
+      `${sum(direct, (c) => c.escapes)} escapes among ${sum(direct, (c) => c.carried)} carrying answers (the guard never saw A's prompt). ` +
+      `\`async\` streams, A via guard: **${asyncEscapes} escapes among ${sum(guardedAsync, (c) => c.carried)} carrying answers, ` +
+      `${sum(guardedAsync, (c) => c.escapesLong)} of them carrying a run of ≥ ${MIN_SPAN} units** ` +
+      `(${sum(guardedAsync, (c) => c.escapesThenEnded)} ended by the guard in-stream after the words left, ${sum(guardedAsync, (c) => c.escapesCompleted)} completed); ` +
+      `the longest run a client received: ${maxAsync} units. A direct: ${sum(directAsync, (c) => c.escapes)} escapes among ` +
+      `${sum(directAsync, (c) => c.carried)} carrying answers.`,
   ].join('\n')
 }
