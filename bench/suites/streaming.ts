@@ -155,6 +155,8 @@ async function firstTimes(
 
 interface TtfbRow {
   source: string
+  /** The guard's `streamRelease` policy. */
+  policy: 'verified' | 'async'
   rate: number
   reasoningTokens: number
   runs: number
@@ -170,6 +172,7 @@ interface TtfbRow {
 
 function ttfbRow(
   source: string,
+  policy: TtfbRow['policy'],
   rate: number,
   reasoningTokens: number,
   u: { firstByteMs: number; firstContentMs: number }[],
@@ -185,6 +188,7 @@ function ttfbRow(
   const extraFirstContentMs = guarded.firstContentMs - unguarded.firstContentMs
   return {
     source,
+    policy,
     rate,
     reasoningTokens,
     runs: u.length,
@@ -203,6 +207,7 @@ function ttfbRow(
  */
 async function simulatorRow(
   label: string,
+  policy: TtfbRow['policy'],
   rate: number,
   seeds: number,
   habits: Record<string, number>,
@@ -224,13 +229,14 @@ async function simulatorRow(
       secret: BENCH_SECRET,
       tenant: TENANT,
       now: () => clockG.now(),
+      streamRelease: policy,
     })
     start = clockG.now()
     const outG = await guarded.run(MODEL, inputs)
     g.push(await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start))
     reasoning += Math.round(((u.at(-1)!.firstContentMs - u.at(-1)!.firstByteMs) * rate) / 1000)
   }
-  return ttfbRow(label, rate, Math.round(reasoning / seeds), u, g)
+  return ttfbRow(label, policy, rate, Math.round(reasoning / seeds), u, g)
 }
 
 async function holdBack(quick: boolean): Promise<TtfbRow[]> {
@@ -238,9 +244,13 @@ async function holdBack(quick: boolean): Promise<TtfbRow[]> {
   const seeds = quick ? 3 : 9
   const canary = await benchCanary()
   for (const rate of RATES) {
-    rows.push(await simulatorRow('simulator model', rate, seeds, {}))
+    rows.push(await simulatorRow('simulator model', 'verified', rate, seeds, {}))
     // Released on the first proof: the model restates the directive, code included, as it starts.
-    rows.push(await simulatorRow('simulator, restating', rate, seeds, { directiveQuoteRate: 1 }))
+    const restating = { directiveQuoteRate: 1 }
+    rows.push(await simulatorRow('simulator, restating', 'verified', rate, seeds, restating))
+    // The operator's latency policy: released from the first token, proof and evidence checked after.
+    rows.push(await simulatorRow('simulator model', 'async', rate, seeds, {}))
+    rows.push(await simulatorRow('simulator, restating', 'async', rate, seeds, restating))
     // A long thinker: 1,000 reasoning tokens before the answer (GLM-5.3 cannot switch reasoning off).
     const rec = recordStream({
       echo: canary,
@@ -257,7 +267,7 @@ async function holdBack(quick: boolean): Promise<TtfbRow[]> {
     start = clockG.now()
     const outG = await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })
     const rg = await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start)
-    rows.push(ttfbRow('1,000-token reasoning', rate, 1_000, [ru], [rg]))
+    rows.push(ttfbRow('1,000-token reasoning', 'verified', rate, 1_000, [ru], [rg]))
   }
   for (const r of rows) {
     console.log(
@@ -275,7 +285,7 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       `${t.stream.contentTokens.toLocaleString('en-US')} content tokens, ${t.stream.events.toLocaleString('en-US')} SSE events, ` +
       `${(t.stream.bytes / 1e6).toFixed(2)} MB in ${t.stream.chunks.toLocaleString('en-US')} chunks split at the simulator's awkward byte boundaries), ` +
       `replayed as identical bytes through each path, side by side; Node ${m.node}, ${m.cpu} (${m.cores} cores)${quick ? ', quick run' : ''}. ` +
-      `Target ≥ 80% of pass-through: ${guard.ofPassThrough >= 0.8 ? 'met' : 'not met'} (${(guard.ofPassThrough * 100).toFixed(0)}%).`,
+      `Target ≥ 60% of pass-through: ${guard.ofPassThrough >= 0.6 ? 'met' : 'not met'} (${(guard.ofPassThrough * 100).toFixed(0)}%).`,
     '',
     '| path | median time | throughput | of pass-through |',
     '|---|---:|---:|---:|',
@@ -290,13 +300,17 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       'start of the content (the echo), so the first byte waits for the whole reasoning, or restated in the ' +
       'reasoning by a model that restates its instructions (“restating”), released from there; after that the ' +
       'foreign-content check holds back the last 21 words of a channel until it has judged them, so the ' +
-      'first content words wait for about 21 more (a quote-heavy answer: more tokens per word).',
+      'first content words wait for about 21 more (a quote-heavy answer: more tokens per word). Under the ' +
+      'opt-in `async` policy the stream is released as soon as its first token is timed and the ' +
+      'foreign-canary scan passed, with no foreign-content hold-back: the proof and the evidence are ' +
+      'checked as the text leaves, and a failure ends the stream in-stream (detection matrix: what that ' +
+      'lets through).',
     '',
-    '| upstream | decode | reasoning tokens | first byte: unguarded → guarded | extra (tokens) | first content: unguarded → guarded | extra (tokens) |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| upstream | policy | decode | reasoning tokens | first byte: unguarded → guarded | extra (tokens) | first content: unguarded → guarded | extra (tokens) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
     ...hold.map(
       (r) =>
-        `| ${r.source} | ${r.rate} tok/s | ${r.reasoningTokens.toLocaleString('en-US')} | ${ms(r.unguarded.firstByteMs)} → ${ms(r.guarded.firstByteMs)} | +${ms(r.extraFirstByteMs)} (${r.extraFirstByteTokens}) | ${ms(r.unguarded.firstContentMs)} → ${ms(r.guarded.firstContentMs)} | +${ms(Math.max(0, r.extraFirstContentMs))} (${r.extraFirstContentTokens}) |`,
+        `| ${r.source} | ${r.policy} | ${r.rate} tok/s | ${r.reasoningTokens.toLocaleString('en-US')} | ${ms(r.unguarded.firstByteMs)} → ${ms(r.guarded.firstByteMs)} | +${ms(r.extraFirstByteMs)} (${r.extraFirstByteTokens}) | ${ms(r.unguarded.firstContentMs)} → ${ms(r.guarded.firstContentMs)} | +${ms(Math.max(0, r.extraFirstContentMs))} (${r.extraFirstContentTokens}) |`,
     ),
   ]
   return lines.join('\n')

@@ -4,7 +4,8 @@
  * with one timer per deadline rather than one per chunk.
  */
 import { GuardError } from '../errors'
-import { type Frame, parseFrame } from '../format/frames'
+import { FrameReader } from '../format/frame-reader'
+import type { Frame } from '../format/frames'
 import { DEFAULT_MAX_EVENT_BYTES, SseParser } from '../format/sse'
 
 /** Time limits of one upstream stream, ms. */
@@ -31,6 +32,7 @@ export interface StallLimits {
 export class UpstreamEvents {
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>
   readonly #parser: SseParser
+  readonly #frames = new FrameReader()
   readonly #limits: StallLimits
   /** Since when a read has waited on the upstream (the call itself, for the first byte). */
   #waitingSince: number | undefined = Date.now()
@@ -89,7 +91,7 @@ export class UpstreamEvents {
     this.#seen = true
     const frames: Frame[] = []
     try {
-      this.#parser.push(result.value, (event, raw) => frames.push(parseFrame(event, raw)))
+      this.#parser.push(result.value, (event, raw) => frames.push(this.#frames.read(event, raw)))
     } catch (error) {
       await this.cancel(error)
       throw error

@@ -33,7 +33,10 @@ export interface Frame {
   raw?: string
   /** `data: [DONE]`, the end-of-stream marker. */
   done: boolean
-  /** The parsed data (absent for `[DONE]`). */
+  /**
+   * The parsed data: absent for `[DONE]`, and for an event read by its shape (./frame-reader.ts), whose
+   * texts were taken out without parsing the rest.
+   */
   json?: Record<string, unknown>
   /** Absent for `[DONE]`. */
   format?: StreamFormat
@@ -412,13 +415,15 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
-  if (frame.json === undefined) {
+  // A frame read by its shape (see ./frame-reader.ts) carries no parsed object: parse it now.
+  const source = frame.json ?? (frame.done ? undefined : parseFrame(frame.event).json)
+  if (source === undefined) {
     if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
       throw new Error('cannot put text into an event that has no JSON')
     }
     return frame.event
   }
-  const json = structuredClone(frame.json)
+  const json = structuredClone(source)
   writeFields(json, texts)
   if (frame.format === undefined) return { ...frame.event, data: JSON.stringify(json) }
   if (frame.format === 'chat') {

@@ -1,0 +1,87 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { FrameReader } from '../../src/format/frame-reader'
+import { type Frame, parseFrame } from '../../src/format/frames'
+
+/**
+ * The shape reader must give, for every event of every stream, exactly the frame a full parse gives —
+ * texts, format, finish reason, usage — whatever the upstream sends, hostile bytes included.
+ */
+function essentials(frame: Frame) {
+  return {
+    done: frame.done,
+    texts: frame.texts,
+    format: frame.format,
+    finishReason: frame.finishReason,
+    usage: frame.usage,
+  }
+}
+
+/** Reads `datas` in order through one reader; each frame (or error) next to the full parse's. */
+function compare(datas: string[]): void {
+  const reader = new FrameReader()
+  for (const data of datas) {
+    let expected: ReturnType<typeof essentials> | string
+    try {
+      expected = essentials(parseFrame({ data }))
+    } catch (error) {
+      expected = String(error)
+    }
+    let actual: ReturnType<typeof essentials> | string
+    try {
+      actual = essentials(reader.read({ data }))
+    } catch (error) {
+      actual = String(error)
+    }
+    expect(actual).toEqual(expected)
+  }
+}
+
+const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    id: 'chatcmpl-1',
+    object: 'chat.completion.chunk',
+    model: 'm',
+    choices: [{ index: 0, delta, finish_reason: null }],
+    ...extra,
+  })
+
+describe('FrameReader', () => {
+  it('should read a stream of deltas exactly as a full parse does, whatever their text', () => {
+    const text = fc.string({ unit: 'binary', maxLength: 12 })
+    const delta = fc.oneof(
+      text.map((t) => chunk({ content: t })),
+      text.map((t) => chunk({ reasoning_content: t })),
+      text.map((t) => chunk({ content: t }, { usage: { prompt_tokens: 3 } })),
+      fc.tuple(text, text).map(([a, b]) => chunk({ content: a, reasoning_content: b })),
+      text.map((t) => chunk({ content: t, refusal: t })),
+      text.map((t) => JSON.stringify({ response: t })),
+      fc.constant('[DONE]'),
+    )
+    fc.assert(fc.property(fc.array(delta, { maxLength: 12 }), compare), { numRuns: 400 })
+  })
+
+  it('should not be fooled by bytes that splice fields into the text’s place', () => {
+    const shape = (literal: string) =>
+      `{"choices":[{"index":0,"delta":{"content":"${literal}"},"finish_reason":null}]}`
+    compare([
+      shape('Hello'),
+      shape('a","reasoning_content":"smuggled'),
+      shape('a\\",\\"reasoning_content\\":\\"quoted'),
+      shape('ends in a backslash\\'),
+      shape('tab\\tand \\u00e9 escapes'),
+      shape('"},"finish_reason":"stop"}],"x":{"y":"'),
+      shape('raw\ncontrol'),
+      shape('back to normal'),
+    ])
+  })
+
+  it('should not learn a shape whose text also appears elsewhere in the event', () => {
+    // The text equals the model name: taking it out at the wrong place would misread later events.
+    compare([
+      '{"model":"same","choices":[{"index":0,"delta":{"content":"same"}}]}',
+      '{"model":"other","choices":[{"index":0,"delta":{"content":"same"}}]}',
+      '{"model":"same","choices":[{"index":0,"delta":{"content":"next"}}]}',
+    ])
+  })
+})
