@@ -60,7 +60,9 @@ export class FrameReader {
     const { before, after } = shape
     if (event.event !== undefined || event.id !== undefined) return undefined
     if (data.length < before.length + after.length) return undefined
-    if (!data.startsWith(before) || !data.endsWith(after)) return undefined
+    // Slice and compare: in V8 several times faster than startsWith/endsWith on strings this long.
+    if (data.slice(0, before.length) !== before) return undefined
+    if (data.slice(data.length - after.length) !== after) return undefined
     const literal = data.slice(before.length, data.length - after.length)
     const text = plain(literal) ? literal : stringToken(literal)
     if (text === undefined) return undefined
