@@ -27,7 +27,7 @@ const PORTKEY = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 's
 const TENANT_KEYS = JSON.stringify({ [PEER_KEY]: 'bench' })
 
 interface Target {
-  name: 'direct' | 'portkey' | 'guard-workerd' | 'guard-node'
+  name: 'direct' | 'portkey' | 'proxy-workerd' | 'guard-workerd' | 'guard-node'
   label: string
   url: string
   headers: Record<string, string>
@@ -226,6 +226,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   const started = performance.now()
   const children: Child[] = []
   let worker: RunningWorker | undefined
+  let proxy: RunningWorker | undefined
   try {
     const sim = await startChild(
       process.execPath,
@@ -247,6 +248,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       },
     )
     children.push(guardNode)
+    proxy = await startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl })
     worker = await startWorker('bench/support/peer-worker.ts', {
       SIM_URL: simUrl,
       GUARD_SECRET: BENCH_SECRET,
@@ -275,6 +277,14 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         checks:
           'no content checks (default config: no guardrails, no cache, no retries configured); routes to the ' +
           'provider and maps the OpenAI format',
+      },
+      {
+        name: 'proxy-workerd',
+        label: 'plain proxy Worker (workerd)',
+        url: proxy.url,
+        headers: {},
+        checks:
+          'nothing: forwards to the simulator and streams the answer back (the floor any Worker in front of it pays)',
       },
       {
         name: 'guard-workerd',
@@ -376,6 +386,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
   } finally {
     await worker?.dispose()
+    await proxy?.dispose()
     for (const child of children.reverse()) await child.stop()
   }
 }
