@@ -415,15 +415,15 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
-  // A frame read by its shape (see ./frame-reader.ts) carries no parsed object: parse it now.
-  const source = frame.json ?? (frame.done ? undefined : parseFrame(frame.event).json)
-  if (source === undefined) {
+  if (frame.done) {
     if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
       throw new Error('cannot put text into an event that has no JSON')
     }
     return frame.event
   }
-  const json = structuredClone(source)
+  // A fresh copy to write into: the event's own data parsed again — cheaper than cloning a parse, and
+  // the one way for a frame read by its shape (./frame-reader.ts), which carries no parsed object.
+  const json = JSON.parse(frame.event.data) as Json
   writeFields(json, texts)
   if (frame.format === undefined) return { ...frame.event, data: JSON.stringify(json) }
   if (frame.format === 'chat') {
