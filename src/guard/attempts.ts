@@ -55,10 +55,8 @@ export async function runAttempts(
     // The call is out: print, count and hash the prompt while the engine prefills it (each once per
     // request). Started before the call, this work would delay it.
     content().catch(() => {})
-    if (plan.needsEstimate) {
-      plan.estimate().catch(() => {})
-      if (attempt === 1) plan.prefix().catch(() => {})
-    }
+    if (plan.needsEstimate) plan.estimate().catch(() => {})
+    if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
     const output = await calling
     const outcome = streamed
       ? await verifyStreamedAnswer(ctx, output)

@@ -58,6 +58,12 @@ export interface RequestPlan {
    * Such a prompt is counted and hashed right after its call is sent, while the engine prefills.
    */
   needsEstimate: boolean
+  /**
+   * Whether the timing evidence will read the prefix record (the prompt's byte bound is long enough for
+   * it to weigh). Hashing a prompt nobody reads costs a digest per 64 K characters and keeps the
+   * prompt alive until it is done — after the answer, for a prompt of a million tokens.
+   */
+  needsPrefix: boolean
 }
 
 /** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
@@ -110,6 +116,11 @@ export async function planRequest(
     lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
   )
 
+  // The timing evidence weighs this prompt (src/verify/timing-evidence.ts reads count and prefix).
+  const judged =
+    timed ||
+    (admission.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
+      guard.options.minTimingEvidenceMs
   return {
     requestId,
     tenant,
@@ -128,11 +139,8 @@ export async function planRequest(
     counted: timed || admission.estimate !== undefined,
     estimate,
     prefix,
-    needsEstimate:
-      timed ||
-      admission.estimate !== undefined ||
-      (admission.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
-        guard.options.minTimingEvidenceMs,
+    needsEstimate: judged || admission.estimate !== undefined,
+    needsPrefix: judged,
   }
 }
 
