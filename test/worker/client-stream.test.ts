@@ -214,4 +214,24 @@ describe('clientStream', () => {
     expect(pulls).toBeLessThanOrEqual(6)
     await reader.cancel()
   })
+
+  it('should keep a held stream’s heartbeats when it rewrites, and end a withheld one in the error event', async () => {
+    const beat = ': held\n\n'
+    const legacy = 'data: {"response":"Hi"}\n\n'
+    const kept = joined(
+      await chunksOf(
+        clientStream(source([utf8.encode(beat), utf8.encode(beat), utf8.encode(legacy)]), {
+          chatModel: MODEL,
+        }),
+      ),
+    )
+    expect(kept.startsWith(`${beat}${beat}data: `)).toBe(true)
+    expect(kept).toContain('"content":"Hi"')
+    // Withheld after the beats: the response was already a 200, so the quarantine is the last event.
+    const withheld = new GuardError('response_quarantined', 'withheld', { incidentId: 'inc_x' })
+    const ended = joined(
+      await chunksOf(clientStream(source([utf8.encode(beat)], withheld), { chatModel: MODEL })),
+    )
+    expect(ended).toBe(`${beat}${errorEvent(errorBody(withheld))}`)
+  })
 })
