@@ -40,6 +40,8 @@ export class UpstreamEvents {
   #ended = false
   #stopped = false
   #timer: ReturnType<typeof setTimeout> | undefined
+  /** When the armed timer fires. */
+  #due = 0
   #failure: GuardError | undefined
 
   constructor(
@@ -71,9 +73,11 @@ export class UpstreamEvents {
    */
   async next(): Promise<Frame[] | undefined> {
     if (this.#ended) return undefined
-    this.#waitingSince ??= Date.now()
-    if (this.#timer === undefined)
-      this.#arm(this.#seen ? this.#limits.idleMs : this.#limits.firstByteMs)
+    const now = Date.now()
+    this.#waitingSince ??= now
+    // The deadline of this wait; a timer armed for a later one (the first byte's) is brought forward.
+    const due = this.#waitingSince + (this.#seen ? this.#limits.idleMs : this.#limits.firstByteMs)
+    if (this.#timer === undefined || this.#due > due) this.#arm(due - now)
     let result: ReadableStreamReadResult<Uint8Array>
     try {
       result = await this.#reader.read()
@@ -119,6 +123,8 @@ export class UpstreamEvents {
   }
 
   #arm(ms: number): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#due = Date.now() + ms
     this.#timer = setTimeout(() => this.#check(), ms)
   }
 

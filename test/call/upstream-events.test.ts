@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest'
+import { UpstreamEvents } from '../../src/call/upstream-events'
+import { GuardError } from '../../src/errors'
+
+/**
+ * The stream's stall deadlines, now one timer checked when it fires: a silent upstream still becomes a
+ * 504 before its first byte and mid-answer, and a client that reads slowly is not an upstream that stalls.
+ */
+const utf8 = new TextEncoder()
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const event = (text: string) => utf8.encode(`data: ${JSON.stringify({ response: text })}\n\n`)
+
+/** An upstream that sends `chunks` after the given delays (ms), then ends. */
+function upstream(chunks: [number, Uint8Array][]): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = chunks.shift()
+      if (!next) return controller.close()
+      await sleep(next[0])
+      controller.enqueue(next[1])
+    },
+  })
+}
+
+async function failure(read: () => Promise<unknown>): Promise<GuardError> {
+  const error = await read().then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(GuardError)
+  return error as GuardError
+}
+
+describe('UpstreamEvents deadlines', () => {
+  it('should end an upstream that sends no first byte in time with a 504', async () => {
+    const events = new UpstreamEvents(upstream([[400, event('late')]]), {
+      firstByteMs: 60,
+      idleMs: 1_000,
+    })
+    const error = await failure(() => events.next())
+    expect([error.status, error.code]).toEqual([504, 'upstream_error'])
+    expect(error.message).toMatch(/no first byte within 60 ms/)
+  })
+
+  it('should end an upstream that goes silent mid-answer while a read waits', async () => {
+    const events = new UpstreamEvents(
+      upstream([
+        [0, event('a')],
+        [400, event('b')],
+      ]),
+      {
+        firstByteMs: 1_000,
+        idleMs: 60,
+      },
+    )
+    expect((await events.next())?.[0]?.texts.content).toBe('a')
+    const error = await failure(() => events.next())
+    expect(error.message).toMatch(/nothing for 60 ms mid-answer/)
+  })
+
+  it('should not count the time a slow client takes between reads against the upstream', async () => {
+    const events = new UpstreamEvents(
+      upstream([
+        [0, event('a')],
+        [0, event('b')],
+        [0, event('c')],
+      ]),
+      {
+        firstByteMs: 1_000,
+        idleMs: 50,
+      },
+    )
+    const texts: string[] = []
+    for (let frames = await events.next(); frames; frames = await events.next()) {
+      for (const frame of frames) texts.push(frame.texts.content ?? '')
+      await sleep(150) // three idle limits between reads: the upstream had its bytes ready
+    }
+    expect(texts).toEqual(['a', 'b', 'c'])
+    expect(events.truncated).toBe(false)
+  })
+})
