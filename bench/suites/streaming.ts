@@ -95,7 +95,8 @@ async function throughput(quick: boolean) {
   const describe: Record<keyof typeof contenders, string> = {
     passThrough: 'plain pass-through (one identity TransformStream)',
     sseCodec: "the guard's SSE decoder + encoder only (no checks)",
-    guard: 'guardAi stream, one pass: read with stall deadlines, split, frames, verdict, canary scan/strip, hold-back',
+    guard:
+      'guardAi stream, one pass: read with stall deadlines, split, frames, verdict, canary scan/strip, hold-back',
   }
   const rows: ThroughputRow[] = (Object.keys(contenders) as (keyof typeof contenders)[]).map(
     (name) => {
