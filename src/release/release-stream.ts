@@ -181,7 +181,10 @@ export class Release {
       state.text += text
       if (fresh) this.#start.content?.push(name, text)
       if (name === 'content') this.#watchEcho(state, frame.done)
-      else if (name === 'reasoning' && this.#proofOwed) this.#proveInReasoning(text)
+      else if (name === 'reasoning' && this.#proofOwed && this.#ctx.proof === 'text') {
+        // As before release: a JSON echo member must be found in the object, not in the reasoning.
+        this.#proveInReasoning(text)
+      }
       this.#dirty.add(name)
       spans.push({ name, start: startAt, end: startAt + text.length })
       const prior = this.#seen[name] ?? ''

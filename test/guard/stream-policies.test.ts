@@ -169,6 +169,36 @@ describe('stream release policies', () => {
     expect(sseText(fake.raw).content).toBe('')
   }, 30_000)
 
+  it('should not take the canary in the reasoning as the owed proof of a JSON answer', async () => {
+    // A JSON answer is proven by its `guard_echo` member (which is removed): restating the canary in
+    // the reasoning proves nothing about the object, before release or after.
+    const verdicts = recordVerdicts()
+    const ai = guardAi(
+      scripted((own) => [
+        { reasoning_content: `Must open with ${own}. ${THINKING}` },
+        { content: '{"answer":"no echo member"}' },
+      ]),
+      {
+        secret: SECRET,
+        tenant: 'a',
+        echoRetries: 0,
+        streamRelease: 'async',
+        onVerdict: verdicts.onVerdict,
+      },
+    )
+    let raw = ''
+    const error = await ai
+      .run(MODEL, chat('hi', { stream: true, response_format: { type: 'json_object' } }))
+      .then(async (out) => {
+        for await (const chunk of out as ReadableStream<Uint8Array>)
+          raw += new TextDecoder().decode(chunk)
+      })
+      .catch((e: unknown) => e)
+    expect((error as GuardError).code).toBe('response_quarantined')
+    expect(sseText(raw).content).toBe('')
+    expect(verdicts.of('quarantine')[0]?.reasons).toEqual(['echo_missing'])
+  }, 30_000)
+
   it('should still stop another request’s canary before any piece of it leaves, under async', async () => {
     const foreign = await mintCanary(await importCanaryKey(SECRET), {
       requestId: 'other',
