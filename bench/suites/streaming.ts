@@ -77,6 +77,12 @@ async function throughput(quick: boolean) {
   })
   const upstream: AiRunner = { run: async () => replay(rec) }
   const guarded = guardOver(upstream)
+  const withoutContent = guardAi(upstream, {
+    secret: BENCH_SECRET,
+    tenant: TENANT,
+    requestId: () => REQUEST_ID,
+    foreignContent: false,
+  })
   // Sanity: the guard releases the whole answer with only its own canary removed.
   const check = (await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream
   const delivered = await new Response(check).text()
@@ -89,6 +95,9 @@ async function throughput(quick: boolean) {
     sseCodec: () => drain(replay(rec).pipeThrough(sseDecoder()).pipeThrough(sseEncoder())),
     guard: async () =>
       drain((await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream),
+    // The same path without the foreign-content check: what its shingling and lookups cost.
+    guardNoContent: async () =>
+      drain((await withoutContent.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream),
   }
   const samples = await sideBySide(contenders, quick ? 5 : 15, 2)
   const pass = median(samples.passThrough)
@@ -97,6 +106,7 @@ async function throughput(quick: boolean) {
     sseCodec: "the guard's SSE decoder + encoder only (no checks)",
     guard:
       'guardAi stream, one pass: read with stall deadlines, split, frames, verdict, canary scan/strip, hold-back',
+    guardNoContent: 'the same with `foreignContent: false` (no shingling or fingerprint lookups)',
   }
   const rows: ThroughputRow[] = (Object.keys(contenders) as (keyof typeof contenders)[]).map(
     (name) => {
