@@ -68,7 +68,8 @@ export interface ReleaseStart {
    * opens without it, or an answer that ends without it, ends the stream with `onFailed`'s error.
    */
   proofOwed?: {
-    canary: string
+    /** Reads the reasoning for this attempt's canary (text proofs only; see `EchoWatch.early`). */
+    reasoning: EchoWatch
     onFailed: (outcome: 'missing' | 'cut-off', seen: Record<string, string>) => Promise<GuardError>
   }
   /**
@@ -122,9 +123,8 @@ export class Release {
   #sawDone = false
   #usage: Usage | undefined
   #finishReason: string | null | undefined
-  /** Still owed (see `ReleaseStart.proofOwed`), and the reasoning's last characters to find it in. */
+  /** Still owed (see `ReleaseStart.proofOwed`). */
   #proofOwed: boolean
-  #reasoningTail = ''
 
   constructor(ctx: AttemptContext, start: ReleaseStart) {
     this.#ctx = ctx
@@ -181,10 +181,8 @@ export class Release {
       state.text += text
       if (fresh) this.#start.content?.push(name, text)
       if (name === 'content') this.#watchEcho(state, frame.done)
-      else if (name === 'reasoning' && this.#proofOwed && this.#ctx.proof === 'text') {
-        // As before release: a JSON echo member must be found in the object, not in the reasoning.
-        this.#proveInReasoning(text)
-      }
+      else if (name === 'reasoning' && this.#proofOwed)
+        this.#start.proofOwed?.reasoning.readReasoning(text)
       this.#dirty.add(name)
       spans.push({ name, start: startAt, end: startAt + text.length })
       const prior = this.#seen[name] ?? ''
@@ -238,19 +236,13 @@ export class Release {
     })
   }
 
-  /** This attempt's canary in the reasoning pays the owed proof (as it does before release). */
-  #proveInReasoning(text: string): void {
-    const window = this.#reasoningTail + text
-    if (window.toLowerCase().includes(this.#start.proofOwed!.canary)) this.#proofOwed = false
-    this.#reasoningTail = window.slice(-CANARY_LENGTH)
-  }
-
   /** An owed proof: paid by the content's echo; failed by a content without it, or by the end. */
   #proofCheck(final: boolean): Promise<never> | undefined {
     const owed = this.#start.proofOwed
     if (!this.#proofOwed || !owed) return undefined
+    // Paid as before release: this canary restated in the reasoning, or the content's echo.
     const echo = this.#start.contentEcho
-    if (echo?.span) {
+    if (owed.reasoning.early || echo?.span) {
       this.#proofOwed = false
       return undefined
     }

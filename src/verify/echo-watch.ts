@@ -3,7 +3,7 @@
  * whole answer (read once, final) and a stream (read as the content grows).
  */
 import type { AttemptContext } from '../attempt/context'
-import { cutOff, matchEchoSpan } from '../canary'
+import { CANARY_LENGTH, cutOff, matchEchoSpan } from '../canary'
 import type { EchoOutcome } from './verdict'
 
 /**
@@ -21,6 +21,8 @@ export class EchoWatch {
   span: { start: number; end: number } | undefined
   /** The proof came from the reasoning, before the content (see {@link sawInReasoning}). */
   early = false
+  /** A streamed reasoning's last characters (see {@link readReasoning}). */
+  #reasoningTail = ''
 
   constructor(ctx: Pick<AttemptContext, 'proof' | 'canary'>) {
     this.#ctx = ctx
@@ -57,6 +59,19 @@ export class EchoWatch {
       this.#state = 'echoed'
       this.early = true
     }
+  }
+
+  /**
+   * The next piece of a streamed reasoning: {@link sawInReasoning} over it and the end of what came
+   * before, so a canary split across pieces is still found.
+   *
+   * @example
+   * for (const delta of reasoningDeltas) echo.readReasoning(delta)
+   */
+  readReasoning(text: string): void {
+    const window = this.#reasoningTail + text
+    this.sawInReasoning(window)
+    this.#reasoningTail = window.slice(-CANARY_LENGTH)
   }
 
   /**

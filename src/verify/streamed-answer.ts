@@ -17,7 +17,6 @@ import { FirstByte } from '../attempt/first-byte'
 import { teach } from '../calibration/teach'
 import type { Usage } from '../call/upstream'
 import { UpstreamEvents } from '../call/upstream-events'
-import { CANARY_LENGTH } from '../canary'
 import { GuardError } from '../errors'
 import type { Channel, Frame } from '../format/frames'
 import { cutOffError } from '../quarantine/withhold'
@@ -82,7 +81,6 @@ class HeldStream {
   readonly #content: ContentHold | undefined
   readonly #printed: PrintedPrompt | undefined
   #heldBytes = 0
-  #reasoningTail = ''
   /** Released before its proof (`streamRelease: 'async'`): the release stage collects it. */
   #owed = false
   #ended = false
@@ -161,12 +159,7 @@ class HeldStream {
       hasText = true
       this.raw[channel] = (this.raw[channel] ?? '') + text
       this.#content?.push(channel, text)
-      if (channel === 'reasoning') {
-        // The new text with the end of what came before: a canary may be split across events.
-        const window = this.#reasoningTail + text
-        this.#echo.sawInReasoning(window)
-        this.#reasoningTail = window.slice(-CANARY_LENGTH)
-      }
+      if (channel === 'reasoning') this.#echo.readReasoning(text)
     }
     this.#echo.observe(this.raw.content ?? '', false)
     if (!hasText || this.#firstTokenMs !== undefined) return false
@@ -242,9 +235,7 @@ class HeldStream {
       held: this.held,
       strips: span && span.end > span.start ? { content: [span] } : {},
       ...(contentEcho ? { contentEcho } : {}),
-      ...(this.#owed && ctx.canary
-        ? { proofOwed: this.#proofOwed(ctx.canary, figures, withhold) }
-        : {}),
+      ...(this.#owed ? { proofOwed: this.#proofOwed(figures, withhold) } : {}),
       contentHoldBack: ctx.services.options.streamRelease !== 'async',
       // Usage comes at the end of the stream: taught once the whole answer passed.
       onEnd: (usage) => this.#teach(usage),
@@ -284,12 +275,12 @@ class HeldStream {
 
   /** What ends an `async` release whose proof never came: a quarantine, or the client's own limit. */
   #proofOwed(
-    canary: string,
     figures: Conclusion['figures'],
     withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
   ): ReleaseStart['proofOwed'] {
     return {
-      canary,
+      // The same watch read on: a canary split across the last held and the first released event counts.
+      reasoning: this.#echo,
       onFailed: async (outcome, seen) =>
         outcome === 'cut-off'
           ? cutOffError()

@@ -157,6 +157,18 @@ describe('stream release policies', () => {
     expect(paid.error).toBeUndefined()
     expect(sseText(paid.raw).content).toBe('An answer without the echo.')
     expect(paid.raw).not.toMatch(/cnry_/i)
+    // Split across the last held event and the first released one: the same watch reads on.
+    const split = await deliver(
+      scripted((own) => [
+        { reasoning_content: `The instruction at the end: begin with ${own.slice(0, 11)}` },
+        { reasoning_content: `${own.slice(11)}. ${THINKING}` },
+        { content: 'An answer without the echo.' },
+      ]),
+      { streamRelease: 'async' },
+    )
+    expect(split.error).toBeUndefined()
+    expect(sseText(split.raw).content).toBe('An answer without the echo.')
+    expect(split.raw).not.toMatch(/cnry_/i)
     // A canary-shaped code that is not this request's pays nothing (and is itself suspicious).
     const fake = await deliver(
       scripted(() => [
