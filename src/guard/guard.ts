@@ -136,7 +136,14 @@ export class Guard implements AttemptHost, PlanServices {
           ),
           this.options.heartbeatMs,
         )
-        attachInfo(beating, { requestId, attempts: 1 })
+        // What is known before the verdict: the attempts it will take are not (the first is counted).
+        attachInfo(beating, {
+          requestId,
+          attempts: 1,
+          ...(plan.admission.clampTo !== undefined
+            ? { clampedMaxTokens: plan.admission.clampTo }
+            : {}),
+        })
         return beating
       }
       return await running

@@ -50,6 +50,37 @@ async function timed(options: Partial<GuardOptions>) {
   return { firstText: firstText!, raw, ...sseText(raw), verdicts }
 }
 
+describe('the policy is the operator’s', () => {
+  it('should keep a verified stream held whatever the request says about release or heartbeats', async () => {
+    // A request may make the guard stricter, never weaker: these fields are not the guard's to read.
+    const clock = new VirtualClock()
+    const engine = new SimEngine(SIM, { clock })
+    const ai = guardAi(engine.binding('gateway'), {
+      secret: SECRET,
+      tenant: 'a',
+      now: () => clock.now(),
+    })
+    const start = clock.now()
+    const hostile = chat(TEXT, {
+      stream: true,
+      streamRelease: 'async',
+      stream_release: 'async',
+      heartbeatMs: 100,
+    })
+    const out = (await ai.run(MODEL, hostile)) as ReadableStream<Uint8Array>
+    let raw = ''
+    let firstText: number | undefined
+    for await (const chunk of out) {
+      raw += new TextDecoder().decode(chunk)
+      if (firstText === undefined && sseText(raw).reasoning) firstText = clock.now() - start
+    }
+    // Released only after the proof at the content's start (~4 s of reasoning at 30 tokens/s).
+    expect(firstText).toBeGreaterThan(3_000)
+    expect(raw).not.toContain(': held')
+    expect(raw).not.toMatch(/cnry_/i)
+  }, 60_000)
+})
+
 /** An upstream that answers with the given events (the prompt's own canary handed to `events`). */
 type Delta = { reasoning_content: string } | { content: string }
 
