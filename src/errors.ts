@@ -41,6 +41,8 @@ export interface GuardErrorOptions {
   param?: string
   /** The original error (kept for logs; never sent to clients). */
   cause?: unknown
+  /** `context_length_exceeded`: the script classes that drove the estimate (for the verdict log). */
+  scripts?: readonly string[]
 }
 
 /**
@@ -58,6 +60,8 @@ export class GuardError extends Error {
   readonly status: number
   readonly incidentId?: string
   readonly param?: string
+  /** `context_length_exceeded`: the script classes that drove the estimate (logged, not sent). */
+  readonly scripts?: readonly string[]
 
   constructor(code: GuardErrorCode, message: string, options: GuardErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -65,6 +69,7 @@ export class GuardError extends Error {
     this.status = options.status ?? DEFAULT_STATUS[code]
     if (options.incidentId !== undefined) this.incidentId = options.incidentId
     if (options.param !== undefined) this.param = options.param
+    if (options.scripts !== undefined) this.scripts = options.scripts
   }
 
   /**

@@ -26,6 +26,7 @@ export {
   type GuardOptions,
   type ModelProfile,
   type OverflowPolicy,
+  type VerdictContext,
   type VerdictLog,
 } from './guard/options'
 export { IncidentRecorder } from './quarantine/aggregate'

@@ -70,7 +70,7 @@ export async function runAttempts(
       case 'quarantine':
         throw await host.withhold(ctx, outcome)
       default:
-        return release(host, plan, outcome, attempt, ctx.startedAt)
+        return release(host, plan, outcome, attempt, ctx)
     }
   }
 }
@@ -199,7 +199,7 @@ async function release(
   plan: RequestPlan,
   outcome: AttemptOutcome<unknown>,
   attempt: number,
-  startedAt: number,
+  ctx: AttemptContext,
 ): Promise<unknown> {
   const released =
     plan.viaStream && outcome.released instanceof ReadableStream
@@ -207,9 +207,9 @@ async function release(
       : outcome.released
   // A stream's line waits for its first byte to reach the client; a whole answer leaves now.
   const log = (firstByteMs: number | undefined) =>
-    host.logger.released(plan, outcome, attempt, firstByteMs)
+    host.logger.released(plan, outcome, attempt, firstByteMs, ctx.waitUntil)
   if (outcome.firstByte && !plan.viaStream) outcome.firstByte.listen(log)
-  else log(host.options.now() - startedAt)
+  else log(host.options.now() - ctx.startedAt)
   attachInfo(released, {
     requestId: plan.requestId,
     attempts: attempt,

@@ -150,7 +150,17 @@ export class Guard implements AttemptHost, PlanServices {
     } catch (error) {
       const guardError = asGuardError(error)
       if (guardError.code === 'context_length_exceeded') {
-        this.logger.log({ requestId, tenant, model, action: 'reject', reasons: [guardError.code] })
+        this.logger.log(
+          {
+            requestId,
+            tenant,
+            model,
+            action: 'reject',
+            reasons: [guardError.code],
+            ...(guardError.scripts ? { scripts: [...guardError.scripts] } : {}),
+          },
+          hooks.waitUntil,
+        )
       }
       throw guardError
     }
@@ -163,7 +173,7 @@ export class Guard implements AttemptHost, PlanServices {
       ctx,
       outcome,
     )
-    this.logger.quarantined(ctx, outcome, incident.id, incident.stored)
+    this.logger.quarantined(ctx, outcome, incident)
     return quarantineError(incident.id)
   }
 }

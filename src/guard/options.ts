@@ -197,8 +197,12 @@ export interface GuardOptions {
    * status (refusals before the upstream call still get their status). Off by default.
    */
   heartbeatMs?: number
-  /** Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets). */
-  onVerdict?: (event: VerdictLog) => void
+  /**
+   * Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets), and the
+   * request's `waitUntil` when the host gave one: work the hook starts (a metrics write, an alert) goes
+   * there, never in front of the client's answer.
+   */
+  onVerdict?: (event: VerdictLog, context: VerdictContext) => void
   /**
    * Foreign-content fingerprints: every answer is scanned for text of another tenant's recent prompt
    * (docs/fingerprints.md). On by default, per isolate; a `store` shares the fingerprints across
@@ -258,6 +262,16 @@ export interface VerdictLog {
    * guard's clock (next to `ttftMs`: the difference is what the verdict held back).
    */
   firstByteMs?: number
+  /** Quarantines: the tenants whose data the answer carried (as in the incident record). */
+  sourceTenants?: string[]
+  /** `context_length_exceeded` refusals: the script classes that drove the estimate over the ceiling. */
+  scripts?: string[]
+}
+
+/** What an `onVerdict` hook gets beside the event: the host's per-request hooks. */
+export interface VerdictContext {
+  /** The request's `waitUntil` (Workers: `ExecutionContext.waitUntil`), when the host passed one. */
+  waitUntil?: (promise: Promise<unknown>) => void
 }
 
 /**

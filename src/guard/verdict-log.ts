@@ -5,7 +5,8 @@
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { RequestPlan } from '../plan/plan'
 import type { QuarantineRecord } from '../quarantine/store'
-import type { VerdictLog } from './options'
+import type { Incident } from '../quarantine/withhold'
+import type { VerdictContext, VerdictLog } from './options'
 
 type Figures = QuarantineRecord['figures']
 
@@ -16,15 +17,15 @@ type Figures = QuarantineRecord['figures']
  * new VerdictLogger(undefined).log({ requestId, tenant, model, action: 'reject', reasons: [] })
  */
 export class VerdictLogger {
-  readonly #onVerdict: ((event: VerdictLog) => void) | undefined
+  readonly #onVerdict: ((event: VerdictLog, context: VerdictContext) => void) | undefined
 
-  constructor(onVerdict: ((event: VerdictLog) => void) | undefined) {
+  constructor(onVerdict: ((event: VerdictLog, context: VerdictContext) => void) | undefined) {
     this.#onVerdict = onVerdict
   }
 
-  log(event: VerdictLog): void {
+  log(event: VerdictLog, waitUntil?: VerdictContext['waitUntil']): void {
     try {
-      if (this.#onVerdict) this.#onVerdict(event)
+      if (this.#onVerdict) this.#onVerdict(event, waitUntil ? { waitUntil } : {})
       else if (event.action !== 'release')
         console.warn(JSON.stringify({ event: 'ai_guard', ...event }))
     } catch {
@@ -36,54 +37,53 @@ export class VerdictLogger {
     plan: RequestPlan,
     outcome: AttemptOutcome<unknown>,
     attempt: number,
-    firstByteMs?: number,
+    firstByteMs: number | undefined,
+    waitUntil: VerdictContext['waitUntil'],
   ): void {
-    this.log({
-      requestId: plan.requestId,
-      tenant: plan.tenant,
-      model: plan.model,
-      action: 'release',
-      // A release's own notes (`cache_unexplained`) and whether it took a retry.
-      reasons: [...outcome.verdict.reasons, ...(attempt > 1 ? ['released_after_retry'] : [])],
-      ...(outcome.figures.estimatedTokens !== undefined
-        ? tokenFigures(outcome.figures)
-        : promptFigures(plan.admission)),
-      ...timingFigures(outcome.figures),
-      ...(firstByteMs !== undefined ? { firstByteMs: Math.round(firstByteMs) } : {}),
-    })
+    this.log(
+      {
+        requestId: plan.requestId,
+        tenant: plan.tenant,
+        model: plan.model,
+        action: 'release',
+        // A release's own notes (`cache_unexplained`) and whether it took a retry.
+        reasons: [...outcome.verdict.reasons, ...(attempt > 1 ? ['released_after_retry'] : [])],
+        ...(outcome.figures.estimatedTokens !== undefined
+          ? tokenFigures(outcome.figures)
+          : promptFigures(plan.admission)),
+        ...timingFigures(outcome.figures),
+        ...(firstByteMs !== undefined ? { firstByteMs: Math.round(firstByteMs) } : {}),
+      },
+      waitUntil,
+    )
   }
 
   /** An answer withheld as the client's error (no incident). */
   rejected(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): void {
     const { requestId, tenant, model } = ctx
     const { reasons } = outcome.verdict
-    this.log({
-      requestId,
-      tenant,
-      model,
-      action: 'reject',
-      reasons,
-      ...tokenFigures(outcome.figures),
-    })
+    this.log(
+      { requestId, tenant, model, action: 'reject', reasons, ...tokenFigures(outcome.figures) },
+      ctx.waitUntil,
+    )
   }
 
-  quarantined(
-    ctx: AttemptContext,
-    outcome: AttemptOutcome<unknown>,
-    incidentId: string,
-    stored: boolean,
-  ): void {
+  quarantined(ctx: AttemptContext, outcome: AttemptOutcome<unknown>, incident: Incident): void {
     const { reasons } = outcome.verdict
-    this.log({
-      requestId: ctx.requestId,
-      tenant: ctx.tenant,
-      model: ctx.model,
-      action: 'quarantine',
-      reasons: stored ? reasons : [...reasons, 'store_failed'],
-      incidentId,
-      ...tokenFigures(outcome.figures),
-      ...timingFigures(outcome.figures),
-    })
+    this.log(
+      {
+        requestId: ctx.requestId,
+        tenant: ctx.tenant,
+        model: ctx.model,
+        action: 'quarantine',
+        reasons: incident.stored ? reasons : [...reasons, 'store_failed'],
+        incidentId: incident.id,
+        ...(incident.sourceTenants.length > 0 ? { sourceTenants: incident.sourceTenants } : {}),
+        ...tokenFigures(outcome.figures),
+        ...timingFigures(outcome.figures),
+      },
+      ctx.waitUntil,
+    )
   }
 }
 

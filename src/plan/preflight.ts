@@ -159,7 +159,7 @@ async function refusal(
   return new GuardError(
     'context_length_exceeded',
     `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}.${await scriptNote(decision.drivers, decision.classes)} Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
-    { param: 'messages' },
+    { param: 'messages', scripts: decision.drivers },
   )
 }
 

@@ -12,6 +12,8 @@ import type { QuarantineRecord } from './store'
 export interface Incident {
   id: string
   stored: boolean
+  /** The tenants whose data the answer carried (the record's `sourceTenants`). */
+  sourceTenants: string[]
 }
 
 /**
@@ -44,7 +46,7 @@ export async function recordIncident(
     withheld: outcome.withheld,
   }
   try {
-    return { id: (await deps.incidents.record(record)).id, stored: true }
+    return { id: (await deps.incidents.record(record)).id, stored: true, sourceTenants }
   } catch (error) {
     // Fail closed: the answer stays withheld whether or not the record could be written.
     console.error(
@@ -54,7 +56,7 @@ export async function recordIncident(
         error: error instanceof Error ? error.message : String(error),
       }),
     )
-    return { id, stored: false }
+    return { id, stored: false, sourceTenants }
   }
 }
 

@@ -10,6 +10,7 @@ import { D1QuarantineStore } from '../quarantine/d1'
 import { DurableCalibration } from './durable-calibration'
 import { DurableFingerprints } from './durable-fingerprints'
 import type { Env } from './env'
+import { observeVerdict } from './verdicts'
 
 /**
  * The default body limit, sized to the largest prompt the ceiling can admit, not to a round number:
@@ -54,7 +55,7 @@ export function guardFor(env: Env): Guard {
         ...(env.FINGERPRINTS
           ? { foreignContent: { store: new DurableFingerprints(env.FINGERPRINTS) } }
           : {}),
-        onVerdict: (event) => console.log(JSON.stringify({ event: 'ai_guard_verdict', ...event })),
+        onVerdict: (event, context) => observeVerdict(env, event, context),
       })
     } catch (error) {
       // The message names the bad option, never its value; operators see it in the logs too.
