@@ -113,6 +113,24 @@ describe('sseDecoder', () => {
     expect((await decode(chunks)).events).toEqual([{ data: '\u00e9\u20ac\u{1F600}' }])
   })
 
+  it('should reject a chunk ending in bytes no later chunk can complete', async () => {
+    // Each ends a chunk on what looks like the start of a character but cannot begin one.
+    for (const bad of [[0xe0, 0x80], [0xed, 0xa0], [0xf0, 0x80], [0xf4, 0x90], [0xf5], [0xc1]]) {
+      const chunks = [new Uint8Array([...utf8.encode('data: a'), ...bad]), utf8.encode('\n\n')]
+      await expect(decode(chunks), `${bad}`).rejects.toThrow(/not valid UTF-8/)
+    }
+  })
+
+  it('should strip a BOM only at the very start, even one split byte by byte', async () => {
+    const bom = utf8.encode('\uFEFF')
+    const head = Array.from(bom, (b) => Uint8Array.of(b))
+    const chunks = [...head, utf8.encode('data: a\n\n'), bom, utf8.encode('x\n\n')]
+    // The second BOM starts a chunk but not the stream: it is part of a field name (ignored).
+    expect((await decode(chunks)).events).toEqual([{ data: 'a' }])
+    const kept = [utf8.encode('data: '), bom, utf8.encode('b\n\n')]
+    expect((await decode(kept)).events).toEqual([{ data: '\uFEFFb' }])
+  })
+
   it('should flag a trailing event that never got its blank line', async () => {
     for (const tail of ['data: cut', 'data: cut\n', 'event: x\n', ': comment', 'data: \xe9']) {
       const bytes = utf8.encode(`data: a\n\n${tail}`)
