@@ -57,3 +57,47 @@ export interface TelemetryReader {
   refusals(query: Omit<SampleQuery, 'limit'>): Promise<RefusalCount[]>
   marginHistory(query: Omit<SampleQuery, 'limit'>): Promise<MarginPoint[]>
 }
+
+/** One exact counter of /admin/metrics: a metric, its labels ('' when unused) and its value. */
+export interface CounterRow {
+  metric: CounterMetric
+  model: string
+  action: string
+  reason: string
+  script: string
+  value: number
+}
+
+/** The counters kept per label set (src/telemetry/openmetrics.ts names and documents each). */
+export type CounterMetric =
+  | 'verdicts'
+  | 'verdict_reasons'
+  | 'refusals'
+  | 'quarantine_store_failures'
+
+/** One histogram bucket (not cumulative: the observations that fell in it), with their sum. */
+export interface HistogramRow {
+  metric: HistogramMetric
+  model: string
+  /** Upper bound in seconds as OpenMetrics writes it: '0.05', '1', '+Inf'. */
+  le: string
+  count: number
+  /** Seconds. */
+  sum: number
+}
+
+/** The histograms kept per model. */
+export type HistogramMetric = 'ttft' | 'first_byte'
+
+/** Everything /admin/metrics renders. */
+export interface MetricsSnapshot {
+  counters: CounterRow[]
+  histograms: HistogramRow[]
+  /** Learned tokenizer margins now, per model and script class (gauges); absent when not known. */
+  margins?: { model: string; script: string; margin: number }[]
+}
+
+/** Where the learned margins' history comes from (the GuardState Durable Object in the Worker). */
+export interface MarginSource {
+  marginHistory(query: Omit<SampleQuery, 'limit'>): Promise<MarginPoint[]>
+}

@@ -9,6 +9,7 @@ import type {
   CalibrationStore,
   TokenObservation,
 } from '../calibration/learned'
+import type { MarginPoint, MarginSource, SampleQuery } from '../telemetry/types'
 import type { GuardState } from './state'
 
 /** How long an isolate reuses a snapshot before asking the Durable Object again, ms. */
@@ -21,7 +22,7 @@ const SNAPSHOT_TTL_MS = 10_000
  * @example
  * new Guard({ secret, calibration: new DurableCalibration(env.GUARD_STATE) })
  */
-export class DurableCalibration implements CalibrationStore {
+export class DurableCalibration implements CalibrationStore, MarginSource {
   readonly #namespace: DurableObjectNamespace<GuardState>
   readonly #cache = new Map<string, { at: number; snapshot: CalibrationSnapshot }>()
   readonly #now: () => number
@@ -51,6 +52,11 @@ export class DurableCalibration implements CalibrationStore {
 
   async observeTiming(model: string, sample: TimingSample): Promise<void> {
     await this.#stub().observeTiming(model, sample)
+  }
+
+  /** The learned margins over time (see GuardState.marginHistory), for the console. */
+  async marginHistory(query: Omit<SampleQuery, 'limit'> = {}): Promise<MarginPoint[]> {
+    return await this.#stub().marginHistory(query)
   }
 
   /** Every model's calibration as operators read it. */

@@ -33,8 +33,38 @@ export interface Env {
   QUARANTINE_KEY?: string
   /** Days a quarantine record is kept. @default 30 */
   QUARANTINE_RETENTION_DAYS?: string
+  /**
+   * Share of released verdicts kept as samples for the console, 0 to 1 (refusals and quarantines are
+   * always kept; the metrics' counters are exact whatever the rate). @default 1 — see docs/telemetry.md
+   */
+  VERDICT_SAMPLE_RATE?: string
+  /** Days a verdict sample is kept. @default 7 */
+  VERDICT_RETENTION_DAYS?: string
+  /** Most verdict samples kept; the oldest go first. @default 500000 */
+  VERDICT_MAX_SAMPLES?: string
+  /** `off`: no verdict samples or counters are written (the console's plots and /admin/metrics stay empty). */
+  VERDICT_TELEMETRY?: string
   /** Shared guard state (calibration, learned baselines) across isolates. */
   GUARD_STATE?: DurableObjectNamespace<GuardState>
   /** Prompt fingerprints shared across isolates (foreign-content check), one object per model. */
   FINGERPRINTS?: DurableObjectNamespace<FingerprintLog>
+  /**
+   * Webhook alerted on every leak incident (https; plain http only to localhost/127.0.0.1). Off when
+   * unset. Signed with `ALERT_WEBHOOK_SECRET`; never sent unsigned (docs/alerts.md).
+   */
+  ALERT_WEBHOOK_URL?: string
+  /** Signing secret of the alert webhooks, ≥ 32 bytes. `wrangler secret put ALERT_WEBHOOK_SECRET`. */
+  ALERT_WEBHOOK_SECRET?: string
+  /** `json` (the versioned alert document) or `slack` (an incoming-webhook message). @default json */
+  ALERT_WEBHOOK_FORMAT?: string
+  /**
+   * JSON object tenant id → `{ "url", "secret"?, "format"? }`: the tenant whose data leaked is told
+   * (only what concerns it). Without `secret`, signed with a key derived from `ALERT_WEBHOOK_SECRET`.
+   * `wrangler secret put TENANT_WEBHOOKS`.
+   */
+  TENANT_WEBHOOKS?: string
+  /** Comma-separated quarantine reasons that alert, or `all`. @default foreign_canary,foreign_content */
+  ALERT_REASONS?: string
+  /** The console's public base URL (`https://guard.example.com`): alerts link to its incident pages. */
+  CONSOLE_URL?: string
 }

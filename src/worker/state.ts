@@ -3,6 +3,7 @@
  */
 import { DurableObject } from 'cloudflare:workers'
 import type { TimingSample } from '../calibration/baseline'
+import { learnedMargins } from '../calibration/drift'
 import type { CalibrationSnapshot } from '../calibration/learned'
 import {
   type CalibrationReport,
@@ -13,6 +14,13 @@ import {
   snapshotOf,
   type TokenObservation,
 } from '../calibration/learned'
+import type { MarginPoint, SampleQuery } from '../telemetry/types'
+
+/** Points of margin history kept per model; the oldest go first. */
+export const MARGIN_HISTORY_POINTS = 512
+
+/** One stored point of a model's margin history (the model is the storage key's). */
+type StoredPoint = Omit<MarginPoint, 'model'>
 
 /**
  * One instance (named `global`) holds every model's learned margins and timing baselines in its
@@ -25,8 +33,66 @@ export class GuardState extends DurableObject {
   }
 
   async observeTokens(model: string, observation: TokenObservation): Promise<void> {
-    const state = await this.#load(model)
-    await this.#save(model, calibrate(state, { kind: 'tokens', ...observation, at: Date.now() }))
+    const at = Date.now()
+    const next = calibrate(await this.#load(model), { kind: 'tokens', ...observation, at })
+    await this.#save(model, next)
+    await this.#noteMargins(model, learnedMargins(next.drift, at), at)
+  }
+
+  /**
+   * Each model's learned margins over time (the console's "tokenizer factors per script class"),
+   * oldest first: a point whenever a class's margin moved noticeably, and for every class that has a
+   * history one more point, now, with its margin now (a relaxing margin decays between points).
+   */
+  async marginHistory(query: Omit<SampleQuery, 'limit'> = {}): Promise<MarginPoint[]> {
+    const now = Date.now()
+    const keys =
+      query.model !== undefined
+        ? [`history:${query.model}`]
+        : [...(await this.ctx.storage.list<StoredPoint[]>({ prefix: 'history:' })).keys()]
+    const out: MarginPoint[] = []
+    for (const key of keys) {
+      const model = key.slice('history:'.length)
+      const points = (await this.ctx.storage.get<StoredPoint[]>(key)) ?? []
+      const current = learnedMargins((await this.#load(model)).drift, now)
+      const classes = new Set(points.map((p) => p.script))
+      const all = [
+        ...points,
+        ...[...classes].map((script) => ({
+          at: now,
+          script,
+          margin: current[script as keyof typeof current] ?? 0,
+        })),
+      ]
+      for (const point of all) {
+        if (query.since !== undefined && point.at < query.since) continue
+        if (query.until !== undefined && point.at > query.until) continue
+        out.push({ at: point.at, model, script: point.script, margin: point.margin })
+      }
+    }
+    return out.sort((a, b) => a.at - b.at)
+  }
+
+  /** Appends a point for every class whose margin moved noticeably since its last point. */
+  async #noteMargins(
+    model: string,
+    margins: Partial<Record<string, number>>,
+    at: number,
+  ): Promise<void> {
+    const key = `history:${model}`
+    const points = (await this.ctx.storage.get<StoredPoint[]>(key)) ?? []
+    const last = new Map<string, number>()
+    for (const point of points) last.set(point.script, point.margin)
+    const added: StoredPoint[] = []
+    for (const script of new Set([...Object.keys(margins), ...last.keys()])) {
+      const margin = margins[script] ?? 0
+      const before = last.get(script)
+      if (before === undefined ? margin > 0 : moved(before, margin)) {
+        added.push({ at, script, margin })
+      }
+    }
+    if (added.length === 0) return
+    await this.ctx.storage.put(key, [...points, ...added].slice(-MARGIN_HISTORY_POINTS))
   }
 
   async observeTiming(model: string, sample: TimingSample): Promise<void> {
@@ -50,4 +116,13 @@ export class GuardState extends DurableObject {
   async #save(model: string, state: ModelCalibration): Promise<void> {
     await this.ctx.storage.put(`model:${model}`, state)
   }
+}
+
+/**
+ * Whether a margin moved enough for a new point: by half a percentage point, or 5% of itself. A
+ * relaxing margin decays a little with every observation; a point per observation would fill the
+ * history with noise, a point per real step draws the same line.
+ */
+function moved(before: number, now: number): boolean {
+  return Math.abs(now - before) >= Math.max(0.005, before * 0.05)
 }
