@@ -1,0 +1,307 @@
+/**
+ * @module The admin router: the console's pages and the JSON API, one auth (a session or the bearer
+ * secret), strict headers on every response.
+ */
+import { type Context, Hono, type MiddlewareHandler } from 'hono'
+import { html } from 'hono/html'
+import type { CalibrationReport } from '../../calibration/learned'
+import type { QuarantineQuery } from '../../quarantine/store'
+import type { TelemetryReader } from '../../telemetry/types'
+import { guardFor } from '../config'
+import type { DurableCalibration } from '../durable-calibration'
+import type { Env } from '../env'
+import { metricsResponse } from '../metrics'
+import { refusalBody } from '../openai'
+import {
+  bearerMatches,
+  CSRF_FIELD,
+  clearedCookie,
+  LoginLimiter,
+  mintSession,
+  readCookie,
+  type Session,
+  sameOrigin,
+  sessionCookie,
+  verifySession,
+} from './auth'
+import { incidentPage, overviewData, parseFilters } from './data'
+import { incidentDetail } from './pages/incident'
+import { incidentList } from './pages/incidents'
+import { type Html, layout, loginPage } from './pages/layout'
+import { overview } from './pages/overview'
+import { redactCanaries } from './redact'
+import { CONSOLE_CSS, STYLE_PATH } from './style'
+
+/** How a request was let in: a browser session (its CSRF token), or the bearer secret. */
+type Auth = { kind: 'session'; session: Session } | { kind: 'bearer' }
+
+type AdminEnv = { Bindings: Env; Variables: { adminAuth: Auth } }
+type AdminContext = Context<AdminEnv>
+
+/** Options of the admin router (tests inject the clock and the telemetry). */
+export interface AdminOptions {
+  /** Clock for sessions and the login brake. @default Date.now */
+  now?: () => number
+  /** The verdict samples the overview plots; none: only withheld answers are plotted. */
+  telemetry?: (env: Env) => TelemetryReader | undefined
+}
+
+/**
+ * The Content-Security-Policy of every admin response: nothing but this origin's stylesheet and
+ * images, no script at all (the console needs none), no framing, forms post only here.
+ */
+export const ADMIN_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+/** Incidents per list page. */
+const PAGE_SIZE = 50
+/** Largest login form accepted (a secret and a path). */
+const MAX_LOGIN_BYTES = 4096
+
+/**
+ * The admin routes, mounted at `/admin`:
+ * - console (HTML, when the request accepts `text/html`): `/admin/` overview, `/admin/incidents` list,
+ *   `/admin/incidents/:id` detail; `/admin/login` (GET form, POST), `/admin/logout` (POST);
+ * - JSON (any other Accept, unchanged for bearer clients): `/admin/incidents` (filters `since`, `until`
+ *   (ms), `tenant`, `reason`, `limit`), `/admin/incidents/:id` (withheld text decrypted), `/admin/stats`;
+ * - `/admin/metrics` (OpenMetrics text).
+ * Every route but login and the stylesheet needs a session cookie or `Authorization: Bearer
+ * <ADMIN_SECRET>`; with no ADMIN_SECRET (or one under 16 characters) every route answers 403.
+ *
+ * @example
+ * app.route('/admin', adminRoutes())
+ */
+export function adminRoutes(options: AdminOptions = {}): Hono<AdminEnv> {
+  const now = options.now ?? Date.now
+  const telemetry = options.telemetry ?? (() => undefined)
+  const limiter = new LoginLimiter()
+  const admin = new Hono<AdminEnv>()
+
+  admin.use('*', securityHeaders)
+  admin.use('*', async function enabled(c, next) {
+    const secret = c.env.ADMIN_SECRET
+    if (!secret || secret.length < 16)
+      return c.json(refusalBody('unauthorized', 'Admin routes are disabled.'), 403)
+    await next()
+  })
+
+  admin.get('/assets/:file', (c) => {
+    if (c.req.path !== STYLE_PATH) return c.json(refusalBody('not_found', 'Not found.'), 404)
+    return c.body(CONSOLE_CSS, 200, {
+      'content-type': 'text/css; charset=utf-8',
+      'cache-control': 'public, max-age=31536000, immutable',
+    })
+  })
+
+  admin.get('/login', (c) => page(c, loginPage({ next: safeNext(c.req.query('next')) })))
+
+  admin.post('/login', async (c) => {
+    // No session yet, so no token to check: the origin check stops a cross-site form logging the
+    // browser into the attacker's session (login CSRF) — which would need ADMIN_SECRET anyway.
+    if (!sameOrigin(c.req.raw)) return forbidden(c)
+    const client = c.req.header('cf-connecting-ip') ?? 'unknown'
+    const wait = limiter.retryAfter(client, now())
+    if (wait > 0) {
+      c.header('retry-after', String(Math.ceil(wait / 1000)))
+      return page(c, loginPage({ error: 'Too many failed attempts; wait a minute.' }), 429)
+    }
+    if (Number(c.req.header('content-length') ?? 0) > MAX_LOGIN_BYTES) return forbidden(c)
+    const form = await c.req.parseBody()
+    const given = typeof form.secret === 'string' ? form.secret : ''
+    const next = safeNext(typeof form.next === 'string' ? form.next : undefined)
+    if (!bearerMatches(`Bearer ${given}`, c.env.ADMIN_SECRET!)) {
+      limiter.fail(client, now())
+      return page(c, loginPage({ error: 'Wrong admin secret.', next }), 401)
+    }
+    c.header('set-cookie', sessionCookie(await mintSession(c.env.ADMIN_SECRET!, now())))
+    return c.redirect(next, 303)
+  })
+
+  admin.use('*', authenticate(now))
+
+  admin.post('/logout', (c) => {
+    c.header('set-cookie', clearedCookie())
+    return c.redirect('/admin/login', 303)
+  })
+
+  admin.get('/incidents', async (c) => {
+    const store = guardFor(c.env).quarantine
+    if (wantsHtml(c)) {
+      const filters = parseFilters(new URL(c.req.url).searchParams)
+      const found = await incidentPage(store, filters, PAGE_SIZE)
+      return consolePage(c, 'Incidents', 'incidents', incidentList(found, filters))
+    }
+    const query: QuarantineQuery = {}
+    const since = Number(c.req.query('since'))
+    const until = Number(c.req.query('until'))
+    const limit = Number(c.req.query('limit'))
+    if (Number.isFinite(since)) query.since = since
+    if (Number.isFinite(until)) query.until = until
+    if (Number.isInteger(limit) && limit > 0) query.limit = limit
+    const tenant = c.req.query('tenant')
+    const reason = c.req.query('reason')
+    if (tenant) query.tenant = tenant
+    if (reason) query.reason = reason
+    return c.json({ data: await store.list(query) })
+  })
+
+  admin.get('/incidents/:id', async (c) => {
+    const record = await guardFor(c.env).quarantine.get(c.req.param('id'))
+    if (wantsHtml(c)) {
+      if (!record) {
+        return consolePage(c, 'No such incident', 'incidents', notFoundBody(), 404)
+      }
+      return consolePage(c, `Incident ${record.id}`, 'incidents', incidentDetail(record))
+    }
+    if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
+    return c.json(record)
+  })
+
+  admin.get('/stats', async (c) => {
+    const guard = guardFor(c.env)
+    return c.json({
+      incidents: await guard.quarantine.counts(),
+      calibration: await calibrationReport(c.env),
+    })
+  })
+
+  admin.get('/metrics', (c) => metricsResponse(c.env))
+
+  // Last, so every named route above wins: Hono joins '/admin' + '/' into '/admin', so the overview's
+  // canonical '/admin/' is matched here, and anything else under /admin is not found.
+  admin.get('/*', async (c) => {
+    if (c.req.path !== '/admin/' && c.req.path !== '/admin') {
+      return c.json(refusalBody('not_found', 'Not found.'), 404)
+    }
+    const days = Number(c.req.query('days'))
+    const model = c.req.query('model')
+    const data = await overviewData(
+      {
+        store: guardFor(c.env).quarantine,
+        telemetry: telemetry(c.env),
+        profileRate: (m) => profileRate(c.env, m),
+        calibration: () => calibrationReport(c.env),
+      },
+      {
+        now: now(),
+        days: [1, 7, 14, 30].includes(days) ? days : 14,
+        ...(model ? { model } : {}),
+      },
+    )
+    return consolePage(c, 'Overview', 'overview', overview(data))
+  })
+
+  return admin
+}
+
+/**
+ * Lets in a valid session or the bearer secret. Anything else: a browser is sent to the login page,
+ * an API client gets a 401. A state-changing request on a session must come from this origin and
+ * carry the session's CSRF token; the bearer header is never sent by a browser on its own, so it
+ * needs neither.
+ */
+function authenticate(now: () => number): MiddlewareHandler<AdminEnv> {
+  return async function authenticate(c, next) {
+    const secret = c.env.ADMIN_SECRET!
+    if (bearerMatches(c.req.header('authorization'), secret)) {
+      c.set('adminAuth', { kind: 'bearer' })
+      return await next()
+    }
+    const session = await verifySession(secret, readCookie(c.req.header('cookie')), now())
+    if (!session) {
+      if (c.req.method === 'GET' && wantsHtml(c)) {
+        const url = new URL(c.req.url)
+        return c.redirect(`/admin/login?next=${encodeURIComponent(url.pathname + url.search)}`, 303)
+      }
+      return c.json(refusalBody('unauthorized', 'Missing or wrong admin secret.'), 401)
+    }
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      if (!sameOrigin(c.req.raw)) return forbidden(c)
+      const header = c.req.header('x-csrf-token')
+      const form = header === undefined ? await c.req.parseBody().catch(() => ({})) : {}
+      const field = (form as Record<string, unknown>)[CSRF_FIELD]
+      const token = header ?? (typeof field === 'string' ? field : '')
+      if (!bearerMatches(`Bearer ${token}`, session.csrf)) return forbidden(c)
+    }
+    c.set('adminAuth', { kind: 'session', session })
+    await next()
+  }
+}
+
+/** The headers every admin response carries; pages and API answers are never cached. */
+const securityHeaders: MiddlewareHandler<AdminEnv> = async function securityHeaders(c, next) {
+  await next()
+  let headers = c.res.headers
+  try {
+    headers.set('x-content-type-options', 'nosniff')
+  } catch {
+    // A response passed through from elsewhere may have immutable headers: copy it once.
+    c.res = new Response(c.res.body, c.res)
+    headers = c.res.headers
+  }
+  headers.set('x-content-type-options', 'nosniff')
+  headers.set('content-security-policy', ADMIN_CSP)
+  headers.set('referrer-policy', 'no-referrer')
+  headers.set('x-frame-options', 'DENY')
+  headers.set('cross-origin-opener-policy', 'same-origin')
+  headers.set('cross-origin-resource-policy', 'same-origin')
+  if (!headers.has('cache-control')) headers.set('cache-control', 'no-store')
+  // The same URLs answer HTML or JSON by Accept: a shared cache must key on it.
+  headers.append('vary', 'Accept, Cookie, Authorization')
+}
+
+/**
+ * Whether the client wants the console's HTML: a browser's Accept names `text/html`. Scripts sending
+ * no Accept, `*\/*` or `application/json` get the JSON API exactly as before the console existed.
+ */
+function wantsHtml(c: AdminContext): boolean {
+  return (c.req.header('accept') ?? '').includes('text/html')
+}
+
+/** Where to go after login: an admin path on this origin only (never `//evil` or a full URL). */
+function safeNext(next: string | undefined): string {
+  return next && /^\/admin(\/[^\\]*)?$/.test(next) && !next.startsWith('//') ? next : '/admin/'
+}
+
+/** Renders an HTML page; every canary-shaped token on it is redacted, whatever field it came from. */
+async function page(c: AdminContext, body: Html, status: 200 | 401 | 404 | 429 = 200) {
+  return c.html(redactCanaries(await body), status)
+}
+
+function consolePage(
+  c: AdminContext,
+  title: string,
+  section: 'overview' | 'incidents',
+  body: Html,
+  status: 200 | 404 = 200,
+) {
+  const auth = c.var.adminAuth
+  const csrf = auth?.kind === 'session' ? auth.session.csrf : undefined
+  return page(c, layout({ title, section, ...(csrf ? { csrf } : {}), body }), status)
+}
+
+function notFoundBody(): Html {
+  return html`<section class="card"><p class="empty">No such incident: it may have passed the retention period. <a href="/admin/incidents">All incidents</a></p></section>`
+}
+
+function forbidden(c: AdminContext): Response {
+  return c.json(
+    refusalBody('unauthorized', 'Cross-site or unverified request: reload the page and try again.'),
+    403,
+  )
+}
+
+/** The model's bound from its resolved profile, or undefined for a model without one. */
+function profileRate(env: Env, model: string): number | undefined {
+  try {
+    return guardFor(env).profile(model).maxPrefillTokensPerSecond
+  } catch {
+    return undefined
+  }
+}
+
+/** Learned margins per script class and timing buckets: what the guard charges beyond the table. */
+async function calibrationReport(env: Env): Promise<Record<string, CalibrationReport>> {
+  const store = guardFor(env).calibration as Partial<Pick<DurableCalibration, 'report'>>
+  return typeof store.report === 'function' ? await store.report() : {}
+}
