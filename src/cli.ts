@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 /**
- * @module The `workers-ai-guard` bin (Node 22): `workers-ai-guard probe [options]`. A thin adapter
- * that hands argv, the environment and the standard streams to `probeCommand` and exits with its code.
+ * @module The `workers-ai-guard` bin (Node 22): `workers-ai-guard probe [options]` and
+ * `workers-ai-guard audit <files…> [options]`. A thin adapter that hands argv, the environment, the
+ * standard streams and (for audit) the file system to the command and exits with its code.
  *
  * @example
  * // npx workers-ai-guard probe --url http://localhost:8787/v1 --key dev-key-tenant-a --json
+ * // npx workers-ai-guard audit gateway-logs/*.jsonl.gz app-log.jsonl --csv > suspicious.csv
  */
+import { auditCommand } from './audit/command'
+import { nodeLogSource } from './audit/node-files'
 import { type CommandIo, probeCommand } from './probe/command'
 
 // `process` is untyped here (the project has no @types/node): give its parts their types once.
@@ -36,5 +40,9 @@ const io: CommandIo = {
   ...(proc.stderr.columns ? { columns: proc.stderr.columns } : {}),
 }
 
+const argv = proc.argv.slice(2)
 // exitCode, not exit(): stdout may still be flushing a large JSON report into a pipe.
-proc.exitCode = await probeCommand(proc.argv.slice(2), io)
+proc.exitCode =
+  argv[0] === 'audit'
+    ? await auditCommand(argv.slice(1), { ...io, open: nodeLogSource })
+    : await probeCommand(argv, io)

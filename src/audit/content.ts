@@ -1,0 +1,208 @@
+/**
+ * @module Foreign content in a logged answer: the answer's channels are shingled and winnowed exactly
+ * as the guard does (src/fingerprint), each selection looked up in the audit's {@link ContentIndex},
+ * and runs of consecutive selections sent by one other principal (tenant, or request when the log
+ * names no tenant) are collected with the requests they came from and the quoted text.
+ *
+ * The rule differs from the live guard's in one way, and says why: offline, the audit knows which
+ * *request* a fingerprint came from, so quotes too short for a run of k (the engine's quotes are
+ * sentence-sized: a 90-character quote is 13–15 units, under the 22 units a run of 4 guarantees) can
+ * add up — two separate runs of at least 2 from the same other principal are evidence too. A run of 2
+ * by coincidence happened in 1.8% of unrelated answers against 400 tenants (docs/fingerprints.md);
+ * two from one and the same other principal in one answer is the product of two such chances.
+ */
+import {
+  type FingerprintKey,
+  type FingerprintParams,
+  fingerprintOf,
+  minimumSpan,
+  Shingler,
+} from '../fingerprint'
+import { Winnower } from '../fingerprint/winnow'
+import type { ContentIndex } from './content-index'
+
+/** The answer being scanned. */
+export interface AnswerSelf {
+  /** Its own index reference (−1 when its prompt was not indexed). */
+  ref: number
+  principal: string
+  /** When the answer was complete (ms), NaN when unknown: later requests cannot be its source. */
+  endMs: number
+  /** Sources sent longer than this before the answer are ignored (ms; Infinity: no limit). */
+  windowMs: number
+}
+
+/** One quoted passage: a run of consecutive selections of one other principal. */
+export interface QuotedRun {
+  channel: string
+  /** Selections in the run (distinct fingerprints). */
+  length: number
+  /** Offsets of the run in the channel's text. */
+  start: number
+  end: number
+}
+
+/** Evidence that an answer carries another principal's prompt text. */
+export interface ForeignContentEvidence {
+  principal: string
+  /** Source requests (index refs), the one most matched first. */
+  sources: { ref: number; matches: number }[]
+  /** The longest run. */
+  run: number
+  /** Separate runs of at least 2. */
+  passages: number
+  /** Distinct fingerprints matched in all. */
+  matches: number
+  /** The longest run's place. */
+  longest: QuotedRun
+}
+
+interface Open {
+  principal: string
+  fps: Set<number>
+  start: number
+  end: number
+  refs: number[]
+}
+
+interface Tally {
+  runs: QuotedRun[]
+  matches: Set<number>
+  refs: Map<number, number>
+}
+
+/**
+ * Scans an answer's channels against the index. `own` (the answer's own prompt print) removes text
+ * the request itself sent; without it only the request's own fingerprints and principal do.
+ *
+ * @example
+ * const found = scanForeign(index, key, FINGERPRINT_DEFAULTS, self, { content: text })
+ */
+export function scanForeign(
+  index: ContentIndex,
+  key: FingerprintKey,
+  params: FingerprintParams,
+  self: AnswerSelf,
+  answer: Readonly<Record<string, string>>,
+  own?: { contains(hash: number): boolean },
+): ForeignContentEvidence[] {
+  const tallies = new Map<string, Tally>()
+  for (const [channel, text] of Object.entries(answer)) {
+    scanChannel(index, key, params, self, channel, text, own, tallies)
+  }
+  const found: ForeignContentEvidence[] = []
+  for (const [principal, tally] of tallies) {
+    const runs = tally.runs.filter((r) => r.length >= 2)
+    const longest = runs.reduce<QuotedRun | undefined>(
+      (best, r) => (best === undefined || r.length > best.length ? r : best),
+      undefined,
+    )
+    if (longest === undefined) continue
+    if (longest.length < params.k && runs.length < 2) continue
+    found.push({
+      principal,
+      sources: [...tally.refs.entries()]
+        .map(([ref, matches]) => ({ ref, matches }))
+        .sort((a, b) => b.matches - a.matches || a.ref - b.ref),
+      run: longest.length,
+      passages: runs.length,
+      matches: tally.matches.size,
+      longest,
+    })
+  }
+  return found.sort((a, b) => b.run - a.run || b.matches - a.matches)
+}
+
+function scanChannel(
+  index: ContentIndex,
+  key: FingerprintKey,
+  params: FingerprintParams,
+  self: AnswerSelf,
+  channel: string,
+  text: string,
+  own: { contains(hash: number): boolean } | undefined,
+  tallies: Map<string, Tally>,
+): void {
+  const ring = params.w + 1
+  const starts = new Float64Array(ring)
+  const ends = new Float64Array(ring)
+  const shingler = new Shingler(key, { n: params.n })
+  const winnow = new Winnower(params.w)
+  let open: Open | undefined
+  const close = (): void => {
+    if (open === undefined) return
+    let tally = tallies.get(open.principal)
+    if (tally === undefined) {
+      tally = { runs: [], matches: new Set(), refs: new Map() }
+      tallies.set(open.principal, tally)
+    }
+    tally.runs.push({ channel, length: open.fps.size, start: open.start, end: open.end })
+    for (const fp of open.fps) tally.matches.add(fp)
+    for (const ref of open.refs) tally.refs.set(ref, (tally.refs.get(ref) ?? 0) + 1)
+    open = undefined
+  }
+  const select = (): void => {
+    const hash = winnow.selectedHash
+    const fp = fingerprintOf(key, hash)
+    // Outside the index's sample: unknown, so it neither extends nor ends a run.
+    if (!index.sampled(fp)) return
+    const source = sourceOf(index, self, fp, own?.contains(hash) === true)
+    if (source === undefined || source.principal !== open?.principal) close()
+    if (source === undefined) return
+    const at = winnow.selectedIndex % ring
+    const run: Open = open ?? {
+      principal: source.principal,
+      fps: new Set(),
+      start: starts[at]!,
+      end: ends[at]!,
+      refs: [],
+    }
+    open = run
+    run.fps.add(fp)
+    run.end = Math.max(run.end, ends[at]!)
+    run.refs.push(...source.refs)
+  }
+  shingler.read(text, true, (hash, start, end, i) => {
+    starts[i % ring] = start
+    ends[i % ring] = end
+    if (winnow.push(hash, i)) select()
+  })
+  if (winnow.end()) select()
+  close()
+}
+
+/** The other principal a selection belongs to, and its requests, or undefined. */
+function sourceOf(
+  index: ContentIndex,
+  self: AnswerSelf,
+  fp: number,
+  inOwnPrompt: boolean,
+): { principal: string; refs: number[] } | undefined {
+  if (inOwnPrompt) return undefined
+  const owners = index.lookup(fp)
+  if (owners === undefined || owners.common) return undefined
+  if (owners.first === self.ref || owners.second === self.ref) return undefined
+  const refs: number[] = []
+  let principal: string | undefined
+  for (const ref of [owners.first, owners.second]) {
+    const request = ref >= 0 ? index.requests[ref] : undefined
+    if (request === undefined) continue
+    if (request.principal === self.principal) return undefined
+    // A request sent after the answer was complete cannot have left pages it read.
+    if (request.startMs > self.endMs + 1000) continue
+    if (self.endMs - request.startMs > self.windowMs) continue
+    principal = request.principal
+    refs.push(ref)
+  }
+  return principal === undefined ? undefined : { principal, refs }
+}
+
+/**
+ * The shortest single quote sure to be evidence at these parameters (the guard's figure).
+ *
+ * @example
+ * guaranteedSpan(FINGERPRINT_DEFAULTS) // 22
+ */
+export function guaranteedSpan(params: FingerprintParams): number {
+  return minimumSpan(params)
+}
