@@ -12,6 +12,7 @@ import type { DurableCalibration } from '../durable-calibration'
 import type { Env } from '../env'
 import { metricsResponse } from '../metrics'
 import { refusalBody } from '../openai'
+import { telemetryFor } from '../telemetry'
 import {
   bearerMatches,
   CSRF_FIELD,
@@ -42,7 +43,10 @@ type AdminContext = Context<AdminEnv>
 export interface AdminOptions {
   /** Clock for sessions and the login brake. @default Date.now */
   now?: () => number
-  /** The verdict samples the overview plots; none: only withheld answers are plotted. */
+  /**
+   * The verdict samples the overview plots. @default the Worker's D1 telemetry (`telemetryFor`);
+   * none: only withheld answers (from the quarantine store) are plotted.
+   */
   telemetry?: (env: Env) => TelemetryReader | undefined
 }
 
@@ -73,7 +77,7 @@ const MAX_LOGIN_BYTES = 4096
  */
 export function adminRoutes(options: AdminOptions = {}): Hono<AdminEnv> {
   const now = options.now ?? Date.now
-  const telemetry = options.telemetry ?? (() => undefined)
+  const telemetry = options.telemetry ?? defaultTelemetry
   const limiter = new LoginLimiter()
   const admin = new Hono<AdminEnv>()
 
@@ -289,6 +293,18 @@ function forbidden(c: AdminContext): Response {
     refusalBody('unauthorized', 'Cross-site or unverified request: reload the page and try again.'),
     403,
   )
+}
+
+/**
+ * The Worker's verdict samples (D1, src/worker/telemetry.ts). A misconfigured sampler must not take
+ * the console down with it: the overview then plots only the quarantine store's incidents.
+ */
+function defaultTelemetry(env: Env): TelemetryReader | undefined {
+  try {
+    return telemetryFor(env)
+  } catch {
+    return undefined
+  }
 }
 
 /** The model's bound from its resolved profile, or undefined for a model without one. */
