@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
-import { guardAi, type VerdictLog } from '../../src'
-import { chat, english } from '../support/prompts'
+import { createGuard, guardAi, type VerdictLog } from '../../src'
+import { SCRIPT_CLASSES } from '../../src/ceiling/script'
+import type { VerdictContext } from '../../src/guard/options'
+import { LEAK } from '../support/leak-scenario'
+import { chat, document, english } from '../support/prompts'
 
 /**
  * The verdict log's size figures mean what their names say: `estimatedTokens` is the model's tokens
@@ -39,5 +42,79 @@ describe('verdict log figures', { timeout: 60_000 }, () => {
     expect(log.tokenBound).toBeUndefined()
     expect(log.estimatedTokens).toBeGreaterThanOrEqual(reported)
     expect(log.estimatedTokens).toBeLessThan(reported * 1.1)
+  })
+})
+
+/**
+ * What the Worker's telemetry reads from each verdict line (issue 18): a refusal names the script
+ * classes behind its estimate, a quarantine the tenants whose data it carried, and the hook gets the
+ * request's `waitUntil` so its writes never stand in front of the answer.
+ */
+describe('verdict log context', { timeout: 60_000 }, () => {
+  const SMALL = { contextWindow: 16_384, kvPoolTokens: 8_192, defaultOutputReserve: 256 }
+
+  it('should name the script classes that drove a refusal, and pass the request’s waitUntil', async () => {
+    const logs: [VerdictLog, VerdictContext][] = []
+    const engine = new SimEngine({ mode: 'fixed' })
+    const guard = createGuard({
+      secret: 'verdict-log-test-secret-0123456789abcdef',
+      models: { [MODEL]: SMALL },
+      onVerdict: (event, context) => logs.push([event, context]),
+    })
+    const pending: Promise<unknown>[] = []
+    const waitUntil = (promise: Promise<unknown>) => {
+      pending.push(promise)
+    }
+    const ai = guard.wrap(engine.binding('app'), { tenant: 't1', waitUntil })
+    // Georgian splits about 7× finer than English in the model's tokens: 20,000 characters are far over.
+    const georgian = 'ქართული ენა არის ლამაზი. '.repeat(800)
+    await expect(ai.run(MODEL, chat(georgian))).rejects.toMatchObject({
+      code: 'context_length_exceeded',
+    })
+    expect(logs).toHaveLength(1)
+    const [event, context] = logs[0]!
+    expect(event.action).toBe('reject')
+    expect(event.reasons).toEqual(['context_length_exceeded'])
+    expect(event.scripts?.[0]).toBe('georgian')
+    expect(event.scripts!.every((s) => (SCRIPT_CLASSES as readonly string[]).includes(s))).toBe(
+      true,
+    )
+    expect(context.waitUntil).toBeTypeOf('function')
+    // The hook's waitUntil is the request's: what the hook hands it is what the host receives.
+    const marker = Promise.resolve('telemetry write')
+    context.waitUntil!(marker)
+    expect(pending).toContain(marker)
+  })
+
+  it('should name the source tenants of a quarantine, and give no waitUntil when the host has none', async () => {
+    const logs: [VerdictLog, VerdictContext][] = []
+    const clock = new VirtualClock()
+    const engine = new SimEngine({ ...LEAK.sim, mode: 'fixed' }, { clock })
+    const guard = createGuard({
+      secret: LEAK.secret,
+      models: { [LEAK.model]: LEAK.wrongProfile },
+      onVerdict: (event, context) => logs.push([event, context]),
+      minTimingEvidenceMs: 5,
+      now: () => clock.now(),
+    })
+    const a = guard.wrap(engine.binding('app'), { tenant: 'tenant-a' })
+    await a.run(MODEL, chat(document('TENANT-A', 5_000)))
+    engine.configure({ mode: 'pd-abort-leak' })
+    const b = guard.wrap(engine.binding('app'), { tenant: 'tenant-b' })
+    await expect(b.run(MODEL, chat(document('TENANT-B', 9_000)))).rejects.toMatchObject({
+      code: 'response_quarantined',
+    })
+    const quarantined = logs.filter(([event]) => event.action === 'quarantine')
+    expect(quarantined).toHaveLength(1)
+    const [event, context] = quarantined[0]!
+    expect(event.tenant).toBe('tenant-b')
+    expect(event.reasons).toContain('foreign_canary')
+    expect(event.sourceTenants).toEqual(['tenant-a'])
+    expect(event.incidentId).toMatch(/\S/)
+    expect(context).toEqual({})
+    // Releases carry neither field.
+    const released = logs.find(([e]) => e.action === 'release')![0]
+    expect(released.sourceTenants).toBeUndefined()
+    expect(released.scripts).toBeUndefined()
   })
 })
