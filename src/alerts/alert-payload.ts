@@ -40,16 +40,10 @@ export interface Alert {
   at: number
 }
 
-/** The operator's document (`type: ai_guard.incident`). */
-export interface OperatorAlertDocument {
+/** The operator's document (`type: ai_guard.incident`): the alert's fields, `at` as text. */
+export interface OperatorAlertDocument extends Omit<Alert, 'at'> {
   version: typeof ALERT_SCHEMA_VERSION
   type: 'ai_guard.incident'
-  incidentId: string
-  reasons: string[]
-  tenant: string
-  sourceTenants: string[]
-  model: string
-  figures: AlertFigures
   /** ISO 8601, UTC. */
   at: string
   /** `<CONSOLE_URL>/admin/incidents/<id>`, when a console base URL is configured. */

@@ -8,20 +8,12 @@ import {
   verifySignature,
 } from '../../src/alerts'
 import type { VerdictLog } from '../../src/guard/options'
+import { LEAK_VERDICT } from './fixtures'
 
 const SECRET = 'test-alert-secret-0123456789-abcdefghij'
 const T = 1_800_000_000_000
 
-const leak: VerdictLog = {
-  requestId: 'req_1',
-  tenant: 'tenant-b',
-  model: '@cf/zai-org/glm-5.3',
-  action: 'quarantine',
-  reasons: ['foreign_canary'],
-  incidentId: 'inc_1',
-  sourceTenants: ['tenant-a'],
-  estimatedTokens: 12_000,
-}
+const leak: VerdictLog = { ...LEAK_VERDICT, estimatedTokens: 12_000 }
 
 interface Sent {
   url: string

@@ -2,18 +2,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { VerdictLog } from '../../src/guard/options'
 import { alertOnVerdict } from '../../src/worker/alerts'
 import type { Env } from '../../src/worker/env'
+import { LEAK_VERDICT } from './fixtures'
 
 const SECRET = 'worker-alert-secret-0123456789-abcdefghij'
 
-const leak: VerdictLog = {
-  requestId: 'req_1',
-  tenant: 'tenant-b',
-  model: '@cf/zai-org/glm-5.3',
-  action: 'quarantine',
-  reasons: ['foreign_canary'],
-  incidentId: 'inc_w',
-  sourceTenants: ['tenant-a'],
-}
+const leak: VerdictLog = { ...LEAK_VERDICT, incidentId: 'inc_w' }
 
 /** A fresh bindings object per test: the Worker reads its alert variables once per bindings. */
 function env(vars: Partial<Env>): Env {
