@@ -16,7 +16,15 @@ import {
 } from '../fingerprint'
 import { BUILTIN_PROFILES, type ModelProfile } from '../guard/options'
 import { promptTexts } from '../plan/prompt-texts'
-import { type ForeignContentEvidence, guaranteedSpan, scanForeign } from './content'
+import {
+  type ExactPassage,
+  exactPassages,
+  type ForeignContentEvidence,
+  guaranteedSpan,
+  type OwnMask,
+  ownMask,
+  scanForeign,
+} from './content'
 import { ContentIndex, type ContentIndexStats } from './content-index'
 import { detectFormat, readValue } from './formats'
 import { type AuditRecord, type CheckName, FORMAT_LIMITS, type LogFormat } from './record'
@@ -123,7 +131,9 @@ export interface ForeignSource {
   passages: number
   matches: number
   channel: string
-  /** The answer's text of the longest quoted run (absent with `excerpts: false`). */
+  /** Units of the longest passage found verbatim in the source request's prompt (exact pass). */
+  span?: number
+  /** The answer's text of that passage, or of the longest run (absent with `excerpts: false`). */
   excerpt?: string
 }
 
@@ -296,38 +306,47 @@ export async function runAudit(
     }
   }
 
-  // Pass 2: judge each request.
+  // Pass 2: judge each request; answers quoting other principals' prompts become candidates.
   const findings: Finding[] = []
+  const candidates: Candidate[] = []
   let omitted = 0
   let found = 0
   const coverage = emptyCoverage()
+  const ctx: JudgeContext = {
+    settings,
+    coverage,
+    index,
+    key,
+    refs,
+    sourceWindowMs: options.sourceWindowMs ?? Number.POSITIVE_INFINITY,
+    candidateChars: 0,
+  }
   read = 0
   let seen = 0
-  const windowMs = options.sourceWindowMs ?? Number.POSITIVE_INFINITY
   for (const source of sources) {
     for await (const { record, chars } of readSource(source, undefined)) {
       read += chars
       if (record === undefined) continue
       seen++
-      const profile = profileOf(record.model)
-      const finding = await judge(
-        record,
-        profile,
-        settings,
-        coverage,
-        index,
-        key,
-        refs,
-        windowMs,
-        options.excerpts !== false,
-      )
-      if (finding) {
+      const judged = await judge(record, profileOf(record.model), ctx)
+      if (judged.candidate) candidates.push(judged.candidate)
+      else if (judged.finding) {
         found++
-        if (findings.length < (options.maxFindings ?? 10_000)) findings.push(finding)
+        if (findings.length < (options.maxFindings ?? 10_000)) findings.push(judged.finding)
         else omitted++
       }
       if (seen % 64 === 0) progress(options, 2, source.name, read, total, seen, found)
     }
+  }
+
+  // Pass 3 (only the candidates' source lines are parsed): exact passages of each source prompt.
+  await verifyCandidates(sources, candidates, index, key)
+  for (const candidate of candidates) {
+    const finding = concludeCandidate(candidate, index, options.excerpts !== false)
+    if (finding === undefined) continue
+    found++
+    if (findings.length < (options.maxFindings ?? 10_000)) findings.push(finding)
+    else omitted++
   }
   progress(options, 2, sources.at(-1)?.name ?? '', read, total, seen, found)
   return buildReport({
@@ -400,54 +419,65 @@ function skip(coverage: CheckCoverage, why: string): void {
   coverage.skipped[why] = (coverage.skipped[why] ?? 0) + 1
 }
 
-/** One record's finding, or undefined when nothing is suspicious. */
+/** What judging one record needs beside the record. */
+interface JudgeContext {
+  settings: SignalSettings
+  coverage: Record<CheckName, CheckCoverage>
+  index: ContentIndex
+  key: FingerprintKey
+  refs: Map<string, number>
+  sourceWindowMs: number
+  /** Answer characters held by candidates so far (bounded by {@link CANDIDATE_CHARS}). */
+  candidateChars: number
+}
+
+/** An answer that quotes other principals' prompts, waiting for the exact pass. */
+interface Candidate {
+  finding: Finding
+  answer: Record<string, string>
+  mask: OwnMask
+  evidence: ForeignContentEvidence[]
+  /** Best exact passage per source request (filled by the exact pass). */
+  exact: Map<number, ExactPassage>
+  /** Whether the exact pass may judge it (false once the candidate budget is spent). */
+  verify: boolean
+}
+
+/** Answer characters the exact pass may hold (beyond, candidates are judged by the run rule only). */
+const CANDIDATE_CHARS = 32 * 1024 * 1024
+/** An exact passage of at least this many units from one other request is evidence. */
+export const MIN_PASSAGE_UNITS = 10
+
+/** One record's finding (undefined when nothing is suspicious), or a candidate for the exact pass. */
 async function judge(
   record: AuditRecord,
   profile: ModelProfile | undefined,
-  settings: SignalSettings,
-  coverage: Record<CheckName, CheckCoverage>,
-  index: ContentIndex,
-  key: FingerprintKey,
-  refs: Map<string, number>,
-  sourceWindowMs: number,
-  excerpts: boolean,
-): Promise<Finding | undefined> {
+  ctx: JudgeContext,
+): Promise<{ finding?: Finding; candidate?: Candidate }> {
+  const { coverage, settings } = ctx
   let signals: Signal[]
-  let foreign: ForeignSource[] = []
   if (record.format === 'guard-verdict') {
     signals = verdictSignals(record, profile, settings)
     coverage.over_pool.judged++
     coverage.prefill_speed.judged++
     skip(coverage.usage_undercount, FORMAT_LIMITS['guard-verdict'].disabled.usage_undercount ?? '')
     skip(coverage.foreign_content, FORMAT_LIMITS['guard-verdict'].disabled.foreign_content ?? '')
-  } else {
-    const result = await recordSignals(record, profile, settings)
-    signals = result.signals
-    noteCoverage(coverage, record, profile, result.size !== undefined)
-    if (record.answer && (record.status === undefined || record.status < 400)) {
-      coverage.foreign_content.judged++
-      foreign = foreignOf(record, index, key, refs, sourceWindowMs, excerpts)
-      for (const source of foreign) signals.push(foreignSignal(source))
-    } else
-      skip(coverage.foreign_content, record.answer ? 'error status' : 'no answer text in the log')
+    return signals.length > 0 ? { finding: findingOf(record, signals) } : {}
   }
-  if (signals.length === 0) return undefined
-  signals.sort((a, b) => Number(b.certain) - Number(a.certain) || WEIGHT[b.check] - WEIGHT[a.check])
-  const finding: Finding = {
-    id: record.id,
-    format: record.format,
-    where: whereOf(record),
-    signals,
-    foreign,
-    certain: signals.some((s) => s.certain),
-    withheld: record.verdict?.action === 'quarantine',
+  const result = await recordSignals(record, profile, settings)
+  signals = result.signals
+  noteCoverage(coverage, record, profile, result.size !== undefined)
+  if (!record.answer || (record.status !== undefined && record.status >= 400)) {
+    skip(coverage.foreign_content, record.answer ? 'error status' : 'no answer text in the log')
+    return signals.length > 0 ? { finding: findingOf(record, signals) } : {}
   }
-  if (record.startMs !== undefined) finding.startMs = record.startMs
-  if (record.tenant !== undefined) finding.tenant = record.tenant
-  if (record.model !== undefined) finding.model = record.model
-  if (record.status !== undefined) finding.status = record.status
-  if (record.metadata !== undefined) finding.metadata = record.metadata
-  return finding
+  coverage.foreign_content.judged++
+  const candidate = candidateOf(record, ctx)
+  if (candidate) {
+    candidate.finding.signals = signals
+    return { candidate }
+  }
+  return signals.length > 0 ? { finding: findingOf(record, signals) } : {}
 }
 
 function noteCoverage(
@@ -477,48 +507,156 @@ function noteCoverage(
   else coverage.usage_undercount.judged++
 }
 
-function foreignOf(
-  record: AuditRecord,
-  index: ContentIndex,
-  key: FingerprintKey,
-  refs: Map<string, number>,
-  sourceWindowMs: number,
-  excerpts: boolean,
-): ForeignSource[] {
+function findingOf(record: AuditRecord, signals: Signal[]): Finding {
+  signals.sort((a, b) => Number(b.certain) - Number(a.certain) || WEIGHT[b.check] - WEIGHT[a.check])
+  const finding: Finding = {
+    id: record.id,
+    format: record.format,
+    where: whereOf(record),
+    signals,
+    foreign: [],
+    certain: signals.some((s) => s.certain),
+    withheld: record.verdict?.action === 'quarantine',
+  }
+  if (record.startMs !== undefined) finding.startMs = record.startMs
+  if (record.tenant !== undefined) finding.tenant = record.tenant
+  if (record.model !== undefined) finding.model = record.model
+  if (record.status !== undefined) finding.status = record.status
+  if (record.metadata !== undefined) finding.metadata = record.metadata
+  return finding
+}
+
+/** The answer as a candidate when any of its selections is another principal's, else undefined. */
+function candidateOf(record: AuditRecord, ctx: JudgeContext): Candidate | undefined {
   const answer = record.answer
-  if (answer === undefined) return []
+  if (answer === undefined) return undefined
+  const { index, key } = ctx
   const start = record.startMs ?? Number.NaN
   const self = {
-    ref: refs.get(placeKey(record)) ?? -1,
+    ref: ctx.refs.get(placeKey(record)) ?? -1,
     principal: principalOf(record),
     endMs: start + (record.durationMs ?? 0),
-    windowMs: sourceWindowMs,
+    windowMs: ctx.sourceWindowMs,
   }
   const params = FINGERPRINT_DEFAULTS
-  let found = scanForeign(index, key, params, self, answer)
-  if (found.length > 0 && record.inputs) {
-    // Confirm against every shingle of the request's own prompt (assistant turns included: the
-    // model may repeat what it said before), not just its winnowed fingerprints.
+  // Cheap first: most answers match nobody, and then the own prompt need not be printed.
+  if (scanForeign(index, key, params, self, answer).length === 0) return undefined
+  let own: ReturnType<typeof printPrompt> | undefined
+  if (record.inputs) {
+    // Every shingle of the request's own prompt (assistant turns included: the model may repeat
+    // what it said before), not just its winnowed fingerprints.
     let texts: string[]
     try {
       texts = promptPieces(record.inputs).texts
     } catch {
       texts = promptTexts(record.inputs)
     }
-    const own = printPrompt(key, texts, params)
-    found = scanForeign(index, key, params, self, answer, own)
+    own = printPrompt(key, texts, params)
   }
-  return found.map((evidence) => describe(evidence, index, answer, excerpts))
+  const evidence = scanForeign(index, key, params, self, answer, own)
+  if (evidence.length === 0) return undefined
+  const chars = Object.values(answer).reduce((sum, text) => sum + text.length, 0)
+  const verify = ctx.candidateChars + chars <= CANDIDATE_CHARS
+  if (verify) ctx.candidateChars += chars
+  return {
+    finding: findingOf(record, []),
+    answer: verify ? answer : {},
+    mask: verify ? ownMask(key, params, answer, own) : {},
+    evidence,
+    exact: new Map(),
+    verify,
+  }
+}
+
+/** Pass 3: reads only the lines of candidates' source requests and finds the exact passages. */
+async function verifyCandidates(
+  sources: readonly LogSource[],
+  candidates: readonly Candidate[],
+  index: ContentIndex,
+  key: FingerprintKey,
+): Promise<void> {
+  const wanted = new Map<string, { ref: number; candidates: Candidate[] }>()
+  for (const candidate of candidates) {
+    if (!candidate.verify) continue
+    for (const evidence of candidate.evidence) {
+      for (const { ref } of evidence.sources) {
+        const where = index.requests[ref]?.where
+        if (where === undefined) continue
+        let entry = wanted.get(where)
+        if (entry === undefined) {
+          entry = { ref, candidates: [] }
+          wanted.set(where, entry)
+        }
+        entry.candidates.push(candidate)
+      }
+    }
+  }
+  if (wanted.size === 0) return
+  const lines = new Set([...wanted.keys()].map((where) => where.replace(/#\d+$/, '')))
+  for (const source of sources) {
+    const want = (line: number): boolean => lines.has(`${source.name}:${line}`)
+    for await (const { record } of readSource(source, undefined, want)) {
+      if (record?.inputs === undefined) continue
+      const entry = wanted.get(whereOf(record))
+      if (entry === undefined) continue
+      const print = printPrompt(key, promptTexts(record.inputs), FINGERPRINT_DEFAULTS)
+      for (const candidate of entry.candidates) {
+        const [best] = exactPassages(
+          index,
+          key,
+          FINGERPRINT_DEFAULTS,
+          candidate.answer,
+          candidate.mask,
+          entry.ref,
+          print,
+          MIN_PASSAGE_UNITS,
+        )
+        if (best) candidate.exact.set(entry.ref, best)
+      }
+    }
+  }
+}
+
+/** A candidate's finding: its foreign sources that meet either rule, with the other signals. */
+function concludeCandidate(
+  candidate: Candidate,
+  index: ContentIndex,
+  excerpts: boolean,
+): Finding | undefined {
+  const { finding } = candidate
+  for (const evidence of candidate.evidence) {
+    let best: { ref: number; passage: ExactPassage } | undefined
+    for (const { ref } of evidence.sources) {
+      const passage = candidate.exact.get(ref)
+      if (passage && (best === undefined || passage.units > best.passage.units))
+        best = { ref, passage }
+    }
+    if (!evidence.guardRule && best === undefined) continue
+    const source = describe(evidence, best, index, candidate.answer, excerpts)
+    finding.foreign.push(source)
+    finding.signals.push(foreignSignal(source))
+  }
+  if (finding.signals.length === 0) return undefined
+  finding.signals.sort(
+    (a, b) => Number(b.certain) - Number(a.certain) || WEIGHT[b.check] - WEIGHT[a.check],
+  )
+  finding.certain = finding.signals.some((s) => s.certain)
+  return finding
 }
 
 function describe(
   evidence: ForeignContentEvidence,
+  best: { ref: number; passage: ExactPassage } | undefined,
   index: ContentIndex,
   answer: Record<string, string>,
   excerpts: boolean,
 ): ForeignSource {
   const requests: SourceRequest[] = []
-  for (const { ref, matches } of evidence.sources.slice(0, 8)) {
+  // The request the exact passage came from first, then by fingerprints matched.
+  const order = [...evidence.sources].sort(
+    (a, b) => Number(b.ref === best?.ref) - Number(a.ref === best?.ref) || b.matches - a.matches,
+  )
+  for (const { ref, matches } of order.slice(0, 8)) {
     const request = index.requests[ref]
     if (request === undefined) continue
     const source: SourceRequest = { id: request.id, where: request.where, matches }
@@ -527,17 +665,18 @@ function describe(
     if (request.metadata) source.metadata = request.metadata
     requests.push(source)
   }
-  const { channel, start, end } = evidence.longest
+  const place = best?.passage ?? evidence.longest
   const out: ForeignSource = {
     principal: evidence.principal,
     requests,
     run: evidence.run,
     passages: evidence.passages,
     matches: evidence.matches,
-    channel,
+    channel: place.channel,
   }
+  if (best) out.span = best.passage.units
   if (excerpts) {
-    const text = (answer[channel] ?? '').slice(start, end)
+    const text = (answer[place.channel] ?? '').slice(place.start, place.end)
     out.excerpt = text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text
   }
   return out
@@ -549,16 +688,20 @@ function foreignSignal(source: ForeignSource): Signal {
     ? `request ${first.id} (${first.where}${first.tenant ? `, tenant ${first.tenant}` : ''})`
     : 'an unnamed request'
   const more =
-    source.requests.length > 1 ? ` and ${source.requests.length - 1} more of its requests` : ''
+    source.requests.length > 1 ? ` (its text is also in ${source.requests.length - 1} more)` : ''
+  const quote =
+    source.span !== undefined
+      ? `${source.span} consecutive words of the prompt of ${named}${more}`
+      : `a passage of the prompt of ${named}${more} (a run of ${source.run} fingerprints)`
   return {
     check: 'foreign_content',
     certain: true,
-    evidence: `the ${source.channel} quotes ${source.passages} passage(s) of the prompt of ${named}${more}, not its own (longest run ${source.run} fingerprints, ${source.matches} matched)`,
+    evidence: `the ${source.channel} quotes ${quote}, text its own prompt does not contain`,
     figures: {
       source: first?.id ?? '',
       sourcePrincipal: source.principal,
+      ...(source.span !== undefined ? { spanUnits: source.span } : {}),
       run: source.run,
-      passages: source.passages,
       matches: source.matches,
     },
   }
@@ -582,6 +725,7 @@ function opensDocument(line: string): boolean {
 async function* readSource(
   source: LogSource,
   file: FileReport | undefined,
+  wanted?: (line: number) => boolean,
 ): AsyncGenerator<Parsed> {
   let lineNo = 0
   let document: string[] | undefined
@@ -622,6 +766,11 @@ async function* readSource(
           yield { record: undefined, chars }
           continue
         }
+      }
+      // The exact pass parses only the lines it wants (a page is parsed whole below).
+      if (wanted && !wanted(lineNo)) {
+        yield { record: undefined, chars }
+        continue
       }
       yield* readLine(line, { file: source.name, line: lineNo }, file, chars)
     }

@@ -4,12 +4,10 @@
  * and runs of consecutive selections sent by one other principal (tenant, or request when the log
  * names no tenant) are collected with the requests they came from and the quoted text.
  *
- * The rule differs from the live guard's in one way, and says why: offline, the audit knows which
- * *request* a fingerprint came from, so quotes too short for a run of k (the engine's quotes are
- * sentence-sized: a 90-character quote is 13–15 units, under the 22 units a run of 4 guarantees) can
- * add up — two separate runs of at least 2 from the same other principal are evidence too. A run of 2
- * by coincidence happened in 1.8% of unrelated answers against 400 tenants (docs/fingerprints.md);
- * two from one and the same other principal in one answer is the product of two such chances.
+ * Every principal with at least one matched selection is returned: the live guard's rule (a run of
+ * k) is one kind of evidence; offline, the audit also verifies candidates exactly against the source
+ * request's whole prompt ({@link exactPassages}), which catches sentence-sized quotes (a 90-character
+ * quote is 13–15 units, under the 22 a run of 4 guarantees).
  */
 import {
   type FingerprintKey,
@@ -55,6 +53,8 @@ export interface ForeignContentEvidence {
   matches: number
   /** The longest run's place. */
   longest: QuotedRun
+  /** The live guard's rule holds: a run of at least k (a single quote of 22 units always makes one). */
+  guardRule: boolean
 }
 
 interface Open {
@@ -93,12 +93,11 @@ export function scanForeign(
   const found: ForeignContentEvidence[] = []
   for (const [principal, tally] of tallies) {
     const runs = tally.runs.filter((r) => r.length >= 2)
-    const longest = runs.reduce<QuotedRun | undefined>(
+    const longest = tally.runs.reduce<QuotedRun | undefined>(
       (best, r) => (best === undefined || r.length > best.length ? r : best),
       undefined,
     )
     if (longest === undefined) continue
-    if (longest.length < params.k && runs.length < 2) continue
     found.push({
       principal,
       sources: [...tally.refs.entries()]
@@ -108,6 +107,7 @@ export function scanForeign(
       passages: runs.length,
       matches: tally.matches.size,
       longest,
+      guardRule: longest.length >= params.k,
     })
   }
   return found.sort((a, b) => b.run - a.run || b.matches - a.matches)
@@ -205,4 +205,104 @@ function sourceOf(
  */
 export function guaranteedSpan(params: FingerprintParams): number {
   return minimumSpan(params)
+}
+
+/** A passage of an answer found verbatim in one source request's prompt (and not in its own). */
+export interface ExactPassage {
+  channel: string
+  /** Units shared, consecutive. */
+  units: number
+  start: number
+  end: number
+}
+
+/** Which answer shingles are in the answer's own prompt, per channel (by shingle index). */
+export type OwnMask = Record<string, Uint8Array>
+
+/**
+ * Marks each channel's shingles that its own prompt contains (computed while the own prompt's print
+ * is at hand, so the exact pass needs no copy of the own prompt).
+ *
+ * @example
+ * const mask = ownMask(key, params, answer, printPrompt(key, ownTexts, params))
+ */
+export function ownMask(
+  key: FingerprintKey,
+  params: FingerprintParams,
+  answer: Readonly<Record<string, string>>,
+  own: { contains(hash: number): boolean } | undefined,
+): OwnMask {
+  const mask: OwnMask = {}
+  for (const [channel, text] of Object.entries(answer)) {
+    const flags: number[] = []
+    new Shingler(key, { n: params.n }).read(text, true, (hash) => {
+      flags.push(own?.contains(hash) ? 1 : 0)
+    })
+    mask[channel] = Uint8Array.from(flags)
+  }
+  return mask
+}
+
+/**
+ * The passages of an answer that occur verbatim in a source prompt (`source.contains`: every shingle
+ * of it) and not in the answer's own prompt, with at least `minUnits` units. A passage counts only
+ * when a winnowed selection inside it is attributed to `ref` in the index (it is anchored on the
+ * evidence that made the request a candidate) and none inside it is common (boilerplate that other
+ * principals sent too is never evidence).
+ *
+ * @example
+ * const passages = exactPassages(index, key, params, answer, mask, ref, printPrompt(key, texts, params), 10)
+ */
+export function exactPassages(
+  index: ContentIndex,
+  key: FingerprintKey,
+  params: FingerprintParams,
+  answer: Readonly<Record<string, string>>,
+  mask: OwnMask,
+  ref: number,
+  source: { contains(hash: number): boolean },
+  minUnits: number,
+): ExactPassage[] {
+  const out: ExactPassage[] = []
+  for (const [channel, text] of Object.entries(answer)) {
+    const own = mask[channel]
+    const shingler = new Shingler(key, { n: params.n })
+    const winnow = new Winnower(params.w)
+    let first = -1
+    let start = 0
+    let end = 0
+    let anchored = false
+    let common = false
+    const close = (last: number): void => {
+      if (first >= 0 && anchored && !common && last - first + params.n >= minUnits) {
+        out.push({ channel, units: last - first + params.n, start, end })
+      }
+      first = -1
+      anchored = false
+      common = false
+    }
+    const select = (last: number): void => {
+      const at = winnow.selectedIndex
+      if (first < 0 || at < first || at > last) return
+      const fp = fingerprintOf(key, winnow.selectedHash)
+      const owners = index.sampled(fp) ? index.lookup(fp) : undefined
+      if (owners?.common) common = true
+      else if (owners && (owners.first === ref || owners.second === ref)) anchored = true
+    }
+    let previous = -1
+    shingler.read(text, true, (hash, s, e, i) => {
+      const shared = own?.[i] !== 1 && source.contains(hash)
+      if (shared && first < 0) {
+        first = i
+        start = s
+      }
+      if (winnow.push(hash, i)) select(shared ? i : previous)
+      if (shared) end = e
+      else if (first >= 0) close(previous)
+      previous = i
+    })
+    if (winnow.end()) select(previous)
+    close(previous)
+  }
+  return out.sort((a, b) => b.units - a.units)
 }

@@ -118,6 +118,7 @@ function tenantOf(...sources: (Json | undefined)[]): string | undefined {
  * detectFormat({ event: 'ai_guard_verdict', requestId: 'r1', action: 'release' }) // 'guard-verdict'
  */
 export function detectFormat(value: unknown): LogFormat | undefined {
+  if (workerLogs(value) !== undefined) return 'guard-verdict'
   if (isObject(value) && Array.isArray(value.result)) {
     const first = value.result.find(isObject)
     return first === undefined ? 'ai-gateway' : detectFormat(first)
@@ -157,6 +158,17 @@ export interface ReadResult {
  * const { records } = readValue(JSON.parse(line), { file: 'gw.jsonl', line: 12 })
  */
 export function readValue(value: unknown, place: RecordPlace): ReadResult {
+  const logs = workerLogs(value)
+  if (logs !== undefined) {
+    return {
+      records: logs.map(({ verdict, time }, item) => {
+        const record = readVerdict(verdict, { ...place, item })
+        if (record.startMs === undefined && time !== undefined) record.startMs = time
+        return record
+      }),
+      rejected: [],
+    }
+  }
   const items = isObject(value) && Array.isArray(value.result) ? value.result : value
   if (Array.isArray(items)) {
     const out: ReadResult = { records: [], rejected: [] }
@@ -373,6 +385,41 @@ function readUsage(record: AuditRecord, usage: unknown): void {
 }
 
 // ---------------------------------------------------------------- guard verdicts
+
+/**
+ * The verdict lines inside a Workers log envelope — Workers Trace Events Logpush
+ * (`{ EventTimestampMs, Logs: [{ Message: ["<line>"], TimestampMs }] }`) or `wrangler tail --format
+ * json` (`{ logs: [{ message: ["<line>"], timestamp }] }`) — or undefined when it is not one or holds
+ * none.
+ */
+function workerLogs(value: unknown): { verdict: Json; time: number | undefined }[] | undefined {
+  if (!isObject(value)) return undefined
+  const logs = value.Logs ?? value.logs
+  if (!Array.isArray(logs)) return undefined
+  const out: { verdict: Json; time: number | undefined }[] = []
+  const fallback = timeMs(pick(value, ['EventTimestampMs', 'eventTimestamp']))
+  for (const log of logs) {
+    if (!isObject(log)) continue
+    const messages = log.Message ?? log.message
+    for (const message of Array.isArray(messages) ? messages : [messages]) {
+      const parsed =
+        typeof message === 'string' && message.startsWith('{"event":"ai_guard')
+          ? parseJson(message)
+          : message
+      if (
+        isObject(parsed) &&
+        (parsed.event === 'ai_guard_verdict' || parsed.event === 'ai_guard') &&
+        typeof parsed.requestId === 'string'
+      ) {
+        out.push({
+          verdict: parsed,
+          time: timeMs(pick(log, ['TimestampMs', 'timestamp'])) ?? fallback,
+        })
+      }
+    }
+  }
+  return out.length > 0 ? out : undefined
+}
 
 function readVerdict(json: Json, place: RecordPlace): AuditRecord {
   const strings = (value: unknown): string[] =>
