@@ -172,16 +172,20 @@ export function bearerMatches(header: string | undefined, secret: string): boole
 }
 
 /**
- * Whether a state-changing browser request comes from the console's own pages: `Origin`, when sent,
- * names this origin, and `Sec-Fetch-Site`, when sent, says same-origin. Browsers send both on every
- * form POST; a cross-site form, fetch or frame fails one of them before its token is even read.
+ * Whether a state-changing browser request comes from the console's own pages: `Sec-Fetch-Site`, when
+ * sent, says same-origin, and `Origin`, when sent, names this origin. Browsers send both on every form
+ * POST; a cross-site form, fetch or frame fails one of them before its token is even read.
  *
  * @example
  * if (!sameOrigin(c.req.raw)) return forbidden()
  */
 export function sameOrigin(request: Request): boolean {
   const origin = request.headers.get('origin')
-  const host = request.headers.get('host')
+  const site = request.headers.get('sec-fetch-site')
+  if (site !== null && site !== 'same-origin') return false
+  // Under `Referrer-Policy: no-referrer` browsers send `Origin: null` on a form POST, even to their own
+  // origin; `Sec-Fetch-Site: same-origin` (which no page can forge) then vouches for it.
+  if (origin === 'null') return site === 'same-origin'
   if (origin !== null) {
     const own = new URL(request.url)
     let given: URL
@@ -191,11 +195,10 @@ export function sameOrigin(request: Request): boolean {
       return false
     }
     // The Host header is what the browser connected to; the URL is what the runtime reconstructed
-    // (the same in production; `wrangler dev` may differ in scheme), so either naming it is enough.
-    if (given.host !== own.host && given.host !== host) return false
+    // (the same in production), so either naming it is enough.
+    if (given.host !== own.host && given.host !== request.headers.get('host')) return false
   }
-  const site = request.headers.get('sec-fetch-site')
-  return site === null || site === 'same-origin'
+  return true
 }
 
 /** Failed logins per client within {@link LOGIN_WINDOW_MS}, per isolate. */

@@ -35,7 +35,7 @@ p.note,.muted{color:var(--muted);margin:4px 0 8px}
 .key .sw{display:inline-block;width:18px;height:0;border-top:2px solid;vertical-align:middle;margin-right:6px}
 .key .sw.bound{border-color:var(--bad)}.key .sw.baseline{border-color:#009e73;border-top-style:dashed}
 .key .sw.release{width:8px;height:8px;border:0;border-radius:50%;background:#0072b2}
-.key .sw.quarantine{width:10px;height:10px;border:2px solid var(--bad);border-radius:0}
+.key .sw.quarantine{width:auto;border:0;color:var(--bad);font-weight:700}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.03em}

@@ -26,7 +26,7 @@ const M = { left: 40, right: 12, top: 12, bottom: 40 }
 export function dailyBars(days: DayCounts[]): HtmlEscapedString | Promise<HtmlEscapedString> {
   const reasons = [...new Set(days.flatMap((d) => Object.keys(d.counts)))].sort()
   const totals = days.map((d) => Object.values(d.counts).reduce((a, b) => a + b, 0))
-  const y = linearScale(0, Math.max(1, ...totals), H - M.bottom, M.top)
+  const y = linearScale(0, Math.max(1, ...totals), H - M.bottom, M.top, true)
   const band = (W - M.left - M.right) / Math.max(1, days.length)
   const color = (reason: string) => PALETTE[reasons.indexOf(reason) % PALETTE.length]
   return html`<svg class="chart bars" viewBox="0 0 ${W} ${H + 24 * Math.ceil(reasons.length / 4)}" role="img" aria-labelledby="bars-title" data-chart="daily">

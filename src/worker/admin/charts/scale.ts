@@ -29,14 +29,20 @@ export function logScale(min: number, max: number, from: number, to: number): Sc
 }
 
 /**
- * A linear scale over `[min, max]` widened to round ticks (about five).
+ * A linear scale over `[min, max]` widened to round ticks (about five); whole ticks for counts.
  *
  * @example
  * const y = linearScale(0, 37, 300, 20) // ticks 0, 10, 20, 30, 40
  */
-export function linearScale(min: number, max: number, from: number, to: number): Scale {
+export function linearScale(
+  min: number,
+  max: number,
+  from: number,
+  to: number,
+  integer = false,
+): Scale {
   const span = max > min ? max - min : Math.abs(max) || 1
-  const step = niceStep(span / 5)
+  const step = integer ? Math.max(1, niceStep(span / 5)) : niceStep(span / 5)
   const lo = Math.floor(min / step) * step
   const hi = Math.max(lo + step, Math.ceil(max / step) * step)
   const scale = ((value: number) => from + ((value - lo) / (hi - lo)) * (to - from)) as Scale

@@ -8,7 +8,10 @@ import { compact, logScale } from './scale'
 
 /** One verdict on the plot. */
 export interface ScatterPoint {
+  /** x: the tokens the timing guard charged (uncached, its lower count). */
   tokens: number
+  /** The ceiling's upper estimate, for the tooltip. */
+  estimatedTokens?: number
   ttftMs: number
   action: 'release' | 'quarantine' | 'reject'
   model: string
@@ -83,7 +86,7 @@ ${ys.ticks.map(
   (t) =>
     html`<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${r(ys(t))}" y2="${r(ys(t))}"/><text class="tick" x="${M.left - 6}" y="${r(ys(t)) + 4}" text-anchor="end">${msLabel(t)}</text>`,
 )}
-<text class="axis" x="${(M.left + W - M.right) / 2}" y="${H - 8}" text-anchor="middle">prompt tokens</text>
+<text class="axis" x="${(M.left + W - M.right) / 2}" y="${H - 8}" text-anchor="middle">uncached prompt tokens charged</text>
 <text class="axis" x="14" y="${(M.top + H - M.bottom) / 2}" text-anchor="middle" transform="rotate(-90 14 ${(M.top + H - M.bottom) / 2})">time to first token</text>
 ${
   physical && rate
@@ -99,8 +102,8 @@ ${input.points.map((p) => point(p, xs(p.tokens), ys(Math.max(p.ttftMs, 0.1))))}
 }
 
 function point(p: ScatterPoint, cx: number, cy: number) {
-  const label = `${p.action} · ${p.tenant} · ${p.model} · ${p.tokens.toLocaleString('en-US')} tokens · ${msLabel(p.ttftMs)}${p.reasons.length ? ` · ${p.reasons.join(', ')}` : ''}`
-  const attrs = html`data-action="${p.action}" data-tokens="${p.tokens}" data-ttft-ms="${Number(p.ttftMs.toFixed(2))}" data-tenant="${p.tenant}" data-model="${p.model}"`
+  const label = `${p.action} · ${p.tenant} · ${p.model} · ${Math.round(p.tokens).toLocaleString('en-US')} tokens charged${p.estimatedTokens ? ` (estimate ${p.estimatedTokens.toLocaleString('en-US')})` : ''} · ${msLabel(p.ttftMs)}${p.reasons.length ? ` · ${p.reasons.join(', ')}` : ''}`
+  const attrs = html`data-action="${p.action}" data-tokens="${Math.round(p.tokens)}" data-estimated-tokens="${p.estimatedTokens ?? ''}" data-ttft-ms="${Number(p.ttftMs.toFixed(2))}" data-tenant="${p.tenant}" data-model="${p.model}"`
   if (p.action === 'release') {
     return html`<circle class="pt release" ${attrs} cx="${r(cx)}" cy="${r(cy)}" r="3"><title>${label}</title></circle>`
   }

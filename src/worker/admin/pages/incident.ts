@@ -83,7 +83,9 @@ ${Object.keys(record.withheld).length === 0 ? html`<p class="empty">Nothing was 
 }
 
 function format(key: string, value: number): string {
-  if (key === 'ttftMs' || key === 'expectedMinMs') return `${value.toLocaleString('en-US')} ms`
+  if (key === 'ttftMs' || key === 'expectedMinMs') {
+    return `${(value >= 10 ? Math.round(value) : value).toLocaleString('en-US')} ms`
+  }
   if (key === 'score') return value.toFixed(2)
   return value.toLocaleString('en-US')
 }

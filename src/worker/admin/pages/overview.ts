@@ -37,13 +37,14 @@ export function overview(data: OverviewData): Html {
 </section>
 <section class="card" id="ttft">
 <h2>Time to first token against prompt size — ${data.model}</h2>
-<p class="note">Log scales. An answer under the red line came faster than the model can read its prompt (${data.prefillTokensPerSecond ? `${data.prefillTokensPerSecond.toLocaleString('en-US')} tokens/s` : 'no profile'}): it was not computed from it. The dashed green segments are the learned minimum per script class and size.</p>
+<p class="note">Log scales. x: the uncached prompt tokens the timing guard charged (its lower count). An answer under the red line came faster than the model can read its prompt (${data.prefillTokensPerSecond ? `${data.prefillTokensPerSecond.toLocaleString('en-US')} tokens/s` : 'no profile'}): it was not computed from it. The dashed green segments are the learned minimum per script class and size.</p>
 ${ttftScatter({ points, ...(data.prefillTokensPerSecond ? { prefillTokensPerSecond: data.prefillTokensPerSecond } : {}), baseline: baseline(data) })}
-<ul class="key"><li><span class="sw release"></span>released (sampled)</li><li><span class="sw quarantine"></span>withheld (links to the incident)</li><li><span class="sw bound"></span>physical bound</li><li><span class="sw baseline"></span>learned baseline</li></ul>
+<ul class="key"><li><span class="sw release"></span>released (sampled)</li><li><span class="sw quarantine">✕</span>withheld (links to the incident)</li><li><span class="sw bound"></span>physical bound</li><li><span class="sw baseline"></span>learned baseline</li></ul>
 ${data.telemetry ? '' : html`<p class="note">No verdict samples are recorded by this Worker: only withheld answers (from the quarantine store) are plotted.</p>`}
 </section>
 <section class="card" id="daily">
 <h2>Incidents per day by reason</h2>
+<p class="note">An incident with two reasons counts under each.</p>
 ${total === 0 ? html`<p class="empty">No incidents in this period.</p>` : dailyBars(perDay(data))}
 </section>
 <div class="grid2">
@@ -76,6 +77,16 @@ ${
  * sample stands for (sampling may skip it; the store never does).
  */
 function scatterPoints(data: OverviewData): ScatterPoint[] {
+  const rate = data.prefillTokensPerSecond
+  // x is what the timing guard charged: its lower count of uncached tokens, recovered from the
+  // minimum it expected (ms × rate). The figures' estimate is the ceiling's upper bound, up to twice
+  // as many tokens for some scripts: plotted at it, an honest answer could sit under the line. So a
+  // point is under the line exactly when the guard found its first token too fast. (When a learned
+  // minimum was the larger bound, the point sits where the physical line reaches that minimum.)
+  const charged = (estimate: number, expectedMinMs: number | undefined) =>
+    rate && expectedMinMs !== undefined && expectedMinMs > 0
+      ? (expectedMinMs * rate) / 1000
+      : estimate
   const points: ScatterPoint[] = []
   const plotted = new Set<string>()
   for (const s of data.samples) {
@@ -83,7 +94,8 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
     if (tokens === undefined || s.ttftMs === undefined || tokens <= 0) continue
     if (s.incidentId) plotted.add(s.incidentId)
     points.push({
-      tokens,
+      tokens: charged(tokens, s.expectedMinMs),
+      estimatedTokens: tokens,
       ttftMs: s.ttftMs,
       action: s.action,
       model: s.model,
@@ -97,7 +109,8 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
     if (r.model !== data.model || plotted.has(r.id) || tokens === undefined) continue
     if (r.figures.ttftMs === undefined || tokens <= 0) continue
     points.push({
-      tokens,
+      tokens: charged(tokens, r.figures.expectedMinMs),
+      estimatedTokens: tokens,
       ttftMs: r.figures.ttftMs,
       action: 'quarantine',
       model: r.model,

@@ -1,0 +1,271 @@
+import puppeteer, { type Browser, type Page } from 'puppeteer-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ChildLike, type NodeHost, nodeHost } from '../ecosystem/node-host'
+import { startWranglerDev } from '../ecosystem/wrangler-dev'
+import { chat, document as tenantDocument } from '../support/prompts'
+
+/**
+ * The console in a real headless Chromium (Debian's, as .ci/run installs it) against the real Worker
+ * under `wrangler dev`: the test causes an incident — a placeholder answer far faster than the
+ * physical prefill — then logs in through the form, finds that incident's point under the physical
+ * line on the overview, filters the list, opens the detail, and logs out. With CONSOLE_SCREENSHOTS set
+ * to a directory (`npm run screenshots` sets docs/), it saves the three views there.
+ */
+const MODEL = '@cf/zai-org/glm-5.3'
+const ADMIN = 'dev-only-admin-secret'
+const CHROMIUM = '/usr/bin/chromium'
+/**
+ * A slow machine's physics, so the placeholder stands out even on a loaded 2-core runner: the
+ * simulator prefills 10,000 tokens/s and the Worker's profile says 20,000 is impossible; the
+ * placeholder answers after only the simulator's tokenizing (tens of ms), far under the line.
+ */
+const PREFILL_BOUND = 20_000
+const SIM = {
+  mode: 'pd-abort-leak',
+  poolTokens: 8_192,
+  prefillTokensPerSecond: 10_000,
+  decodeTokensPerSecond: 1_000_000,
+}
+const env = (globalThis as unknown as { process: { env: Record<string, string | undefined> } })
+  .process.env
+
+/** The few DOM members these tests read (the project's lib has no DOM types; this runs in Chromium). */
+interface DomElement {
+  dataset: Record<string, string | undefined>
+  textContent: string
+  value: string
+  getAttribute(name: string): string | null
+  getBBox(): { x: number; y: number; width: number; height: number }
+}
+interface DomDocument {
+  body: DomElement
+  cookie: string
+  querySelector(selector: string): DomElement | null
+  querySelectorAll(selector: string): { length: number }
+}
+
+let host: NodeHost
+let dir = ''
+let dev: ChildLike | undefined
+let base = ''
+let browser: Browser | undefined
+let incident = ''
+let record: { reasons: string[]; sourceTenants: string[]; withheld: Record<string, string> }
+let shots = ''
+
+async function post(path: string, body: unknown, key: string): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  })
+}
+
+beforeAll(async () => {
+  host = await nodeHost()
+  shots = env.CONSOLE_SCREENSHOTS
+    ? host.join(host.cwd, env.CONSOLE_SCREENSHOTS)
+    : host.tempDir('console-shots-')
+  const models = JSON.stringify({ [MODEL]: { maxPrefillTokensPerSecond: PREFILL_BOUND } })
+  ;({ base, child: dev, dir } = await startWranglerDev(host, { vars: { GUARD_MODELS: models } }))
+  // localhost, not 127.0.0.1: the same socket, and the name every browser treats as a secure context.
+  base = base.replace('127.0.0.1', 'localhost')
+  expect((await post('/sim/reset', SIM, 'none')).status).toBe(200)
+  // Honest traffic first: both tenants' prompts inside the real pool, released (and sampled).
+  const honest: [string, string, number][] = [
+    ['dev-key-tenant-a', 'TENANT-A', 1_000],
+    ['dev-key-tenant-b', 'TENANT-B', 1_500],
+    ['dev-key-tenant-a', 'TENANT-A', 2_500],
+    ['dev-key-tenant-b', 'TENANT-B', 4_000],
+    ['dev-key-tenant-a', 'TENANT-A', 6_000],
+  ]
+  for (const [key, tag, tokens] of honest) {
+    const res = await post(
+      '/v1/chat/completions',
+      { model: MODEL, ...chat(tenantDocument(tag, tokens)) },
+      key,
+    )
+    expect(res.status).toBe(200)
+    await res.text()
+  }
+  // Then B's prompt over the real pool: the engine answers from stale pages, at once.
+  const res = await post(
+    '/v1/chat/completions',
+    { model: MODEL, stream: true, ...chat(tenantDocument('TENANT-B', 20_000)) },
+    'dev-key-tenant-b',
+  )
+  const body = await res.text()
+  expect(res.status).toBe(502)
+  incident = (JSON.parse(body) as { error: { incident_id: string } }).error.incident_id
+  // What the JSON API says about it, to hold the pages to.
+  record = (await (
+    await fetch(`${base}/admin/incidents/${incident}`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    })
+  ).json()) as typeof record
+  expect(record.reasons).toContain('ttft_impossible')
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox'],
+    defaultViewport: { width: 1280, height: 900 },
+  })
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  if (dev) await host.stop(dev)
+  if (dir) host.remove(dir)
+}, 20_000)
+
+/** All the text of the page (hidden text and SVG tooltips included: stricter than what is painted). */
+async function text(page: Page): Promise<string> {
+  return await page.evaluate(
+    () => (globalThis as unknown as { document: DomDocument }).document.body.textContent,
+  )
+}
+
+async function submit(page: Page, selector: string): Promise<void> {
+  await Promise.all([page.waitForNavigation(), page.click(selector)])
+}
+
+describe('the console in headless Chromium', () => {
+  it('should log in, plot the incident under the physical line, filter, show the detail, log out', async () => {
+    const page = await browser!.newPage()
+    const violations: string[] = []
+    page.on('console', (m) => {
+      if (/Content Security Policy|Refused/.test(m.text())) violations.push(m.text())
+    })
+
+    // Not logged in: the console sends the browser to the login form.
+    await page.goto(`${base}/admin/incidents/${incident}`)
+    expect(new URL(page.url()).pathname).toBe('/admin/login')
+    await page.type('#secret', 'not-the-secret')
+    await submit(page, 'button[type=submit]')
+    expect(await text(page)).toContain('Wrong admin secret.')
+    await page.goto(`${base}/admin/`)
+    await page.type('#secret', ADMIN)
+    await submit(page, 'button[type=submit]')
+    expect(new URL(page.url()).pathname).toBe('/admin/')
+    const [cookie] = (await page.cookies()).filter((c) => c.name === 'guard_admin')
+    expect(cookie).toMatchObject({
+      httpOnly: true,
+      secure: true,
+      sameSite: 'Strict',
+      path: '/admin',
+    })
+    // HttpOnly: the page's own script world cannot read it.
+    expect(
+      await page.evaluate(
+        () => (globalThis as unknown as { document: DomDocument }).document.cookie,
+      ),
+    ).not.toContain('guard_admin')
+
+    // The overview: the incident's point, under the physical line at its own x.
+    const plotted = await page.evaluate((id) => {
+      const dom = (globalThis as unknown as { document: DomDocument }).document
+      const mark = dom.querySelector(`.pt[data-incident="${id}"]`)
+      const line = dom.querySelector('line[data-line="physical"]')
+      if (!mark || !line) return undefined
+      const box = mark.getBBox()
+      const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map((a) => Number(line.getAttribute(a)))
+      const cx = box.x + box.width / 2
+      return {
+        action: mark.dataset.action,
+        tokens: Number(mark.dataset.tokens),
+        ttftMs: Number(mark.dataset.ttftMs),
+        rate: Number(line.dataset.tokensPerSecond),
+        cy: box.y + box.height / 2,
+        lineY: y1! + ((cx - x1!) / (x2! - x1!)) * (y2! - y1!),
+        released: dom.querySelectorAll('.pt[data-action="release"]').length,
+      }
+    }, incident)
+    expect(plotted).toBeDefined()
+    expect(plotted!.action).toBe('quarantine')
+    expect(plotted!.rate).toBe(PREFILL_BOUND)
+    expect(plotted!.tokens).toBeGreaterThan(10_000)
+    // Its figures say faster than physics, and so does its place on the chart (SVG y grows down).
+    expect(plotted!.ttftMs).toBeLessThan((plotted!.tokens / PREFILL_BOUND) * 1000)
+    expect(plotted!.cy).toBeGreaterThan(plotted!.lineY)
+    const overviewText = await text(page)
+    expect(overviewText).toMatch(
+      /[1-9]\d* answers? of @cf\/zai-org\/glm-5\.3 came faster than a physical prefill/,
+    )
+    await page.screenshot({ path: host.join(shots, 'console-overview.png'), fullPage: true })
+
+    // The list, filtered: the incident's row under its tenant, gone under another.
+    await page.goto(`${base}/admin/incidents`)
+    await page.type('input[name=tenant]', 'tenant-b')
+    await page.select('select[name=reason]', 'ttft_impossible')
+    await submit(page, '#filters button[type=submit]')
+    const rowsB = await page.$$eval('tr[data-incident]', (rows) =>
+      rows.map((r) => r.getAttribute('data-incident')),
+    )
+    const reasons = await page.$eval(
+      `tr[data-incident="${incident}"]`,
+      (r) => (r as unknown as DomElement).textContent,
+    )
+    expect(rowsB).toContain(incident)
+    expect(reasons).toContain('tenant-b')
+    const listed = new URL(page.url())
+    expect(listed.searchParams.get('tenant')).toBe('tenant-b')
+    await page.screenshot({ path: host.join(shots, 'console-incidents.png'), fullPage: true })
+    await page.$eval('input[name=tenant]', (input) => {
+      ;(input as unknown as DomElement).value = 'tenant-a'
+    })
+    await submit(page, '#filters button[type=submit]')
+    expect(await page.$(`tr[data-incident="${incident}"]`)).toBeNull()
+    expect(await text(page)).toContain('No incidents match these filters.')
+
+    // The detail: reasons with guidance, sources, the withheld text, and no canary anywhere.
+    await page.goto(`${base}/admin/incidents?tenant=tenant-b`)
+    await submit(page, `tr[data-incident="${incident}"] a`)
+    expect(new URL(page.url()).pathname).toBe(`/admin/incidents/${incident}`)
+    const detail = await text(page)
+    expect(detail).toContain('Reasons and what to do next')
+    for (const reason of record.reasons) expect(detail).toContain(reason)
+    expect(detail).toContain('First token faster than a real prefill') // ttft_impossible's guide
+    for (const source of record.sourceTenants) expect(detail).toContain(source)
+    // What the engine really answered B, withheld: A's stale pages; a canary in it shows redacted.
+    const withheld = Object.values(record.withheld).join('\n')
+    expect(withheld).toContain('TENANT-A')
+    expect(detail).toContain('TENANT-A')
+    if (/cnry_/i.test(withheld)) expect(detail).toContain('[canary]')
+    expect(detail).not.toMatch(/cnry_/i)
+    expect(await page.content()).not.toMatch(/cnry_/i)
+    await page.screenshot({ path: host.join(shots, 'console-incident.png'), fullPage: true })
+
+    // Log out: the cookie is gone and the console asks for the secret again.
+    await submit(page, '#logout')
+    expect(new URL(page.url()).pathname).toBe('/admin/login')
+    expect((await page.cookies()).filter((c) => c.name === 'guard_admin')).toEqual([])
+    await page.goto(`${base}/admin/`)
+    expect(new URL(page.url()).pathname).toBe('/admin/login')
+    // The pages need no script and load nothing the CSP refuses.
+    expect(violations).toEqual([])
+    await page.close()
+  }, 90_000)
+
+  it('should refuse a cross-site form posting to the console', async () => {
+    const page = await browser!.newPage()
+    await page.goto(`${base}/admin/login`)
+    await page.type('#secret', ADMIN)
+    await submit(page, 'button[type=submit]')
+    // A page on another origin auto-submitting the logout form: SameSite=Strict keeps the cookie off
+    // it, and the token and origin checks would refuse it if it were sent.
+    const evil = `data:text/html,<form id=f method=post action="${base}/admin/logout"><input name=_csrf value=x></form><script>f.submit()</script>`
+    const other = await browser!.newPage()
+    await other.goto(evil)
+    await other.waitForNetworkIdle()
+    expect(
+      await other.evaluate(
+        () => (globalThis as unknown as { document: DomDocument }).document.body.textContent,
+      ),
+    ).toMatch(/"code":"unauthorized"/)
+    // Still logged in.
+    await page.goto(`${base}/admin/`)
+    expect(new URL(page.url()).pathname).toBe('/admin/')
+    await other.close()
+    await page.close()
+  }, 30_000)
+})
