@@ -39,6 +39,16 @@ export interface D1TelemetryOptions {
   now?: () => number
 }
 
+/** What one {@link D1Telemetry.record} cost, as D1 reports (and bills) it. */
+export interface RecordCost {
+  /** Whether the verdict's sample row was written. */
+  sampled: boolean
+  statements: number
+  /** Rows written, index entries included (D1 bills these). */
+  rowsWritten: number
+  rowsRead: number
+}
+
 /** Rows each retention statement deletes at most per write: the work per verdict stays bounded. */
 const PRUNE_BATCH = 32
 
@@ -105,7 +115,7 @@ export class D1Telemetry implements TelemetryReader {
    * Records one verdict in one batch (one transaction): the sample row if kept, the counters, the
    * histogram buckets, and — when a row was written — at most {@link PRUNE_BATCH} expired rows out.
    */
-  async record(event: VerdictLog): Promise<void> {
+  async record(event: VerdictLog): Promise<RecordCost> {
     const at = this.#now()
     const statements: D1PreparedStatement[] = []
     const kept = keepSample(event, this.#rate)
@@ -137,7 +147,14 @@ export class D1Telemetry implements TelemetryReader {
       )
     }
     if (kept) statements.push(...this.#pruneStatements(at))
-    await this.#db.batch(statements)
+    const results = await this.#db.batch(statements)
+    let rowsWritten = 0
+    let rowsRead = 0
+    for (const result of results) {
+      rowsWritten += result.meta.rows_written ?? 0
+      rowsRead += result.meta.rows_read ?? 0
+    }
+    return { sampled: kept, statements: statements.length, rowsWritten, rowsRead }
   }
 
   /**
