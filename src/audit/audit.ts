@@ -154,6 +154,8 @@ export interface Finding {
   certain: boolean
   /** The guard withheld this answer (verdict logs): the client never received it. */
   withheld: boolean
+  /** Verdict logs: the tenants whose data the guard found in the answer (its canaries). */
+  sourceTenants?: string[]
 }
 
 /** A window of the report's timeline. */
@@ -523,6 +525,7 @@ function findingOf(record: AuditRecord, signals: Signal[]): Finding {
   if (record.model !== undefined) finding.model = record.model
   if (record.status !== undefined) finding.status = record.status
   if (record.metadata !== undefined) finding.metadata = record.metadata
+  if (record.verdict?.sourceTenants?.length) finding.sourceTenants = record.verdict.sourceTenants
   return finding
 }
 
@@ -887,7 +890,8 @@ function buildReport(input: BuildInput): AuditReport {
   const flows = new Map<string, DataFlow>()
   for (const f of findings) {
     const to = f.tenant ?? `request ${f.id}`
-    for (const source of f.foreign) {
+    const fromVerdict = (f.sourceTenants ?? []).map((principal) => ({ principal, requests: [] }))
+    for (const source of [...f.foreign, ...fromVerdict]) {
       const keyFlow = `${source.principal}\u0000${to}`
       let flow = flows.get(keyFlow)
       if (flow === undefined) {

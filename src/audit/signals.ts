@@ -228,16 +228,19 @@ export function verdictSignals(
     })
   }
   const tokens = verdict.estimatedTokens
-  if (verdict.action === 'release' && profile !== undefined && tokens !== undefined) {
+  if (verdict.action !== 'reject' && profile !== undefined && tokens !== undefined) {
     const pool = Math.min(profile.kvPoolTokens, profile.contextWindow)
     if (tokens > pool) {
+      // The guard's estimate is its family bound (an upper figure): an indication, not a count.
       signals.push({
         check: 'over_pool',
         certain: false,
-        evidence: `released with an estimate of ${fmt(tokens)} tokens, over the pool of ${fmt(pool)} given here: the guard ran with a larger pool than this audit`,
+        evidence: `sent upstream with an estimate of ${fmt(tokens)} tokens, over the pool of ${fmt(pool)} given here: the guard ran with a larger pool than the real one`,
         figures: { estimatedTokens: tokens, pool },
       })
     }
+  }
+  if (verdict.action === 'release' && profile !== undefined && tokens !== undefined) {
     const speed = speedSignal(
       { ...record, reportedPromptTokens: tokens },
       profile,
