@@ -28,18 +28,49 @@ interface Range {
   end: number
 }
 
+/** The start of a canary, ours or another's, in any case. */
+const MARKER = /cnry_/gi
+
+/** Characters that can still be the start of a canary (one canary long, less its last). */
+const CONTEXT = CANARY_LENGTH - 1
+
+/**
+ * How far the released head of a channel's `text` may grow before it is cut off: so an event's text
+ * is appended, and what is held is copied once per this many characters rather than once per event.
+ */
+const TRIM_AT = 4096
+
 /** Per-channel text not yet released, with where it starts in the whole answer. */
 interface ChannelState {
+  /** Where the unreleased text starts in the channel: everything before it has left. */
   base: number
+  /**
+   * The channel's text from `from` on: at least its last {@link CONTEXT} released characters (where
+   * there were that many), then the unreleased ones from `base`. The released ones are scanned again
+   * with new text, so a canary whose first letters were released (see `moveOn`) is still caught when
+   * the rest arrives.
+   */
   text: string
+  from: number
   /** Absolute position from which the text may still be held back (set by each scan). */
   safe: number
   strips: Range[]
-  /**
-   * The last released characters (at most one canary long): scanned again with new text, so a canary
-   * whose first letters were released (see `moveOn`) is still caught when the rest arrives.
-   */
-  context: string
+  /** The channel's last {@link CONTEXT} characters: where a canary may still be forming. */
+  tail: string
+  /** Where the last `cnry_` (any case) of the channel starts; −1 while there is none. */
+  marker: number
+  /** Text added since the channel's last scan. */
+  dirty: boolean
+}
+
+/** Where the text a scan reads starts: the released characters still scanned, then the rest. */
+function contextStart(state: ChannelState): number {
+  return Math.max(state.from, state.base - CONTEXT)
+}
+
+/** The position after the channel's last character. */
+function endOf(state: ChannelState): number {
+  return state.from + state.text.length
 }
 
 /** Where one channel's text of a queued frame lies. */
@@ -113,9 +144,9 @@ export class Release {
   readonly #ctx: AttemptContext
   readonly #start: ReleaseStart
   readonly #channels = new Map<Channel, ChannelState>()
-  /** Channels with text added since their last scan: only those need scanning again. */
-  readonly #dirty = new Set<Channel>()
+  /** Frames not yet released, from `#head` on (released ones are dropped a batch at a time). */
   readonly #queue: Held[] = []
+  #head = 0
   /** This attempt's canary and the tenant's prefix marker: cut wherever they appear. */
   readonly #own: string[]
   /** A bounded copy of everything seen, for the quarantine record should a foreign canary appear. */
@@ -137,7 +168,7 @@ export class Release {
     let state = this.#channels.get(name)
     if (!state) {
       const strips = [...(this.#start.strips[name] ?? [])]
-      state = { base: 0, text: '', safe: 0, strips, context: '' }
+      state = { base: 0, text: '', from: 0, safe: 0, strips, tail: '', marker: -1, dirty: false }
       this.#channels.set(name, state)
     }
     return state
@@ -177,18 +208,32 @@ export class Release {
       const text = frame.texts[name]
       if (!text) continue
       const state = this.#channel(name)
-      const startAt = state.base + state.text.length
+      const startAt = endOf(state)
       state.text += text
+      this.#mark(state, startAt, text)
       if (fresh) this.#start.content?.push(name, text)
       if (name === 'content') this.#watchEcho(state, frame.done)
       else if (name === 'reasoning' && this.#proofOwed)
         this.#start.proofOwed?.reasoning.readReasoning(text)
-      this.#dirty.add(name)
+      state.dirty = true
       spans.push({ name, start: startAt, end: startAt + text.length })
       const prior = this.#seen[name] ?? ''
       if (prior.length < 65_536) this.#seen[name] = prior + text
     }
     this.#queue.push({ frame, spans })
+  }
+
+  /** Notes a canary's start in text added at `at`, and keeps the channel's tail. */
+  #mark(state: ChannelState, at: number, text: string): void {
+    const probe = state.tail + text
+    // Its underscore first: a native search, where the regular expression would cost each event.
+    if (probe.indexOf('_') !== -1) {
+      MARKER.lastIndex = 0
+      for (let m = MARKER.exec(probe); m !== null; m = MARKER.exec(probe)) {
+        state.marker = at - state.tail.length + m.index
+      }
+    }
+    state.tail = probe.length <= CONTEXT ? probe : probe.slice(-CONTEXT)
   }
 
   /**
@@ -201,16 +246,18 @@ export class Release {
     if (content) return content
     const slow: [Channel, ChannelState][] = []
     for (const [name, state] of this.#channels) {
-      if (!final && !this.#dirty.has(name)) continue
+      if (!final && !state.dirty) continue
+      state.dirty = false
       if (this.#own.length === 0) {
-        state.safe = state.base + state.text.length
+        state.safe = endOf(state)
         continue
       }
-      const quick = quickHold(state.context + state.text, final)
+      // A `cnry_` in what a scan reads needs the full classification; otherwise only the tail can
+      // still be forming one (the same answer as `quickHold` over the whole text, without reading it).
+      const quick = state.marker >= contextStart(state) ? undefined : quickHold(state.tail, final)
       if (quick === undefined) slow.push([name, state])
-      else state.safe = state.base + Math.max(0, quick - state.context.length)
+      else state.safe = Math.max(state.base, endOf(state) - state.tail.length + quick)
     }
-    this.#dirty.clear()
     return slow.length === 0 ? undefined : this.#classify(slow, final)
   }
 
@@ -275,8 +322,15 @@ export class Release {
   async #classify(slow: [Channel, ChannelState][], final: boolean): Promise<void> {
     const key = await this.#ctx.services.key()
     for (const [name, state] of slow) {
-      const lead = state.context.length
-      const found = await classify(key, this.#own, name, state.context + state.text, final)
+      const start = contextStart(state)
+      const lead = state.base - start
+      const found = await classify(
+        key,
+        this.#own,
+        name,
+        state.text.slice(start - state.from),
+        final,
+      )
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) {
         throw await this.#start.onForeign(name, foreign.tenantTag, redactCanaries(this.#seen))
@@ -294,25 +348,39 @@ export class Release {
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */
   #flush(): string {
+    const queue = this.#queue
     let out = ''
-    let sent = 0
-    while (sent < this.#queue.length) {
-      const next = this.#queue[sent]!
-      const blocked = next.spans.filter((span) => span.end > this.#safe(span.name))
-      if (blocked.length > 0 && !this.#moveOn(blocked, sent)) break
-      sent++
+    let at = this.#head
+    while (at < queue.length) {
+      const next = queue[at]!
+      if (this.#blocked(next) && !this.#moveOn(next, at)) break
+      at++
       out += this.#emit(next)
       for (const span of next.spans) this.#advance(this.#channel(span.name), span.end)
     }
-    if (sent > 0) this.#queue.splice(0, sent)
+    if (at === queue.length) {
+      queue.length = 0
+      this.#head = 0
+    } else if (at > 64) {
+      queue.splice(0, at)
+      this.#head = 0
+    } else this.#head = at
     return out
   }
 
+  /** Some text of the frame lies past where its channel may be released up to. */
+  #blocked(held: Held): boolean {
+    for (const span of held.spans) if (span.end > this.#safe(span.name)) return true
+    return false
+  }
+
   #advance(state: ChannelState, to: number): void {
-    const released = state.text.slice(0, to - state.base)
-    state.context = (state.context + released).slice(-(CANARY_LENGTH - 1))
-    state.text = state.text.slice(to - state.base)
     state.base = to
+    if (to - state.from > TRIM_AT) {
+      const keep = to - CONTEXT
+      state.text = state.text.slice(keep - state.from)
+      state.from = keep
+    }
     if (state.strips.some((r) => r.end <= state.base)) {
       state.strips = state.strips.filter((r) => r.end > state.base)
     }
@@ -322,17 +390,13 @@ export class Release {
    * A channel that ends in "c", "cn", "cnr" or "cnry" ("…is basic") while the answer has moved on to
    * another channel (reasoning done, content flowing) would otherwise hold every later event until the
    * end of the stream. Such a short tail is released: it carries no canary material, and should the
-   * channel resume with the rest of a canary, the released tail is still scanned with it (`context`),
+   * channel resume with the rest of a canary, the released tail is still scanned with it (`text`),
    * so the canary is caught before its remaining bytes leave. A tail that is the start of our own
    * canary is cut rather than released; any other `cnry_…` tail keeps holding.
    */
-  #moveOn(blocked: Span[], from: number): boolean {
-    const names = new Set(blocked.map((span) => span.name))
-    let others = false
-    for (let k = from; k < this.#queue.length && !others; k++) {
-      others = this.#queue[k]!.spans.some((span) => !names.has(span.name))
-    }
-    if (!others) return false
+  #moveOn(held: Held, from: number): boolean {
+    if (!this.#othersFrom(held, from)) return false
+    const blocked = held.spans.filter((span) => span.end > this.#safe(span.name))
     // The foreign-content check judges a paused channel's last words now (see ./content-hold.ts).
     for (const { name } of blocked) this.#start.content?.pause(name)
     const evidence = this.#start.content?.evidence()
@@ -340,20 +404,38 @@ export class Release {
     const cuts: [ChannelState, Range][] = []
     for (const { name } of blocked) {
       const state = this.#channel(name)
-      if (state.safe >= state.base + state.text.length) continue // held for content only
-      const tail = state.text.slice(state.safe - state.base)
+      if (state.safe >= endOf(state)) continue // held for content only
+      const tail = state.text.slice(state.safe - state.from)
       if (SHORT_TAIL.test(tail)) continue
       // The start of our own canary (a quote of the directive cut short): cut, never released.
       const lower = tail.toLowerCase()
       if (!this.#own.some((token) => token.startsWith(lower))) return false
-      cuts.push([state, { start: state.safe, end: state.base + state.text.length }])
+      cuts.push([state, { start: state.safe, end: endOf(state) }])
     }
     for (const [state, range] of cuts) state.strips.push(range)
     for (const { name } of blocked) {
       const state = this.#channel(name)
-      state.safe = state.base + state.text.length
+      state.safe = endOf(state)
     }
     return true
+  }
+
+  /** Whether a frame from `from` on carries text of a channel not blocked in `held` (a blocked one). */
+  #othersFrom(held: Held, from: number): boolean {
+    const spans = held.spans
+    // One span (the usual event): it is the blocked one, so any other channel is another.
+    const one = spans.length === 1 ? spans[0]!.name : undefined
+    const names =
+      one === undefined
+        ? spans.filter((span) => span.end > this.#safe(span.name)).map((span) => span.name)
+        : []
+    const queue = this.#queue
+    for (let k = from; k < queue.length; k++) {
+      for (const { name } of queue[k]!.spans) {
+        if (one === undefined ? !names.includes(name) : name !== one) return true
+      }
+    }
+    return false
   }
 
   /** A released event's text: as it came unless something was cut from it. */

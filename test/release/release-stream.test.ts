@@ -150,6 +150,46 @@ describe('the release stage', () => {
     }
   })
 
+  it('should catch a canary deep in a long stream, past where the released text is trimmed', async () => {
+    // Over 4,096 characters released first: the stage keeps only their last few to scan again.
+    const long = 'lorem ipsum dolor sit amet, '.repeat(200)
+    for (const [text, clean] of [
+      [`${long}ab${own}cd${long}`, `${long}abcd${long}`],
+      [`${long}ab${foreign}cd`, undefined],
+    ] as const) {
+      for (const size of [7, 12, 29, 31]) {
+        const pieces: [Channel, string][] = []
+        for (let at = 0; at < text.length; at += size)
+          pieces.push(['content', text.slice(at, at + size)])
+        const { steps, released, error } = await release(pieces)
+        for (const step of steps) {
+          expect(noPieceOf(own, step.content ?? ''), `size ${size}`).toBe(true)
+          expect(noPieceOf(foreign, step.content ?? ''), `size ${size}`).toBe(true)
+        }
+        if (clean === undefined) {
+          expect(error).toBeInstanceOf(GuardError)
+          expect(`${long}ab`.startsWith(released.content ?? '')).toBe(true)
+        } else expect(released.content).toBe(clean)
+      }
+    }
+  })
+
+  it('should still catch a canary whose first letters left as a paused channel’s tail, after a trim', async () => {
+    // The reasoning pauses on "cnry" (released once the content flows), 5,000 characters in: only the
+    // last released characters are kept, and they must still meet the rest of the canary.
+    const long = 'x'.repeat(5_000)
+    const { released, error } = await release([
+      ['reasoning', `${long}${foreign.slice(0, 4)}`],
+      ['content', 'hello '],
+      ['content', 'world'],
+      ['reasoning', foreign.slice(4)],
+      ['content', 'more'],
+    ])
+    expect(error).toBeInstanceOf(GuardError)
+    expect(released.content).toBe('hello world')
+    expect(released.reasoning).toBe(`${long}${foreign.slice(0, 4)}`)
+  })
+
   it('should release look-alikes unchanged', async () => {
     const lookalike = `cnry_${'7'.repeat(24)}`
     const mutated = own.slice(0, -1) + (own.endsWith('0') ? '1' : '0')
