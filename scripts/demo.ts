@@ -1,6 +1,7 @@
 /**
  * @module `npm run demo`: replays the GLM-5.3 incident on one simulated engine and prints what each
- * tenant received. `--json` prints the same rows as JSON.
+ * tenant received, then causes it once more through a running guard Worker (`npm start`) and prints
+ * the console URL of that incident. `--json` prints the same rows as JSON (and nothing else).
  */
 import { SimEngine } from '../sim/engine'
 import type { AiRunner } from '../src/call/upstream'
@@ -319,6 +320,98 @@ export function formatGuardTable(rows: readonly DemoReport[]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
 }
 
+/** Where `npm start` serves the guard Worker. */
+export const DEFAULT_WORKER_URL = 'http://localhost:8787'
+
+/** The development tenant keys of wrangler.dev.toml. */
+const DEV_KEYS = { A: 'dev-key-tenant-a', B: 'dev-key-tenant-b' }
+
+/**
+ * The incident scaled down for a running Worker (as test/support/leak-scenario.ts scales it): the
+ * simulator's pool is 8,192 tokens, so B's ~12,000-token prompt passes the Worker's ceiling (its
+ * profile believes the published 681,280) and meets the leak. Prefill at 10,000 tokens/s keeps A's
+ * honest answer slower than any profile's physical bound, so only B's is withheld.
+ */
+const WORKER_SIM = {
+  mode: 'pd-abort-leak',
+  poolTokens: 8_192,
+  prefillTokensPerSecond: 10_000,
+  decodeTokensPerSecond: 1_000_000,
+}
+
+function payrollRows(count: number): Record<string, unknown> {
+  const rows: string[] = []
+  for (let i = 0; i < count; i++) {
+    rows.push(`${SECRETS.A} employee ${1000 + i}: salary 61,${200 + (i % 700)} kr`)
+  }
+  return {
+    messages: [{ role: 'user', content: `${rows.join('\n')}\nWho earns more than 61,500 kr?` }],
+  }
+}
+
+/**
+ * Replays the leak through a running guard Worker with its simulator (`npm start`), restoring the
+ * simulator's settings afterwards, and resolves with the console URL of the incident B's request
+ * became — or `undefined` when no guard Worker with a simulator answers at `base`.
+ *
+ * @example
+ * const url = await causeIncidentOnWorker('http://localhost:8787') // …/admin/incidents/inc_…
+ */
+export async function causeIncidentOnWorker(base: string): Promise<string | undefined> {
+  const call = (path: string, init: RequestInit = {}) =>
+    fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(60_000) })
+  const health = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) }).catch(
+    () => undefined,
+  )
+  const service = health?.ok ? ((await health.json()) as { service?: string }).service : undefined
+  if (service !== 'workers-ai-guard') return undefined
+  const stats = await call('/sim/stats')
+  if (!stats.ok) return undefined // a deployed Worker: no simulator to make leak
+  const { config } = (await stats.json()) as { config: Record<string, unknown> }
+  const json = (body: unknown, key?: string): RequestInit => ({
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
+    body: JSON.stringify(body),
+  })
+  const chatBody = (inputs: Record<string, unknown>) => ({ model: DEMO_MODEL, ...inputs })
+  try {
+    await expectStatus(
+      await call('/sim/config', json(WORKER_SIM)),
+      200,
+      'configuring the simulator',
+    )
+    const a = await call('/v1/chat/completions', json(chatBody(payrollRows(200)), DEV_KEYS.A))
+    await expectStatus(a, 200, 'tenant A’s request')
+    const b = await call('/v1/chat/completions', json(chatBody(tenantBLong(800)), DEV_KEYS.B))
+    const text = await expectStatus(b, 502, 'tenant B’s over-pool request')
+    const id = (JSON.parse(text) as { error?: { incident_id?: string } }).error?.incident_id
+    if (!id) throw new Error(`tenant B’s request was withheld without an incident id: ${text}`)
+    return `${base}/admin/incidents/${encodeURIComponent(id)}`
+  } finally {
+    // JSON has no Infinity: settings it turned into null are left as the demo set them.
+    const restore = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== null))
+    await call('/sim/config', json(restore)).catch(() => undefined)
+  }
+}
+
+/** The body of `res`, or an error naming the step when its status is not `status`. */
+async function expectStatus(res: Response, status: number, step: string): Promise<string> {
+  const text = await res.text()
+  if (res.status !== status) {
+    throw new Error(`${step} answered ${res.status} (expected ${status}): ${text.slice(0, 300)}`)
+  }
+  return text
+}
+
+function workerUrl(argv: readonly string[]): string {
+  const at = argv.indexOf('--worker')
+  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
+  return (at >= 0 ? argv[at + 1] : undefined) ?? env?.GUARD_URL ?? DEFAULT_WORKER_URL
+}
+
 async function main(argv: readonly string[]): Promise<void> {
   const rows = await runDemo()
   if (argv.includes('--json')) {
@@ -332,6 +425,17 @@ async function main(argv: readonly string[]): Promise<void> {
   console.log(formatTable(rows))
   console.log('\nThe same requests through workers-ai-guard:\n')
   console.log(formatGuardTable(rows))
+  const base = workerUrl(argv)
+  const url = await causeIncidentOnWorker(base)
+  if (url) {
+    console.log(
+      `\nThe same leak through the guard Worker at ${base} was withheld as an incident. Open it in the console (log in with ADMIN_SECRET; dev-only-admin-secret under npm start):\n\n  ${url}`,
+    )
+  } else {
+    console.log(
+      `\nNo guard Worker answers at ${base}. Start one with \`npm start\` and run the demo again: it then ends with the console URL of the incident it causes there (--worker <url> or GUARD_URL for another address).`,
+    )
+  }
 }
 const argv = (globalThis as { process?: { argv: string[] } }).process?.argv ?? []
 if (/(^|[\\/])demo\.ts$/.test(argv[1] ?? '')) {

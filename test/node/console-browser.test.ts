@@ -1,5 +1,6 @@
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { causeIncidentOnWorker } from '../../scripts/demo'
 import { type ChildLike, type NodeHost, nodeHost } from '../ecosystem/node-host'
 import { startWranglerDev } from '../ecosystem/wrangler-dev'
 import { chat, document as tenantDocument } from '../support/prompts'
@@ -268,4 +269,21 @@ describe('the console in headless Chromium', () => {
     await other.close()
     await page.close()
   }, 30_000)
+
+  it('should open the incident the demo causes, from the URL the demo prints, after logging in', async () => {
+    const url = await causeIncidentOnWorker(base)
+    expect(url).toMatch(new RegExp(`^${base}/admin/incidents/inc_[\\w-]+$`))
+    const page = await browser!.newPage()
+    await page.goto(url!)
+    expect(new URL(page.url()).pathname).toBe('/admin/login')
+    await page.type('#secret', ADMIN)
+    await submit(page, 'button[type=submit]')
+    // Back where the link pointed: the login keeps the path it was sent from.
+    expect(page.url()).toBe(url)
+    const detail = await text(page)
+    expect(detail).toContain('Reasons and what to do next')
+    expect(detail).toContain('tenant-b')
+    expect(detail).not.toMatch(/cnry_/i)
+    await page.close()
+  }, 60_000)
 })
