@@ -25,7 +25,7 @@ import {
   sessionCookie,
   verifySession,
 } from './auth'
-import { incidentPage, overviewData, parseFilters } from './data'
+import { incidentPage, type OverviewSources, overviewData, parseFilters } from './data'
 import { incidentDetail } from './pages/incident'
 import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
@@ -77,10 +77,7 @@ const MAX_LOGIN_BYTES = 4096
  */
 export function adminRoutes(options: AdminOptions = {}): Hono<AdminEnv> {
   const now = options.now ?? Date.now
-  const telemetry = options.telemetry ?? defaultTelemetry
-  const limiter = new LoginLimiter()
   const admin = new Hono<AdminEnv>()
-
   admin.use('*', securityHeaders)
   admin.use('*', async function enabled(c, next) {
     const secret = c.env.ADMIN_SECRET
@@ -88,18 +85,41 @@ export function adminRoutes(options: AdminOptions = {}): Hono<AdminEnv> {
       return c.json(refusalBody('unauthorized', 'Admin routes are disabled.'), 403)
     await next()
   })
-
-  admin.get('/assets/:file', (c) => {
-    if (c.req.path !== STYLE_PATH) return c.json(refusalBody('not_found', 'Not found.'), 404)
-    return c.body(CONSOLE_CSS, 200, {
-      'content-type': 'text/css; charset=utf-8',
-      'cache-control': 'public, max-age=31536000, immutable',
-    })
-  })
-
+  admin.get('/assets/:file', stylesheet)
   admin.get('/login', (c) => page(c, loginPage({ next: safeNext(c.req.query('next')) })))
+  admin.post('/login', login(now, new LoginLimiter()))
+  admin.use('*', authenticate(now))
+  admin.post('/logout', (c) => {
+    c.header('set-cookie', clearedCookie())
+    return c.redirect('/admin/login', 303)
+  })
+  admin.get('/incidents', incidents)
+  admin.get('/incidents/:id', incident)
+  admin.get('/stats', async (c) =>
+    c.json({
+      incidents: await guardFor(c.env).quarantine.counts(),
+      calibration: await calibrationReport(c.env),
+    }),
+  )
+  admin.get('/metrics', (c) => metricsResponse(c.env))
+  // Last, so every named route above wins: Hono joins '/admin' + '/' into '/admin', so the overview's
+  // canonical '/admin/' is matched here, and anything else under /admin is not found.
+  admin.get('/*', overviewRoute(now, options.telemetry ?? defaultTelemetry))
+  return admin
+}
 
-  admin.post('/login', async (c) => {
+/** The stylesheet, under its content-hashed name only. */
+function stylesheet(c: AdminContext): Response {
+  if (c.req.path !== STYLE_PATH) return c.json(refusalBody('not_found', 'Not found.'), 404)
+  return c.body(CONSOLE_CSS, 200, {
+    'content-type': 'text/css; charset=utf-8',
+    'cache-control': 'public, max-age=31536000, immutable',
+  })
+}
+
+/** `POST /admin/login`: the secret for a session cookie, then back to where the browser was going. */
+function login(now: () => number, limiter: LoginLimiter) {
+  return async function login(c: AdminContext): Promise<Response> {
     // No session yet, so no token to check: the origin check stops a cross-site form logging the
     // browser into the attacker's session (login CSRF) — which would need ADMIN_SECRET anyway.
     if (!sameOrigin(c.req.raw)) return forbidden(c)
@@ -119,83 +139,63 @@ export function adminRoutes(options: AdminOptions = {}): Hono<AdminEnv> {
     }
     c.header('set-cookie', sessionCookie(await mintSession(c.env.ADMIN_SECRET!, now())))
     return c.redirect(next, 303)
-  })
+  }
+}
 
-  admin.use('*', authenticate(now))
+/** `GET /admin/incidents`: the list page for browsers, the JSON API (as before) for everyone else. */
+async function incidents(c: AdminContext): Promise<Response> {
+  const store = guardFor(c.env).quarantine
+  if (wantsHtml(c)) {
+    const filters = parseFilters(new URL(c.req.url).searchParams)
+    const found = await incidentPage(store, filters, PAGE_SIZE)
+    return consolePage(c, 'Incidents', 'incidents', incidentList(found, filters))
+  }
+  const query: QuarantineQuery = {}
+  const since = Number(c.req.query('since'))
+  const until = Number(c.req.query('until'))
+  const limit = Number(c.req.query('limit'))
+  if (Number.isFinite(since)) query.since = since
+  if (Number.isFinite(until)) query.until = until
+  if (Number.isInteger(limit) && limit > 0) query.limit = limit
+  const tenant = c.req.query('tenant')
+  const reason = c.req.query('reason')
+  if (tenant) query.tenant = tenant
+  if (reason) query.reason = reason
+  return c.json({ data: await store.list(query) })
+}
 
-  admin.post('/logout', (c) => {
-    c.header('set-cookie', clearedCookie())
-    return c.redirect('/admin/login', 303)
-  })
+/** `GET /admin/incidents/:id`: the detail page, or the record (withheld text decrypted) as JSON. */
+async function incident(c: AdminContext): Promise<Response> {
+  const record = await guardFor(c.env).quarantine.get(c.req.param('id') ?? '')
+  if (wantsHtml(c)) {
+    if (!record) return consolePage(c, 'No such incident', 'incidents', notFoundBody(), 404)
+    return consolePage(c, `Incident ${record.id}`, 'incidents', incidentDetail(record))
+  }
+  if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
+  return c.json(record)
+}
 
-  admin.get('/incidents', async (c) => {
-    const store = guardFor(c.env).quarantine
-    if (wantsHtml(c)) {
-      const filters = parseFilters(new URL(c.req.url).searchParams)
-      const found = await incidentPage(store, filters, PAGE_SIZE)
-      return consolePage(c, 'Incidents', 'incidents', incidentList(found, filters))
-    }
-    const query: QuarantineQuery = {}
-    const since = Number(c.req.query('since'))
-    const until = Number(c.req.query('until'))
-    const limit = Number(c.req.query('limit'))
-    if (Number.isFinite(since)) query.since = since
-    if (Number.isFinite(until)) query.until = until
-    if (Number.isInteger(limit) && limit > 0) query.limit = limit
-    const tenant = c.req.query('tenant')
-    const reason = c.req.query('reason')
-    if (tenant) query.tenant = tenant
-    if (reason) query.reason = reason
-    return c.json({ data: await store.list(query) })
-  })
-
-  admin.get('/incidents/:id', async (c) => {
-    const record = await guardFor(c.env).quarantine.get(c.req.param('id'))
-    if (wantsHtml(c)) {
-      if (!record) {
-        return consolePage(c, 'No such incident', 'incidents', notFoundBody(), 404)
-      }
-      return consolePage(c, `Incident ${record.id}`, 'incidents', incidentDetail(record))
-    }
-    if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
-    return c.json(record)
-  })
-
-  admin.get('/stats', async (c) => {
-    const guard = guardFor(c.env)
-    return c.json({
-      incidents: await guard.quarantine.counts(),
-      calibration: await calibrationReport(c.env),
-    })
-  })
-
-  admin.get('/metrics', (c) => metricsResponse(c.env))
-
-  // Last, so every named route above wins: Hono joins '/admin' + '/' into '/admin', so the overview's
-  // canonical '/admin/' is matched here, and anything else under /admin is not found.
-  admin.get('/*', async (c) => {
+/** `GET /admin/`: the overview (`?model=`, `?days=` 1, 7, 14 or 30). */
+function overviewRoute(now: () => number, telemetry: (env: Env) => TelemetryReader | undefined) {
+  return async function overviewRoute(c: AdminContext): Promise<Response> {
     if (c.req.path !== '/admin/' && c.req.path !== '/admin') {
       return c.json(refusalBody('not_found', 'Not found.'), 404)
     }
     const days = Number(c.req.query('days'))
     const model = c.req.query('model')
-    const data = await overviewData(
-      {
-        store: guardFor(c.env).quarantine,
-        telemetry: telemetry(c.env),
-        profileRate: (m) => profileRate(c.env, m),
-        calibration: () => calibrationReport(c.env),
-      },
-      {
-        now: now(),
-        days: [1, 7, 14, 30].includes(days) ? days : 14,
-        ...(model ? { model } : {}),
-      },
-    )
+    const sources: OverviewSources = {
+      store: guardFor(c.env).quarantine,
+      telemetry: telemetry(c.env),
+      profileRate: (m) => profileRate(c.env, m),
+      calibration: () => calibrationReport(c.env),
+    }
+    const data = await overviewData(sources, {
+      now: now(),
+      days: [1, 7, 14, 30].includes(days) ? days : 14,
+      ...(model ? { model } : {}),
+    })
     return consolePage(c, 'Overview', 'overview', overview(data))
-  })
-
-  return admin
+  }
 }
 
 /**

@@ -4,8 +4,8 @@
  */
 import { html } from 'hono/html'
 import { type DayCounts, dailyBars, rowBars } from '../charts/bars'
-import { timeLines } from '../charts/lines'
 import { type BaselineSegment, type ScatterPoint, ttftScatter } from '../charts/scatter'
+import { timeLines } from '../charts/timelines'
 import type { OverviewData } from '../data'
 import type { Html } from './layout'
 
