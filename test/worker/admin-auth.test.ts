@@ -139,6 +139,8 @@ describe('console auth', () => {
       '//evil.test/admin',
       '/v1/chat/completions',
       '/admin\\@evil',
+      '/admin/x\r\nset-cookie: a=b',
+      '/administrator',
     ]) {
       const res = await fetchAdmin('/admin/login', {
         method: 'POST',

@@ -309,3 +309,20 @@ describe('overview', () => {
     expect(html).toContain('data-line="physical"')
   })
 })
+
+describe('secrets', () => {
+  it('should put no secret on any page', async () => {
+    const secrets = env as unknown as Record<string, string>
+    await store.put(record({ id: 'inc_secrets' }))
+    const pages = await Promise.all(
+      ['/admin/', '/admin/incidents', '/admin/incidents/inc_secrets'].map(page),
+    )
+    const login = await (await SELF.fetch('http://guard.test/admin/login')).text()
+    for (const html of [...pages, login]) {
+      for (const name of ['ADMIN_SECRET', 'GUARD_SECRET', 'QUARANTINE_KEY', 'TENANT_KEYS']) {
+        expect([name, html.includes(secrets[name]!)]).toEqual([name, false])
+      }
+      expect(html).not.toContain('dev-key-tenant')
+    }
+  })
+})

@@ -264,7 +264,9 @@ function wantsHtml(c: AdminContext): boolean {
 
 /** Where to go after login: an admin path on this origin only (never `//evil` or a full URL). */
 function safeNext(next: string | undefined): string {
-  return next && /^\/admin(\/[^\\]*)?$/.test(next) && !next.startsWith('//') ? next : '/admin/'
+  // Printable ASCII without spaces or backslashes: nothing a browser could read as another host, and
+  // nothing that breaks the Location header.
+  return next && /^\/admin(\/[\x21-\x5b\x5d-\x7e]*)?$/.test(next) ? next : '/admin/'
 }
 
 /** Renders an HTML page; every canary-shaped token on it is redacted, whatever field it came from. */
