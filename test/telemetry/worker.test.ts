@@ -56,6 +56,17 @@ function histogramCount(snapshot: MetricsSnapshot, metric: 'ttft' | 'first_byte'
     .reduce((sum, h) => sum + h.count, 0)
 }
 
+/** One of tenant A's documents of about `tokens` tokens, answered and released (its body read). */
+async function releasedA(tokens: number): Promise<void> {
+  const res = await post(
+    '/v1/chat/completions',
+    { model: MODEL, ...chat(document('TENANT-A', tokens)) },
+    KEY_A,
+  )
+  expect(res.status).toBe(200)
+  await res.text()
+}
+
 beforeEach(async () => {
   await sim.reset({
     mode: 'fixed',
@@ -72,13 +83,7 @@ describe('verdict telemetry through the Worker', () => {
   it('should record a release: its sample with figures only, its counter and both histograms', async () => {
     const before = await telemetry.metrics()
     const since = Date.now()
-    const res = await post(
-      '/v1/chat/completions',
-      { model: MODEL, ...chat(document('TENANT-A', 400)) },
-      KEY_A,
-    )
-    expect(res.status).toBe(200)
-    await res.text()
+    await releasedA(400)
     const sample = await sampleOf('tenant-a', 'release', since)
     const line = logged.events.find((e) => e.action === 'release')!
     expect(sample).toMatchObject({ model: MODEL, reasons: [], weight: 1 })
@@ -135,13 +140,7 @@ describe('verdict telemetry through the Worker', () => {
 
   it('should count a quarantine under each of its reasons, with its incident in the sample', async () => {
     await sim.configure({ mode: 'fixed' })
-    const a = await post(
-      '/v1/chat/completions',
-      { model: MODEL, ...chat(document('TENANT-A', 6_000)) },
-      KEY_A,
-    )
-    expect(a.status).toBe(200)
-    await a.text()
+    await releasedA(6_000)
     const before = await eventually(
       () => telemetry.metrics(),
       (m) => counter(m, { metric: 'verdicts', action: 'release' }) > 0,
@@ -187,13 +186,7 @@ describe('verdict telemetry through the Worker', () => {
     })
     // 220,000 tokens take over 200 ms to prefill at the profile's bound: enough evidence for a TTFT.
     for (const tokens of [400, 220_000]) {
-      const res = await post(
-        '/v1/chat/completions',
-        { model: MODEL, ...chat(document('TENANT-A', tokens)) },
-        KEY_A,
-      )
-      expect(res.status).toBe(200)
-      await res.text()
+      await releasedA(tokens)
     }
     const snapshot = await eventually(
       () => telemetry.metrics(),
