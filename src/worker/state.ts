@@ -46,14 +46,10 @@ export class GuardState extends DurableObject {
    */
   async marginHistory(query: Omit<SampleQuery, 'limit'> = {}): Promise<MarginPoint[]> {
     const now = Date.now()
-    const keys =
-      query.model !== undefined
-        ? [`history:${query.model}`]
-        : [...(await this.ctx.storage.list<StoredPoint[]>({ prefix: 'history:' })).keys()]
+    const histories = await this.#histories(query.model)
     const out: MarginPoint[] = []
-    for (const key of keys) {
+    for (const [key, points] of histories) {
       const model = key.slice('history:'.length)
-      const points = (await this.ctx.storage.get<StoredPoint[]>(key)) ?? []
       const current = learnedMargins((await this.#load(model)).drift, now)
       const classes = new Set(points.map((p) => p.script))
       const all = [
@@ -71,6 +67,14 @@ export class GuardState extends DurableObject {
       }
     }
     return out.sort((a, b) => a.at - b.at)
+  }
+
+  /** One model's stored points (none yet: empty), or every model's. */
+  async #histories(model: string | undefined): Promise<Map<string, StoredPoint[]>> {
+    if (model === undefined)
+      return await this.ctx.storage.list<StoredPoint[]>({ prefix: 'history:' })
+    const key = `history:${model}`
+    return new Map([[key, (await this.ctx.storage.get<StoredPoint[]>(key)) ?? []]])
   }
 
   /** Appends a point for every class whose margin moved noticeably since its last point. */

@@ -6,7 +6,7 @@ import type { Env } from '../../src/worker/env'
 import { metricsResponse } from '../../src/worker/metrics'
 import { chat, document } from '../support/prompts'
 import { captureWorkerVerdicts } from '../support/verdicts'
-import { KEY_A, KEY_B, post, sim } from '../support/worker'
+import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'
 
 /**
  * Real guarded requests through the Worker (SELF.fetch, simulator behind env.AI), then what its
@@ -193,11 +193,15 @@ describe('verdict telemetry through the Worker', () => {
       (m) => histogramCount(m, 'first_byte') >= 2 && histogramCount(m, 'ttft') >= 1,
     )
     expect(histogramCount(snapshot, 'ttft')).toBeGreaterThanOrEqual(1)
-    const res = await metricsResponse(workerEnv)
+    // Behind the admin auth at GET /admin/metrics (the admin router mounts metricsResponse).
+    expect((await get('/admin/metrics')).status).toBe(401)
+    const res = await get('/admin/metrics', ADMIN)
+    expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe(
       'application/openmetrics-text; version=1.0.0; charset=utf-8',
     )
     const text = await res.text()
+    expect(text).toBe(await (await metricsResponse(workerEnv)).text())
     expect(text.endsWith('# EOF\n')).toBe(true)
     for (const metric of ['ttft', 'first_byte'] as const) {
       const name = metric === 'ttft' ? 'guard_ttft_seconds' : 'guard_first_byte_seconds'
