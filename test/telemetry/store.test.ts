@@ -116,6 +116,53 @@ describe('sampling', () => {
   })
 })
 
+describe('reading', () => {
+  it('should count refusals per reason and script in a window and for a model, none for no script', async () => {
+    let now = Date.UTC(2026, 0, 1)
+    const telemetry = new D1Telemetry(db, { models: [MODEL], now: () => now })
+    const refuse = (id: string, reasons: string[], scripts?: string[], model = MODEL) =>
+      telemetry.record(
+        release(id, {
+          action: 'reject',
+          reasons,
+          model,
+          ttftMs: undefined,
+          ...(scripts ? { scripts } : {}),
+        }),
+      )
+    await refuse('a', ['context_length_exceeded'], ['han', 'latin'])
+    await refuse('b', ['echo_cut_off'])
+    now += 60_000
+    await refuse('c', ['context_length_exceeded'], ['han'])
+    await refuse('d', ['context_length_exceeded'], ['han'], '@cf/other/model')
+    await telemetry.record(release('e'))
+    expect(await telemetry.refusals({})).toEqual([
+      { reason: 'context_length_exceeded', script: 'han', count: 3 },
+      { reason: 'context_length_exceeded', script: 'latin', count: 1 },
+      { reason: 'echo_cut_off', script: 'none', count: 1 },
+    ])
+    expect(await telemetry.refusals({ since: now, model: MODEL })).toEqual([
+      { reason: 'context_length_exceeded', script: 'han', count: 1 },
+    ])
+    expect(await telemetry.refusals({ until: now - 1 })).toHaveLength(3)
+    const samples = await telemetry.samples({ model: '@cf/other/model' })
+    expect(samples.map((s) => s.scripts)).toEqual([['han']])
+    expect((await telemetry.samples({ limit: 2 })).map((s) => s.action)).toEqual([
+      'release',
+      'reject',
+    ])
+  })
+
+  it('should read refusals through the partial index of non-releases, never the whole table', async () => {
+    const plan = await rows(
+      `EXPLAIN QUERY PLAN SELECT COUNT(*) FROM verdict_samples
+       WHERE action != 'release' AND action = 'reject' AND at >= ?`,
+      0,
+    )
+    expect(JSON.stringify(plan)).toContain('verdict_samples_unreleased')
+  })
+})
+
 describe('retention', () => {
   it('should delete samples older than the retention on write, and all of them on prune', async () => {
     let now = Date.UTC(2026, 0, 1)
