@@ -67,7 +67,11 @@ beforeAll(async () => {
   shots = env.CONSOLE_SCREENSHOTS
     ? host.join(host.cwd, env.CONSOLE_SCREENSHOTS)
     : host.tempDir('console-shots-')
-  const models = JSON.stringify({ [MODEL]: { maxPrefillTokensPerSecond: PREFILL_BOUND } })
+  // A pool of 60,000 tokens: B's leak (about 20,000) still passes the ceiling, and the two refusals
+  // below (a long Latin prompt and a long CJK one) give the refusal chart its rows.
+  const models = JSON.stringify({
+    [MODEL]: { maxPrefillTokensPerSecond: PREFILL_BOUND, kvPoolTokens: 60_000 },
+  })
   ;({ base, child: dev, dir } = await startWranglerDev(host, { vars: { GUARD_MODELS: models } }))
   // localhost, not 127.0.0.1: the same socket, and the name every browser treats as a secure context.
   base = base.replace('127.0.0.1', 'localhost')
@@ -88,6 +92,20 @@ beforeAll(async () => {
     )
     expect(res.status).toBe(200)
     await res.text()
+  }
+  for (const text of [
+    tenantDocument('TENANT-A', 90_000),
+    '漢字の文書を要約してください。'.repeat(6_000),
+  ]) {
+    const res = await post(
+      '/v1/chat/completions',
+      { model: MODEL, ...chat(text) },
+      'dev-key-tenant-a',
+    )
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+      'context_length_exceeded',
+    )
   }
   // Then B's prompt over the real pool: the engine answers from stale pages, at once.
   const res = await post(
@@ -189,6 +207,12 @@ describe('the console in headless Chromium', () => {
     expect(plotted!.ttftMs).toBeLessThan((plotted!.tokens / PREFILL_BOUND) * 1000)
     expect(plotted!.cy).toBeGreaterThan(plotted!.lineY)
     const overviewText = await text(page)
+    // The two refusals, by reason and script class.
+    const refused = await page.$$eval('#refusals rect[data-count]', (bars) =>
+      bars.map((b) => [b.getAttribute('data-script'), Number(b.getAttribute('data-count'))]),
+    )
+    expect(refused.length).toBeGreaterThanOrEqual(2)
+    expect(refused.reduce((n, [, count]) => n + Number(count), 0)).toBeGreaterThanOrEqual(2)
     expect(overviewText).toMatch(
       /[1-9]\d* answers? of @cf\/zai-org\/glm-5\.3 came faster than a physical prefill/,
     )
@@ -273,7 +297,9 @@ describe('the console in headless Chromium', () => {
   it('should open the incident the demo causes, from the URL the demo prints, after logging in', async () => {
     const url = await causeIncidentOnWorker(base)
     expect(url).toMatch(new RegExp(`^${base}/admin/incidents/inc_[\\w-]+$`))
-    const page = await browser!.newPage()
+    // A fresh browser profile: no session from the tests before.
+    const context = await browser!.createBrowserContext()
+    const page = await context.newPage()
     await page.goto(url!)
     expect(new URL(page.url()).pathname).toBe('/admin/login')
     await page.type('#secret', ADMIN)
@@ -284,6 +310,6 @@ describe('the console in headless Chromium', () => {
     expect(detail).toContain('Reasons and what to do next')
     expect(detail).toContain('tenant-b')
     expect(detail).not.toMatch(/cnry_/i)
-    await page.close()
+    await context.close()
   }, 60_000)
 })

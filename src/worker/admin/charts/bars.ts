@@ -13,7 +13,7 @@ export interface DayCounts {
 }
 
 const W = 720
-const H = 240
+const H = 200
 const M = { left: 40, right: 12, top: 12, bottom: 40 }
 
 /**
@@ -70,12 +70,14 @@ export interface BarRow {
  * rowBars([{ label: 'context_length_exceeded · cjk', count: 3, data: { script: 'cjk' } }])
  */
 export function rowBars(rows: BarRow[]): HtmlEscapedString | Promise<HtmlEscapedString> {
-  const rowH = 24
-  const labelW = 300
+  // Drawn for a half-width card: a narrower box keeps its labels as large as the other charts'.
+  const w = 460
+  const rowH = 22
+  const labelW = 230
   const height = Math.max(1, rows.length) * rowH + 8
   const max = Math.max(1, ...rows.map((row) => row.count))
-  const width = W - labelW - 60
-  return html`<svg class="chart rows" viewBox="0 0 ${W} ${height}" role="img" aria-label="Refusals by reason and script class" data-chart="refusals">
+  const width = w - labelW - 50
+  return html`<svg class="chart rows" viewBox="0 0 ${w} ${height}" role="img" aria-label="Refusals by reason and script class" data-chart="refusals">
 ${rows.map((row, i) => {
   const attrs = Object.entries(row.data).map(
     ([k, v]) => html` data-${k.replace(/[^a-z-]/g, '')}="${v}"`,

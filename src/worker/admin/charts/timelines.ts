@@ -11,9 +11,9 @@ export interface Series {
   points: { at: number; value: number }[]
 }
 
-const W = 720
+const W = 460
 const H = 260
-const M = { left: 52, right: 120, top: 12, bottom: 32 }
+const M = { left: 44, right: 100, top: 12, bottom: 32 }
 
 /**
  * One polyline per series, value as a percentage on the y axis, time on the x axis, names at the right.

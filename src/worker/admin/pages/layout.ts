@@ -21,16 +21,7 @@ export type Section = 'overview' | 'incidents' | 'none'
  */
 export function layout(page: { title: string; section: Section; csrf?: string; body: Html }): Html {
   const current = (s: Section) => (s === page.section ? 'page' : undefined)
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${page.title} · workers-ai-guard</title>
-<link rel="stylesheet" href="${STYLE_PATH}">
-</head>
-<body>
+  return html`${head(page.title)}
 <header class="top">
 <a class="brand" href="/admin/">workers-ai-guard</a>
 <a href="/admin/" aria-current="${current('overview')}">Overview</a>
@@ -56,16 +47,7 @@ ${page.body}
  * loginPage({ error: 'Wrong secret.', next: '/admin/incidents' })
  */
 export function loginPage(options: { error?: string; next?: string }): Html {
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>Log in · workers-ai-guard</title>
-<link rel="stylesheet" href="${STYLE_PATH}">
-</head>
-<body>
+  return html`${head('Log in')}
 <form class="login" method="post" action="/admin/login">
 <h1>workers-ai-guard console</h1>
 <p class="muted">Log in with the Worker's ADMIN_SECRET. The session lasts 8 hours.</p>
@@ -77,4 +59,18 @@ ${options.error ? html`<p class="error" role="alert">${options.error}</p>` : ''}
 </form>
 </body>
 </html>`
+}
+
+/** The document's start, up to and including `<body>`: one stylesheet, no referrer, no script. */
+function head(title: string): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title} · workers-ai-guard</title>
+<link rel="stylesheet" href="${STYLE_PATH}">
+</head>
+<body>`
 }
