@@ -142,14 +142,25 @@ function needsCount(
   size: PromptSize,
 ): boolean {
   const most = size.bytes + size.overhead
-  if (profile && most > Math.min(profile.kvPoolTokens, profile.contextWindow)) return true
+  const pool = profile ? Math.min(profile.kvPoolTokens, profile.contextWindow) : undefined
+  const reported = record.reportedPromptTokens
+  // The engine's own count already puts it over the pool, and no undercount is possible: the count
+  // would only restate it (and a 1M-token prompt costs a few hundred ms to count).
+  if (
+    pool !== undefined &&
+    reported !== undefined &&
+    reported > pool &&
+    reported * 8 >= size.bytes
+  ) {
+    return false
+  }
+  if (pool !== undefined && most > pool) return true
   const observed = record.ttftMs ?? record.durationMs
   if (profile && observed !== undefined && !record.responseCached) {
     const slowest = (most / profile.maxPrefillTokensPerSecond) * 1000
     if (slowest >= settings.minEvidenceMs && observed < slowest) return true
   }
   // An undercount that matters is far below: a byte per token is already generous for any script.
-  const reported = record.reportedPromptTokens
   return reported !== undefined && reported * 8 < size.bytes && size.bytes >= settings.usageGap
 }
 

@@ -276,6 +276,7 @@ export async function guardedVerdicts(options: {
     lines.push({ time: clock.now(), verdict })
   }
   const guards = new Map<string, ReturnType<typeof guardAi>>()
+  const errors: string[] = []
   let n = 0
   for (const p of plans) {
     clock.advance(gap(random))
@@ -291,11 +292,19 @@ export async function guardedVerdicts(options: {
       })
       guards.set(p.tenant, guard)
     }
+    const before = lines.length
     try {
       await guard.run(GLM, p.inputs)
-    } catch {
-      // Withheld or refused: the verdict line says which.
+    } catch (error) {
+      // Withheld or refused: the verdict line says which. Anything else is kept to be reported.
+      if (lines.length === before)
+        errors.push(error instanceof Error ? error.message : String(error))
     }
+  }
+  if (errors.length > 0) {
+    throw new Error(
+      `${errors.length} guarded requests failed without a verdict; first: ${errors[0]}`,
+    )
   }
   return lines
 }

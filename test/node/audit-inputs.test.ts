@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import {
-  type AuditIo,
   type AuditReport,
   auditCommand,
+  auditProgressLine,
   ContentIndex,
   linesOf,
   nodeLogSource,
   runAudit,
 } from '../../src/audit'
+import { runAuditCommand } from '../audit/run'
 
 // Bad inputs give a clear report, never a crash: malformed and truncated lines are counted with their
 // line numbers and skipped; a file with nothing auditable, a missing file or bad arguments exit 2.
@@ -35,21 +36,7 @@ function app(id: string, tenant: string, user: string, answer: string, extra = {
 const SECRET =
   'The merger of Northwind and Contoso closes on the ninth of October at a price of forty one crowns per share pending the board vote'
 
-async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = { stdout: '', stderr: '' }
-  const io: AuditIo = {
-    stdout: (t) => {
-      out.stdout += t
-    },
-    stderr: (t) => {
-      out.stderr += t
-    },
-    isTTY: false,
-    open: nodeLogSource,
-  }
-  const code = await auditCommand(args, io)
-  return { code, ...out }
-}
+const run = runAuditCommand
 
 const path = (name: string): string => join(dir, name)
 
@@ -226,5 +213,37 @@ describe('audit inputs', () => {
     expect(stats.sampleLevel).toBeGreaterThan(0)
     // Every kept fingerprint is in the sample, and looked up as sent.
     expect(index.lookup((2 ** stats.sampleLevel * 7) % 2 ** 52)).toBeUndefined()
+  })
+
+  it('should draw progress on a terminal only, and clear it before the report', async () => {
+    expect(
+      auditProgressLine(
+        { pass: 1, file: 'a', read: 5e6, total: 2e7, records: 900, findings: 0 },
+        80,
+      ),
+    ).toBe('[####··························] indexing 5.0/20.0 MB · 900 records')
+    expect(
+      auditProgressLine(
+        { pass: 2, file: 'a', read: 2e7, total: 2e7, records: 900, findings: 3 },
+        100,
+      ),
+    ).toMatch(/^\[#{30}\] judging 20\.0\/20\.0 MB · 900 records · 3 suspicious$/)
+    let stderr = ''
+    let stdout = ''
+    const code = await auditCommand([path('clean.jsonl')], {
+      stdout: (t) => {
+        stdout += t
+      },
+      stderr: (t) => {
+        stderr += t
+      },
+      isTTY: true,
+      columns: 100,
+      open: nodeLogSource,
+    })
+    expect(code).toBe(0)
+    expect(stdout).toContain('No request of 2')
+    // Whatever was drawn ends cleared (the report on stdout is never mixed with the bar).
+    if (stderr !== '') expect(stderr.endsWith('\r\x1b[2K')).toBe(true)
   })
 })

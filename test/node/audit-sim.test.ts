@@ -3,14 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import {
-  type AuditIo,
-  type AuditReport,
-  auditCommand,
-  nodeLogSource,
-  renderAuditCsv,
-  renderAuditText,
-} from '../../src/audit'
+import { type AuditReport, renderAuditCsv, renderAuditText } from '../../src/audit'
 import {
   buildLogSet,
   gatewayLines,
@@ -23,6 +16,7 @@ import {
   type TimedVerdict,
   verdictLines,
 } from '../audit/logset'
+import { runAuditCommand } from '../audit/run'
 
 // The incident's traffic: four tenants' honest requests (short chats, documents, 100k–250k-token
 // prompts, later turns, retries hitting the prefix cache, a shared system prompt) with five prompts
@@ -37,30 +31,7 @@ let verdicts: TimedVerdict[]
 let appReport: AuditReport
 const files: Record<string, string> = {}
 
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function io(out: { stdout: string; stderr: string }): AuditIo {
-  return {
-    stdout: (text) => {
-      out.stdout += text
-    },
-    stderr: (text) => {
-      out.stderr += text
-    },
-    isTTY: false,
-    open: nodeLogSource,
-  }
-}
-
-async function audit(...args: string[]): Promise<Run> {
-  const out = { stdout: '', stderr: '' }
-  const code = await auditCommand(args, io(out))
-  return { code, ...out }
-}
+const audit = runAuditCommand
 
 async function auditJson(...args: string[]): Promise<{ code: number; report: AuditReport }> {
   const run = await audit(...args, '--json')
