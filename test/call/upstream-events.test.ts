@@ -58,6 +58,41 @@ describe('UpstreamEvents deadlines', () => {
     expect(error.message).toMatch(/nothing for 60 ms mid-answer/)
   })
 
+  it('should never end a wait shorter than its limit, and catch a stall within 1¼ limits', async () => {
+    // Each chunk comes 0.7 limits after the last: waits the timer first sees mid-way must not add up.
+    const steady = new UpstreamEvents(
+      upstream([
+        [0, event('a')],
+        [70, event('b')],
+        [70, event('c')],
+        [70, event('d')],
+        [70, event('e')],
+      ]),
+      { firstByteMs: 1_000, idleMs: 100 },
+    )
+    const texts: string[] = []
+    for (let frames = await steady.next(); frames; frames = await steady.next()) {
+      for (const frame of frames) texts.push(frame.texts.content ?? '')
+    }
+    expect(texts).toEqual(['a', 'b', 'c', 'd', 'e'])
+    const stalled = new UpstreamEvents(
+      upstream([
+        [0, event('a')],
+        [40, event('b')],
+        [1_000, event('late')],
+      ]),
+      { firstByteMs: 1_000, idleMs: 100 },
+    )
+    await stalled.next()
+    await stalled.next()
+    const started = Date.now()
+    const error = await failure(() => stalled.next())
+    expect(error.message).toMatch(/nothing for 100 ms mid-answer/)
+    const took = Date.now() - started
+    expect(took).toBeGreaterThanOrEqual(95)
+    expect(took).toBeLessThan(125 + 60) // a tick late at most, and a timer's slack
+  })
+
   it('should not count the time a slow client takes between reads against the upstream', async () => {
     const events = new UpstreamEvents(
       upstream([
