@@ -4,6 +4,13 @@
  * request's memory ever reaches a client.
  */
 export { asAiBinding, type OpenAiHttpOptions, openAiHttpUpstream } from './adapters'
+// For the receivers of the Worker's leak alerts (docs/alerts.md): check a delivery's signature.
+export {
+  deriveTenantSecret,
+  SIGNATURE_HEADER,
+  type SignatureCheck,
+  verifySignature,
+} from './alerts'
 export {
   D1TenantDirectory,
   MemoryTenantDirectory,

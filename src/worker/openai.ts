@@ -236,6 +236,8 @@ export type RefusalCode =
   | 'invalid_api_key'
   /** `/admin/*` without the admin secret, or with admin routes off. */
   | 'unauthorized'
+  /** `/admin/*` signed in, but the request is cross-site or lacks its CSRF token. */
+  | 'forbidden'
   /** No such route, or no such incident. */
   | 'not_found'
 

@@ -239,7 +239,8 @@ describe('console auth', () => {
     ]
     for (const [label, fields, headers] of refused) {
       const res = await logout(session, fields, headers)
-      expect([label, res.status]).toEqual([label, 403])
+      const { error } = (await res.json()) as { error: { code: string } }
+      expect([label, res.status, error.code]).toEqual([label, 403, 'forbidden'])
       expect(res.headers.get('set-cookie')).toBeNull()
     }
     const res = await logout(session, { _csrf: csrf }, same)

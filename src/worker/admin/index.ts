@@ -292,7 +292,7 @@ function notFoundBody(): Html {
 
 function forbidden(c: AdminContext): Response {
   return c.json(
-    refusalBody('unauthorized', 'Cross-site or unverified request: reload the page and try again.'),
+    refusalBody('forbidden', 'Cross-site or unverified request: reload the page and try again.'),
     403,
   )
 }
