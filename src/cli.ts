@@ -8,7 +8,7 @@
  * // npx workers-ai-guard probe --url http://localhost:8787/v1 --key dev-key-tenant-a --json
  * // npx workers-ai-guard audit gateway-logs/*.jsonl.gz app-log.jsonl --csv > suspicious.csv
  */
-import { auditCommand } from './audit/command'
+import { auditCommand } from './audit/audit-command'
 import { nodeLogSource } from './audit/node-files'
 import { type CommandIo, probeCommand } from './probe/command'
 

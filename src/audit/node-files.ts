@@ -3,7 +3,7 @@
  * (through `process.getBuiltinModule`, since the project has no @types/node). The only I/O of the
  * audit; everything else in src/audit is pure.
  */
-import type { LogSource } from './audit'
+import type { LogSource } from './findings'
 import { linesOf } from './lines'
 
 interface Piped extends AsyncIterable<Uint8Array> {

@@ -4,8 +4,9 @@
  * hands it Node's.
  */
 import type { ModelProfile } from '../guard/options'
-import { type AuditOptions, type AuditProgress, type LogSource, runAudit } from './audit'
-import { renderAuditCsv, renderAuditJson, renderAuditText } from './report'
+import { runAudit } from './audit'
+import type { AuditOptions, AuditProgress, LogSource } from './findings'
+import { renderAuditCsv, renderAuditJson, renderAuditText } from './render-report'
 
 /** What the audit command may touch. */
 export interface AuditIo {

@@ -1,7 +1,7 @@
 /**
  * @module The audit report for people (text) and tools (JSON, CSV).
  */
-import type { AuditReport, Finding } from './audit'
+import type { AuditReport, Finding } from './findings'
 import { FORMAT_LIMITS, type LogFormat } from './record'
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
