@@ -6,6 +6,7 @@
 import type { ModelProfile } from '../guard/options'
 import { runAudit } from './audit'
 import type { AuditOptions, AuditProgress, LogSource } from './findings'
+import { timeMs } from './formats'
 import { renderAuditCsv, renderAuditJson, renderAuditText } from './render-report'
 
 /** What the audit command may touch. */
@@ -52,6 +53,11 @@ Judgement
   --usage-floor <fraction>    reported prompt tokens under this share of the estimate (default 0.8)
   --min-timing-ms <ms>        judge timing only when an honest prefill takes this long (default 200)
   --source-window <duration>  a leaked prompt is at most this much older than the answer (default: any)
+
+Period
+  --since <time>              judge only requests from this time on (ISO, e.g. 2026-08-27); earlier ones
+                              are still read as possible sources
+  --until <time>              …and before this time (e.g. 2026-09-10)
 
 Report
   --window <duration>         width of the report's time windows, e.g. 15m, 1h, 1d (default 1h)
@@ -142,6 +148,69 @@ function addProfile(into: Record<string, Partial<ModelProfile>>, raw: string): v
   into[model] = { ...into[model], ...fields }
 }
 
+/** One option into the parsed settings (`flag` checks it took no value, `value` takes its value). */
+function applyOption(
+  parsed: Parsed,
+  into: {
+    models: Record<string, Partial<ModelProfile>>
+    signals: NonNullable<AuditOptions['signals']>
+  },
+  name: string,
+  flag: () => void,
+  value: () => string,
+): void {
+  const { models, signals } = into
+  switch (name) {
+    case 'json':
+    case 'csv':
+      flag()
+      if (parsed.output !== 'text' && parsed.output !== name)
+        throw new UsageError('--json and --csv exclude each other')
+      parsed.output = name
+      break
+    case 'help':
+      flag()
+      parsed.help = true
+      break
+    case 'no-excerpts':
+      flag()
+      parsed.options.excerpts = false
+      break
+    case 'max-findings':
+      parsed.options.maxFindings = Math.floor(number(name, value(), 1))
+      break
+    case 'model-profile':
+      addProfile(models, value())
+      break
+    case 'usage-floor':
+      signals.usageFloor = number(name, value(), 0, 1)
+      break
+    case 'min-timing-ms':
+      signals.minEvidenceMs = number(name, value(), 0)
+      break
+    case 'source-window':
+      parsed.options.sourceWindowMs = duration(name, value())
+      break
+    case 'window':
+      parsed.options.windowMs = duration(name, value())
+      break
+    case 'since':
+    case 'until': {
+      const ms = timeMs(value())
+      if (ms === undefined)
+        throw new UsageError(`--${name} must be a time, e.g. 2026-08-27 or 2026-08-27T00:00:00Z`)
+      if (name === 'since') parsed.options.sinceMs = ms
+      else parsed.options.untilMs = ms
+      break
+    }
+    case 'index-mb':
+      parsed.options.indexBudgetBytes = Math.floor(number(name, value(), 1, 1 << 20) * 1024 * 1024)
+      break
+    default:
+      throw new UsageError(`unknown option --${name}`)
+  }
+}
+
 function parseArgs(args: readonly string[]): Parsed {
   const parsed: Parsed = { files: [], output: 'text', options: {}, help: false }
   const models: Record<string, Partial<ModelProfile>> = {}
@@ -169,48 +238,7 @@ function parseArgs(args: readonly string[]): Parsed {
         throw new UsageError(`--${name} needs a value`)
       return next
     }
-    switch (name) {
-      case 'json':
-      case 'csv':
-        flag()
-        if (parsed.output !== 'text' && parsed.output !== name)
-          throw new UsageError('--json and --csv exclude each other')
-        parsed.output = name
-        break
-      case 'help':
-        flag()
-        parsed.help = true
-        break
-      case 'no-excerpts':
-        flag()
-        parsed.options.excerpts = false
-        break
-      case 'max-findings':
-        parsed.options.maxFindings = Math.floor(number(name, value(), 1))
-        break
-      case 'model-profile':
-        addProfile(models, value())
-        break
-      case 'usage-floor':
-        signals.usageFloor = number(name, value(), 0, 1)
-        break
-      case 'min-timing-ms':
-        signals.minEvidenceMs = number(name, value(), 0)
-        break
-      case 'source-window':
-        parsed.options.sourceWindowMs = duration(name, value())
-        break
-      case 'window':
-        parsed.options.windowMs = duration(name, value())
-        break
-      case 'index-mb':
-        parsed.options.indexBudgetBytes = Math.floor(
-          number(name, value(), 1, 1 << 20) * 1024 * 1024,
-        )
-        break
-      default:
-        throw new UsageError(`unknown option --${name}`)
-    }
+    applyOption(parsed, { models, signals }, name, flag, value)
   }
   if (Object.keys(models).length > 0) parsed.options.models = models
   if (Object.keys(signals).length > 0) parsed.options.signals = signals

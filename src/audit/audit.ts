@@ -169,7 +169,12 @@ async function indexPass(
 async function judgePass(
   run: Run,
   settings: SignalSettings,
-): Promise<{ findings: Finding[]; omitted: number; coverage: Record<CheckName, CheckCoverage> }> {
+): Promise<{
+  findings: Finding[]
+  omitted: number
+  coverage: Record<CheckName, CheckCoverage>
+  outsidePeriod: number
+}> {
   const { options, index, key } = run
   const max = options.maxFindings ?? 10_000
   const findings: Finding[] = []
@@ -191,10 +196,15 @@ async function judgePass(
   }
   let read = 0
   let seen = 0
+  let outsidePeriod = 0
   for (const source of run.sources) {
     for await (const { record, chars } of readSource(source, undefined)) {
       read += chars
       if (record === undefined) continue
+      if (outside(record.startMs, options)) {
+        outsidePeriod++
+        continue
+      }
       seen++
       const judged = await judge(record, run.profileOf(record.model), ctx)
       if (judged.candidate) candidates.push(judged.candidate)
@@ -211,7 +221,16 @@ async function judgePass(
   }
   const last = run.sources.at(-1)?.name ?? ''
   progress(options, 2, last, read, run.total, seen, findings.length + omitted)
-  return { findings, omitted, coverage }
+  return { findings, omitted, coverage, outsidePeriod }
+}
+
+/** Whether a start time falls outside `--since` / `--until` (an unknown time never does). */
+function outside(startMs: number | undefined, options: AuditOptions): boolean {
+  if (startMs === undefined) return false
+  return (
+    startMs < (options.sinceMs ?? Number.NEGATIVE_INFINITY) ||
+    startMs >= (options.untilMs ?? Number.POSITIVE_INFINITY)
+  )
 }
 
 function progress(

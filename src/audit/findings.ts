@@ -25,6 +25,12 @@ export interface AuditOptions {
   indexBudgetBytes?: number
   /** A source request must be at most this much older than the answer, ms. @default Infinity */
   sourceWindowMs?: number
+  /**
+   * Judge only requests that started in `[sinceMs, untilMs)` (ms since the epoch; requests without a
+   * time are judged). Every request is still indexed: a source may precede the period.
+   */
+  sinceMs?: number
+  untilMs?: number
   /** Width of the report's time windows, ms. @default 3600000 (1 hour) */
   windowMs?: number
   /** Signal thresholds. */
@@ -171,5 +177,12 @@ export interface AuditReport {
   disabledByFormat: { format: LogFormat; check: CheckName; why: string }[]
   models: { model: string; requests: number; pool?: number; maxPrefillTokensPerSecond?: number }[]
   index: ContentIndexStats & { guaranteedSpanUnits: number; note: string }
-  settings: { windowMs: number; sourceWindowMs: number } & SignalSettings
+  settings: {
+    windowMs: number
+    sourceWindowMs: number
+    sinceMs?: number
+    untilMs?: number
+  } & SignalSettings
+  /** Requests outside `--since`/`--until`, not judged. */
+  outsidePeriod: number
 }

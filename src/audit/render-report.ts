@@ -35,6 +35,11 @@ export function renderAuditText(report: AuditReport): string {
   out.push(report.summary, '')
   out.push('Inputs')
   for (const file of report.files) out.push(...fileLines(file))
+  if (report.outsidePeriod > 0) {
+    out.push(
+      `  ${fmt(report.outsidePeriod)} requests outside --since/--until: read as possible sources, not judged`,
+    )
+  }
   out.push('', 'Checks (requests judged / skipped, and why)')
   for (const [check, c] of Object.entries(report.coverage)) {
     const skipped = Object.entries(c.skipped)

@@ -24,6 +24,7 @@ export interface BuildInput {
   records: number
   findings: Finding[]
   omitted: number
+  outsidePeriod: number
   coverage: Record<CheckName, CheckCoverage>
   models: Map<string, number>
   profileOf: (model: string | undefined) => ModelProfile | undefined
@@ -150,7 +151,10 @@ export function buildReport(input: BuildInput): AuditReport {
     settings: {
       windowMs,
       sourceWindowMs: options.sourceWindowMs ?? Number.POSITIVE_INFINITY,
+      ...(options.sinceMs === undefined ? {} : { sinceMs: options.sinceMs }),
+      ...(options.untilMs === undefined ? {} : { untilMs: options.untilMs }),
       ...settings,
     },
+    outsidePeriod: input.outsidePeriod,
   }
 }

@@ -117,6 +117,23 @@ describe('audit inputs', () => {
     expect((await run('--help')).stdout).toContain('Usage: workers-ai-guard audit <file…>')
   })
 
+  it('should judge only the period asked for, still reading the rest as sources', async () => {
+    const after = await run(path('truncated.jsonl'), '--json', '--since', '2026-09-01T11:00:00Z')
+    expect(after.code).toBe(0)
+    const report = JSON.parse(after.stdout) as AuditReport
+    expect(report.outsidePeriod).toBe(2)
+    expect(report.findings).toEqual([])
+    const during = await run(
+      path('truncated.jsonl'),
+      '--since',
+      '2026-09-01',
+      '--until',
+      '2026-09-02',
+    )
+    expect(during.code).toBe(1)
+    expect((await run(path('truncated.jsonl'), '--since', 'yesterday')).code).toBe(2)
+  })
+
   it('should judge with a profile given on the command line', async () => {
     // A 900-token pool: the clean log's first prompt (≈ 30 tokens) is fine, a padded one is not.
     const line = JSON.parse(app('p1', 'acme', 'word '.repeat(2000), 'ok', { duration_ms: 5000 }))
