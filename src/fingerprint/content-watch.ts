@@ -58,6 +58,13 @@ export interface ContentWatchOptions {
   publicPrints?: ReadonlySet<number>
 }
 
+/**
+ * Lookups that share one reading of a clock `now`: a clock read cost as much as a lookup here
+ * (~0.2 µs), and the table's visibility is counted in seconds of an hour-long ttl — the 64 lookups of
+ * ~160 words of an answer are seconds apart at most.
+ */
+const LOOKUPS_PER_CLOCK = 64
+
 /** The most fingerprints an answer keeps for teaching (see {@link ContentWatch.selections}). */
 const MAX_SELECTIONS = 8_192
 
@@ -117,6 +124,9 @@ export class ContentWatch {
   private readonly holdBack: number
   private readonly selected = new Set<number>()
   private best: ForeignContent | undefined
+  /** The clock's last reading, and the lookups made with it (see {@link LOOKUPS_PER_CLOCK}). */
+  private at = 0
+  private lookups = LOOKUPS_PER_CLOCK
 
   constructor(private readonly options: ContentWatchOptions) {
     const { n, w, k } = options.params
@@ -211,7 +221,7 @@ export class ContentWatch {
     if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
     let sources: readonly string[] = []
     if (!own.contains(hash) && !publicPrints?.has(fingerprint)) {
-      const at = typeof now === 'number' ? now : now()
+      const at = typeof now === 'number' ? now : this.clock(now)
       const owners = table.lookup(model, fingerprint, at)
       if (owners !== undefined && !owners.common) sources = owners.tenants
       if (sources.length > 0 && answers !== undefined) {
@@ -229,6 +239,15 @@ export class ContentWatch {
     for (const source of sources) {
       if (source !== tenant) this.count(state, source, fingerprint, channel)
     }
+  }
+
+  private clock(now: () => number): number {
+    if (this.lookups >= LOOKUPS_PER_CLOCK) {
+      this.at = now()
+      this.lookups = 0
+    }
+    this.lookups++
+    return this.at
   }
 
   private count(state: ChannelState, source: string, fingerprint: number, channel: string): void {

@@ -133,8 +133,9 @@ export class FingerprintTable implements FingerprintLookup {
    */
   lookup(model: string, hash: number, now: number): FingerprintOwners | undefined {
     if (this.current === undefined) return undefined
-    const [mlo, mhi] = this.modelCode(model)
-    const stored = this.stored(hash, mlo, mhi)
+    // Indexed, not destructured: this runs for a fingerprint of every few words of every answer.
+    const code = this.modelCode(model)
+    const stored = this.stored(hash, code[0], code[1])
     const nowSecond = this.secondOf(now)
     for (const generation of [this.current, this.previous]) {
       if (generation === undefined) continue
