@@ -1,6 +1,8 @@
 /**
  * @module Bytes to lines, streaming: UTF-8 decoded across chunk boundaries, `\n` or `\r\n` ends, the
- * last line yielded even without an end. Memory: one line at a time (plus one chunk).
+ * last line yielded even without an end. Memory: one line at a time (plus one chunk). Linear in the
+ * input: a chunk is searched once, so a line of hundreds of megabytes (a 1M-token prompt logged whole)
+ * costs no more per byte than a short one.
  */
 
 /**
@@ -11,16 +13,22 @@
  */
 export async function* linesOf(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8')
-  let pending = ''
+  // The current line's pieces from earlier chunks (joined once, when its end arrives).
+  let pending: string[] = []
+  const finish = (tail: string): string => {
+    const line = pending.length === 0 ? tail : pending.join('') + tail
+    pending = []
+    return line.endsWith('\r') ? line.slice(0, -1) : line
+  }
   for await (const chunk of chunks) {
-    const text = pending + decoder.decode(chunk, { stream: true })
+    const text = decoder.decode(chunk, { stream: true })
     let start = 0
     for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
-      yield text.charCodeAt(end - 1) === 13 ? text.slice(start, end - 1) : text.slice(start, end)
+      yield finish(text.slice(start, end))
       start = end + 1
     }
-    pending = start === 0 ? text : text.slice(start)
+    if (start < text.length) pending.push(text.slice(start))
   }
-  const rest = pending + decoder.decode()
-  if (rest !== '') yield rest.endsWith('\r') ? rest.slice(0, -1) : rest
+  const rest = decoder.decode()
+  if (rest !== '' || pending.length > 0) yield finish(rest)
 }
