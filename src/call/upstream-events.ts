@@ -109,7 +109,9 @@ export class UpstreamEvents {
     this.#seen = true
     const frames: Frame[] = []
     try {
-      this.#parser.push(result.value, (event, raw) => frames.push(this.#frames.read(event, raw)))
+      this.#parser.push(result.value, (event, raw, chunk) =>
+        frames.push(this.#frames.read(event, raw, chunk)),
+      )
     } catch (error) {
       await this.cancel(error)
       throw error

@@ -47,11 +47,11 @@ interface Shape {
 export class FrameReader {
   #shape: Shape | undefined
 
-  read(event: SseEvent, raw?: string): Frame {
+  read(event: SseEvent, raw?: string, chunk?: Uint8Array): Frame {
     const fast = this.#shape && this.#fromShape(this.#shape, event, raw)
-    if (fast) return fast
-    const frame = parseFrame(event, raw)
-    this.#shape = learn(frame)
+    const frame = fast || parseFrame(event, raw)
+    if (!fast) this.#shape = learn(frame)
+    if (chunk !== undefined) frame.chunk = chunk
     return frame
   }
 

@@ -31,6 +31,11 @@ export interface Frame {
   event: SseEvent
   /** The event's exact text when it can be re-sent unchanged (see `SseParser`). */
   raw?: string
+  /**
+   * The upstream chunk that was exactly this event: re-sent unchanged, it goes out as these bytes,
+   * not encoded again.
+   */
+  chunk?: Uint8Array
   /** `data: [DONE]`, the end-of-stream marker. */
   done: boolean
   /**

@@ -48,8 +48,11 @@ export interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> 
  */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
 
-/** Receives each dispatched event; `raw` is its exact text when it can be re-sent as it came. */
-export type SseEmit = (event: SseEvent, raw: string | undefined) => void
+/**
+ * Receives each dispatched event; `raw` is its exact text when it can be re-sent as it came, and
+ * `chunk` the input chunk itself when that chunk was exactly this one event (its bytes, as they came).
+ */
+export type SseEmit = (event: SseEvent, raw: string | undefined, chunk?: Uint8Array) => void
 
 /**
  * How many leading bytes of `bytes` end on a character boundary: all of them, unless they end inside a
@@ -103,6 +106,8 @@ export class SseParser {
   #carry: Uint8Array | undefined
   /** Text decoded yet: a BOM can only stand at its very start. */
   #started = false
+  /** The last chunk was decoded alone: no carried bytes joined to its front. */
+  #exact = true
   /** No CR seen yet: events are split on "\n\n" and keep their text. */
   #fast = true
   /** Fast mode: the text of the event not yet ended. */
@@ -130,17 +135,25 @@ export class SseParser {
   push(bytes: Uint8Array, emit: SseEmit): void {
     let text = this.#decode(bytes)
     if (text === '') return
+    // The text is these bytes exactly (nothing carried in or out): an event that is all of it may
+    // be handed on as the chunk itself.
+    let exact = this.#carry === undefined && text.length > 0 && this.#exact
     if (!this.#started) {
       this.#started = true
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+      if (text.charCodeAt(0) === 0xfeff) {
+        text = text.slice(1)
+        exact = false
+      }
     }
-    if (this.#fast && text.indexOf('\r') === -1) this.#feedFast(text, emit)
+    if (this.#fast && text.indexOf('\r') === -1)
+      this.#feedFast(text, emit, exact ? bytes : undefined)
     else this.#feedLines(text, emit)
   }
 
   /** The text of `bytes` up to their last whole character; the rest is carried to the next chunk. */
   #decode(bytes: Uint8Array): string {
     let input = bytes
+    this.#exact = this.#carry === undefined
     if (this.#carry !== undefined) {
       input = new Uint8Array(this.#carry.length + bytes.length)
       input.set(this.#carry)
@@ -167,7 +180,8 @@ export class SseParser {
     }
   }
 
-  #feedFast(text: string, emit: SseEmit): void {
+  #feedFast(text: string, emit: SseEmit, chunk: Uint8Array | undefined): void {
+    const whole = this.#pending === '' ? chunk : undefined
     const buffer = this.#pending === '' ? text : this.#pending + text
     let at = 0
     while (true) {
@@ -176,7 +190,7 @@ export class SseParser {
       const end = buffer.indexOf('\n\n', at)
       if (end === -1) break
       this.#bound(buffer, at, end)
-      this.#block(buffer, at, end, emit)
+      this.#block(buffer, at, end, emit, at === 0 && end + 2 === buffer.length ? whole : undefined)
       at = end + 2
     }
     this.#bound(buffer, at, buffer.length)
@@ -194,14 +208,22 @@ export class SseParser {
   }
 
   /** One event's lines, `buffer[start, end)`, with no CR in them. */
-  #block(buffer: string, start: number, end: number, emit: SseEmit): void {
+  #block(
+    buffer: string,
+    start: number,
+    end: number,
+    emit: SseEmit,
+    chunk: Uint8Array | undefined,
+  ): void {
     const firstBreak = buffer.indexOf('\n', start)
     if (
       (firstBreak === -1 || firstBreak >= end) &&
       buffer.charCodeAt(start) === 100 && // 'd'
       buffer.startsWith('data: ', start)
     ) {
-      emit({ data: buffer.slice(start + 6, end) }, buffer.slice(start, end + 2))
+      if (chunk === undefined)
+        emit({ data: buffer.slice(start + 6, end) }, buffer.slice(start, end + 2))
+      else emit({ data: buffer.slice(start + 6, end) }, buffer, chunk)
       return
     }
     if (

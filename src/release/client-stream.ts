@@ -4,7 +4,7 @@
  * chunk. Backpressure holds: nothing is read from the upstream until the client asks for more.
  */
 import type { UpstreamEvents } from '../call/upstream-events'
-import type { Release } from './release-stream'
+import type { Release, Released } from './release-stream'
 
 /** What the client stream reports about its own delivery. */
 export interface DeliveryHooks {
@@ -39,7 +39,7 @@ export function clientStream(
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (failure !== undefined) throw failure
-      let out = ''
+      let out: Released = ''
       let ended = false
       try {
         if (!begun) {
@@ -47,7 +47,7 @@ export function clientStream(
           out = await release.begin()
         }
         // A pull that enqueues nothing is not called again: read until something may leave.
-        while (out === '' && !ended) {
+        while (out.length === 0 && !ended) {
           const frames = await upstream.next()
           if (frames === undefined) {
             ended = true
@@ -58,14 +58,14 @@ export function clientStream(
       } catch (error) {
         await upstream.cancel(error)
         // An error erases what is queued: the verified bytes go first, the error with the next pull.
-        if (out === '') {
+        if (out.length === 0) {
           none()
           throw error
         }
         failure = error
       }
-      if (out !== '') {
-        controller.enqueue(utf8.encode(out))
+      if (out.length > 0) {
+        controller.enqueue(typeof out === 'string' ? utf8.encode(out) : out)
         if (!delivered) {
           delivered = true
           hooks.onFirstByte?.(true)

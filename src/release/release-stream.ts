@@ -40,6 +40,13 @@ const CONTEXT = CANARY_LENGTH - 1
  */
 const TRIM_AT = 4096
 
+/**
+ * What one batch lets out: the client's SSE text, or — one event released as it came, from an
+ * upstream chunk that was exactly that event — the chunk itself (its bytes as they came, not encoded
+ * again). Empty: nothing may leave yet.
+ */
+export type Released = string | Uint8Array
+
 /** Per-channel text not yet released, with where it starts in the whole answer. */
 interface ChannelState {
   /** Where the unreleased text starts in the channel: everything before it has left. */
@@ -175,7 +182,7 @@ export class Release {
   }
 
   /** The frames held while the answer was verified, as far as they may leave now. */
-  async begin(): Promise<string> {
+  async begin(): Promise<Released> {
     // Already read by the foreign-content check while held: added here for release only.
     for (const frame of this.#start.held) this.#add(frame, false)
     await this.#scan(this.#sawDone)
@@ -183,7 +190,7 @@ export class Release {
   }
 
   /** The next frames from the upstream, and what may leave now. */
-  take(frames: readonly Frame[]): Promise<string> | string {
+  take(frames: readonly Frame[]): Promise<Released> | Released {
     if (frames.length === 0) return ''
     for (const frame of frames) this.#add(frame, true)
     // Nothing follows [DONE], so no canary can still be completing: release everything.
@@ -192,7 +199,7 @@ export class Release {
   }
 
   /** The upstream ended: the rest, judged to its last word (then call {@link end}). */
-  async finish(): Promise<string> {
+  async finish(): Promise<Released> {
     await this.#scan(true)
     return this.#flush()
   }
@@ -347,10 +354,11 @@ export class Release {
   }
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */
-  #flush(): string {
+  #flush(): Released {
     const queue = this.#queue
+    const first = this.#head
     let out = ''
-    let at = this.#head
+    let at = first
     while (at < queue.length) {
       const next = queue[at]!
       if (this.#blocked(next) && !this.#moveOn(next, at)) break
@@ -358,6 +366,9 @@ export class Release {
       out += this.#emit(next)
       for (const span of next.spans) this.#advance(this.#channel(span.name), span.end)
     }
+    // One event released as it came, from a chunk that was all of it: the chunk goes out as it came.
+    const lone = at === first + 1 ? queue[first]!.frame : undefined
+    const released = lone?.chunk !== undefined && out === lone.raw ? lone.chunk : out
     if (at === queue.length) {
       queue.length = 0
       this.#head = 0
@@ -365,7 +376,7 @@ export class Release {
       queue.splice(0, at)
       this.#head = 0
     } else this.#head = at
-    return out
+    return released
   }
 
   /** Some text of the frame lies past where its channel may be released up to. */

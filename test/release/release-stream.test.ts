@@ -220,3 +220,61 @@ describe('the release stage', () => {
     expect((await release([['content', `a ${foreign} b`]])).error).toBeInstanceOf(GuardError)
   })
 })
+
+describe('the release stage’s bytes', () => {
+  /** The chunks the client receives when the upstream sends `chunks` (no canary to cut). */
+  async function delivered(chunks: Uint8Array[]): Promise<Uint8Array[]> {
+    const ctx = { canary: own, services: { key: async () => key } } as unknown as AttemptContext
+    const queue = [...chunks]
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = queue.shift()
+        if (next) controller.enqueue(next)
+        else controller.close()
+      },
+    })
+    const upstream = new UpstreamEvents(body, { firstByteMs: 10_000, idleMs: 10_000 })
+    const release = new Release(ctx, {
+      held: [],
+      strips: {},
+      onForeign: async () => new GuardError('response_quarantined', 'withheld'),
+    })
+    const out: Uint8Array[] = []
+    const reader = clientStream(upstream, release).getReader()
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      out.push(next.value)
+    return out
+  }
+
+  it('should hand on a chunk that was exactly one untouched event as that very chunk', async () => {
+    const chunks = [
+      event('content', 'Hello there, '),
+      event('content', 'and more words.'),
+      { data: '[DONE]' },
+    ].map((e) => new TextEncoder().encode(encodeSseEvent(e)))
+    const out = await delivered(chunks)
+    expect(out).toHaveLength(3)
+    for (const [i, chunk] of out.entries()) expect(chunk).toBe(chunks[i])
+  })
+
+  it('should send the same bytes, as new chunks, where the upstream split or joined its events', async () => {
+    const whole = new TextEncoder().encode(
+      [event('content', 'Hello there, '), event('content', 'and é more.'), { data: '[DONE]' }]
+        .map(encodeSseEvent)
+        .join(''),
+    )
+    for (const cuts of [[5], [40, 41], [whole.length - 3], [80, 120, 121]]) {
+      const points = [0, ...cuts, whole.length]
+      const chunks = points.slice(1).map((end, i) => whole.slice(points[i], end))
+      const out = await delivered(chunks)
+      const joined = new Uint8Array(out.reduce((n, c) => n + c.length, 0))
+      let at = 0
+      for (const chunk of out) {
+        expect(chunks).not.toContain(chunk)
+        joined.set(chunk, at)
+        at += chunk.length
+      }
+      expect(joined).toEqual(whole)
+    }
+  })
+})
