@@ -1,0 +1,179 @@
+/**
+ * @module What a secret detector is, the helper that turns a bounded regular expression plus a check
+ * into one, and {@link findSecrets}: every detector's spans in a text, made non-overlapping.
+ *
+ * A detector never guesses from shape alone when a check exists: the regex only proposes candidates
+ * (bounded quantifiers, a one-character look-behind so a candidate starts only where a token starts,
+ * which keeps each scan linear in the text), and the check — a checksum, a date, a decoded header, a
+ * keyword nearby — decides.
+ */
+
+/** How far a detector's finding can be trusted (see docs/secrets.md for the measured figures). */
+export type SecretConfidence = 'high' | 'medium'
+
+/** One secret found in a text: its kind and its UTF-16 offsets (`text.slice(start, end)`). */
+export interface SecretSpan {
+  kind: string
+  start: number
+  end: number
+}
+
+/** A detector: deterministic, linear-ish in the text, its spans non-overlapping and in order. */
+export interface SecretDetector {
+  /** The kind of secret it finds, e.g. `github-token` (logged; never the value). */
+  readonly kind: string
+  /** `high` when a checksum or an unmistakable published format confirms each finding. */
+  readonly confidence: SecretConfidence
+  /** Its spans in `text`, in order, non-overlapping. */
+  find(text: string): SecretSpan[]
+  /** The candidate regex, when it has one (finds an operator kind's stand-ins again). */
+  readonly pattern?: RegExp
+}
+
+/**
+ * A check run on each regex candidate: `true` keeps the match, a number keeps it up to that end
+ * offset (a shorter span than the regex matched), anything else drops it.
+ */
+export type CandidateCheck = (match: RegExpExecArray, text: string) => boolean | number
+
+/**
+ * A detector from a global regex (its `lastIndex` is reset on every call) and an optional check.
+ * Empty matches are skipped, so a pattern that can match nothing never loops.
+ *
+ * @example
+ * const d = regexDetector('google-api-key', 'high', /AIza[0-9A-Za-z_-]{35}/g)
+ * d.find('key=AIza…') // [{ kind: 'google-api-key', start: 4, end: 43 }]
+ */
+export function regexDetector(
+  kind: string,
+  confidence: SecretConfidence,
+  pattern: RegExp,
+  check?: CandidateCheck,
+): SecretDetector {
+  if (!pattern.global) throw new Error(`detector ${kind}: the pattern must be global`)
+  const find = (text: string): SecretSpan[] => {
+    const spans: SecretSpan[] = []
+    const re = new RegExp(pattern.source, pattern.flags)
+    let m = re.exec(text)
+    while (m !== null) {
+      if (m[0].length === 0) {
+        re.lastIndex++
+      } else {
+        const verdict = check ? check(m, text) : true
+        const end = typeof verdict === 'number' ? verdict : m.index + m[0].length
+        if (verdict !== false && end > m.index) {
+          spans.push({ kind, start: m.index, end })
+          re.lastIndex = end
+        } else {
+          // A rejected candidate may hide a real one starting inside it.
+          re.lastIndex = m.index + 1
+        }
+      }
+      m = re.exec(text)
+    }
+    return spans
+  }
+  return { kind, confidence, pattern, find }
+}
+
+const RANK: Record<SecretConfidence, number> = { high: 0, medium: 1 }
+
+/**
+ * Every detector's spans in `text`, non-overlapping and in order. Where spans overlap, the
+ * high-confidence one wins, then the longer, then the earlier detector in the list (so list the
+ * more specific detectors first).
+ *
+ * @example
+ * findSecrets('token ghp_…', builtInDetectors()) // [{ kind: 'github-token', start: 6, end: 46 }]
+ */
+export function findSecrets(text: string, detectors: readonly SecretDetector[]): SecretSpan[] {
+  const found: Ranked[] = []
+  detectors.forEach((detector, order) => {
+    for (const span of detector.find(text)) {
+      found.push({ span, rank: RANK[detector.confidence], order })
+    }
+  })
+  found.sort((a, b) => a.span.start - b.span.start || a.span.end - b.span.end)
+  // Overlaps are rare: resolve each cluster of overlapping spans on its own, so a text with many
+  // findings costs a sort, not a quadratic number of insertions.
+  const kept: SecretSpan[] = []
+  let cluster: Ranked[] = []
+  let clusterEnd = -1
+  for (const item of found) {
+    if (item.span.start >= clusterEnd && cluster.length > 0) {
+      kept.push(...resolveCluster(cluster))
+      cluster = []
+    }
+    cluster.push(item)
+    clusterEnd = Math.max(clusterEnd, item.span.end)
+  }
+  kept.push(...resolveCluster(cluster))
+  return kept
+}
+
+interface Ranked {
+  span: SecretSpan
+  rank: number
+  order: number
+}
+
+/** The winners of one cluster of overlapping spans, by start. */
+function resolveCluster(cluster: Ranked[]): SecretSpan[] {
+  if (cluster.length <= 1) return cluster.map((c) => c.span)
+  const byPriority = [...cluster].sort(
+    (a, b) =>
+      a.rank - b.rank ||
+      b.span.end - b.span.start - (a.span.end - a.span.start) ||
+      a.order - b.order ||
+      a.span.start - b.span.start,
+  )
+  const kept: SecretSpan[] = [] // sorted by start
+  for (const { span } of byPriority) {
+    const i = firstEndingAfter(kept, span.start)
+    const next = kept[i]
+    if (next !== undefined && next.start < span.end) continue
+    kept.splice(i, 0, span)
+  }
+  return kept
+}
+
+/** Index of the first span in `sorted` (non-overlapping, by start) whose end is after `offset`. */
+function firstEndingAfter(sorted: readonly SecretSpan[], offset: number): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (sorted[mid]!.end <= offset) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/**
+ * Whether `token` mixes at least two of upper case, lower case and digits (all three when `all`): a
+ * cheap stand-in for entropy that drops words, hex digests and numbers from keyword-only detectors.
+ *
+ * @example
+ * mixedClasses('aB3dE5', true) // true
+ */
+export function mixedClasses(token: string, all = false): boolean {
+  const classes =
+    Number(/[A-Z]/.test(token)) + Number(/[a-z]/.test(token)) + Number(/[0-9]/.test(token))
+  return all ? classes === 3 : classes >= 2
+}
+
+/**
+ * Whether one of `keywords` (a case-insensitive regex) occurs within `reach` characters before
+ * `offset`.
+ *
+ * @example
+ * keywordBefore('CLOUDFLARE_API_TOKEN=abc', 21, /cloudflare/i, 40) // true
+ */
+export function keywordBefore(
+  text: string,
+  offset: number,
+  keywords: RegExp,
+  reach: number,
+): boolean {
+  return keywords.test(text.slice(Math.max(0, offset - reach), offset))
+}

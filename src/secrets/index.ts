@@ -1,0 +1,47 @@
+/**
+ * @module Secrets never reach the engine (issue 20, first layer): detectors with checks, stand-ins
+ * under the guard's key, and the per-request book that substitutes and restores them. Not yet wired
+ * into the guard; see docs/secrets.md.
+ */
+export { BASE62, crc32, githubChecksum, ibanRemainder, luhnValid } from './checksums'
+export {
+  type CandidateCheck,
+  findSecrets,
+  regexDetector,
+  type SecretConfidence,
+  type SecretDetector,
+  type SecretSpan,
+} from './detector'
+export { builtInDetectors } from './detectors'
+export {
+  identifierDetectors,
+  knownIssuer,
+  validFodselsnummer,
+  validPersonnummer,
+} from './identifiers'
+export {
+  OPERATOR_PATTERN_LIMITS,
+  type OperatorPattern,
+  operatorDetector,
+  patternProblem,
+} from './operator-pattern'
+export { providerKeyDetectors } from './provider-keys'
+export {
+  type ForeignStandIn,
+  type KindCount,
+  MAX_STAND_INS,
+  type Restoration,
+  StandInBook,
+  type StandInRequest,
+  type Substitution,
+} from './stand-in-book'
+export {
+  importStandInKey,
+  inspectStandIn,
+  MIN_PAYLOAD_BITS,
+  mintStandIn,
+  type StandInKey,
+  type StandInPayload,
+} from './stand-in-codec'
+export { classShape, SHAPES, type StandInShape } from './stand-in-shapes'
+export { decodeBase64Url, structuredDetectors } from './structured'

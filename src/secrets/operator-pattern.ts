@@ -1,0 +1,165 @@
+/**
+ * @module Operator-supplied secret patterns, validated once at construction so that no pattern can
+ * make a scan super-linear. JavaScript regexes backtrack: `(a+)+b`, `\w+x` on a long run of letters
+ * or `(a|ab)*c` take time polynomial or exponential in the text. The rule, checked on the pattern's
+ * source in one pass:
+ * - at most 256 characters, flags among `i`, `m`, `s`, `u` only;
+ * - no backreferences (`\1`, `\k<name>`) and no look-arounds (they re-read text);
+ * - every quantifier bounded: `*`, `+` and `{n,}` are refused, `{n,m}` needs m ≤ 256;
+ * - no quantifier on a group that holds a quantifier or an alternation (no nesting, no `(a|ab){0,9}`);
+ * - the product over all quantifiers of (max − min + 1) is at most 4,096: the most ways one start
+ *   position can be tried, so a scan costs at most that many steps per character of text;
+ * - it must not match the empty string.
+ */
+import { regexDetector, type SecretConfidence, type SecretDetector } from './detector'
+
+/** One operator pattern: a name (its kind), the regex source and flags, its confidence. */
+export interface OperatorPattern {
+  /** The kind it reports: lowercase letters, digits and dashes, 2–40 characters. */
+  name: string
+  /** The regex source (no slashes), e.g. `ACME-[0-9]{8}-[A-Z]{4}`. */
+  pattern: string
+  /** Flags among `i`, `m`, `s`, `u`. @default '' */
+  flags?: string
+  /** @default 'medium' */
+  confidence?: SecretConfidence
+}
+
+/** The bounds of the rule (see the module comment). */
+export const OPERATOR_PATTERN_LIMITS = {
+  sourceLength: 256,
+  quantifierMax: 256,
+  workPerPosition: 4096,
+} as const
+
+interface Scan {
+  /** Per open group: whether it holds a quantifier or an alternation. */
+  groups: { complex: boolean }[]
+  /** Whether the last atom was a group that holds a quantifier or an alternation. */
+  lastComplex: boolean
+  work: number
+}
+
+/**
+ * Why `source` breaks the rule, or undefined when it passes.
+ *
+ * @example
+ * patternProblem('(a+)+b') // 'unbounded quantifier "+" at 2'
+ */
+export function patternProblem(source: string): string | undefined {
+  if (source.length === 0 || source.length > OPERATOR_PATTERN_LIMITS.sourceLength) {
+    return `length must be 1 to ${OPERATOR_PATTERN_LIMITS.sourceLength}`
+  }
+  const scan: Scan = { groups: [{ complex: false }], lastComplex: false, work: 1 }
+  let i = 0
+  while (i < source.length) {
+    const c = source[i]!
+    const problem = step(source, i, c, scan)
+    if (typeof problem === 'string') return problem
+    i = problem
+  }
+  if (scan.groups.length !== 1) return 'unbalanced parentheses'
+  return undefined
+}
+
+/** One token of the source: the index after it, or why the pattern is refused. */
+function step(source: string, i: number, c: string, scan: Scan): number | string {
+  const top = scan.groups[scan.groups.length - 1]!
+  if (c === '\\') {
+    const next = source[i + 1] ?? ''
+    if (/[1-9]/.test(next) || next === 'k') return `backreference at ${i}`
+    scan.lastComplex = false
+    return i + 2
+  }
+  if (c === '[') {
+    let j = i + 1
+    while (j < source.length && source[j] !== ']') j += source[j] === '\\' ? 2 : 1
+    scan.lastComplex = false
+    return j + 1
+  }
+  if (c === '(') {
+    if (/^\(\?<?[=!]/.test(source.slice(i, i + 4))) return `look-around at ${i}`
+    scan.groups.push({ complex: false })
+    scan.lastComplex = false
+    const named = /^\(\?(?::|<[A-Za-z_]\w*>)/.exec(source.slice(i, i + 40))
+    return i + (named ? named[0].length : 1)
+  }
+  if (c === ')') {
+    const group = scan.groups.pop()
+    if (group === undefined || scan.groups.length === 0) return `unbalanced ) at ${i}`
+    scan.lastComplex = group.complex
+    if (group.complex) scan.groups[scan.groups.length - 1]!.complex = true
+    return i + 1
+  }
+  if (c === '|') {
+    top.complex = true
+    return i + 1
+  }
+  if (c === '*' || c === '+') return `unbounded quantifier "${c}" at ${i}`
+  if (c === '?' || c === '{') return quantifier(source, i, c, scan, top)
+  scan.lastComplex = false
+  return i + 1
+}
+
+function quantifier(
+  source: string,
+  i: number,
+  c: string,
+  scan: Scan,
+  top: { complex: boolean },
+): number | string {
+  let min = 0
+  let max = 1
+  let end = i + 1
+  if (c === '{') {
+    const m = /^\{(\d{1,4})(?:(,)(\d{0,4}))?\}/.exec(source.slice(i, i + 12))
+    if (!m) return `bad quantifier at ${i}`
+    min = Number(m[1])
+    if (m[2] && m[3] === '') return `unbounded quantifier "{n,}" at ${i}`
+    max = m[3] ? Number(m[3]) : min
+    if (max < min || max > OPERATOR_PATTERN_LIMITS.quantifierMax) {
+      return `quantifier bound over ${OPERATOR_PATTERN_LIMITS.quantifierMax} at ${i}`
+    }
+    end = i + m[0].length
+  }
+  if (scan.lastComplex) return `quantified group holding a quantifier or alternation at ${i}`
+  if (source[end] === '?') end++ // lazy: same work bound
+  scan.work *= max - min + 1
+  if (scan.work > OPERATOR_PATTERN_LIMITS.workPerPosition) {
+    return `more than ${OPERATOR_PATTERN_LIMITS.workPerPosition} ways to try a position`
+  }
+  top.complex = true
+  scan.lastComplex = false
+  return end
+}
+
+const NAME = /^[a-z][a-z0-9-]{1,39}$/
+
+/**
+ * A detector from an operator's pattern, validated by the rule in the module comment; throws a plain
+ * `Error` naming the pattern and the reason when it breaks it.
+ *
+ * @example
+ * const acme = operatorDetector({ name: 'acme-account', pattern: 'ACME-[0-9]{8}' })
+ */
+export function operatorDetector(spec: OperatorPattern): SecretDetector {
+  const label = `secret pattern ${JSON.stringify(spec.name)}`
+  if (typeof spec.name !== 'string' || !NAME.test(spec.name)) {
+    throw new Error(`${label}: name must match ${NAME.source}`)
+  }
+  const flags = spec.flags ?? ''
+  if (!/^[imsu]*$/.test(flags) || new Set(flags).size !== flags.length) {
+    throw new Error(`${label}: flags must be among i, m, s, u`)
+  }
+  const problem = typeof spec.pattern === 'string' ? patternProblem(spec.pattern) : 'not a string'
+  if (problem !== undefined) throw new Error(`${label}: ${problem}`)
+  let re: RegExp
+  try {
+    re = new RegExp(spec.pattern, `${flags}g`)
+  } catch (error) {
+    throw new Error(`${label}: ${(error as Error).message}`)
+  }
+  if (new RegExp(spec.pattern, flags).test(''))
+    throw new Error(`${label}: matches the empty string`)
+  return regexDetector(spec.name, spec.confidence ?? 'medium', re)
+}

@@ -1,0 +1,250 @@
+/**
+ * @module The stand-in book of one request: {@link StandInBook.substitute} replaces every secret the
+ * detectors find with its stand-in (the same secret, the same stand-in, for the whole request), and
+ * {@link StandInBook.restore} puts this request's values back in an answer and reports every stand-in
+ * of ANOTHER request it finds — proof that the engine served another request's prompt — without ever
+ * restoring it (that would hand over the other tenant's secret). Values live only in this object.
+ */
+import { findSecrets, type SecretDetector, type SecretSpan } from './detector'
+import { builtInDetectors } from './detectors'
+import {
+  inspectStandIn,
+  mintStandIn,
+  type StandInKey,
+  type StandInPayload,
+  standInHmac,
+} from './stand-in-codec'
+import { classShape, SHAPES, type StandInShape } from './stand-in-shapes'
+
+/** How many secrets of one kind a call replaced or restored. */
+export interface KindCount {
+  kind: string
+  count: number
+}
+
+/** What {@link StandInBook.substitute} returns: the text to send, and kinds with counts. */
+export interface Substitution {
+  text: string
+  replaced: KindCount[]
+  /** Secrets left in place because their kind's shape holds too few bits (operator kinds only). */
+  unsubstituted: KindCount[]
+}
+
+/** A stand-in of another request found in an answer: where, which kind, whose (full layout). */
+export interface ForeignStandIn {
+  kind: string
+  start: number
+  end: number
+  payload: StandInPayload
+}
+
+/** What {@link StandInBook.restore} returns. */
+export interface Restoration {
+  text: string
+  restored: KindCount[]
+  /** Stand-ins minted under the key for another request: left as they are, and proof of a leak. */
+  foreign: ForeignStandIn[]
+}
+
+/** Where a request's stand-ins come from. */
+export interface StandInRequest {
+  requestId: string
+  tenant: string
+}
+
+/** The most distinct secrets one request may hold (the full layout's 16-bit counter). */
+export const MAX_STAND_INS = 65_536
+
+/** Kinds whose values are also written without separators (a model may drop the spaces). */
+const COMPACTABLE = new Set(['card-number', 'iban', 'no-fodselsnummer', 'se-personnummer'])
+
+function counts(map: Map<string, number>): KindCount[] {
+  return [...map].map(([kind, count]) => ({ kind, count }))
+}
+
+function bump(map: Map<string, number>, kind: string): void {
+  map.set(kind, (map.get(kind) ?? 0) + 1)
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * One request's stand-ins. Deterministic in (key, requestId, tenant) and the order secrets first
+ * appear: the same prompt substituted twice gives the same text.
+ *
+ * @example
+ * const book = await StandInBook.open(key, { requestId, tenant: 'acme' })
+ * const { text } = await book.substitute(prompt) // send `text` upstream
+ * const answer = await book.restore(upstreamAnswer) // answer.foreign.length > 0: quarantine
+ */
+export class StandInBook {
+  readonly #key: StandInKey
+  readonly #nonce: Uint8Array
+  readonly #tag: Uint8Array
+  readonly #detectors: readonly SecretDetector[]
+  readonly #shapes: Map<string, StandInShape>
+  readonly #byValue = new Map<string, string>()
+  readonly #byStandIn = new Map<string, { kind: string; value: string }>()
+  #counter = 0
+  #pattern: RegExp | undefined
+
+  private constructor(
+    key: StandInKey,
+    nonce: Uint8Array,
+    tag: Uint8Array,
+    detectors: readonly SecretDetector[],
+  ) {
+    this.#key = key
+    this.#nonce = nonce
+    this.#tag = tag
+    this.#detectors = detectors
+    this.#shapes = new Map()
+    for (const detector of detectors) {
+      this.#shapes.set(
+        detector.kind,
+        SHAPES[detector.kind] ?? classShape(detector.pattern ?? /(?!)/g),
+      )
+    }
+  }
+
+  /**
+   * Opens the book of one request. `detectors` defaults to {@link builtInDetectors}; operator
+   * detectors (src/secrets/operator-pattern.ts) may be appended.
+   *
+   * @example
+   * const book = await StandInBook.open(key, { requestId: crypto.randomUUID(), tenant: 'acme' })
+   */
+  static async open(
+    key: StandInKey,
+    request: StandInRequest,
+    detectors: readonly SecretDetector[] = builtInDetectors(),
+  ): Promise<StandInBook> {
+    const [nonce, tag] = await Promise.all([
+      standInHmac(key, `stand-in-request\0${request.requestId}`),
+      standInHmac(key, `tenant\0${request.tenant}`),
+    ])
+    return new StandInBook(key, nonce.slice(0, 4), tag.slice(0, 5), detectors)
+  }
+
+  /** How many distinct secrets this book holds. */
+  get size(): number {
+    return this.#byValue.size
+  }
+
+  /**
+   * `text` with every detected secret replaced by its stand-in; kinds and counts, never values.
+   *
+   * @example
+   * const { text, replaced } = await book.substitute('key: ghp_…') // replaced: [{ kind: 'github-token', count: 1 }]
+   */
+  async substitute(text: string): Promise<Substitution> {
+    const spans = findSecrets(text, this.#detectors)
+    const replaced = new Map<string, number>()
+    const skipped = new Map<string, number>()
+    let out = ''
+    let at = 0
+    for (const span of spans) {
+      const value = text.slice(span.start, span.end)
+      if (this.#byStandIn.has(value)) continue // already one of ours
+      const standIn = await this.#standInFor(span, value)
+      if (standIn === undefined) {
+        bump(skipped, span.kind)
+        continue
+      }
+      out += text.slice(at, span.start) + standIn
+      at = span.end
+      bump(replaced, span.kind)
+    }
+    out += text.slice(at)
+    return { text: out, replaced: counts(replaced), unsubstituted: counts(skipped) }
+  }
+
+  async #standInFor(span: SecretSpan, value: string): Promise<string | undefined> {
+    const known = this.#byValue.get(`${span.kind}\0${value}`)
+    if (known !== undefined) return known
+    const shape = this.#shapes.get(span.kind)
+    if (shape === undefined) return undefined
+    // A compact stand-in may collide with one already minted (its id has 8–24 bits): take the next.
+    for (let attempt = 0; attempt < 64 && this.#counter < MAX_STAND_INS; attempt++) {
+      const counter = this.#counter++
+      const standIn = await mintStandIn(this.#key, span.kind, shape, value, {
+        nonce: this.#nonce,
+        tag: this.#tag,
+        counter,
+      })
+      if (standIn === undefined) return undefined
+      if (this.#byStandIn.has(standIn) || standIn === value) continue
+      this.#remember(span.kind, value, standIn)
+      return standIn
+    }
+    return undefined
+  }
+
+  #remember(kind: string, value: string, standIn: string): void {
+    this.#byValue.set(`${kind}\0${value}`, standIn)
+    this.#byStandIn.set(standIn, { kind, value })
+    if (COMPACTABLE.has(kind)) {
+      const bare = standIn.replace(/[ -]/g, '')
+      if (bare !== standIn && !this.#byStandIn.has(bare)) {
+        this.#byStandIn.set(bare, { kind, value: value.replace(/[ -]/g, '') })
+      }
+    }
+    this.#pattern = undefined
+  }
+
+  /**
+   * `text` with this request's stand-ins replaced by their values; stand-ins minted for another
+   * request are left in place and listed in `foreign` (quarantine the answer: it is a leak).
+   *
+   * @example
+   * const { text, foreign } = await book.restore(answer)
+   * if (foreign.length > 0) quarantine(foreign.map((f) => f.kind))
+   */
+  async restore(text: string): Promise<Restoration> {
+    const restored = new Map<string, number>()
+    const own: SecretSpan[] = []
+    let out = ''
+    let at = 0
+    if (this.#byStandIn.size > 0) {
+      this.#pattern ??= new RegExp(
+        [...this.#byStandIn.keys()]
+          .sort((a, b) => b.length - a.length)
+          .map(escapeRegExp)
+          .join('|'),
+        'g',
+      )
+      for (const m of text.matchAll(this.#pattern)) {
+        const entry = this.#byStandIn.get(m[0])!
+        out += text.slice(at, m.index) + entry.value
+        at = m.index + m[0].length
+        own.push({ kind: entry.kind, start: m.index, end: at })
+        bump(restored, entry.kind)
+      }
+    }
+    out += text.slice(at)
+    const foreign = await this.#foreign(text, own)
+    return { text: out, restored: counts(restored), foreign }
+  }
+
+  /** Stand-ins under the key in `text` that are not this book's (own spans excluded). */
+  async #foreign(text: string, own: readonly SecretSpan[]): Promise<ForeignStandIn[]> {
+    const found: ForeignStandIn[] = []
+    const seen = new Set<string>()
+    for (const [kind, shape] of this.#shapes) {
+      for (const m of text.matchAll(new RegExp(shape.candidates.source, 'g'))) {
+        const start = m.index
+        const end = start + m[0].length
+        if (own.some((s) => s.start < end && start < s.end)) continue
+        const where = `${start}:${end}`
+        if (seen.has(where)) continue
+        const payload = await inspectStandIn(this.#key, kind, shape, m[0])
+        if (payload === undefined) continue
+        seen.add(where)
+        found.push({ kind, start, end, payload })
+      }
+    }
+    return found.sort((a, b) => a.start - b.start)
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * @module The shape of each kind's stand-in: which characters of the secret it keeps (a provider's
+ * prefix, an IBAN's country, a card's first digit), which carry the stand-in's payload (each keeps its
+ * character class, or takes the kind's alphabet), and which a final fix sets so that the stand-in
+ * FAILS the kind's own check — a card fails Luhn, an IBAN mod-97, a fødselsnummer its second mod-11
+ * digit, a personnummer Luhn, a GitHub token its CRC-32, an SSN has the never-issued area 666. So a
+ * stand-in is never somebody's real card, account or token, and the detectors do not take it again.
+ * Kinds with no check (API keys) get 128+ random-looking bits: equal to a real key with odds 2^-128.
+ */
+import { BASE62, base62, crc32, fnrControl, ibanCheckDigits, luhnCheckDigit } from './checksums'
+
+/** How one kind's stand-in is built from a secret (or a candidate) of that kind. */
+export interface StandInShape {
+  /** The template the payload is written into (the secret itself unless the kind builds one). */
+  template(value: string): string
+  /** How many leading characters of the template are kept as they are. */
+  keep(template: string): number
+  /** How many trailing characters are kept (or set by {@link fix}). */
+  keepEnd(template: string): number
+  /** The payload alphabet; absent: each position keeps its class (digit, upper, lower). */
+  alphabet?: string
+  /** Sets the kept characters that must make the stand-in fail the kind's check. */
+  fix?(standIn: string): string
+  /** Finds stand-in candidates of this kind in an answer (global). */
+  candidates: RegExp
+}
+
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
+
+/** A JWT stand-in's payload: the claims are not sent (they may be personal), only that they were. */
+export const JWT_STAND_IN_PAYLOAD = 'eyJyZWRhY3RlZCI6dHJ1ZX0' // {"redacted":true}
+
+const prefixOf = (re: RegExp) => (template: string) => re.exec(template)?.[0].length ?? 0
+const fixed = (n: number) => () => n
+
+/** The digits of a string and a way to write digits back into its non-digit layout. */
+function setLastDigit(text: string, digit: number): string {
+  const i = text.search(/[0-9](?=[^0-9]*$)/)
+  return text.slice(0, i) + String(digit) + text.slice(i + 1)
+}
+
+const digitsOf = (text: string) => text.replace(/[^0-9]/g, '')
+
+/** GitHub/npm: the CRC-32 of the 30 random characters, plus one: never a valid token. */
+function wrongGithubChecksum(token: string): string {
+  if (token.startsWith('github_pat_')) return token
+  const random = token.slice(4, 34)
+  return token.slice(0, 34) + base62((crc32(random) + 1) >>> 0, 6)
+}
+
+function wrongIbanCheck(iban: string): string {
+  const compact = iban.replace(/ /g, '')
+  const valid = Number(ibanCheckDigits(compact.slice(0, 2), compact.slice(4)))
+  const wrong = String(((valid - 2 + 1) % 97) + 2).padStart(2, '0')
+  return iban.slice(0, 2) + wrong + iban.slice(4)
+}
+
+function wrongFnr(fnr: string): string {
+  const digits = digitsOf(fnr)
+  const k2 = fnrControl(digits, 'k2')
+  return setLastDigit(fnr, k2 === 10 ? 0 : (k2 + 1) % 10)
+}
+
+function wrongLuhn(text: string, tenDigits: (digits: string) => string): string {
+  const digits = tenDigits(digitsOf(text))
+  return setLastDigit(text, (luhnCheckDigit(digits.slice(0, -1)) + 5) % 10)
+}
+
+const KEY_BOUNDARY = '(?<![A-Za-z0-9_-])'
+const KEY_END = '(?![A-Za-z0-9_-])'
+
+/** The built-in kinds' shapes. Operator kinds use {@link classShape}. */
+export const SHAPES: Readonly<Record<string, StandInShape>> = {
+  'openai-key': {
+    template: (v) => v,
+    keep: prefixOf(/^sk-(?:proj-|svcacct-|admin-|None-)?/),
+    keepEnd: fixed(0),
+    candidates: new RegExp(
+      `${KEY_BOUNDARY}sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{40,220}${KEY_END}`,
+      'g',
+    ),
+  },
+  'anthropic-key': {
+    template: (v) => v,
+    keep: prefixOf(/^sk-ant-[a-z]+\d\d-/),
+    keepEnd: fixed(2),
+    candidates: new RegExp(
+      `${KEY_BOUNDARY}sk-ant-[a-z]+\\d\\d-[A-Za-z0-9_-]{80,120}AA${KEY_END}`,
+      'g',
+    ),
+  },
+  'github-token': {
+    template: (v) => v,
+    keep: prefixOf(/^(?:github_pat_|gh[pousr]_|npm_)/),
+    // The classic tokens' last 6 characters are their checksum, set wrong by the fix.
+    keepEnd: (t) => (t.startsWith('github_pat_') ? 0 : 6),
+    alphabet: BASE62,
+    fix: wrongGithubChecksum,
+    candidates:
+      /(?<![A-Za-z0-9_])(?:(?:gh[pousr]|npm)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?![A-Za-z0-9_])/g,
+  },
+  'stripe-key': {
+    template: (v) => v,
+    keep: fixed(8),
+    keepEnd: fixed(0),
+    candidates: /(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9_])/g,
+  },
+  'slack-token': {
+    template: (v) => v,
+    keep: fixed(5),
+    keepEnd: fixed(0),
+    candidates:
+      /(?<![A-Za-z0-9-])xox[abposr]-(?:\d{1,15}-){1,4}[A-Za-z0-9]{16,64}(?![A-Za-z0-9-])/g,
+  },
+  'google-api-key': {
+    template: (v) => v,
+    keep: fixed(4),
+    keepEnd: fixed(0),
+    candidates: new RegExp(`${KEY_BOUNDARY}AIza[0-9A-Za-z_-]{35}${KEY_END}`, 'g'),
+  },
+  'aws-access-key-id': {
+    template: (v) => v,
+    keep: fixed(4),
+    keepEnd: fixed(0),
+    alphabet: BASE32,
+    candidates: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])/g,
+  },
+  'aws-secret-access-key': {
+    template: (v) => v,
+    keep: fixed(0),
+    keepEnd: fixed(0),
+    candidates: /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
+  },
+  'cloudflare-api-token': {
+    template: (v) => v,
+    keep: fixed(0),
+    keepEnd: fixed(0),
+    candidates: new RegExp(`${KEY_BOUNDARY}[A-Za-z0-9_-]{40}${KEY_END}`, 'g'),
+  },
+  'private-key': {
+    // One line of 64 base64 characters between the original BEGIN and END lines: the model sees a
+    // key of the same type, and 384 bits carry the payload; a full-length body would cost ~1,700
+    // characters of context for nothing.
+    template: (v) => {
+      const label = /^-----BEGIN ([^-]+)-----/.exec(v)?.[1] ?? 'PRIVATE KEY'
+      return `-----BEGIN ${label}-----\n${'A'.repeat(64)}\n-----END ${label}-----`
+    },
+    keep: prefixOf(/^-----BEGIN [^-]+-----\n/),
+    keepEnd: (t) => t.length - t.lastIndexOf('\n'),
+    alphabet: BASE64,
+    candidates:
+      /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----\n[A-Za-z0-9+/]{64}\n-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g,
+  },
+  jwt: {
+    // The header is kept (the algorithm is not secret, and the model may reason about it); the
+    // claims are replaced (they may name a person); a 43-character signature, as HS256's, carries
+    // the payload.
+    template: (v) => `${v.slice(0, v.indexOf('.'))}.${JWT_STAND_IN_PAYLOAD}.${'A'.repeat(43)}`,
+    keep: (t) => t.lastIndexOf('.') + 1,
+    keepEnd: fixed(0),
+    alphabet: BASE64URL,
+    candidates:
+      /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,2000}\.eyJyZWRhY3RlZCI6dHJ1ZX0\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g,
+  },
+  'url-password': {
+    // Passwords have no format to keep; 24 base62 characters carry a full payload.
+    template: () => 'A'.repeat(24),
+    keep: fixed(0),
+    keepEnd: fixed(0),
+    alphabet: BASE62,
+    candidates: /(?<![A-Za-z0-9])[A-Za-z0-9]{24}(?![A-Za-z0-9])/g,
+  },
+  'card-number': {
+    // The first digit (the brand family: 4 Visa, 5 Mastercard, 3 Amex/JCB/Diners, 6 Discover), the
+    // length and the grouping are kept; the last digit is set so that Luhn fails by 5.
+    template: (v) => v,
+    keep: fixed(1),
+    keepEnd: fixed(1),
+    fix: (s) => wrongLuhn(s, (d) => d),
+    candidates: /(?<![0-9A-Za-z.,_-])[1-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_]|[.,-][0-9])/g,
+  },
+  iban: {
+    // The country (and so the length and the BBAN's letter/digit layout) is kept; the check digits
+    // are set to a wrong value.
+    template: (v) => v,
+    keep: fixed(4),
+    keepEnd: fixed(0),
+    fix: wrongIbanCheck,
+    candidates: /(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])/g,
+  },
+  'no-fodselsnummer': {
+    // Nothing of the date is kept (a birth date is personal data); the second control digit is wrong.
+    template: (v) => v,
+    keep: fixed(0),
+    keepEnd: fixed(1),
+    fix: wrongFnr,
+    candidates: /(?<![0-9A-Za-z+.,-])[0-9]{6} ?[0-9]{5}(?![0-9A-Za-z]|[.,-][0-9])/g,
+  },
+  'se-personnummer': {
+    template: (v) => v,
+    keep: prefixOf(/^(?=[0-9]{8}-?[0-9]{4}$)(?:19|20)/),
+    keepEnd: fixed(1),
+    fix: (s) => wrongLuhn(s, (d) => (d.length === 12 ? d.slice(2) : d)),
+    candidates:
+      /(?<![0-9A-Za-z+.,-])(?:(?:19|20)[0-9]{6}-?|[0-9]{6}[-+])[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+  },
+  'us-ssn': {
+    // Area 666 is never issued: a stand-in is never a real number.
+    template: (v) => v,
+    keep: fixed(3),
+    keepEnd: fixed(0),
+    fix: (s) => `666${s.slice(3)}`,
+    candidates: /(?<![0-9A-Za-z.,-])666-[0-9]{2}-[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+  },
+}
+
+/**
+ * The literal characters a regex source starts with (`ACME-` of `ACME-[0-9]{8}`), stopping before a
+ * quantified one.
+ *
+ * @example
+ * literalPrefix('ACME-[0-9]{8}') // 'ACME-'
+ */
+export function literalPrefix(source: string): string {
+  let out = ''
+  let i = 0
+  while (i < source.length) {
+    let char = source[i]!
+    let width = 1
+    if (char === '\\') {
+      const next = source[i + 1] ?? ''
+      if (/[A-Za-z0-9]/.test(next)) break // a class (\d, \w) or an escape with a meaning
+      char = next
+      width = 2
+    } else if ('^$.|?*+()[]{}'.includes(char)) {
+      break
+    }
+    if ('?*{+'.includes(source[i + width] ?? '')) break
+    out += char
+    i += width
+  }
+  return out
+}
+
+/**
+ * The shape of an operator kind: the pattern's literal prefix is kept, the rest of the match keeps
+ * its character classes (digits stay digits, letters keep their case, everything else stays); its
+ * stand-ins are found again by the operator's own pattern — when they still match it (a class
+ * narrower than a digit or a letter of one case, like `[A-F]`, may not: then only this request's
+ * own stand-ins are recognised).
+ *
+ * @example
+ * classShape(/ACME-[0-9]{8}/g).keep('ACME-12345678') // 5
+ */
+export function classShape(candidates: RegExp): StandInShape {
+  const prefix = literalPrefix(candidates.source).length
+  return { template: (v) => v, keep: fixed(prefix), keepEnd: fixed(0), candidates }
+}

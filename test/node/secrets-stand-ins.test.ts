@@ -1,0 +1,167 @@
+import fc from 'fast-check'
+import { beforeAll, describe, expect, it } from 'vitest'
+import {
+  builtInDetectors,
+  findSecrets,
+  importStandInKey,
+  inspectStandIn,
+  operatorDetector,
+  SHAPES,
+  StandInBook,
+  type StandInKey,
+} from '../../src/secrets'
+import { GENERATORS, rng } from '../secrets/generate'
+
+/**
+ * Stand-ins as properties: any text with secrets of every kind substitutes to a text holding none of
+ * their values and restores to itself; another request's stand-ins are never restored and are each
+ * reported with their kind (and, in the full layout, the minting request's nonce and tenant tag).
+ */
+
+let key: StandInKey
+beforeAll(async () => {
+  key = await importStandInKey('a test secret of at least thirty-two bytes')
+})
+
+/** A text: arbitrary lines and, between them, one realistic line per kind with a generated secret. */
+const document = fc
+  .record({
+    seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+    filler: fc.array(fc.string({ maxLength: 40 }), { minLength: 18, maxLength: 18 }),
+    order: fc.shuffledSubarray(Object.keys(GENERATORS), { minLength: 1 }),
+  })
+  .map(({ seed, filler, order }) => {
+    const r = rng(seed)
+    const values: { kind: string; value: string }[] = []
+    const lines: string[] = []
+    order.forEach((name, i) => {
+      const { kind, value, line } = GENERATORS[name]!(r)
+      values.push({ kind, value })
+      lines.push(filler[i] ?? '', line.replace('$', value))
+    })
+    return { text: lines.join('\n'), values }
+  })
+
+const open = (requestId: string, tenant = 'acme') => StandInBook.open(key, { requestId, tenant })
+
+describe('StandInBook', () => {
+  it('should round-trip any text with secrets of every kind, sending none of their values', async () => {
+    await fc.assert(
+      fc.asyncProperty(document, async ({ text, values }) => {
+        const book = await open('req-1')
+        const sent = await book.substitute(text)
+        for (const { value } of values) expect(sent.text.includes(value), value).toBe(false)
+        const total = sent.replaced.reduce((n, k) => n + k.count, 0)
+        expect(total).toBeGreaterThanOrEqual(values.length)
+        const back = await book.restore(sent.text)
+        expect(back.text).toBe(text)
+        expect(back.foreign).toEqual([])
+      }),
+      { numRuns: 40 },
+    )
+  })
+
+  it("should never restore another request's stand-ins, and report each one", async () => {
+    await fc.assert(
+      fc.asyncProperty(document, document, async (theirs, mine) => {
+        const other = await open('req-other', 'globex')
+        const book = await open('req-mine')
+        const leaked = await other.substitute(theirs.text)
+        const own = await book.substitute(mine.text)
+        const answer = `${own.text}\n${leaked.text}`
+        const back = await book.restore(answer)
+        // Mine restored, theirs left exactly as their stand-ins.
+        expect(back.text).toBe(`${mine.text}\n${leaked.text}`)
+        for (const { value } of theirs.values) expect(back.text.includes(value)).toBe(false)
+        const reported = new Map<string, number>()
+        for (const f of back.foreign) reported.set(f.kind, (reported.get(f.kind) ?? 0) + 1)
+        for (const { kind, count } of leaked.replaced) expect(reported.get(kind), kind).toBe(count)
+        for (const f of back.foreign) {
+          expect(f.start).toBeGreaterThan(own.text.length)
+          if (f.payload.layout === 'full') expect(f.payload.tenantTag).toMatch(/^[0-9a-f]{10}$/)
+        }
+      }),
+      { numRuns: 25 },
+    )
+  })
+
+  it('should be deterministic per request and differ between requests', async () => {
+    const text = Object.values(GENERATORS)
+      .map((g) => {
+        const x = g(rng(42))
+        return x.line.replace('$', x.value)
+      })
+      .join('\n')
+    const a = await (await open('same')).substitute(text)
+    const b = await (await open('same')).substitute(text)
+    const c = await (await open('different')).substitute(text)
+    expect(a.text).toBe(b.text)
+    expect(c.text).not.toBe(a.text)
+  })
+
+  it('should give the same secret the same stand-in within a request, across calls', async () => {
+    const { value, line } = GENERATORS['github-token']!(rng(7))
+    const book = await open('r')
+    const first = await book.substitute(line.replace('$', value))
+    const second = await book.substitute(`again: ${value} and ${value}`)
+    const standIn = first.text.slice(line.indexOf('$'), line.indexOf('$') + value.length)
+    expect(second.text).toBe(`again: ${standIn} and ${standIn}`)
+    expect(book.size).toBe(1)
+  })
+
+  it('should make stand-ins that fail their kind’s check (never a real card, IBAN, id or token)', async () => {
+    const book = await open('checks')
+    const failing = [
+      'card-number',
+      'iban',
+      'no-fodselsnummer',
+      'se-personnummer',
+      'us-ssn',
+      'github-token',
+    ]
+    for (let seed = 1; seed <= 50; seed++) {
+      for (const name of failing) {
+        const { value, line } = GENERATORS[name]!(rng(seed))
+        const { text } = await book.substitute(line.replace('$', value))
+        // The detectors (which check) find nothing in the stand-in's line.
+        expect(findSecrets(text, builtInDetectors()), text).toEqual([])
+      }
+    }
+  })
+
+  it('should restore a compact form of a grouped card or IBAN stand-in', async () => {
+    const book = await open('compact')
+    const card = '4242 4242 4242 4242'
+    const { text } = await book.substitute(`card ${card}`)
+    const standIn = text.slice(5)
+    const back = await book.restore(`the number ${standIn.replace(/ /g, '')} is on file`)
+    expect(back.text).toBe('the number 4242424242424242 is on file')
+  })
+
+  it('should reject look-alikes of every kind (the MAC decides, not the shape)', async () => {
+    for (const [kind, shape] of Object.entries(SHAPES)) {
+      const r = rng(kind.length)
+      for (let i = 0; i < 20; i++) {
+        const { value } = Object.values(GENERATORS).find((g) => g(rng(1)).kind === kind)!(r)
+        const template = shape.template(value)
+        const lookAlike = shape.fix ? shape.fix(template) : template
+        expect(await inspectStandIn(key, kind, shape, lookAlike)).toBeUndefined()
+      }
+    }
+  })
+
+  it('should substitute and restore operator kinds, keeping character classes', async () => {
+    const acme = operatorDetector({ name: 'acme-account', pattern: 'ACME-[0-9]{8}-[A-Z]{4}' })
+    const book = await StandInBook.open(key, { requestId: 'op', tenant: 't' }, [
+      ...builtInDetectors(),
+      acme,
+    ])
+    const text = 'account ACME-12345678-QWER, please'
+    const sent = await book.substitute(text)
+    expect(sent.text).toMatch(/^account ACME-[0-9]{8}-[A-Z]{4}, please$/)
+    expect(sent.text).not.toContain('12345678')
+    expect((await book.restore(sent.text)).text).toBe(text)
+    const other = await StandInBook.open(key, { requestId: 'op2', tenant: 't' }, [acme])
+    expect((await other.restore(sent.text)).foreign.map((f) => f.kind)).toEqual(['acme-account'])
+  })
+})
