@@ -52,7 +52,11 @@ export function clientStream(
           if (frames === undefined) {
             ended = true
             out = await release.finish()
-          } else out = await release.take(frames)
+          } else {
+            // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
+            const taken = release.take(frames)
+            out = taken instanceof Promise ? await taken : taken
+          }
         }
         if (ended) release.end()
       } catch (error) {
