@@ -163,8 +163,8 @@ export function mixedClasses(token: string, all = false): boolean {
 }
 
 /**
- * Whether one of `keywords` (a case-insensitive regex) occurs within `reach` characters before
- * `offset`.
+ * Whether one of `keywords` (a case-insensitive regex) occurs on the same line as `offset`, within
+ * `reach` characters before it: a keyword a line above names something else as often as not.
  *
  * @example
  * keywordBefore('CLOUDFLARE_API_TOKEN=abc', 21, /cloudflare/i, 40) // true
@@ -175,5 +175,6 @@ export function keywordBefore(
   keywords: RegExp,
   reach: number,
 ): boolean {
-  return keywords.test(text.slice(Math.max(0, offset - reach), offset))
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1
+  return keywords.test(text.slice(Math.max(lineStart, offset - reach), offset))
 }

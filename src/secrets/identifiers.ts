@@ -47,30 +47,20 @@ export function knownIssuer(digits: string): boolean {
   return false
 }
 
-/** Groupings people write: fours (the last group shorter), Amex 4-6-5, Diners 4-6-4. */
-function plausibleGroups(groups: readonly number[]): boolean {
-  if (groups.length === 1) return true
-  const key = groups.join('-')
-  if (key === '4-6-5' || key === '4-6-4') return true
-  const last = groups[groups.length - 1]!
-  return groups.slice(0, -1).every((g) => g === 4) && last >= 1 && last <= 4
-}
-
 /**
- * Payment card numbers: 13–19 digits, plain or grouped with one kind of separator (space or dash),
- * in a known issuer range with a length it issues, passing Luhn.
+ * Payment card numbers: 13–19 digits, plain or grouped the ways people write them (fours with the
+ * last group shorter; Amex 4-6-5 and Diners 4-6-4) with one kind of separator (space or dash), in a
+ * known issuer range with a length it issues, passing Luhn. The groupings are in the regex, so a
+ * run of digits and separators that no one writes (`1 2 3 4 …`) is not even a candidate.
  */
 const card = regexDetector(
   'card-number',
   'high',
-  /(?<![0-9A-Za-z.,_-])[1-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_]|[.,-][0-9])/g,
+  /(?<![0-9A-Za-z.,_-])[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\1[0-9]{4}(?:\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\2[0-9]{4,5})(?![0-9A-Za-z_]|[.,-][0-9])/g,
   (m) => {
-    const text = m[0]
-    const separators = new Set(text.replace(/[0-9]/g, ''))
-    if (separators.size > 1) return false
-    const groups = separators.size === 0 ? [text.length] : text.split(/[ -]/).map((g) => g.length)
-    const digits = text.replace(/[ -]/g, '')
-    return plausibleGroups(groups) && knownIssuer(digits) && luhnValid(digits)
+    const digits = m[0].replace(/[ -]/g, '')
+    if (m[1] !== undefined && /[ -][0-9]{1,3}[ -]/.test(m[0])) return false // a short inner group
+    return knownIssuer(digits) && luhnValid(digits)
   },
 )
 

@@ -69,7 +69,8 @@ const awsKeyId = regexDetector(
   /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])/g,
 )
 
-const AWS_SECRET_CONTEXT = /aws|secret.?access|(?:AKIA|ASIA)[A-Z2-7]{16}/i
+/** `aws` as a word (not inside a random string), `secret access`, or a key id. */
+const AWS_SECRET_CONTEXT = /(?<![a-z0-9])aws(?![a-z0-9])|secret.?access|(?:AKIA|ASIA)[A-Z2-7]{16}/i
 
 /** AWS secret access keys: 40 base64 characters — only next to a key id or an AWS keyword. */
 const awsSecret = regexDetector(
@@ -79,7 +80,7 @@ const awsSecret = regexDetector(
   (m, text) => mixedClasses(m[0], true) && keywordBefore(text, m.index, AWS_SECRET_CONTEXT, 120),
 )
 
-const CLOUDFLARE_CONTEXT = /cloudflare|\bcf[_-]|wrangler|api[_ -]?token|bearer/i
+const CLOUDFLARE_CONTEXT = /cloudflare|(?<![a-z0-9])cf[_-]|wrangler|api[_ -]?token|bearer/i
 
 /**
  * Cloudflare API tokens: 40 characters of `[A-Za-z0-9_-]` with no prefix, so the format alone is weak

@@ -179,7 +179,8 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(1),
     keepEnd: fixed(1),
     fix: (s) => wrongLuhn(s, (d) => d),
-    candidates: /(?<![0-9A-Za-z.,_-])[1-9](?:[ -]?[0-9]){12,18}(?![0-9A-Za-z_]|[.,-][0-9])/g,
+    candidates:
+      /(?<![0-9A-Za-z.,_-])[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\1[0-9]{4}(?:\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\2[0-9]{4,5})(?![0-9A-Za-z_]|[.,-][0-9])/g,
   },
   iban: {
     // The country (and so the length and the BBAN's letter/digit layout) is kept; the check digits

@@ -127,13 +127,24 @@ const PLACEHOLDER =
 const urlCredentials = regexDetector(
   'url-password',
   'high',
-  /(?<=(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,15}):\/\/[^\s:@/?#'"<>]{0,128}:[^\s@/?#'"<>]{1,256}@(?=[A-Za-z0-9[])/g,
-  (m) => {
+  // Anchored on `://`, the scheme checked by hand: a look-behind for it would be tried (and
+  // backtracked through) at every position of the text.
+  /:\/\/[^\s:@/?#'"<>]{0,128}:[^\s@/?#'"<>]{1,256}@(?=[A-Za-z0-9[])/g,
+  (m, text) => {
+    if (!schemeBefore(text, m.index)) return false
     const colon = m[0].indexOf(':', 3)
     const password = m[0].slice(colon + 1, -1)
     return !PLACEHOLDER.test(password)
   },
 )
+
+/** Whether a URL scheme (a letter, then up to 15 of letters, digits, `+ . -`) ends at `offset`. */
+function schemeBefore(text: string, offset: number): boolean {
+  let i = offset
+  while (i > 0 && offset - i < 16 && /[A-Za-z0-9+.-]/.test(text[i - 1]!)) i--
+  if (i === offset || !/[A-Za-z]/.test(text[i]!)) return false
+  return i === 0 || !/[A-Za-z0-9+.-]/.test(text[i - 1]!)
+}
 
 /** The URL detector matched `://user:password@`; its span is narrowed to the password. */
 const urlPassword: SecretDetector = {
