@@ -14,6 +14,7 @@ import {
   type StandInPayload,
   standInHmac,
 } from './stand-in-codec'
+import { StandInIndex } from './stand-in-index'
 import { classShape, SHAPES, type StandInShape } from './stand-in-shapes'
 
 /** How many secrets of one kind a call replaced or restored. */
@@ -66,10 +67,6 @@ function bump(map: Map<string, number>, kind: string): void {
   map.set(kind, (map.get(kind) ?? 0) + 1)
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-}
-
 /**
  * One request's stand-ins. Deterministic in (key, requestId, tenant) and the order secrets first
  * appear: the same prompt substituted twice gives the same text.
@@ -87,8 +84,8 @@ export class StandInBook {
   readonly #shapes: Map<string, StandInShape>
   readonly #byValue = new Map<string, string>()
   readonly #byStandIn = new Map<string, { kind: string; value: string }>()
+  readonly #index = new StandInIndex()
   #counter = 0
-  #pattern: RegExp | undefined
 
   private constructor(
     key: StandInKey,
@@ -185,13 +182,15 @@ export class StandInBook {
   #remember(kind: string, value: string, standIn: string): void {
     this.#byValue.set(`${kind}\0${value}`, standIn)
     this.#byStandIn.set(standIn, { kind, value })
+    this.#index.add({ standIn, kind, value })
     if (COMPACTABLE.has(kind)) {
       const bare = standIn.replace(/[ -]/g, '')
       if (bare !== standIn && !this.#byStandIn.has(bare)) {
-        this.#byStandIn.set(bare, { kind, value: value.replace(/[ -]/g, '') })
+        const entry = { standIn: bare, kind, value: value.replace(/[ -]/g, '') }
+        this.#byStandIn.set(bare, entry)
+        this.#index.add(entry)
       }
     }
-    this.#pattern = undefined
   }
 
   /**
@@ -207,21 +206,11 @@ export class StandInBook {
     const own: SecretSpan[] = []
     let out = ''
     let at = 0
-    if (this.#byStandIn.size > 0) {
-      this.#pattern ??= new RegExp(
-        [...this.#byStandIn.keys()]
-          .sort((a, b) => b.length - a.length)
-          .map(escapeRegExp)
-          .join('|'),
-        'g',
-      )
-      for (const m of text.matchAll(this.#pattern)) {
-        const entry = this.#byStandIn.get(m[0])!
-        out += text.slice(at, m.index) + entry.value
-        at = m.index + m[0].length
-        own.push({ kind: entry.kind, start: m.index, end: at })
-        bump(restored, entry.kind)
-      }
+    for (const { start, end, entry } of this.#index.find(text)) {
+      out += text.slice(at, start) + entry.value
+      at = end
+      own.push({ kind: entry.kind, start, end })
+      bump(restored, entry.kind)
     }
     out += text.slice(at)
     const foreign = await this.#foreign(text, own)
@@ -236,7 +225,7 @@ export class StandInBook {
       for (const m of text.matchAll(new RegExp(shape.candidates.source, 'g'))) {
         const start = m.index
         const end = start + m[0].length
-        if (own.some((s) => s.start < end && start < s.end)) continue
+        if (overlaps(own, start, end)) continue
         const where = `${start}:${end}`
         if (seen.has(where)) continue
         const payload = await inspectStandIn(this.#key, kind, shape, m[0])
@@ -247,4 +236,17 @@ export class StandInBook {
     }
     return found.sort((a, b) => a.start - b.start)
   }
+}
+
+/** Whether [start, end) overlaps a span of `sorted` (in order, non-overlapping): binary search. */
+function overlaps(sorted: readonly SecretSpan[], start: number, end: number): boolean {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (sorted[mid]!.end <= start) lo = mid + 1
+    else hi = mid
+  }
+  const next = sorted[lo]
+  return next !== undefined && next.start < end
 }

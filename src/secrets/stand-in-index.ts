@@ -1,0 +1,92 @@
+/**
+ * @module Finds a request's own stand-ins in an answer in one pass: a rolling hash over the answer's
+ * 8-character windows, a bit filter that rejects almost every window without a lookup, and a map from
+ * each stand-in's last 8 characters to the stand-ins that end so. A regex alternation of the stand-ins
+ * did the same job in time proportional to their number (650 ms for 600 stand-ins in 1.3 MB); this
+ * costs the same for 1 or 60,000.
+ */
+
+/** One stand-in of the index and what it stands for. */
+export interface IndexedStandIn {
+  standIn: string
+  kind: string
+  value: string
+}
+
+/** Where a stand-in was found. */
+export interface StandInHit {
+  start: number
+  end: number
+  entry: IndexedStandIn
+}
+
+const ANCHOR = 8
+const BASE = 0x01000193
+const FILTER_BITS = 1 << 20
+const POW = (() => {
+  let p = 1
+  for (let i = 0; i < ANCHOR - 1; i++) p = Math.imul(p, BASE)
+  return p
+})()
+
+function anchorHash(text: string, end: number): number {
+  let h = 0
+  for (let i = end - ANCHOR; i < end; i++) h = (Math.imul(h, BASE) + text.charCodeAt(i)) | 0
+  return h
+}
+
+/**
+ * A set of stand-ins (each at least 8 characters) searchable in linear time.
+ *
+ * @example
+ * const index = new StandInIndex()
+ * index.add({ standIn, kind: 'jwt', value })
+ * for (const hit of index.find(answer)) console.log(hit.entry.kind, hit.start)
+ */
+export class StandInIndex {
+  readonly #filter = new Uint32Array(FILTER_BITS / 32)
+  readonly #byAnchor = new Map<number, IndexedStandIn[]>()
+  #size = 0
+
+  /** How many stand-ins it holds. */
+  get size(): number {
+    return this.#size
+  }
+
+  /** Adds one stand-in; shorter than 8 characters throws (every built-in shape is longer). */
+  add(entry: IndexedStandIn): void {
+    if (entry.standIn.length < ANCHOR) throw new Error('a stand-in is at least 8 characters')
+    const h = anchorHash(entry.standIn, entry.standIn.length)
+    const bit = (h >>> 0) % FILTER_BITS
+    this.#filter[bit >>> 5]! |= 1 << (bit & 31)
+    const list = this.#byAnchor.get(h)
+    if (list) list.push(entry)
+    else this.#byAnchor.set(h, [entry])
+    this.#size++
+  }
+
+  /** Every stand-in occurrence in `text`, in order, non-overlapping (the earlier one wins). */
+  find(text: string): StandInHit[] {
+    const hits: StandInHit[] = []
+    if (this.#size === 0 || text.length < ANCHOR) return hits
+    let h = anchorHash(text, ANCHOR)
+    let lastEnd = 0
+    for (let end = ANCHOR; ; end++) {
+      const bit = (h >>> 0) % FILTER_BITS
+      if ((this.#filter[bit >>> 5]! & (1 << (bit & 31))) !== 0) {
+        for (const entry of this.#byAnchor.get(h) ?? []) {
+          const start = end - entry.standIn.length
+          if (start >= lastEnd && text.startsWith(entry.standIn, start)) {
+            hits.push({ start, end, entry })
+            lastEnd = end
+            break
+          }
+        }
+      }
+      if (end >= text.length) break
+      const out = Math.imul(text.charCodeAt(end - ANCHOR), POW)
+      h = (Math.imul(h - out, BASE) + text.charCodeAt(end)) | 0
+    }
+    return hits
+  }
+}
