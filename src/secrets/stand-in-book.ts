@@ -47,6 +47,18 @@ export interface Restoration {
   foreign: ForeignStandIn[]
 }
 
+/** One span of an answer to replace with a value of this request. */
+interface Replacement extends SecretSpan {
+  value: string
+}
+
+/** The key of a payload: its kind, layout, and for the full layout the minting request. */
+function payloadKey(kind: string, p: StandInPayload): string {
+  return p.layout === 'full'
+    ? `${kind}:${p.nonce}:${p.tenantTag}:${p.id}`
+    : `${kind}:compact:${p.id}`
+}
+
 /** Where a request's stand-ins come from. */
 export interface StandInRequest {
   requestId: string
@@ -85,6 +97,8 @@ export class StandInBook {
   readonly #byValue = new Map<string, string>()
   readonly #byStandIn = new Map<string, { kind: string; value: string }>()
   readonly #index = new StandInIndex()
+  /** Own stand-ins by the payload they carry: finds one the model rewrote (`4123-…` for `4123 …`). */
+  readonly #byPayload = new Map<string, { kind: string; value: string }>()
   #counter = 0
 
   private constructor(
@@ -166,14 +180,16 @@ export class StandInBook {
     // A compact stand-in may collide with one already minted (its id has 8–24 bits): take the next.
     for (let attempt = 0; attempt < 64 && this.#counter < MAX_STAND_INS; attempt++) {
       const counter = this.#counter++
-      const standIn = await mintStandIn(this.#key, span.kind, shape, value, {
+      const minted = await mintStandIn(this.#key, span.kind, shape, value, {
         nonce: this.#nonce,
         tag: this.#tag,
         counter,
       })
-      if (standIn === undefined) return undefined
+      if (minted === undefined) return undefined
+      const standIn = minted.text
       if (this.#byStandIn.has(standIn) || standIn === value) continue
       this.#remember(span.kind, value, standIn)
+      this.#byPayload.set(payloadKey(span.kind, minted.payload), { kind: span.kind, value })
       return standIn
     }
     return undefined
@@ -203,38 +219,53 @@ export class StandInBook {
    */
   async restore(text: string): Promise<Restoration> {
     const restored = new Map<string, number>()
-    const own: SecretSpan[] = []
+    const own: Replacement[] = this.#index
+      .find(text)
+      .map(({ start, end, entry }) => ({ start, end, kind: entry.kind, value: entry.value }))
+    const { foreign, rewritten } = await this.#scan(text, own)
+    const all =
+      rewritten.length > 0 ? [...own, ...rewritten].sort((a, b) => a.start - b.start) : own
     let out = ''
     let at = 0
-    for (const { start, end, entry } of this.#index.find(text)) {
-      out += text.slice(at, start) + entry.value
-      at = end
-      own.push({ kind: entry.kind, start, end })
-      bump(restored, entry.kind)
+    for (const r of all) {
+      if (r.start < at) continue // two readings of one span: the first stands
+      out += text.slice(at, r.start) + r.value
+      at = r.end
+      bump(restored, r.kind)
     }
     out += text.slice(at)
-    const foreign = await this.#foreign(text, own)
     return { text: out, restored: counts(restored), foreign }
   }
 
-  /** Stand-ins under the key in `text` that are not this book's (own spans excluded). */
-  async #foreign(text: string, own: readonly SecretSpan[]): Promise<ForeignStandIn[]> {
-    const found: ForeignStandIn[] = []
+  /**
+   * Stand-ins under the key in `text` outside the spans found exactly: another request's (foreign),
+   * or this request's in another layout the model chose (rewritten: a card's separators changed).
+   */
+  async #scan(
+    text: string,
+    own: readonly SecretSpan[],
+  ): Promise<{ foreign: ForeignStandIn[]; rewritten: Replacement[] }> {
+    const foreign: ForeignStandIn[] = []
+    const rewritten: Replacement[] = []
     const seen = new Set<string>()
     for (const [kind, shape] of this.#shapes) {
-      for (const m of text.matchAll(new RegExp(shape.candidates.source, 'g'))) {
+      const flags = shape.candidates.flags.includes('g')
+        ? shape.candidates.flags
+        : `${shape.candidates.flags}g`
+      for (const m of text.matchAll(new RegExp(shape.candidates.source, flags))) {
         const start = m.index
         const end = start + m[0].length
-        if (overlaps(own, start, end)) continue
         const where = `${start}:${end}`
-        if (seen.has(where)) continue
+        if (seen.has(where) || overlaps(own, start, end)) continue
         const payload = await inspectStandIn(this.#key, kind, shape, m[0])
         if (payload === undefined) continue
         seen.add(where)
-        found.push({ kind, start, end, payload })
+        const mine = this.#byPayload.get(payloadKey(kind, payload))
+        if (mine) rewritten.push({ start, end, ...mine })
+        else foreign.push({ kind, start, end, payload })
       }
     }
-    return found.sort((a, b) => a.start - b.start)
+    return { foreign: foreign.sort((a, b) => a.start - b.start), rewritten }
   }
 }
 

@@ -226,11 +226,11 @@ function read(text: string, layout: Layout, shape: StandInShape): bigint {
 }
 
 /**
- * The stand-in of `value` (a secret of `kind`) for one request and counter, or undefined when the
- * kind's shape leaves fewer than {@link MIN_PAYLOAD_BITS} bits for this value.
+ * The stand-in of `value` (a secret of `kind`) for one request and counter, with the payload it
+ * carries, or undefined when the kind's shape leaves fewer than {@link MIN_PAYLOAD_BITS} bits.
  *
  * @example
- * const standIn = await mintStandIn(key, 'github-token', SHAPES['github-token'], token, fields)
+ * const minted = await mintStandIn(key, 'github-token', SHAPES['github-token'], token, fields)
  */
 export async function mintStandIn(
   key: StandInKey,
@@ -238,28 +238,36 @@ export async function mintStandIn(
   shape: StandInShape,
   value: string,
   fields: MintFields,
-): Promise<string | undefined> {
+): Promise<{ text: string; payload: StandInPayload } | undefined> {
   const template = shape.template(value)
   const layout = layoutOf(shape, template)
   if (layout.bits < MIN_PAYLOAD_BITS) return undefined
   let payload: bigint
   let payloadBits: number
+  let fieldsOut: StandInPayload
   if (layout.bits >= FULL_BITS) {
     const head = fullHead(fields)
     const mac = await fullMac(key, kind, head)
     payload = (toBigInt(whiten(head, mac)) << 40n) | toBigInt(mac)
     payloadBits = FULL_BITS
+    fieldsOut = {
+      layout: 'full',
+      nonce: toHex(head.slice(0, 4)),
+      tenantTag: toHex(head.slice(4, 9)),
+      id: fields.counter,
+    }
   } else {
     const { idBits, macBits } = compactWidths(layout.bits)
     const seed = await standInHmac(key, 'stand-in-id\0', fields.nonce, `${kind}\0${fields.counter}`)
     const id = Number(toBigInt(seed.slice(0, 4)) >> BigInt(32 - idBits))
     payload = (BigInt(id) << BigInt(macBits)) | (await compactMac(key, kind, id, macBits))
     payloadBits = layout.bits
+    fieldsOut = { layout: 'compact', id }
   }
   const unit = 1n << BigInt(payloadBits)
   const seed = Number(payload & 0xffffffffn)
-  const value2 = payload + unit * fill(seed, layout.capacity / unit)
-  return write(template, layout, shape, value2)
+  const encoded = payload + unit * fill(seed, layout.capacity / unit)
+  return { text: write(template, layout, shape, encoded), payload: fieldsOut }
 }
 
 /**

@@ -68,6 +68,9 @@ function wrongLuhn(text: string, tenDigits: (digits: string) => string): string 
   return setLastDigit(text, (luhnCheckDigit(digits.slice(0, -1)) + 5) % 10)
 }
 
+/** The BEGIN line of a PEM stand-in, its newline (real or escaped) included. */
+const pemHeader = prefixOf(/^-----BEGIN [^-]+-----(?:\n|\\n)/)
+
 const KEY_BOUNDARY = '(?<![A-Za-z0-9_-])'
 const KEY_END = '(?![A-Za-z0-9_-])'
 
@@ -142,16 +145,18 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
   'private-key': {
     // One line of 64 base64 characters between the original BEGIN and END lines: the model sees a
     // key of the same type, and 384 bits carry the payload; a full-length body would cost ~1,700
-    // characters of context for nothing.
+    // characters of context for nothing. A key pasted with escaped newlines (`\n` in a JSON string)
+    // gets escaped newlines, so the text around it stays valid JSON.
     template: (v) => {
       const label = /^-----BEGIN ([^-]+)-----/.exec(v)?.[1] ?? 'PRIVATE KEY'
-      return `-----BEGIN ${label}-----\n${'A'.repeat(64)}\n-----END ${label}-----`
+      const nl = v.includes('\n') ? '\n' : v.includes('\\n') ? '\\n' : '\n'
+      return `-----BEGIN ${label}-----${nl}${'A'.repeat(64)}${nl}-----END ${label}-----`
     },
-    keep: prefixOf(/^-----BEGIN [^-]+-----\n/),
-    keepEnd: (t) => t.length - t.lastIndexOf('\n'),
+    keep: pemHeader,
+    keepEnd: (t) => t.length - pemHeader(t) - 64,
     alphabet: BASE64,
     candidates:
-      /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----\n[A-Za-z0-9+/]{64}\n-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g,
+      /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:\n|\\n)[A-Za-z0-9+/]{64}(?:\n|\\n)-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g,
   },
   jwt: {
     // The header is kept (the algorithm is not secret, and the model may reason about it); the

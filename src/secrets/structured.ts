@@ -15,7 +15,7 @@ const PEM_LINE = /^(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: .*)$/
 
 /** A PEM body: lines of base64, RFC 1421 headers (`Proc-Type:`, `DEK-Info:`), escaped newlines. */
 function pemBody(body: string): boolean {
-  return body.split(/\r?\n|\\r?\\n/).every((line) => PEM_LINE.test(line.trim()))
+  return body.split(/\r?\n|(?:\\r)?\\n/).every((line) => PEM_LINE.test(line.trim()))
 }
 
 /**

@@ -165,3 +165,25 @@ describe('StandInBook', () => {
     expect((await other.restore(sent.text)).foreign.map((f) => f.kind)).toEqual(['acme-account'])
   })
 })
+
+describe('StandInBook in JSON and rewritten answers', () => {
+  it('should keep a JSON string valid around an escaped PEM key, and restore it', async () => {
+    const { value } = GENERATORS['private-key']!(rng(3))
+    const json = JSON.stringify({ role: 'user', content: `my key:\n${value}\nthanks` })
+    const book = await open('json')
+    const sent = await book.substitute(json)
+    expect(sent.replaced).toEqual([{ kind: 'private-key', count: 1 }])
+    const parsed = JSON.parse(sent.text) as { content: string }
+    expect(parsed.content).not.toContain(value.split('\n')[1])
+    expect((await book.restore(sent.text)).text).toBe(json)
+  })
+
+  it('should restore its own card stand-in written with other separators, not call it foreign', async () => {
+    const book = await open('rewritten')
+    const { text } = await book.substitute('card 4242 4242 4242 4242 ok')
+    const standIn = text.slice(5, 24)
+    const back = await book.restore(`use ${standIn.replace(/ /g, '-')} now`)
+    expect(back.foreign).toEqual([])
+    expect(back.text).toBe('use 4242 4242 4242 4242 now')
+  })
+})

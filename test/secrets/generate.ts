@@ -228,6 +228,11 @@ export const GENERATORS: Record<string, (r: Rand) => Generated> = {
     value: pem(r),
     line: 'Here is the key:\n$\nkeep it safe',
   }),
+  'private-key-escaped': (r) => ({
+    kind: 'private-key',
+    value: pem(r).replace(/\n/g, '\\n'),
+    line: '{"type": "service_account", "private_key": "$", "client_email": "ci@acme.iam"}',
+  }),
   jwt: (r) => ({ kind: 'jwt', value: jwt(r), line: 'Authorization: Bearer $' }),
   'url-password': (r) => ({
     kind: 'url-password',
