@@ -9,9 +9,9 @@
  *   "stand-in-v1\0" ‖ kind ‖ nonce ‖ tag ‖ counter); the head is XORed with a stream seeded by the
  *   MAC so stand-ins of one request share no visible run. A look-alike verifies with odds 2^-40; a stand-in
  *   of another request names its request (nonce) and tenant (tag), statelessly.
- * - compact (cards, IBANs, national ids: 19 to 127 bits): an id of ⌊bits/3⌋ bits (8 to 24; derived
- *   from the request nonce and a counter) ‖ MAC over kind and id in the rest (11 bits for an SSN, 30
- *   for a 16-digit card). It proves "minted by this guard" only, with odds 2^-MAC for a look-alike.
+ * - compact (cards, IBANs, national ids, AWS key ids: 16 to 127 bits): an id of ⌊bits/3⌋ bits (8 to
+ *   24; derived from the request nonce and a counter) ‖ MAC over kind and id in the rest (11 bits for
+ *   an SSN, 31 for a 16-digit card, 56 for an AWS key id). It proves "minted by this guard" only, with odds 2^-MAC for a look-alike.
  * The characters beyond the payload are filled from a PRNG seeded by the MAC (cosmetic: so the
  * stand-in looks as random as the secret; nothing relies on them).
  */
