@@ -137,8 +137,13 @@ function resolveCluster(cluster: Ranked[]): SecretSpan[] {
   return kept
 }
 
-/** Index of the first span in `sorted` (non-overlapping, by start) whose end is after `offset`. */
-function firstEndingAfter(sorted: readonly SecretSpan[], offset: number): number {
+/**
+ * Index of the first span in `sorted` (non-overlapping, by start) whose end is after `offset`.
+ *
+ * @example
+ * firstEndingAfter([{ kind: 'x', start: 0, end: 4 }], 4) // 1
+ */
+export function firstEndingAfter(sorted: readonly SecretSpan[], offset: number): number {
   let lo = 0
   let hi = sorted.length
   while (lo < hi) {

@@ -5,7 +5,7 @@
  * of ANOTHER request it finds — proof that the engine served another request's prompt — without ever
  * restoring it (that would hand over the other tenant's secret). Values live only in this object.
  */
-import { findSecrets, type SecretDetector, type SecretSpan } from './detector'
+import { findSecrets, firstEndingAfter, type SecretDetector, type SecretSpan } from './detector'
 import { builtInDetectors } from './detectors'
 import {
   inspectStandIn,
@@ -185,7 +185,8 @@ export class StandInBook {
         tag: this.#tag,
         counter,
       })
-      if (minted === undefined) return undefined
+      // The own-stand-in index anchors on 8 characters: a shorter operator match stays as it is.
+      if (minted === undefined || minted.text.length < 8) return undefined
       const standIn = minted.text
       if (this.#byStandIn.has(standIn) || standIn === value) continue
       this.#remember(span.kind, value, standIn)
@@ -269,15 +270,8 @@ export class StandInBook {
   }
 }
 
-/** Whether [start, end) overlaps a span of `sorted` (in order, non-overlapping): binary search. */
+/** Whether [start, end) overlaps a span of `sorted` (in order, non-overlapping). */
 function overlaps(sorted: readonly SecretSpan[], start: number, end: number): boolean {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (sorted[mid]!.end <= start) lo = mid + 1
-    else hi = mid
-  }
-  const next = sorted[lo]
+  const next = sorted[firstEndingAfter(sorted, start)]
   return next !== undefined && next.start < end
 }

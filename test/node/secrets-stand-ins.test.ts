@@ -187,3 +187,29 @@ describe('StandInBook in JSON and rewritten answers', () => {
     expect(back.text).toBe('use 4242 4242 4242 4242 now')
   })
 })
+
+describe('StandInBook at scale and at the edges', () => {
+  it('should restore a thousand stand-ins, back to back with no separator between some', async () => {
+    const book = await open('many')
+    const r = rng(1234)
+    const lines: string[] = []
+    for (let i = 0; i < 1000; i++) {
+      const { value } = GENERATORS['github-token']!(r)
+      lines.push(i % 3 === 0 ? `${value} ${value}` : `token ${value},`)
+    }
+    const text = lines.join('\n')
+    const sent = await book.substitute(text)
+    expect(book.size).toBe(1000)
+    const back = await book.restore(sent.text.replace(/\n/g, ''))
+    expect(back.text).toBe(text.replace(/\n/g, ''))
+    expect(back.foreign).toEqual([])
+  })
+
+  it('should leave an operator match too short for a stand-in in place, and say so', async () => {
+    const pin = operatorDetector({ name: 'pin', pattern: 'PIN [0-9]{4}' })
+    const book = await StandInBook.open(key, { requestId: 'pin', tenant: 't' }, [pin])
+    const sent = await book.substitute('my PIN 1234.')
+    expect(sent.text).toBe('my PIN 1234.')
+    expect(sent.unsubstituted).toEqual([{ kind: 'pin', count: 1 }])
+  })
+})
