@@ -81,6 +81,8 @@ class HeldStream {
   readonly #content: ContentHold | undefined
   readonly #printed: PrintedPrompt | undefined
   #heldBytes = 0
+  /** The content length the echo watch last looked at (−1: never). */
+  #observed = -1
   /** Released before its proof (`streamRelease: 'async'`): the release stage collects it. */
   #owed = false
   #ended = false
@@ -161,7 +163,12 @@ class HeldStream {
       this.#content?.push(channel, text)
       if (channel === 'reasoning') this.#echo.readReasoning(text)
     }
-    this.#echo.observe(this.raw.content ?? '', false)
+    // The same content gives the same answer: a reasoning event (most of a held head) asks nothing new.
+    const content = this.raw.content ?? ''
+    if (content.length !== this.#observed) {
+      this.#observed = content.length
+      this.#echo.observe(content, false)
+    }
     if (!hasText || this.#firstTokenMs !== undefined) return false
     // Reasoning counts: the first token of any kind is when prefill must have finished.
     this.#firstTokenMs = now() - this.#ctx.startedAt
