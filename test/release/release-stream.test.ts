@@ -106,6 +106,18 @@ function noPieceOf(token: string, text: string): boolean {
   return true
 }
 
+/** `text` on `channel` in events of `size` characters: no step may release a piece of a canary. */
+async function releaseInEvents(channel: Channel, text: string, size: number) {
+  const pieces: [Channel, string][] = []
+  for (let at = 0; at < text.length; at += size) pieces.push([channel, text.slice(at, at + size)])
+  const result = await release(pieces)
+  for (const step of result.steps) {
+    expect(noPieceOf(own, step[channel] ?? ''), `size ${size}`).toBe(true)
+    expect(noPieceOf(foreign, step[channel] ?? ''), `size ${size}`).toBe(true)
+  }
+  return result
+}
+
 describe('the release stage', () => {
   it('should strip our own canary split at every offset, on every channel', async () => {
     const text = `${own}\nHello, ${own.toUpperCase()} world c`
@@ -136,14 +148,7 @@ describe('the release stage', () => {
       [`ab${foreign}cd`, undefined],
     ] as const) {
       for (let size = 1; size <= 30; size++) {
-        const pieces: [Channel, string][] = []
-        for (let at = 0; at < text.length; at += size)
-          pieces.push(['reasoning', text.slice(at, at + size)])
-        const { steps, released, error } = await release(pieces)
-        for (const step of steps) {
-          expect(noPieceOf(own, step.reasoning ?? ''), `size ${size}`).toBe(true)
-          expect(noPieceOf(foreign, step.reasoning ?? ''), `size ${size}`).toBe(true)
-        }
+        const { released, error } = await releaseInEvents('reasoning', text, size)
         if (clean === undefined) expect(error).toBeInstanceOf(GuardError)
         else expect(released.reasoning).toBe(clean)
       }
@@ -158,14 +163,7 @@ describe('the release stage', () => {
       [`${long}ab${foreign}cd`, undefined],
     ] as const) {
       for (const size of [7, 12, 29, 31]) {
-        const pieces: [Channel, string][] = []
-        for (let at = 0; at < text.length; at += size)
-          pieces.push(['content', text.slice(at, at + size)])
-        const { steps, released, error } = await release(pieces)
-        for (const step of steps) {
-          expect(noPieceOf(own, step.content ?? ''), `size ${size}`).toBe(true)
-          expect(noPieceOf(foreign, step.content ?? ''), `size ${size}`).toBe(true)
-        }
+        const { released, error } = await releaseInEvents('content', text, size)
         if (clean === undefined) {
           expect(error).toBeInstanceOf(GuardError)
           expect(`${long}ab`.startsWith(released.content ?? '')).toBe(true)
