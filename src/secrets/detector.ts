@@ -168,18 +168,58 @@ export function mixedClasses(token: string, all = false): boolean {
 }
 
 /**
- * Whether one of `keywords` (a case-insensitive regex) occurs on the same line as `offset`, within
- * `reach` characters before it: a keyword a line above names something else as often as not.
+ * A detector of tokens that count only after a keyword on the same line (within `reach` characters
+ * of the token's start). It looks for the keywords first and for tokens only in the stretch after
+ * each: scanning for a bare 40-character token everywhere cost ~16 ms per MB, ten times a prefixed
+ * format's scan, and a keyword is rare.
+ *
+ * `token` must match at most `maxToken` characters: the search after a keyword reads a window of
+ * `reach + maxToken + 1` characters, so a text of many keywords costs no more than one of few.
  *
  * @example
- * keywordBefore('CLOUDFLARE_API_TOKEN=abc', 21, /cloudflare/i, 40) // true
+ * const d = keywordDetector('cloudflare-api-token', 'medium', /cloudflare/gi, /[A-Za-z0-9_-]{40}/g, 80, 40)
  */
-export function keywordBefore(
-  text: string,
-  offset: number,
+export function keywordDetector(
+  kind: string,
+  confidence: SecretConfidence,
   keywords: RegExp,
+  token: RegExp,
   reach: number,
-): boolean {
-  const lineStart = text.lastIndexOf('\n', offset - 1) + 1
-  return keywords.test(text.slice(Math.max(lineStart, offset - reach), offset))
+  maxToken: number,
+  check: (token: string) => boolean = () => true,
+): SecretDetector {
+  const find = (text: string): SecretSpan[] => {
+    const spans: SecretSpan[] = []
+    const re = new RegExp(token.source, token.flags)
+    let lastEnd = 0
+    // Starts up to here were tried after an earlier keyword: each position is tried once, however
+    // many keywords precede it (1 MB of `aws aws …` would otherwise try every start 30 times).
+    let tried = -1
+    // The next newline, searched once and reused while it lies ahead (a search per keyword would
+    // read to the end of a text without newlines every time).
+    let lineEnd = -1
+    for (const keyword of text.matchAll(new RegExp(keywords.source, keywords.flags))) {
+      const from = keyword.index + keyword[0].length
+      if (lineEnd < from) {
+        lineEnd = text.indexOf('\n', from)
+        if (lineEnd === -1) lineEnd = text.length
+      }
+      const latestStart = Math.min(keyword.index + reach, lineEnd)
+      const first = Math.max(from, lastEnd, tried + 1)
+      if (first > latestStart) continue
+      tried = latestStart
+      // One character past the longest token that may start in reach: its look-ahead sees the text.
+      const window = text.slice(0, latestStart + maxToken + 1)
+      re.lastIndex = first
+      for (let m = re.exec(window); m !== null && m.index <= latestStart; m = re.exec(window)) {
+        const end = m.index + m[0].length
+        if (end > lineEnd) break
+        if (!check(m[0])) continue
+        spans.push({ kind, start: m.index, end })
+        lastEnd = end
+      }
+    }
+    return spans
+  }
+  return { kind, confidence, pattern: token, find }
 }

@@ -5,7 +5,7 @@
  * formats that are just 40 random characters (Cloudflare API tokens, AWS secret access keys).
  */
 import { githubChecksum } from './checksums'
-import { keywordBefore, mixedClasses, regexDetector, type SecretDetector } from './detector'
+import { keywordDetector, mixedClasses, regexDetector, type SecretDetector } from './detector'
 
 /** OpenAI: `sk-`, `sk-proj-`, `sk-svcacct-`, `sk-admin-` keys carry `T3BlbkFJ` in the middle. */
 const openAi = regexDetector(
@@ -70,28 +70,34 @@ const awsKeyId = regexDetector(
 )
 
 /** `aws` as a word (not inside a random string), `secret access`, or a key id. */
-const AWS_SECRET_CONTEXT = /(?<![a-z0-9])aws(?![a-z0-9])|secret.?access|(?:AKIA|ASIA)[A-Z2-7]{16}/i
+const AWS_SECRET_CONTEXT = /(?<![a-z0-9])aws(?![a-z0-9])|secret.?access|(?:AKIA|ASIA)[A-Z2-7]{16}/gi
 
 /** AWS secret access keys: 40 base64 characters — only next to a key id or an AWS keyword. */
-const awsSecret = regexDetector(
+const awsSecret = keywordDetector(
   'aws-secret-access-key',
   'medium',
+  AWS_SECRET_CONTEXT,
   /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
-  (m, text) => mixedClasses(m[0], true) && keywordBefore(text, m.index, AWS_SECRET_CONTEXT, 120),
+  120,
+  40,
+  (token) => mixedClasses(token, true),
 )
 
-const CLOUDFLARE_CONTEXT = /cloudflare|(?<![a-z0-9])cf[_-]|wrangler|api[_ -]?token|bearer/i
+const CLOUDFLARE_CONTEXT = /cloudflare|(?<![a-z0-9])cf[_-]|wrangler|api[_ -]?token|bearer/gi
 
 /**
  * Cloudflare API tokens: 40 characters of `[A-Za-z0-9_-]` with no prefix, so the format alone is weak
  * (any 40-character identifier matches): only with a Cloudflare keyword, `api_token` or `Bearer` in
  * the 80 characters before, and mixed character classes (drops hex digests).
  */
-const cloudflare = regexDetector(
+const cloudflare = keywordDetector(
   'cloudflare-api-token',
   'medium',
+  CLOUDFLARE_CONTEXT,
   /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{40}(?![A-Za-z0-9_-])/g,
-  (m, text) => mixedClasses(m[0], true) && keywordBefore(text, m.index, CLOUDFLARE_CONTEXT, 80),
+  80,
+  40,
+  (token) => mixedClasses(token, true),
 )
 
 /**

@@ -65,6 +65,9 @@ export interface StandInRequest {
   tenant: string
 }
 
+/** Stand-in candidates of an answer checked together (see `#scan`). */
+const SCAN_BATCH = 32
+
 /** The most distinct secrets one request may hold (the full layout's 16-bit counter). */
 export const MAX_STAND_INS = 65_536
 
@@ -246,9 +249,7 @@ export class StandInBook {
     text: string,
     own: readonly SecretSpan[],
   ): Promise<{ foreign: ForeignStandIn[]; rewritten: Replacement[] }> {
-    const foreign: ForeignStandIn[] = []
-    const rewritten: Replacement[] = []
-    const seen = new Set<string>()
+    const candidates: { kind: string; start: number; end: number; text: string }[] = []
     for (const [kind, shape] of this.#shapes) {
       const flags = shape.candidates.flags.includes('g')
         ? shape.candidates.flags
@@ -256,16 +257,33 @@ export class StandInBook {
       for (const m of text.matchAll(new RegExp(shape.candidates.source, flags))) {
         const start = m.index
         const end = start + m[0].length
-        const where = `${start}:${end}`
-        if (seen.has(where) || overlaps(own, start, end)) continue
-        const payload = await inspectStandIn(this.#key, kind, shape, m[0])
-        if (payload === undefined) continue
-        seen.add(where)
-        const mine = this.#byPayload.get(payloadKey(kind, payload))
-        if (mine) rewritten.push({ start, end, ...mine })
-        else foreign.push({ kind, start, end, payload })
+        if (overlaps(own, start, end)) continue
+        candidates.push({ kind, start, end, text: m[0] })
       }
     }
+    // In batches: one at a time, each WebCrypto round trip idled ~40 µs; all at once, thousands of
+    // HMACs queued on the thread pool together ran slower still.
+    const payloads: (StandInPayload | undefined)[] = []
+    for (let i = 0; i < candidates.length; i += SCAN_BATCH) {
+      const batch = candidates.slice(i, i + SCAN_BATCH)
+      payloads.push(
+        ...(await Promise.all(
+          batch.map((c) => inspectStandIn(this.#key, c.kind, this.#shapes.get(c.kind)!, c.text)),
+        )),
+      )
+    }
+    const foreign: ForeignStandIn[] = []
+    const rewritten: Replacement[] = []
+    const seen = new Set<string>()
+    candidates.forEach(({ kind, start, end }, i) => {
+      const payload = payloads[i]
+      const where = `${start}:${end}`
+      if (payload === undefined || seen.has(where)) return
+      seen.add(where)
+      const mine = this.#byPayload.get(payloadKey(kind, payload))
+      if (mine) rewritten.push({ start, end, ...mine })
+      else foreign.push({ kind, start, end, payload })
+    })
     return { foreign: foreign.sort((a, b) => a.start - b.start), rewritten }
   }
 }
