@@ -8,7 +8,7 @@
 import { CANARY_PATTERN } from '../../src'
 import { countTokens } from '../../src/ceiling/count'
 import { builtInDetectors, findSecrets, importStandInKey, StandInBook } from '../../src/secrets'
-import { GENERATORS, pick, rng } from '../../test/secrets/generate'
+import { chars, GENERATORS, pick, rng } from '../../test/secrets/generate'
 import {
   machineInfo,
   median,
@@ -51,6 +51,20 @@ function sprinkle(text: string, every: number, seed: number): { text: string; se
   return { text: parts.join(''), secrets }
 }
 
+/**
+ * An answer as costly to restore as any: 40-character tokens (a candidate of two kinds each) and
+ * 16-digit numbers (card candidates, one in ten passing the cheap check), none a stand-in.
+ */
+function lookAlikeAnswer(length: number, seed: number): string {
+  const r = rng(seed + 1)
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  let text = ''
+  while (text.length < length) {
+    text += r() < 0.5 ? `${chars(r, alphabet, 40)} ` : `4${chars(r, '0123456789', 15)} `
+  }
+  return text.slice(0, length)
+}
+
 interface Row {
   text: string
   targetTokens: number
@@ -75,6 +89,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       const tokens = await countTokens([text])
       const book = await StandInBook.open(key, { requestId: 'bench', tenant: 'bench' }, detectors)
       const sent = (await book.substitute(text)).text
+      const lookAlikes = lookAlikeAnswer(text.length, target)
       let requests = 0
       const contenders = {
         'canary scan (baseline)': () => {
@@ -93,6 +108,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         },
         'restore (answer = whole substituted prompt)': async () =>
           (await book.restore(sent)).text.length,
+        'restore (answer of look-alikes)': async () => (await book.restore(lookAlikes)).text.length,
       }
       const runs =
         target <= 1_000 ? (quick ? 30 : 200) : target <= 32_000 ? (quick ? 8 : 40) : quick ? 3 : 10
@@ -117,7 +133,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       console.log(
         `  ${name.padEnd(7)} ${String(tokens).padStart(7)} tok, ${String(secrets).padStart(4)} secrets: ` +
           `canary scan ${ms(baseline)}, detect ${ms(medianMs.detect!)}, substitute ${ms(medianMs.substitute!)}, ` +
-          `restore ${ms(medianMs['restore (answer = whole substituted prompt)']!)}, both ${ms(total)}`,
+          `restore ${ms(medianMs['restore (answer = whole substituted prompt)']!)}, both ${ms(total)}, ` +
+          `look-alike answer ${ms(medianMs['restore (answer of look-alikes)']!)}`,
       )
     }
   }
@@ -130,7 +147,9 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       'Median ms per request, contenders alternated per round in one run. substitute = a fresh ' +
       'StandInBook (two HMACs) + detect + one HMAC per distinct secret; restore = own stand-ins back ' +
       'and every stand-in candidate of the answer checked for another request (an HMAC each), with ' +
-      'the whole substituted prompt as the answer (the worst case: a model that repeats everything).',
+      'the whole substituted prompt as the answer (the worst case: a model that repeats everything); ' +
+      'answer of look-alikes = as many characters of 40-character tokens and 16-digit numbers, none ' +
+      'a stand-in (the most candidates an answer can hold).',
     rows,
   })
   console.log(`  wrote ${path}`)

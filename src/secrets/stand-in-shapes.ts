@@ -108,6 +108,9 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     template: (v) => v,
     keep: fixed(8),
     keepEnd: fixed(0),
+    // Base62 at every position: with classes kept, the shortest keys (24 characters) hold ~105 bits
+    // and would fall back to the compact layout; base62 holds 143.
+    alphabet: BASE62,
     candidates: /(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9_])/g,
   },
   'slack-token': {

@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { importCanaryKey, tenantTag } from '../../src/canary/token'
 import {
   builtInDetectors,
   findSecrets,
@@ -18,9 +19,10 @@ import { GENERATORS, rng } from '../secrets/generate'
  * reported with their kind (and, in the full layout, the minting request's nonce and tenant tag).
  */
 
+const SECRET = 'a test secret of at least thirty-two bytes'
 let key: StandInKey
 beforeAll(async () => {
-  key = await importStandInKey('a test secret of at least thirty-two bytes')
+  key = await importStandInKey(SECRET)
 })
 
 /** A text: arbitrary lines and, between them, one realistic line per kind with a generated secret. */
@@ -211,5 +213,36 @@ describe('StandInBook at scale and at the edges', () => {
     const sent = await book.substitute('my PIN 1234.')
     expect(sent.text).toBe('my PIN 1234.')
     expect(sent.unsubstituted).toEqual([{ kind: 'pin', count: 1 }])
+  })
+})
+
+describe('stand-in layouts', () => {
+  const COMPACT = new Set([
+    'aws-access-key-id',
+    'card-number',
+    'iban',
+    'no-fodselsnummer',
+    'se-personnummer',
+    'us-ssn',
+  ])
+
+  it('should give API keys, PEM, JWT and URL passwords the full layout (source named), ids the compact one', async () => {
+    // The tag a full-layout stand-in names is the canary's tag of the same tenant under the same
+    // secret: src/attribution resolves both alike.
+    const acmeTag = await tenantTag(await importCanaryKey(SECRET), 'acme')
+    for (const [name, generate] of Object.entries(GENERATORS)) {
+      for (let seed = 1; seed <= 20; seed++) {
+        const { kind, value, line } = generate(rng(seed * 31 + name.length))
+        const mine = await open(`layout-${name}-${seed}`, 'acme')
+        const sent = await mine.substitute(line.replace('$', value))
+        const other = await open('someone-else', 'globex')
+        const [found] = (await other.restore(sent.text)).foreign
+        expect(found?.kind, `${name} ${seed}`).toBe(kind)
+        expect(found?.payload.layout, `${name} ${seed}`).toBe(
+          COMPACT.has(kind) ? 'compact' : 'full',
+        )
+        if (!COMPACT.has(kind)) expect(found?.payload.tenantTag).toBe(acmeTag)
+      }
+    }
   })
 })
