@@ -103,6 +103,7 @@ export class StandInBook {
   /** Own stand-ins by the payload they carry: finds one the model rewrote (`4123-…` for `4123 …`). */
   readonly #byPayload = new Map<string, { kind: string; value: string }>()
   #counter = 0
+  #longest = 0
 
   private constructor(
     key: StandInKey,
@@ -145,6 +146,17 @@ export class StandInBook {
   /** How many distinct secrets this book holds. */
   get size(): number {
     return this.#byValue.size
+  }
+
+  /**
+   * The length of the longest stand-in issued so far (0 before any): a stream's release stage holds
+   * back one character less, so a stand-in split across events is never released half-restored.
+   *
+   * @example
+   * const holdBack = Math.max(CANARY_LENGTH, book.longestStandIn) - 1
+   */
+  get longestStandIn(): number {
+    return this.#longest
   }
 
   /**
@@ -203,6 +215,7 @@ export class StandInBook {
     this.#byValue.set(`${kind}\0${value}`, standIn)
     this.#byStandIn.set(standIn, { kind, value })
     this.#index.add({ standIn, kind, value })
+    this.#longest = Math.max(this.#longest, standIn.length)
     if (COMPACTABLE.has(kind)) {
       const bare = standIn.replace(/[ -]/g, '')
       if (bare !== standIn && !this.#byStandIn.has(bare)) {

@@ -109,6 +109,7 @@ describe('StandInBook', () => {
     const standIn = first.text.slice(line.indexOf('$'), line.indexOf('$') + value.length)
     expect(second.text).toBe(`again: ${standIn} and ${standIn}`)
     expect(book.size).toBe(1)
+    expect(book.longestStandIn).toBe(standIn.length)
   })
 
   it('should make stand-ins that fail their kind’s check (never a real card, IBAN, id or token)', async () => {
