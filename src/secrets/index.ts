@@ -43,5 +43,5 @@ export {
   type StandInKey,
   type StandInPayload,
 } from './stand-in-codec'
-export { classShape, SHAPES, type StandInShape } from './stand-in-shapes'
+export { classShape, MAX_STAND_IN_LENGTH, SHAPES, type StandInShape } from './stand-in-shapes'
 export { decodeBase64Url, structuredDetectors } from './structured'

@@ -29,8 +29,21 @@ const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
 
+/**
+ * The longest stand-in any built-in kind yields: a PEM stand-in with the longest label the detector
+ * accepts (three 16-character words and `PRIVATE KEY BLOCK`) and escaped newlines. A stream scanning
+ * for other requests' stand-ins holds back one character less.
+ *
+ * @example
+ * const holdBack = Math.max(CANARY_LENGTH, MAX_STAND_IN_LENGTH) - 1
+ */
+export const MAX_STAND_IN_LENGTH = 234
+
 /** A JWT stand-in's payload: the claims are not sent (they may be personal), only that they were. */
 export const JWT_STAND_IN_PAYLOAD = 'eyJyZWRhY3RlZCI6dHJ1ZX0' // {"redacted":true}
+
+/** The header of a JWT stand-in whose original header is over 100 characters. */
+const JWT_DEFAULT_HEADER = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9' // {"alg":"HS256","typ":"JWT"}
 
 const prefixOf = (re: RegExp) => (template: string) => re.exec(template)?.[0].length ?? 0
 const fixed = (n: number) => () => n
@@ -159,18 +172,23 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: (t) => t.length - pemHeader(t) - 64,
     alphabet: BASE64,
     candidates:
-      /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:\n|\\n)[A-Za-z0-9+/]{64}(?:\n|\\n)-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g,
+      /-----BEGIN (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:\n|\\n)[A-Za-z0-9+/]{64}(?:\n|\\n)-----END (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----/g,
   },
   jwt: {
-    // The header is kept (the algorithm is not secret, and the model may reason about it); the
-    // claims are replaced (they may name a person); a 43-character signature, as HS256's, carries
-    // the payload.
-    template: (v) => `${v.slice(0, v.indexOf('.'))}.${JWT_STAND_IN_PAYLOAD}.${'A'.repeat(43)}`,
+    // The header is kept (the algorithm is not secret, and the model may reason about it) up to
+    // 100 characters, so a stand-in is at most 168 (a stream's hold-back); a longer one becomes
+    // {"alg":"HS256","typ":"JWT"}. The claims are replaced (they may name a person); a 43-character
+    // signature, as HS256's, carries the payload.
+    template: (v) => {
+      const header = v.slice(0, v.indexOf('.'))
+      const kept = header.length <= 100 ? header : JWT_DEFAULT_HEADER
+      return `${kept}.${JWT_STAND_IN_PAYLOAD}.${'A'.repeat(43)}`
+    },
     keep: (t) => t.lastIndexOf('.') + 1,
     keepEnd: fixed(0),
     alphabet: BASE64URL,
     candidates:
-      /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,2000}\.eyJyZWRhY3RlZCI6dHJ1ZX0\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g,
+      /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,97}\.eyJyZWRhY3RlZCI6dHJ1ZX0\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g,
   },
   'url-password': {
     // Passwords have no format to keep; 24 base62 characters carry a full payload.

@@ -8,7 +8,8 @@ import { regexDetector, type SecretDetector, type SecretSpan } from './detector'
 /** The largest PEM block taken whole (an RSA-8192 key is ~6.5 KB; longer is not one key). */
 const MAX_PEM = 16_384
 
-const PEM_BEGIN = /-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----/g
+/** Up to three label words of up to 16 characters: bounded, so a stand-in's length is too. */
+const PEM_BEGIN = /-----BEGIN ((?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?)-----/g
 /** A block with no END is taken through this run of base64 and newlines (real or escaped). */
 const PEM_RUN = /(?:[A-Za-z0-9+/=\s]|\\[nr]){64,16384}/y
 const PEM_LINE = /^(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: .*)$/

@@ -6,6 +6,7 @@ import {
   findSecrets,
   importStandInKey,
   inspectStandIn,
+  MAX_STAND_IN_LENGTH,
   operatorDetector,
   SHAPES,
   StandInBook,
@@ -245,5 +246,22 @@ describe('stand-in layouts', () => {
         if (!COMPACT.has(kind)) expect(found?.payload.tenantTag).toBe(acmeTag)
       }
     }
+  })
+})
+
+describe('stand-in length bound', () => {
+  it('should never exceed MAX_STAND_IN_LENGTH (the worst PEM label, escaped newlines)', async () => {
+    const label = 'AAAAAAAAAAAAAAAA BBBBBBBBBBBBBBBB CCCCCCCCCCCCCCCC PRIVATE KEY BLOCK'
+    const body = Array.from({ length: 5 }, () => 'QUJD'.repeat(16)).join('\\n')
+    const pem = `-----BEGIN ${label}-----\\n${body}\\n-----END ${label}-----`
+    const book = await open('longest')
+    const sent = await book.substitute(`{"k": "${pem}"}`)
+    expect(sent.replaced).toEqual([{ kind: 'private-key', count: 1 }])
+    expect(book.longestStandIn).toBe(MAX_STAND_IN_LENGTH)
+    for (const [name, generate] of Object.entries(GENERATORS)) {
+      const { value, line } = generate(rng(name.length))
+      await book.substitute(line.replace('$', value))
+    }
+    expect(book.longestStandIn).toBe(MAX_STAND_IN_LENGTH)
   })
 })
