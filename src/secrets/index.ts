@@ -7,6 +7,7 @@ export { BASE62, crc32, githubChecksum, ibanRemainder, luhnValid } from './check
 export {
   type CandidateCheck,
   findSecrets,
+  keywordDetector,
   regexDetector,
   type SecretConfidence,
   type SecretDetector,
