@@ -111,7 +111,12 @@ export function crc32(ascii: string): number {
   return (crc ^ 0xffffffff) >>> 0
 }
 
-/** Base62 as GitHub uses it: digits, then upper case, then lower case. */
+/**
+ * Base62 as GitHub uses it: digits, then upper case, then lower case.
+ *
+ * @example
+ * BASE62.indexOf('a') // 36
+ */
 export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
 /**

@@ -27,7 +27,12 @@ export interface OperatorPattern {
   confidence?: SecretConfidence
 }
 
-/** The bounds of the rule (see the module comment). */
+/**
+ * The bounds of the rule (see the module comment).
+ *
+ * @example
+ * pattern.length <= OPERATOR_PATTERN_LIMITS.sourceLength
+ */
 export const OPERATOR_PATTERN_LIMITS = {
   sourceLength: 256,
   quantifierMax: 256,

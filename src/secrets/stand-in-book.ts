@@ -68,7 +68,12 @@ export interface StandInRequest {
 /** Stand-in candidates of an answer checked together (see `#scan`). */
 const SCAN_BATCH = 32
 
-/** The most distinct secrets one request may hold (the full layout's 16-bit counter). */
+/**
+ * The most distinct secrets one request may hold (the full layout's 16-bit counter).
+ *
+ * @example
+ * if (book.size === MAX_STAND_INS) log('further secrets stay unsubstituted')
+ */
 export const MAX_STAND_INS = 65_536
 
 /** Kinds whose values are also written without separators (a model may drop the spaces). */

@@ -52,7 +52,12 @@ export async function importStandInKey(secret: string): Promise<StandInKey> {
   return handle
 }
 
-/** HMAC-SHA-256 of the parts' concatenation (strings as UTF-8). */
+/**
+ * HMAC-SHA-256 of the parts' concatenation (strings as UTF-8).
+ *
+ * @example
+ * const nonce = (await standInHmac(key, `stand-in-request\0${requestId}`)).slice(0, 4)
+ */
 export async function standInHmac(
   key: StandInKey,
   ...parts: (string | Uint8Array)[]
@@ -71,7 +76,12 @@ export async function standInHmac(
 
 /** Bits in a full payload. */
 const FULL_BITS = 128
-/** Below this a kind's stand-in would carry too little to be told from chance: not minted. */
+/**
+ * Below this a kind's stand-in would carry too little to be told from chance: not minted.
+ *
+ * @example
+ * mintStandIn(key, 'pin', shape, '1234', fields) // undefined: 13 bits < MIN_PAYLOAD_BITS
+ */
 export const MIN_PAYLOAD_BITS = 16
 
 /** The payload positions of a template and their radices. */

@@ -39,7 +39,12 @@ const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
  */
 export const MAX_STAND_IN_LENGTH = 234
 
-/** A JWT stand-in's payload: the claims are not sent (they may be personal), only that they were. */
+/**
+ * A JWT stand-in's payload: the claims are not sent (they may be personal), only that they were.
+ *
+ * @example
+ * standIn.split('.')[1] === JWT_STAND_IN_PAYLOAD // true
+ */
 export const JWT_STAND_IN_PAYLOAD = 'eyJyZWRhY3RlZCI6dHJ1ZX0' // {"redacted":true}
 
 /** The header of a JWT stand-in whose original header is over 100 characters. */
@@ -87,7 +92,12 @@ const pemHeader = prefixOf(/^-----BEGIN [^-]+-----(?:\n|\\n)/)
 const KEY_BOUNDARY = '(?<![A-Za-z0-9_-])'
 const KEY_END = '(?![A-Za-z0-9_-])'
 
-/** The built-in kinds' shapes. Operator kinds use {@link classShape}. */
+/**
+ * The built-in kinds' shapes. Operator kinds use {@link classShape}.
+ *
+ * @example
+ * SHAPES['card-number'].fix?.(standIn) === standIn // a card stand-in fails Luhn by 5
+ */
 export const SHAPES: Readonly<Record<string, StandInShape>> = {
   'openai-key': {
     template: (v) => v,
