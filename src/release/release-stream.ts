@@ -40,6 +40,9 @@ const CONTEXT = CANARY_LENGTH - 1
  */
 const TRIM_AT = 4096
 
+/** Held frames released a batch at a time (see `Release.begin`). */
+const BEGIN_BATCH = 256
+
 /**
  * What one batch lets out: the client's SSE text, or — one event released as it came, from an
  * upstream chunk that was exactly that event — the chunk itself (its bytes as they came, not encoded
@@ -183,10 +186,20 @@ export class Release {
 
   /** The frames held while the answer was verified, as far as they may leave now. */
   async begin(): Promise<Released> {
-    // Already read by the foreign-content check while held: added here for release only.
-    for (const frame of this.#start.held) this.#add(frame, false)
-    await this.#scan(this.#sawDone)
-    return this.#flush()
+    const held = this.#start.held
+    let out = ''
+    // In batches, as if they came so: a head of 15,000 events queued at once kept every one of them
+    // (and what the stage makes of it) alive through the young generation's collections.
+    let from = 0
+    do {
+      const to = Math.min(held.length, from + BEGIN_BATCH)
+      // Already read by the foreign-content check while held: added here for release only.
+      for (let i = from; i < to; i++) this.#add(held[i]!, false)
+      await this.#scan(to === held.length ? this.#sawDone : false)
+      out += this.#flush(false)
+      from = to
+    } while (from < held.length)
+    return out
   }
 
   /** The next frames from the upstream, and what may leave now. */
@@ -195,13 +208,13 @@ export class Release {
     for (const frame of frames) this.#add(frame, true)
     // Nothing follows [DONE], so no canary can still be completing: release everything.
     const pending = this.#scan(this.#sawDone)
-    return pending === undefined ? this.#flush() : pending.then(() => this.#flush())
+    return pending === undefined ? this.#flush(true) : pending.then(() => this.#flush(true))
   }
 
   /** The upstream ended: the rest, judged to its last word (then call {@link end}). */
   async finish(): Promise<Released> {
     await this.#scan(true)
-    return this.#flush()
+    return this.#flush(true)
   }
 
   /** Queues a frame; `fresh` text (not read while held) also goes to the foreign-content check. */
@@ -354,7 +367,9 @@ export class Release {
   }
 
   /** Releases queued frames whose every span lies before the point where a canary could still begin. */
-  #flush(): Released {
+  #flush(whole: true): Released
+  #flush(whole: false): string
+  #flush(whole: boolean): Released {
     const queue = this.#queue
     const first = this.#head
     let out = ''
@@ -367,7 +382,7 @@ export class Release {
       for (const span of next.spans) this.#advance(this.#channel(span.name), span.end)
     }
     // One event released as it came, from a chunk that was all of it: the chunk goes out as it came.
-    const lone = at === first + 1 ? queue[first]!.frame : undefined
+    const lone = whole && at === first + 1 ? queue[first]!.frame : undefined
     const released = lone?.chunk !== undefined && out === lone.raw ? lone.chunk : out
     if (at === queue.length) {
       queue.length = 0
