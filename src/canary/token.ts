@@ -37,7 +37,7 @@
  * costs the same again in output.
  */
 import { constantTimeEqual, toHex } from '../crypto/bytes'
-import { assertSecret, MIN_SECRET_BYTES } from '../crypto/secret'
+import { hmacOf, importHmacSecret } from '../crypto/hmac'
 
 /**
  * Every canary starts with this.
@@ -106,18 +106,7 @@ export interface CanaryKey {
  * const key = await importCanaryKey(env.GUARD_SECRET)
  */
 export async function importCanaryKey(secret: string): Promise<CanaryKey> {
-  assertSecret(
-    'secret',
-    secret,
-    `secret must be a string of at least ${MIN_SECRET_BYTES} bytes (UTF-8)`,
-  )
-  const cryptoKey = await crypto.subtle.importKey(
-    'raw',
-    utf8.encode(secret),
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['sign'],
-  )
+  const cryptoKey = await importHmacSecret(secret)
   const handle: CanaryKey = Object.freeze({ kind: 'canary-key' as const })
   keys.set(handle, cryptoKey)
   return handle
@@ -126,14 +115,7 @@ export async function importCanaryKey(secret: string): Promise<CanaryKey> {
 async function hmac(key: CanaryKey, ...parts: Uint8Array[]): Promise<Uint8Array> {
   const cryptoKey = keys.get(key)
   if (cryptoKey === undefined) throw new Error('not a CanaryKey from importCanaryKey')
-  const length = parts.reduce((n, p) => n + p.length, 0)
-  const message = new Uint8Array(length)
-  let offset = 0
-  for (const part of parts) {
-    message.set(part, offset)
-    offset += part.length
-  }
-  return new Uint8Array(await crypto.subtle.sign('HMAC', cryptoKey, message))
+  return await hmacOf(cryptoKey, parts)
 }
 
 /** 15 bytes → 24 base32 chars (120 bits, no padding). */

@@ -16,7 +16,7 @@
  * stand-in looks as random as the secret; nothing relies on them).
  */
 import { constantTimeEqual, toHex } from '../crypto/bytes'
-import { assertSecret, MIN_SECRET_BYTES } from '../crypto/secret'
+import { hmacOf, importHmacSecret } from '../crypto/hmac'
 import type { StandInShape } from './stand-in-shapes'
 
 /** An imported stand-in secret (opaque; create with {@link importStandInKey}). */
@@ -25,7 +25,6 @@ export interface StandInKey {
 }
 
 const keys = new WeakMap<StandInKey, CryptoKey>()
-const utf8 = new TextEncoder()
 
 /**
  * Import the guard secret (the canary secret: ≥ 32 bytes of UTF-8) as the stand-in HMAC key. Its
@@ -35,18 +34,7 @@ const utf8 = new TextEncoder()
  * const key = await importStandInKey(env.GUARD_SECRET)
  */
 export async function importStandInKey(secret: string): Promise<StandInKey> {
-  assertSecret(
-    'secret',
-    secret,
-    `secret must be a string of at least ${MIN_SECRET_BYTES} bytes (UTF-8)`,
-  )
-  const cryptoKey = await crypto.subtle.importKey(
-    'raw',
-    utf8.encode(secret),
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['sign'],
-  )
+  const cryptoKey = await importHmacSecret(secret)
   const handle: StandInKey = Object.freeze({ kind: 'stand-in-key' as const })
   keys.set(handle, cryptoKey)
   return handle
@@ -64,14 +52,7 @@ export async function standInHmac(
 ): Promise<Uint8Array> {
   const cryptoKey = keys.get(key)
   if (cryptoKey === undefined) throw new Error('not a StandInKey from importStandInKey')
-  const bytes = parts.map((p) => (typeof p === 'string' ? utf8.encode(p) : p))
-  const message = new Uint8Array(bytes.reduce((n, b) => n + b.length, 0))
-  let offset = 0
-  for (const b of bytes) {
-    message.set(b, offset)
-    offset += b.length
-  }
-  return new Uint8Array(await crypto.subtle.sign('HMAC', cryptoKey, message))
+  return await hmacOf(cryptoKey, parts)
 }
 
 /** Bits in a full payload. */
