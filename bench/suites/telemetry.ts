@@ -8,7 +8,6 @@
  */
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { build } from 'esbuild'
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
 import { defaultTokenizerOnly } from '../../sim/bundle'
 import {
@@ -22,8 +21,8 @@ import {
   summarize,
   writeResult,
 } from '../lib'
+import { bundleWorker } from '../support/workerd'
 
-const CACHE = join(ROOT, 'node_modules', '.cache', 'workers-ai-guard')
 const MODEL = '@cf/zai-org/glm-5.3'
 const KEY = 'bench-key-telemetry-0123456789'
 /** Requests in flight in the throughput runs: background writes compete with answers there. */
@@ -108,20 +107,8 @@ interface ProbeRow {
   statements: number
 }
 
-async function bundle(name: string, options: Parameters<typeof build>[0]): Promise<string> {
-  const outfile = join(CACHE, `bench-telemetry-${name}.js`)
-  await build({
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    target: 'es2023',
-    external: ['cloudflare:*'],
-    logLevel: 'warning',
-    ...options,
-    outfile,
-  })
-  return outfile
+function bundle(name: string, options: Parameters<typeof bundleWorker>[1]): Promise<string> {
+  return bundleWorker(`bench-telemetry-${name}`, options)
 }
 
 /** The migrations as single statements (comments dropped): D1's exec takes one statement per line. */

@@ -33,17 +33,8 @@ export async function startWorker(
   bindings: Record<string, string>,
 ): Promise<RunningWorker> {
   const name = entry.replace(/^.*\//, '').replace(/\.ts$/, '')
-  const outfile = join(CACHE, `bench-${name}.js`)
-  await build({
+  const outfile = await bundleWorker(`bench-${name}`, {
     entryPoints: [join(ROOT, entry)],
-    outfile,
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    target: 'es2023',
-    external: ['cloudflare:*'],
-    logLevel: 'warning',
     plugins: [defaultTokenizerOnly('bench/support/workerd.ts')],
   })
   const mf = new Miniflare(
@@ -63,4 +54,30 @@ export async function startWorker(
   )
   const url = await mf.ready
   return { url: url.href.replace(/\/$/, ''), dispose: () => mf.dispose() }
+}
+
+/**
+ * Bundles a Worker (or any module) for workerd as the benches run it — ESM, Web platform, the
+ * `cloudflare:` modules left to the runtime — into the bench cache as `<name>.js`; returns its path.
+ *
+ * @example
+ * const path = await bundleWorker('bench-guard', { entryPoints: [join(ROOT, 'src/worker/index.ts')] })
+ */
+export async function bundleWorker(
+  name: string,
+  options: Parameters<typeof build>[0],
+): Promise<string> {
+  const outfile = join(CACHE, `${name}.js`)
+  await build({
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    target: 'es2023',
+    external: ['cloudflare:*'],
+    logLevel: 'warning',
+    ...options,
+    outfile,
+  })
+  return outfile
 }
