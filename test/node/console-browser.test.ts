@@ -14,7 +14,6 @@ import { chat, document as tenantDocument } from '../support/prompts'
  */
 const MODEL = '@cf/zai-org/glm-5.3'
 const ADMIN = 'dev-only-admin-secret'
-const CHROMIUM = '/usr/bin/chromium'
 /**
  * A slow machine's physics, so the placeholder stands out even on a loaded 2-core runner: the
  * simulator prefills 10,000 tokens/s and the Worker's profile says 20,000 is impossible; the
@@ -124,7 +123,8 @@ beforeAll(async () => {
   ).json()) as typeof record
   expect(record.reasons).toContain('ttft_impossible')
   browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
+    // Debian's package (`.ci/run` installs it); CHROMIUM_PATH for a browser elsewhere.
+    executablePath: env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     headless: true,
     args: ['--no-sandbox'],
     defaultViewport: { width: 1280, height: 900 },

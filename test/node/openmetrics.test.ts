@@ -52,7 +52,13 @@ function strictParse(text: string): Family[] {
     '        {"name": s.name, "labels": s.labels, "value": s.value} for s in f.samples]})',
     'print(json.dumps(out))',
   ].join('\n')
-  const stdout = execFileSync('/usr/bin/python3', ['-c', script], { input: text, encoding: 'utf8' })
+  // Debian's python3 with python3-prometheus-client (`.ci/run` installs it); PYTHON3 for another.
+  const python = (globalThis as unknown as { process: { env: Record<string, string | undefined> } })
+    .process.env.PYTHON3
+  const stdout = execFileSync(python ?? '/usr/bin/python3', ['-c', script], {
+    input: text,
+    encoding: 'utf8',
+  })
   return JSON.parse(stdout) as Family[]
 }
 
