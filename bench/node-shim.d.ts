@@ -4,7 +4,7 @@
  */
 declare module 'node:fs/promises' {
   export function readFile(path: string, encoding: 'utf8'): Promise<string>
-  export function writeFile(path: string, data: string): Promise<void>
+  export function writeFile(path: string, data: string | Uint8Array): Promise<void>
   export function mkdir(path: string, options?: { recursive?: boolean }): Promise<unknown>
   export function readdir(path: string, options?: { recursive?: boolean }): Promise<string[]>
   export function stat(path: string): Promise<{ isFile(): boolean }>
@@ -13,6 +13,10 @@ declare module 'node:fs/promises' {
 declare module 'node:os' {
   export function cpus(): Array<{ model: string; speed: number }>
   export function tmpdir(): string
+}
+
+declare module 'node:zlib' {
+  export function gzipSync(data: string | Uint8Array): Uint8Array
 }
 
 declare module 'node:path' {

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
 import { beforeAll, describe, expect, it } from 'vitest'
 import {
   type AuditReport,
@@ -89,6 +90,27 @@ describe('audit inputs', () => {
     expect(text.stdout).toContain(
       '4 malformed line(s), skipped: 2 (not JSON), 4 (invalid or truncated JSON), 5 (JSON of no known log format), 7 (invalid or truncated JSON)',
     )
+  })
+
+  it('should read a gzipped log (as Logpush writes them) exactly as the plain one', async () => {
+    const plain = `${app('a1', 'acme', `Summarise: ${SECRET}`, 'A merger is planned.')}\n${app('b1', 'globex', 'hello there', `From the context: ${SECRET}.`)}\n`
+    await writeFile(path('leak.jsonl'), plain)
+    await writeFile(path('leak.jsonl.gz'), gzipSync(plain))
+    const fromGz = JSON.parse((await run(path('leak.jsonl.gz'), '--json')).stdout) as AuditReport
+    const fromPlain = JSON.parse((await run(path('leak.jsonl'), '--json')).stdout) as AuditReport
+    expect(fromGz.files[0]!.records).toBe(2)
+    expect(fromGz.files[0]!.malformed.count).toBe(0)
+    const leak = fromGz.findings.find((f) => f.id === 'b1')!
+    expect(leak.foreign[0]?.requests[0]?.id).toBe('a1')
+    // What the exact pass found is the same; fingerprint counts are not compared: each run draws its
+    // own key (docs/audit.md), so two runs may winnow a passage into one fingerprint more or less.
+    const stable = (report: AuditReport) =>
+      report.findings.map((f) => ({
+        id: f.id,
+        checks: f.signals.map((signal) => [signal.check, signal.certain]),
+        sources: f.foreign.map((x) => [x.principal, x.span, x.requests.map((r) => r.id)]),
+      }))
+    expect(stable(fromGz)).toEqual(stable(fromPlain))
   })
 
   it('should exit 2 with a clear report when no file holds a record', async () => {
