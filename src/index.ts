@@ -45,5 +45,12 @@ export type {
   QuarantineStore,
   QuarantineSummary,
 } from './quarantine/store'
+export type { OperatorPattern } from './secrets/operator-pattern'
+export {
+  type SecretPolicy,
+  type SecretRules,
+  type SecretsOptions,
+  WORKER_SECRETS_DEFAULT,
+} from './secrets/policy'
 export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
 export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'

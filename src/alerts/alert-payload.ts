@@ -13,7 +13,11 @@ import type { VerdictLog } from '../guard/options'
 export const ALERT_SCHEMA_VERSION = 1
 
 /** The reasons that say another tenant's data was in the answer: what a source tenant is told. */
-export const LEAK_REASONS: readonly string[] = ['foreign_canary', 'foreign_content']
+export const LEAK_REASONS: readonly string[] = [
+  'foreign_canary',
+  'foreign_stand_in',
+  'foreign_content',
+]
 
 /** `slack`: Slack's incoming-webhook message (`text` + `blocks`); `json`: the documents below. */
 export type AlertFormat = 'slack' | 'json'

@@ -11,6 +11,7 @@ import type { ContentWatch } from '../fingerprint'
 import type { StreamFormat } from '../format/frames'
 import type { ModelProfile, ResolvedOptions } from '../guard/options'
 import type { RequestPlan } from '../plan/plan'
+import type { PromptSecrets } from '../plan/prompt-secrets'
 import type { ProofKind } from '../plan/request'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { PrefixRecord } from '../timing/prefix-record'
@@ -69,6 +70,13 @@ export interface AttemptContext {
    * each attempt watches its answer with a fresh watch. Undefined when the check is off.
    */
   content: () => Promise<PrintedPrompt | undefined>
+  /**
+   * This request's stand-ins (their values restored in the answer) and the recognition of any other
+   * request's; undefined when the guard substitutes no secret.
+   */
+  secrets: PromptSecrets | undefined
+  /** Whether the answer's content is JSON (values are restored into it escaped). */
+  jsonContent: boolean
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
   waitUntil: ((promise: Promise<unknown>) => void) | undefined
   /** When the upstream call was made, by the guard's clock. */
@@ -87,6 +95,10 @@ export interface AttemptOutcome<T> {
   format?: StreamFormat
   /** Tenants whose prompt text the answer carried (foreign-content evidence), for the record. */
   contentSources?: string[]
+  /** Other requests' secret stand-ins found, per kind (the verdict log's `secrets.foreign`). */
+  foreignStandIns?: Record<string, number>
+  /** This request's secrets restored in a released whole answer, per kind. */
+  restored?: Record<string, number>
   /**
    * A released stream: ms from the upstream call to its first byte handed to the client (undefined
    * if none ever was), settled as the client reads — before any quarantine that ends the stream.

@@ -206,6 +206,7 @@ function speedSignal(
 /** Verdict reasons that are the incident's signature, and the check each stands for. */
 const VERDICT_REASONS: Record<string, CheckName> = {
   foreign_canary: 'foreign_content',
+  foreign_stand_in: 'foreign_content',
   foreign_content: 'foreign_content',
   ttft_impossible: 'prefill_speed',
   usage_undercount: 'usage_undercount',

@@ -125,6 +125,8 @@ async function prepare(
     prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
     baseline: plan.snapshot.baseline,
     content,
+    secrets: plan.secrets,
+    jsonContent: plan.jsonContent,
     waitUntil: hooks.waitUntil,
     startedAt: host.options.now(),
     attempt,

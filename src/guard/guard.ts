@@ -18,6 +18,8 @@ import { MemoryQuarantineStore } from '../quarantine/memory'
 import type { QuarantineStore } from '../quarantine/store'
 import { quarantineError, recordIncident } from '../quarantine/withhold'
 import { heartbeatStream } from '../release/heartbeat'
+import { importStandInKey, type StandInKey } from '../secrets'
+import type { ResolvedSecrets } from '../secrets/policy'
 import { PrefixRecord } from '../timing/prefix-record'
 import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import { FingerprintBook } from './fingerprint-book'
@@ -45,6 +47,7 @@ export class Guard implements AttemptHost, PlanServices {
   /** Recent prompts' fingerprints for the foreign-content check (undefined when it is off). */
   readonly fingerprints: FingerprintBook | undefined
   #key: Promise<CanaryKey> | undefined
+  #standInKey: Promise<StandInKey> | undefined
 
   constructor(options: GuardOptions) {
     this.options = resolveOptions(options)
@@ -69,6 +72,17 @@ export class Guard implements AttemptHost, PlanServices {
   key(): Promise<CanaryKey> {
     this.#key ??= importCanaryKey(this.options.secret)
     return this.#key
+  }
+
+  /** What is done with secrets in prompts, per model; undefined when nothing is. */
+  get secrets(): ResolvedSecrets | undefined {
+    return this.options.secrets
+  }
+
+  /** The stand-in key (the same secret, its own derivations), imported once on first use. */
+  standInKey(): Promise<StandInKey> {
+    this.#standInKey ??= importStandInKey(this.options.secret)
+    return this.#standInKey
   }
 
   /** A runner for one tenant over one upstream; cheap, so surfaces make one per request. */

@@ -6,6 +6,7 @@ import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
 import { FINGERPRINT_DEFAULTS, type FingerprintStore } from '../fingerprint'
 import type { QuarantineStore } from '../quarantine/store'
+import { type ResolvedSecrets, resolveSecrets, type SecretsOptions } from '../secrets/policy'
 
 /**
  * What the canary guard asks of a model's answer.
@@ -209,6 +210,13 @@ export interface GuardOptions {
    * isolates. `false` turns the check off.
    */
   foreignContent?: ForeignContentOptions | false
+  /**
+   * Secrets in prompts (docs/secrets.md): per kind and model, `off`, `detect` (counted in the verdict
+   * log, sent as they are) or `substitute` (the engine gets a stand-in, the answer the value back; a
+   * stand-in of another request in an answer is a leak). Off unless set; the Worker substitutes the
+   * high-confidence kinds and detects the rest by default.
+   */
+  secrets?: SecretsOptions
 }
 
 /** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
@@ -266,6 +274,17 @@ export interface VerdictLog {
   sourceTenants?: string[]
   /** `context_length_exceeded` refusals: the script classes that drove the estimate over the ceiling. */
   scripts?: string[]
+  /**
+   * Secrets in the prompt, per kind (never values): `substituted` were sent as stand-ins, `detected`
+   * as they were (policy `detect`); `restored` (whole answers) put back in the answer;
+   * quarantines name the kinds of another request's stand-ins found (`foreign`).
+   */
+  secrets?: {
+    substituted?: Record<string, number>
+    detected?: Record<string, number>
+    restored?: Record<string, number>
+    foreign?: Record<string, number>
+  }
 }
 
 /** What an `onVerdict` hook gets beside the event: the host's per-request hooks. */
@@ -306,6 +325,8 @@ export interface ResolvedOptions {
   incidentWindowMs: number
   /** Undefined: the foreign-content check is off. */
   foreignContent: ResolvedForeignContent | undefined
+  /** Undefined: no secret is looked for. */
+  secrets: ResolvedSecrets | undefined
 }
 
 /**
@@ -349,6 +370,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
       ' of milliseconds',
     ),
     foreignContent: resolveForeignContent(options.foreignContent),
+    secrets: resolveSecrets(options.secrets),
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { RequestPlan } from '../plan/plan'
+import type { PromptSecrets } from '../plan/prompt-secrets'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { Incident } from '../quarantine/withhold'
 import type { VerdictContext, VerdictLog } from './options'
@@ -53,6 +54,7 @@ export class VerdictLogger {
           : promptFigures(plan.admission)),
         ...timingFigures(outcome.figures),
         ...(firstByteMs !== undefined ? { firstByteMs: Math.round(firstByteMs) } : {}),
+        ...secretsFigures(plan.secrets, outcome),
       },
       waitUntil,
     )
@@ -81,10 +83,27 @@ export class VerdictLogger {
         ...(incident.sourceTenants.length > 0 ? { sourceTenants: incident.sourceTenants } : {}),
         ...tokenFigures(outcome.figures),
         ...timingFigures(outcome.figures),
+        ...secretsFigures(ctx.secrets, outcome),
       },
       ctx.waitUntil,
     )
   }
+}
+
+/** The secrets line: kinds and counts, each part only when it has any. */
+function secretsFigures(
+  prompt: Pick<PromptSecrets, 'substituted' | 'detected'> | undefined,
+  outcome: AttemptOutcome<unknown>,
+): Pick<VerdictLog, 'secrets'> {
+  const parts: NonNullable<VerdictLog['secrets']> = {}
+  const add = (name: keyof typeof parts, counts: Record<string, number> | undefined) => {
+    if (counts && Object.keys(counts).length > 0) parts[name] = counts
+  }
+  add('substituted', prompt?.substituted)
+  add('detected', prompt?.detected)
+  add('restored', outcome.restored)
+  add('foreign', outcome.foreignStandIns)
+  return Object.keys(parts).length > 0 ? { secrets: parts } : {}
 }
 
 /** A released prompt's size: its token estimate when it was counted, else its byte bound. */

@@ -9,6 +9,7 @@ import type { ScriptClass } from '../ceiling/script'
 import type { ModelProfile, ResolvedOptions } from '../guard/options'
 import { PrefixRecord, type PromptDigest } from '../timing/prefix-record'
 import { type Admission, admit } from './preflight'
+import { type PromptSecrets, type SecretServices, substituteSecrets } from './prompt-secrets'
 import { type ProofKind, type RequestFacts, readRequest } from './request'
 
 /** The prompt's family estimate with what the timing and usage checks read from it. */
@@ -36,8 +37,15 @@ export interface RequestPlan {
   pieces: PromptPieces
   admission: Admission
   snapshot: CalibrationSnapshot
-  /** The inputs to send (empty opt-outs removed, `max_tokens` clamped if asked), before injection. */
+  /**
+   * The inputs to send (empty opt-outs removed, secrets replaced by stand-ins, `max_tokens` clamped if
+   * asked), before injection.
+   */
   inputs: Record<string, unknown>
+  /** The prompt's secrets and this request's stand-in book; undefined when the guard substitutes none. */
+  secrets: PromptSecrets | undefined
+  /** Whether the answer's content is JSON (JSON mode, a schema): values are restored escaped in it. */
+  jsonContent: boolean
   /** The proof asked of the answer: the profile's echo policy, then what the format can carry. */
   proof: ProofKind
   /** Whether answers are scanned for canaries (policy not `off`). */
@@ -67,7 +75,7 @@ export interface RequestPlan {
 }
 
 /** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
-export interface PlanServices {
+export interface PlanServices extends SecretServices {
   readonly options: Pick<ResolvedOptions, 'overflow' | 'minTimingEvidenceMs' | 'wholeAnswers'>
   readonly prefixes: PrefixRecord
   profile(model: string): ModelProfile
@@ -89,8 +97,13 @@ export async function planRequest(
   raw: Record<string, unknown>,
 ): Promise<RequestPlan> {
   const facts = readRequest(raw)
-  const inputs = facts.inputs
   const profile = guard.profile(model)
+  // Before the ceiling counts: what is counted is what is sent.
+  const { inputs, secrets } = await substituteSecrets(
+    guard,
+    { requestId, tenant, model },
+    facts.inputs,
+  )
   const pieces = promptPieces(inputs)
   const snapshot = await guard.snapshot(model)
   const admission = await admit(
@@ -131,6 +144,8 @@ export async function planRequest(
     admission,
     snapshot,
     inputs: sent,
+    secrets,
+    jsonContent: jsonContent(inputs),
     proof: profile.echo === 'require' ? facts.proof : 'none',
     scanning: profile.echo !== 'off',
     timed,
@@ -142,6 +157,13 @@ export async function planRequest(
     needsEstimate: judged || admission.estimate !== undefined,
     needsPrefix: judged,
   }
+}
+
+/** Whether the request asks for a JSON answer (JSON mode, a JSON schema, guided decoding). */
+function jsonContent(inputs: Record<string, unknown>): boolean {
+  if (inputs.guided_json !== undefined) return true
+  const format = inputs.response_format as { type?: unknown } | undefined
+  return format?.type === 'json_object' || format?.type === 'json_schema'
 }
 
 /**

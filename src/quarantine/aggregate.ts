@@ -39,7 +39,7 @@ export interface IncidentRecorderOptions {
   now?: () => number
   /** Open windows kept per isolate (LRU). @default 10_000 */
   maxKeys?: number
-  /** Reasons that name another tenant's data: never folded. @default ['foreign_canary', 'foreign_content'] */
+  /** Reasons that name another tenant's data: never folded. @default the leak reasons (`foreign_canary`, `foreign_stand_in`, `foreign_content`) */
   neverAggregate?: readonly string[]
   /** Where a failed fold is reported (the incident is then stored in full). @default console.error */
   onError?: (failure: AggregationFailure) => void
@@ -98,7 +98,9 @@ export class IncidentRecorder {
       throw new Error('option "maxKeys" must be a positive integer')
     }
     this.#now = options.now ?? (() => Date.now())
-    this.#evidence = new Set(options.neverAggregate ?? ['foreign_canary', 'foreign_content'])
+    this.#evidence = new Set(
+      options.neverAggregate ?? ['foreign_canary', 'foreign_stand_in', 'foreign_content'],
+    )
     this.#onError = options.onError ?? ((failure) => console.error(JSON.stringify(failure)))
   }
 

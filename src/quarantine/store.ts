@@ -38,6 +38,11 @@ export interface QuarantineRecord {
     tenantTag?: string
     channel?: string
     /**
+     * Set when the finding is a secret's stand-in, not a canary: the secret's kind (e.g.
+     * `card-number`). Its tag attributes it like a canary's; the value is never known here.
+     */
+    standIn?: string
+    /**
      * Every tenant known to own `tenantTag` (src/attribution). More than one is a tag collision: any
      * of them may be the source. Empty or absent: unknown (never recorded, or the lookup failed).
      */

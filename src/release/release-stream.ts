@@ -18,6 +18,7 @@ import { encodeSseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'
 import type { EchoWatch } from '../verify/echo-watch'
 import type { ContentHold } from './content-hold'
+import { applyEdits, type Edit, StandInJudge, type StreamSecrets } from './stand-in-release'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
 const SHORT_TAIL = /^c(?:n(?:r(?:y)?)?)?$/i
@@ -64,7 +65,8 @@ interface ChannelState {
   from: number
   /** Absolute position from which the text may still be held back (set by each scan). */
   safe: number
-  strips: Range[]
+  /** Our canary to cut, and this request's stand-ins to replace with their values. */
+  strips: Edit[]
   /** The channel's last {@link CONTEXT} characters: where a canary may still be forming. */
   tail: string
   /** Where the last `cnry_` (any case) of the channel starts; −1 while there is none. */
@@ -128,6 +130,11 @@ export interface ReleaseStart {
    * the rest, holds back what it has not judged yet, and ends the stream when it finds evidence.
    */
   content?: ContentHold
+  /**
+   * This request's stand-in book: its stand-ins leave as their values, another request's ends the
+   * stream (each channel's tail held back while a stand-in could still be forming in it).
+   */
+  secrets?: StreamSecrets
   /** Called when another tenant's prompt text appears after release; returns the ending error. */
   onForeignContent?: (found: ForeignContent, seen: Record<string, string>) => Promise<GuardError>
   /** Called when a foreign canary appears after release; returns the error that ends the stream. */
@@ -166,12 +173,17 @@ export class Release {
   #finishReason: string | null | undefined
   /** Still owed (see `ReleaseStart.proofOwed`). */
   #proofOwed: boolean
+  /** Stand-in judgements, when the guard substitutes secrets. */
+  readonly #standIns: StandInJudge | undefined
+  /** The channel of the latest text: any other channel with text pending has paused. */
+  #latest: Channel | undefined
 
   constructor(ctx: AttemptContext, start: ReleaseStart) {
     this.#ctx = ctx
     this.#start = start
     this.#own = ownTokens(ctx)
     this.#proofOwed = start.proofOwed !== undefined
+    this.#standIns = start.secrets ? new StandInJudge(start.secrets) : undefined
   }
 
   #channel(name: Channel): ChannelState {
@@ -236,6 +248,7 @@ export class Release {
       else if (name === 'reasoning' && this.#proofOwed)
         this.#start.proofOwed?.reasoning.readReasoning(text)
       state.dirty = true
+      this.#latest = name
       spans.push({ name, start: startAt, end: startAt + text.length })
       const prior = this.#seen[name] ?? ''
       if (prior.length < 65_536) this.#seen[name] = prior + text
@@ -264,6 +277,35 @@ export class Release {
   #scan(final: boolean): Promise<void> | undefined {
     const content = this.#contentCheck(final)
     if (content) return content
+    const standIns = this.#judgeStandIns(final)
+    const canaries = this.#scanCanaries(final)
+    if (!standIns) return canaries
+    return canaries ? Promise.all([standIns, canaries]).then(() => undefined) : standIns
+  }
+
+  /**
+   * Judges every channel with text not judged yet for stand-ins; a channel that has paused (the
+   * answer moved on to another) is judged to its end, so it does not hold the others back.
+   */
+  #judgeStandIns(final: boolean): Promise<void> | undefined {
+    const judge = this.#standIns
+    if (!judge) return undefined
+    const pending: Promise<void>[] = []
+    for (const [name, state] of this.#channels) {
+      if (!judge.pending(name, endOf(state))) continue
+      const paused = this.#latest !== undefined && this.#latest !== name
+      const edits = judge.judge(name, state.text, state.from, final || paused, () =>
+        redactCanaries(this.#seen),
+      )
+      if (edits instanceof Promise)
+        pending.push(edits.then((found) => void state.strips.push(...found)))
+      else if (edits.length > 0) state.strips.push(...edits)
+    }
+    return pending.length === 0 ? undefined : Promise.all(pending).then(() => undefined)
+  }
+
+  /** Our own canary and other requests' (see {@link #scan}). */
+  #scanCanaries(final: boolean): Promise<void> | undefined {
     const slow: [Channel, ChannelState][] = []
     for (const [name, state] of this.#channels) {
       if (!final && !state.dirty) continue
@@ -329,11 +371,15 @@ export class Release {
     if (echo.span && echo.span.end > echo.span.start) state.strips.push({ ...echo.span })
   }
 
-  /** Where a channel may be released up to: neither a canary nor unjudged content lies before it. */
+  /**
+   * Where a channel may be released up to: neither a canary, nor a stand-in still forming, nor
+   * unjudged content lies before it.
+   */
   #safe(name: Channel): number {
     const echo = this.#start.contentEcho
     if (name === 'content' && echo && !echo.settled) return this.#channel(name).base
-    const canary = this.#channel(name).safe
+    const judged = this.#standIns ? this.#standIns.judgedTo(name) : Number.POSITIVE_INFINITY
+    const canary = Math.min(this.#channel(name).safe, judged)
     if (this.#start.contentHoldBack === false) return canary
     const content = this.#start.content?.safeFrom(name) ?? Number.POSITIVE_INFINITY
     return Math.min(canary, content)
@@ -430,6 +476,8 @@ export class Release {
     const cuts: [ChannelState, Range][] = []
     for (const { name } of blocked) {
       const state = this.#channel(name)
+      // A paused channel was judged to its end by the last scan; anything else is still forming.
+      if (this.#standIns?.pending(name, endOf(state))) return false
       if (state.safe >= endOf(state)) continue // held for content only
       const tail = state.text.slice(state.safe - state.from)
       if (SHORT_TAIL.test(tail)) continue
@@ -472,7 +520,7 @@ export class Release {
       const strips = this.#channel(name).strips
       if (strips.length === 0) continue
       const original = held.frame.texts[name] ?? ''
-      const cut = cutRanges(original, start, strips)
+      const cut = applyEdits(original, start, strips)
       if (cut !== original) {
         replaced[name] = cut
         changed = true

@@ -26,11 +26,22 @@ export {
   operatorDetector,
   patternProblem,
 } from './operator-pattern'
+export {
+  type ModelSecrets,
+  type ResolvedSecrets,
+  resolveSecrets,
+  type SecretPolicy,
+  type SecretRules,
+  type SecretsOptions,
+  WORKER_SECRETS_DEFAULT,
+} from './policy'
 export { providerKeyDetectors } from './provider-keys'
 export {
   type ForeignStandIn,
   type KindCount,
+  type Located,
   MAX_STAND_INS,
+  type Replacement,
   type Restoration,
   StandInBook,
   type StandInRequest,

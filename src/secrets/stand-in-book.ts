@@ -48,8 +48,15 @@ export interface Restoration {
 }
 
 /** One span of an answer to replace with a value of this request. */
-interface Replacement extends SecretSpan {
+export interface Replacement extends SecretSpan {
   value: string
+}
+
+/** What {@link StandInBook.locate} finds: this request's stand-ins with their values, and others'. */
+export interface Located {
+  /** In order, non-overlapping. */
+  own: Replacement[]
+  foreign: ForeignStandIn[]
 }
 
 /** The key of a payload: its kind, layout, and for the full layout the minting request. */
@@ -102,6 +109,8 @@ export class StandInBook {
   readonly #tag: Uint8Array
   readonly #detectors: readonly SecretDetector[]
   readonly #shapes: Map<string, StandInShape>
+  /** Each kind's candidate pattern, global, made once (its `lastIndex` is set before each use). */
+  readonly #candidates: [string, RegExp][] = []
   readonly #byValue = new Map<string, string>()
   readonly #byStandIn = new Map<string, { kind: string; value: string }>()
   readonly #index = new StandInIndex()
@@ -115,23 +124,30 @@ export class StandInBook {
     nonce: Uint8Array,
     tag: Uint8Array,
     detectors: readonly SecretDetector[],
+    recognised: readonly SecretDetector[],
   ) {
     this.#key = key
     this.#nonce = nonce
     this.#tag = tag
     this.#detectors = detectors
     this.#shapes = new Map()
-    for (const detector of detectors) {
-      this.#shapes.set(
+    for (const detector of [...detectors, ...recognised]) {
+      if (this.#shapes.has(detector.kind)) continue
+      const shape = SHAPES[detector.kind] ?? classShape(detector.pattern ?? /(?!)/g)
+      this.#shapes.set(detector.kind, shape)
+      const { source, flags } = shape.candidates
+      this.#candidates.push([
         detector.kind,
-        SHAPES[detector.kind] ?? classShape(detector.pattern ?? /(?!)/g),
-      )
+        new RegExp(source, flags.includes('g') ? flags : `${flags}g`),
+      ])
     }
   }
 
   /**
-   * Opens the book of one request. `detectors` defaults to {@link builtInDetectors}; operator
-   * detectors (src/secrets/operator-pattern.ts) may be appended.
+   * Opens the book of one request. `detectors` (what {@link substitute} replaces) defaults to
+   * {@link builtInDetectors}; operator detectors (src/secrets/operator-pattern.ts) may be appended.
+   * `recognised` adds kinds whose stand-ins {@link restore} recognises without this request
+   * substituting them: another request (another model's policy) may have.
    *
    * @example
    * const book = await StandInBook.open(key, { requestId: crypto.randomUUID(), tenant: 'acme' })
@@ -140,12 +156,13 @@ export class StandInBook {
     key: StandInKey,
     request: StandInRequest,
     detectors: readonly SecretDetector[] = builtInDetectors(),
+    recognised: readonly SecretDetector[] = [],
   ): Promise<StandInBook> {
     const [nonce, tag] = await Promise.all([
       standInHmac(key, `stand-in-request\0${request.requestId}`),
       standInHmac(key, `tenant\0${request.tenant}`),
     ])
-    return new StandInBook(key, nonce.slice(0, 4), tag.slice(0, 5), detectors)
+    return new StandInBook(key, nonce.slice(0, 4), tag.slice(0, 5), detectors, recognised)
   }
 
   /** How many distinct secrets this book holds. */
@@ -241,16 +258,10 @@ export class StandInBook {
    */
   async restore(text: string): Promise<Restoration> {
     const restored = new Map<string, number>()
-    const own: Replacement[] = this.#index
-      .find(text)
-      .map(({ start, end, entry }) => ({ start, end, kind: entry.kind, value: entry.value }))
-    const { foreign, rewritten } = await this.#scan(text, own)
-    const all =
-      rewritten.length > 0 ? [...own, ...rewritten].sort((a, b) => a.start - b.start) : own
+    const { own, foreign } = await this.locate(text)
     let out = ''
     let at = 0
-    for (const r of all) {
-      if (r.start < at) continue // two readings of one span: the first stands
+    for (const r of own) {
       out += text.slice(at, r.start) + r.value
       at = r.end
       bump(restored, r.kind)
@@ -260,25 +271,79 @@ export class StandInBook {
   }
 
   /**
-   * Stand-ins under the key in `text` outside the spans found exactly: another request's (foreign),
-   * or this request's in another layout the model chose (rewritten: a card's separators changed).
+   * Where `text` holds this request's stand-ins (with their values) and other requests' — what
+   * {@link restore} replaces, for a caller that replaces by itself (a stream's release stage).
+   * Only stand-ins starting in [`from`, `to`) are reported; the text around the window is read as
+   * context (a candidate must start where a token starts), so a stream can judge a window at a time.
+   *
+   * @example
+   * const { own, foreign } = await book.locate(text, judged, holdFrom)
    */
-  async #scan(
-    text: string,
-    own: readonly SecretSpan[],
-  ): Promise<{ foreign: ForeignStandIn[]; rewritten: Replacement[] }> {
-    const candidates: { kind: string; start: number; end: number; text: string }[] = []
-    for (const [kind, shape] of this.#shapes) {
-      const flags = shape.candidates.flags.includes('g')
-        ? shape.candidates.flags
-        : `${shape.candidates.flags}g`
-      for (const m of text.matchAll(new RegExp(shape.candidates.source, flags))) {
+  async locate(text: string, from = 0, to = text.length): Promise<Located> {
+    return this.locateNow(text, from, to)
+  }
+
+  /**
+   * {@link locate}, synchronous when nothing in the window needs a MAC checked — the common case
+   * of a stream's next words, which then cost no promise.
+   *
+   * @example
+   * const found = book.locateNow(text, judged, holdFrom)
+   * const { own, foreign } = found instanceof Promise ? await found : found
+   */
+  locateNow(text: string, from = 0, to = text.length): Located | Promise<Located> {
+    const exact: Replacement[] = []
+    const window = from === 0 ? text : text.slice(from)
+    for (const { start, end, entry } of this.#index.find(window)) {
+      if (from + start >= to) break
+      exact.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
+    }
+    const candidates = this.#candidatesIn(text, exact, from, to)
+    if (candidates.length === 0) return { own: exact, foreign: [] }
+    return this.#inspect(candidates).then(({ foreign, rewritten }) => {
+      if (rewritten.length === 0) return { own: exact, foreign }
+      const own: Replacement[] = []
+      let at = 0
+      for (const r of [...exact, ...rewritten].sort((a, b) => a.start - b.start)) {
+        if (r.start < at) continue // two readings of one span: the first stands
+        own.push(r)
+        at = r.end
+      }
+      return { own, foreign }
+    })
+  }
+
+  /**
+   * Whether the recognised kinds include operator patterns (their candidates may hold whitespace:
+   * a stream then holds back the longest stand-in's length, src/secrets/hold-back.ts).
+   */
+  get recognisesPatterns(): boolean {
+    for (const kind of this.#shapes.keys()) if (!Object.hasOwn(SHAPES, kind)) return true
+    return false
+  }
+
+  /** Candidates of every recognised kind starting in [from, to), outside the spans found exactly. */
+  #candidatesIn(text: string, own: readonly SecretSpan[], from: number, to: number): Candidate[] {
+    const candidates: Candidate[] = []
+    for (const [kind, re] of this.#candidates) {
+      re.lastIndex = from
+      for (let m = re.exec(text); m !== null && m.index < to; m = re.exec(text)) {
         const start = m.index
         const end = start + m[0].length
-        if (overlaps(own, start, end)) continue
-        candidates.push({ kind, start, end, text: m[0] })
+        if (end === start) re.lastIndex++
+        else if (!overlaps(own, start, end)) candidates.push({ kind, start, end, text: m[0] })
       }
     }
+    return candidates
+  }
+
+  /**
+   * Candidates whose MAC verifies: another request's stand-ins (foreign), or this request's in another
+   * layout the model chose (rewritten: a card's separators changed).
+   */
+  async #inspect(
+    candidates: readonly Candidate[],
+  ): Promise<{ foreign: ForeignStandIn[]; rewritten: Replacement[] }> {
     // In batches: one at a time, each WebCrypto round trip idled ~40 µs; all at once, thousands of
     // HMACs queued on the thread pool together ran slower still.
     const payloads: (StandInPayload | undefined)[] = []
@@ -304,6 +369,14 @@ export class StandInBook {
     })
     return { foreign: foreign.sort((a, b) => a.start - b.start), rewritten }
   }
+}
+
+/** A candidate stand-in of one kind in an answer. */
+interface Candidate {
+  kind: string
+  start: number
+  end: number
+  text: string
 }
 
 /** Whether [start, end) overlaps a span of `sorted` (in order, non-overlapping). */

@@ -8,6 +8,7 @@ import { type Channel, channelEntries } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { TimingSignal } from '../timing/prefill'
 import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
+import { kindCounts, standInEntries, standInEvidence } from './stand-in-evidence'
 import { decide, type EchoOutcome, type Verdict } from './verdict'
 
 /** Channel texts of one answer. */
@@ -32,8 +33,10 @@ export interface Evidence {
 export interface Conclusion {
   verdict: Verdict
   figures: QuarantineRecord['figures']
-  /** The texts with our own canary cut out: what a release may send. */
+  /** The texts with our own canary cut out and this request's secrets back: what a release may send. */
   texts: Texts
+  /** Secrets restored in `texts`, per kind. */
+  restored: Record<string, number>
   /** The outcome of withholding the answer whose unreleased text is `raw`. */
   withheld(raw: Texts): AttemptOutcome<never>
   /**
@@ -53,12 +56,14 @@ export interface Conclusion {
 export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise<Conclusion> {
   const { timing, reported } = evidence
   const scanned = await scanChannels(ctx, evidence.texts)
+  const standIns = await standInEvidence(ctx, scanned.texts)
   const { found: content, learn } = await foreignContent(ctx, evidence)
   const estimate = ctx.counted ? await ctx.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
   const verdict = decide({
     echo: evidence.echo,
     foreignCanaries: scanned.findings.filter((f) => f.kind === 'foreign').length,
+    foreignStandIns: standIns.foreign.length,
     ...(content ? { foreignContent: content } : {}),
     ...(timing ? { timing } : {}),
     ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
@@ -77,13 +82,15 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
     verdict,
     figures,
     learn,
-    texts: scanned.texts,
+    texts: standIns.texts,
+    restored: standIns.restored,
     withheld: (raw) => ({
       verdict,
       withheld: redactCanaries(raw),
       figures,
-      canaries: canaryEntries(scanned.findings),
+      canaries: [...canaryEntries(scanned.findings), ...standInEntries(standIns.foreign)],
       ...(content ? { contentSources: [content.source] } : {}),
+      ...(standIns.foreign.length > 0 ? { foreignStandIns: kindCounts(standIns.foreign) } : {}),
     }),
   }
 }

@@ -26,6 +26,7 @@ import { Release, type ReleaseStart } from '../release/release-stream'
 import type { TimingSignal } from '../timing/prefill'
 import { type Conclusion, conclude } from './conclude'
 import { EchoWatch } from './echo-watch'
+import { standInEntries } from './stand-in-evidence'
 import { timingEvidence } from './timing-evidence'
 import type { EchoOutcome } from './verdict'
 
@@ -256,6 +257,23 @@ class HeldStream {
           canaries: [],
           contentSources: [found.source],
         }),
+      ...(ctx.secrets
+        ? {
+            secrets: {
+              book: ctx.secrets.book,
+              jsonContent: ctx.jsonContent,
+              onForeign: (finding, seen) =>
+                // Another request's secret stand-in: a leak like a foreign canary, never restored.
+                withhold({
+                  verdict: { action: 'quarantine', reasons: ['foreign_stand_in'], score: 1 },
+                  withheld: seen,
+                  figures,
+                  canaries: standInEntries([finding]),
+                  foreignStandIns: { [finding.kind]: 1 },
+                }),
+            },
+          }
+        : {}),
       onForeign: (channel, tenantTag, seen) =>
         // Quarantine mid-stream: record what was seen, end the stream before the offending event.
         withhold({

@@ -4,6 +4,7 @@
  * | signal (alone)                                   | action     | why                                            |
  * |--------------------------------------------------|------------|------------------------------------------------|
  * | foreign canary (verifies, not this request's)     | quarantine | proof: another request's prompt is in the answer |
+ * | another request's secret stand-in (MAC verifies)  | quarantine | the same proof (src/secrets): never restored    |
  * | another tenant's recent prompt text in the answer | quarantine | a run of its fingerprints no chance quote or     |
  * |   (a run of its fingerprints, not in this prompt)  |            | boilerplate makes (docs/fingerprints.md)         |
  * | first token faster than any real prefill         | quarantine | the prompt was not read (placeholder path)      |
@@ -38,6 +39,8 @@ export interface Signals {
   echo: EchoOutcome
   /** Canaries in the answer that verify under our key but belong to another request. */
   foreignCanaries: number
+  /** Stand-ins of secrets that verify under our key but were minted for another request. */
+  foreignStandIns?: number
   /** Another tenant's recent prompt text in the answer (src/fingerprint), when found. */
   foreignContent?: { source: string; run: number }
   timing?: TimingSignal
@@ -54,6 +57,7 @@ export interface Signals {
 /** A reason code and what it weighs. */
 export type Reason =
   | 'foreign_canary'
+  | 'foreign_stand_in'
   | 'foreign_content'
   | 'ttft_impossible'
   | 'usage_undercount'
@@ -72,6 +76,7 @@ export interface Verdict {
 
 const WEIGHT: Record<Reason, number> = {
   foreign_canary: 1,
+  foreign_stand_in: 1,
   foreign_content: 0.95,
   ttft_impossible: 0.9,
   usage_undercount: 0.8,
@@ -95,6 +100,7 @@ const WEIGHT: Record<Reason, number> = {
 export function decide(signals: Signals): Verdict {
   const hard: Reason[] = []
   if (signals.foreignCanaries > 0) hard.push('foreign_canary')
+  if ((signals.foreignStandIns ?? 0) > 0) hard.push('foreign_stand_in')
   if (signals.foreignContent) hard.push('foreign_content')
   if (signals.timing?.impossible) hard.push('ttft_impossible')
   if (signals.usage && signals.usage.reported < signals.usage.lower) {

@@ -60,5 +60,6 @@ export async function verifyWholeAnswer(
     withheld: {},
     figures: conclusion.figures,
     canaries: [],
+    restored: conclusion.restored,
   }
 }

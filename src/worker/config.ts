@@ -7,6 +7,7 @@ import { GuardError } from '../errors'
 import { Guard } from '../guard'
 import type { ModelProfile } from '../guard/options'
 import { D1QuarantineStore } from '../quarantine/d1'
+import { type SecretsOptions, WORKER_SECRETS_DEFAULT } from '../secrets/policy'
 import { DurableCalibration } from './durable-calibration'
 import { DurableFingerprints } from './durable-fingerprints'
 import type { Env } from './env'
@@ -40,6 +41,7 @@ export function guardFor(env: Env): Guard {
           ? { streamRelease: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
           : {}),
         ...(env.GUARD_HEARTBEAT_MS ? { heartbeatMs: Number(env.GUARD_HEARTBEAT_MS) } : {}),
+        secrets: parseSecrets(env.GUARD_SECRETS),
         ...(env.QUARANTINE_DB
           ? {
               quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
@@ -70,6 +72,28 @@ export function guardFor(env: Env): Guard {
     guards.set(env, guard)
   }
   return guard
+}
+
+/**
+ * `GUARD_SECRETS`: one policy for every kind, or the `secrets` option as JSON; unset, the Worker's
+ * default (high-confidence kinds substituted, the rest counted).
+ */
+function parseSecrets(value: string | undefined): SecretsOptions {
+  if (value === undefined || value.trim() === '') return WORKER_SECRETS_DEFAULT
+  const policy = value.trim()
+  if (policy === 'off' || policy === 'detect' || policy === 'substitute') {
+    return { high: policy, medium: policy }
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(policy)
+  } catch {
+    throw new Error('GUARD_SECRETS must be off, detect, substitute or a JSON object')
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new Error('GUARD_SECRETS must be off, detect, substitute or a JSON object')
+  }
+  return parsed as SecretsOptions
 }
 
 function parseModels(json: string | undefined): Record<string, Partial<ModelProfile>> | undefined {

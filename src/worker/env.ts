@@ -23,6 +23,12 @@ export interface Env {
   GUARD_STREAM_RELEASE?: string
   /** ms between `: held` comments while a stream is held for its verdict (`heartbeatMs`); unset: none. */
   GUARD_HEARTBEAT_MS?: string
+  /**
+   * Secrets in prompts: `off`, `detect`, `substitute`, or a JSON object of the `secrets` option (per
+   * confidence, kind, model, operator patterns). @default {"high":"substitute","medium":"detect"} —
+   * see docs/secrets.md
+   */
+  GUARD_SECRETS?: string
   /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
@@ -63,7 +69,7 @@ export interface Env {
    * `wrangler secret put TENANT_WEBHOOKS`.
    */
   TENANT_WEBHOOKS?: string
-  /** Comma-separated quarantine reasons that alert, or `all`. @default foreign_canary,foreign_content */
+  /** Comma-separated quarantine reasons that alert, or `all`. @default foreign_canary,foreign_stand_in,foreign_content */
   ALERT_REASONS?: string
   /** The console's public base URL (`https://guard.example.com`): alerts link to its incident pages. */
   CONSOLE_URL?: string

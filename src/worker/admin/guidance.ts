@@ -24,6 +24,16 @@ const GUIDES: Record<string, ReasonGuide> = {
       'Look for more incidents of the same model in the last hours (the list, filtered by model): a burst means the engine is in a bad state; open a case with the provider with the request ids and times.',
     ],
   },
+  foreign_stand_in: {
+    title: 'Another request’s secret stand-in in the answer',
+    meaning:
+      'The answer carried the stand-in the guard sent in place of a secret of a different request (an API key, a card number…): proof, like a foreign canary, that the engine decoded memory another request’s prefill wrote. The stand-in was never turned back into that secret; the kind is in the findings below.',
+    steps: [
+      'Treat it as a confirmed cross-tenant leak of the source tenant’s prompt. Its secret itself did not leak: the engine only ever saw the stand-in.',
+      'Tell each source tenant that part of a prompt they sent was served to another request and withheld before delivery; the rest of that prompt (not its substituted secrets) may be in the text below.',
+      'Check the model’s pool figure and recent incidents of the model as for a foreign canary.',
+    ],
+  },
   foreign_content: {
     title: 'Another tenant’s prompt text in the answer',
     meaning:

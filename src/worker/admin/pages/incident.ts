@@ -56,10 +56,10 @@ export function incidentDetail(record: QuarantineRecord): Html {
 <h2>Canary findings</h2>
 ${
   record.canaries.length === 0
-    ? html`<p class="empty">No foreign canary in the answer.</p>`
-    : html`<table id="canaries"><thead><tr><th>Channel</th><th>Tenant tag</th><th>Owners of the tag</th></tr></thead><tbody>${record.canaries.map(
+    ? html`<p class="empty">No foreign canary or stand-in in the answer.</p>`
+    : html`<table id="canaries"><thead><tr><th>Channel</th><th>Found</th><th>Tenant tag</th><th>Owners of the tag</th></tr></thead><tbody>${record.canaries.map(
         (c) =>
-          html`<tr><td>${c.channel ?? '—'}</td><td class="mono">${c.tenantTag ?? 'unknown'}</td><td>${c.tenants?.length ? c.tenants.join(', ') : 'unknown'}${(c.tenants?.length ?? 0) > 1 ? html` <span class="tag hard">tag collision: any of them</span>` : ''}</td></tr>`,
+          html`<tr><td>${c.channel ?? '—'}</td><td>${c.standIn ? `stand-in of a ${c.standIn}` : 'canary'}</td><td class="mono">${c.tenantTag ?? 'unknown'}</td><td>${c.tenants?.length ? c.tenants.join(', ') : 'unknown'}${(c.tenants?.length ?? 0) > 1 ? html` <span class="tag hard">tag collision: any of them</span>` : ''}</td></tr>`,
       )}</tbody></table>`
 }
 </section>

@@ -9,7 +9,13 @@ import { KNOWN_REASONS } from '../guidance'
 import type { Html } from './layout'
 
 /** Reasons that prove a leak on their own (shown in red). */
-const HARD = new Set(['foreign_canary', 'foreign_content', 'ttft_impossible', 'usage_undercount'])
+const HARD = new Set([
+  'foreign_canary',
+  'foreign_stand_in',
+  'foreign_content',
+  'ttft_impossible',
+  'usage_undercount',
+])
 
 /**
  * The list page's body.

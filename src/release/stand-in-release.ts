@@ -1,0 +1,116 @@
+/**
+ * @module A stream's stand-ins: each channel is judged a window at a time — from where the last
+ * judgement ended to where a stand-in could still be forming (src/secrets/hold-back.ts) — so this
+ * request's stand-ins are known, with their values, before any of their characters may leave, and
+ * another request's stand-in ends the stream before its event does. Never released half-restored.
+ */
+import type { GuardError } from '../errors'
+import type { Channel } from '../format/frames'
+import type { StandInBook } from '../secrets'
+import { formingFrom } from '../secrets/hold-back'
+import {
+  escapeJson,
+  foreignFinding,
+  jsonChannel,
+  type StandInFinding,
+} from '../verify/stand-in-evidence'
+
+/** What the release stage needs to restore and recognise stand-ins. */
+export interface StreamSecrets {
+  book: StandInBook
+  /** Whether the content is JSON (values restored escaped in it; tool arguments always are). */
+  jsonContent: boolean
+  /** Called for another request's stand-in; returns the error that ends the stream. */
+  onForeign: (finding: StandInFinding, seen: Record<string, string>) => Promise<GuardError>
+}
+
+/** A span of a channel to replace with a value (already escaped for the channel). */
+export interface Edit {
+  start: number
+  end: number
+  value?: string
+}
+
+/**
+ * One stream's stand-in judgements, per channel.
+ *
+ * @example
+ * const judge = new StandInJudge(secrets)
+ * const edits = await judge.judge('content', text, from, false)
+ */
+export class StandInJudge {
+  readonly #secrets: StreamSecrets
+  readonly #judged = new Map<Channel, number>()
+  readonly #longest: number
+  readonly #wide: boolean
+
+  constructor(secrets: StreamSecrets) {
+    this.#secrets = secrets
+    this.#wide = secrets.book.recognisesPatterns
+    this.#longest = secrets.book.longestStandIn
+  }
+
+  /** Where the channel is judged up to: its text before this may leave, as far as stand-ins go. */
+  judgedTo(name: Channel): number {
+    return this.#judged.get(name) ?? 0
+  }
+
+  /** Whether the channel has text not judged yet (its end is `end`). */
+  pending(name: Channel, end: number): boolean {
+    return this.judgedTo(name) < end
+  }
+
+  /**
+   * Judges the channel's text (`text` starts at position `from` of the channel) from where it was
+   * judged up to where a stand-in could still be forming — the end when `final`. Returns this
+   * request's stand-ins as edits (absolute positions); rejects with the stream's ending error on
+   * another request's. Synchronous when no candidate needed its MAC checked.
+   */
+  judge(
+    name: Channel,
+    text: string,
+    from: number,
+    final: boolean,
+    seen: () => Record<string, string>,
+  ): Edit[] | Promise<Edit[]> {
+    const judged = this.judgedTo(name)
+    const to = final ? text.length : formingFrom(text, this.#longest, this.#wide)
+    if (from + to <= judged) return []
+    this.#judged.set(name, from + to)
+    const found = this.#secrets.book.locateNow(text, judged - from, to)
+    const json = jsonChannel(name, this.#secrets.jsonContent)
+    const edits = (own: { start: number; end: number; value: string }[]): Edit[] =>
+      own.map((r) => ({
+        start: from + r.start,
+        end: from + r.end,
+        value: json ? escapeJson(r.value) : r.value,
+      }))
+    if (!(found instanceof Promise)) return edits(found.own)
+    return found.then(async ({ own, foreign }) => {
+      const first = foreign[0]
+      if (first) throw await this.#secrets.onForeign(foreignFinding(name, first), seen())
+      return edits(own)
+    })
+  }
+}
+
+/**
+ * `text` (its first character at `offset` of the channel) with each edit applied: the span cut, and
+ * an edit's value written where its span starts (an edit begun in an earlier event is only cut here).
+ *
+ * @example
+ * applyEdits('abc', 0, [{ start: 1, end: 2, value: 'X' }]) // 'aXc'
+ */
+export function applyEdits(text: string, offset: number, edits: readonly Edit[]): string {
+  let out = ''
+  let at = 0
+  for (const r of [...edits].sort((a, b) => a.start - b.start)) {
+    const s = Math.max(0, r.start - offset)
+    const e = Math.min(text.length, r.end - offset)
+    if (e <= 0 || s >= text.length || e < s) continue
+    if (s > at) out += text.slice(at, s)
+    if (r.value !== undefined && r.start >= offset) out += r.value
+    at = Math.max(at, e)
+  }
+  return out + text.slice(at)
+}
