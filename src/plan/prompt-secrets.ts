@@ -21,6 +21,13 @@ export interface PromptSecrets {
   substituted: KindCounts
   /** Secrets found by `detect` kinds and sent as they were, per kind. */
   detected: KindCounts
+  /**
+   * Whether `text` occurs in a text of the prompt as sent. A stand-in of another request that the
+   * prompt itself carries is no proof of a leak: a client can learn one of its own stand-ins (ask the
+   * model to reverse it, reverse it back) and plant it in a page another tenant's prompt quotes —
+   * without this, its answer would be quarantined. Read only when a foreign stand-in is found.
+   */
+  inPrompt(text: string): boolean
 }
 
 /** What substitution needs of the guard. */
@@ -52,7 +59,12 @@ export async function substituteSecrets(
     substitute,
     resolved.all,
   )
-  const secrets: PromptSecrets = { book, substituted: {}, detected: {} }
+  const secrets: PromptSecrets = {
+    book,
+    substituted: {},
+    detected: {},
+    inPrompt: (text) => sentTexts(sent).some((t) => t.includes(text)),
+  }
   const rewrite = async (text: string): Promise<string> => {
     for (const span of detect.length > 0 ? findSecrets(text, detect) : []) {
       bump(secrets.detected, span.kind)
@@ -62,7 +74,29 @@ export async function substituteSecrets(
     for (const { kind, count } of done.replaced) bump(secrets.substituted, kind, count)
     return done.text
   }
-  return { inputs: await rewriteInputs(inputs, rewrite), secrets }
+  const sent = await rewriteInputs(inputs, rewrite)
+  return { inputs: sent, secrets }
+}
+
+/** Every text of the inputs the engine reads: message contents, parts, tool arguments, `prompt`. */
+function sentTexts(inputs: Record<string, unknown>): string[] {
+  const texts: string[] = []
+  if (typeof inputs.prompt === 'string') texts.push(inputs.prompt)
+  for (const message of Array.isArray(inputs.messages) ? (inputs.messages as unknown[]) : []) {
+    if (!isRecord(message)) continue
+    const { content, tool_calls: calls } = message
+    if (typeof content === 'string') texts.push(content)
+    else if (Array.isArray(content)) {
+      for (const part of content)
+        if (isRecord(part) && typeof part.text === 'string') texts.push(part.text)
+    }
+    for (const call of Array.isArray(calls) ? calls : []) {
+      const args = isRecord(call) && isRecord(call.function) ? call.function.arguments : undefined
+      if (typeof args === 'string') texts.push(args)
+      else if (args !== undefined) texts.push(JSON.stringify(args))
+    }
+  }
+  return texts
 }
 
 function bump(counts: KindCounts, kind: string, by = 1): void {

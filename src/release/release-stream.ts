@@ -10,7 +10,7 @@
 
 import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { Usage } from '../call/upstream'
-import { CANARY_LENGTH, classify, cutOff, cutRanges, quickHold } from '../canary'
+import { CANARY_LENGTH, classify, cutOff, quickHold } from '../canary'
 import { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
 import { type Channel, type Frame, withTexts } from '../format/frames'

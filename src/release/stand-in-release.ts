@@ -20,6 +20,8 @@ export interface StreamSecrets {
   book: StandInBook
   /** Whether the content is JSON (values restored escaped in it; tool arguments always are). */
   jsonContent: boolean
+  /** Whether a text occurs in the prompt as sent (a foreign stand-in there is no proof of a leak). */
+  inPrompt?: (text: string) => boolean
   /** Called for another request's stand-in; returns the error that ends the stream. */
   onForeign: (finding: StandInFinding, seen: Record<string, string>) => Promise<GuardError>
 }
@@ -87,7 +89,8 @@ export class StandInJudge {
       }))
     if (!(found instanceof Promise)) return edits(found.own)
     return found.then(async ({ own, foreign }) => {
-      const first = foreign[0]
+      const inPrompt = this.#secrets.inPrompt
+      const first = foreign.find((f) => !inPrompt?.(text.slice(f.start, f.end)))
       if (first) throw await this.#secrets.onForeign(foreignFinding(name, first), seen())
       return edits(own)
     })

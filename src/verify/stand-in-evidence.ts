@@ -42,7 +42,10 @@ export async function standInEvidence(ctx: AttemptContext, texts: Texts): Promis
   for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
     if (!text) continue
     const found = await book.locate(text)
-    foreign.push(...found.foreign.map((f) => foreignFinding(channel, f)))
+    for (const f of found.foreign) {
+      if (!ctx.secrets?.inPrompt(text.slice(f.start, f.end)))
+        foreign.push(foreignFinding(channel, f))
+    }
     if (found.own.length === 0) continue
     out[channel] = spliceValues(text, 0, found.own, jsonChannel(channel, ctx.jsonContent))
     for (const r of found.own) restored[r.kind] = (restored[r.kind] ?? 0) + 1

@@ -262,6 +262,7 @@ class HeldStream {
             secrets: {
               book: ctx.secrets.book,
               jsonContent: ctx.jsonContent,
+              inPrompt: ctx.secrets.inPrompt,
               onForeign: (finding, seen) =>
                 // Another request's secret stand-in: a leak like a foreign canary, never restored.
                 withhold({
