@@ -1,7 +1,8 @@
 /**
- * @module Secrets never reach the engine (issue 20, first layer): detectors with checks, stand-ins
- * under the guard's key, and the per-request book that substitutes and restores them. Not yet wired
- * into the guard; see docs/secrets.md.
+ * @module Secrets never reach the engine: detectors with checks, stand-ins under the guard's key, the
+ * per-request book that substitutes and restores them, and the policy per kind and model. The guard
+ * uses them in src/plan/prompt-secrets.ts, src/verify/stand-in-evidence.ts and
+ * src/release/stand-in-release.ts; see docs/secrets.md.
  */
 export { BASE62, crc32, githubChecksum, ibanRemainder, luhnValid } from './checksums'
 export {
