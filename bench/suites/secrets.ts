@@ -20,8 +20,13 @@ import {
 } from '../lib'
 import { code, english } from '../texts'
 
-/** Characters of `make` text that hold about `target` o200k tokens. */
-async function charsFor(
+/**
+ * Characters of `make` text that hold about `target` o200k tokens.
+ *
+ * @example
+ * english(11, await charsFor(english, 32_000))
+ */
+export async function charsFor(
   make: (seed: number, chars: number) => string,
   target: number,
 ): Promise<number> {
@@ -29,8 +34,17 @@ async function charsFor(
   return Math.round((target * sample.length) / (await countTokens([sample])))
 }
 
-/** `text` with a realistic secret line inserted at a line or sentence break every ~`every` chars. */
-function sprinkle(text: string, every: number, seed: number): { text: string; secrets: number } {
+/**
+ * `text` with a realistic secret line inserted at a line or sentence break every ~`every` chars.
+ *
+ * @example
+ * sprinkle(code(11, 100_000), 2_000, 1).secrets // about 50
+ */
+export function sprinkle(
+  text: string,
+  every: number,
+  seed: number,
+): { text: string; secrets: number } {
   const r = rng(seed)
   const generators = Object.values(GENERATORS)
   const parts: string[] = []
