@@ -7,8 +7,9 @@
  *
  * The book that holds the values lives as long as the request: the release stage restores from it.
  */
+import { GuardError } from '../errors'
 import type { ResolvedSecrets, StandInBook, StandInKey } from '../secrets'
-import { StandInBook as Book, findSecrets } from '../secrets'
+import { StandInBook as Book, findSecrets, MAX_STAND_INS } from '../secrets'
 
 /** Kinds with counts (never values). */
 export type KindCounts = Record<string, number>
@@ -72,6 +73,15 @@ export async function substituteSecrets(
     if (substitute.length === 0) return text
     const done = await book.substitute(text)
     for (const { kind, count } of done.replaced) bump(secrets.substituted, kind, count)
+    const left = done.unsubstituted[0]
+    if (left) {
+      // Sending it would be weaker than the operator asked: refused, nothing sent.
+      throw new GuardError(
+        'invalid_request',
+        `The prompt holds a secret of kind "${left.kind}" that the guard could not replace by a stand-in (a match too short to carry one, or more than ${MAX_STAND_INS} distinct secrets in one request), so it was not sent. Remove it from the prompt, or ask the operator to set this kind to "detect".`,
+        { param: 'messages' },
+      )
+    }
     return done.text
   }
   const sent = await rewriteInputs(inputs, rewrite)
