@@ -109,6 +109,8 @@ export class StandInBook {
   readonly #tag: Uint8Array
   readonly #detectors: readonly SecretDetector[]
   readonly #shapes: Map<string, StandInShape>
+  /** Whether every recognised kind is built in (their candidates' shapes are known: see `mayHoldCandidate`). */
+  readonly #builtInOnly: boolean
   /** Each kind's candidate pattern, global, made once (its `lastIndex` is set before each use). */
   readonly #candidates: [string, RegExp][] = []
   readonly #byValue = new Map<string, string>()
@@ -141,6 +143,7 @@ export class StandInBook {
         new RegExp(source, flags.includes('g') ? flags : `${flags}g`),
       ])
     }
+    this.#builtInOnly = [...this.#shapes.keys()].every((kind) => Object.hasOwn(SHAPES, kind))
   }
 
   /**
@@ -298,7 +301,10 @@ export class StandInBook {
       if (from + start >= to) break
       exact.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
     }
-    const candidates = this.#candidatesIn(text, exact, from, to)
+    const candidates =
+      this.#builtInOnly && !mayHoldCandidate(text, from)
+        ? []
+        : this.#candidatesIn(text, exact, from, to)
     if (candidates.length === 0) return { own: exact, foreign: [] }
     return this.#inspect(candidates).then(({ foreign, rewritten }) => {
       if (rewritten.length === 0) return { own: exact, foreign }
@@ -318,8 +324,7 @@ export class StandInBook {
    * a stream then holds back the longest stand-in's length, src/secrets/hold-back.ts).
    */
   get recognisesPatterns(): boolean {
-    for (const kind of this.#shapes.keys()) if (!Object.hasOwn(SHAPES, kind)) return true
-    return false
+    return !this.#builtInOnly
   }
 
   /** Candidates of every recognised kind starting in [from, to), outside the spans found exactly. */
@@ -369,6 +374,23 @@ export class StandInBook {
     })
     return { foreign: foreign.sort((a, b) => a.start - b.start), rewritten }
   }
+}
+
+/**
+ * Whether a built-in kind's candidate could start at or after `from`: every one holds a digit, or a
+ * run of at least 20 characters without whitespace (the shortest, an AWS key id), or `-----` (a PEM
+ * block). Most words of prose hold none of these, so a stream's next words cost one pass over their
+ * characters instead of a regular expression per kind.
+ */
+function mayHoldCandidate(text: string, from: number): boolean {
+  let run = 0
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 48 && c <= 57) return true
+    if (c === 32 || (c >= 9 && c <= 13)) run = 0
+    else if (++run >= 20) return true
+  }
+  return text.includes('-----', from)
 }
 
 /** A candidate stand-in of one kind in an answer. */
