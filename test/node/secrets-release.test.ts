@@ -1,0 +1,347 @@
+import fc from 'fast-check'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { importCanaryKey, tenantTag } from '../../src/canary/token'
+import { GuardError } from '../../src/errors'
+import type { Channel } from '../../src/format/frames'
+import { applyEdits, type Edit, StandInJudge } from '../../src/release/stand-in-release'
+import { importStandInKey, StandInBook } from '../../src/secrets'
+import type { StandInFinding } from '../../src/verify/stand-in-evidence'
+import { GENERATORS, rng } from '../secrets/generate'
+
+/**
+ * The release stage's stand-in restoration as a property: a channel's text cut into events at every
+ * position (and at random), each event released once the judge has judged past it, with the edits
+ * known then applied to it the way `#emit` in src/release/release-stream.ts applies them, gives
+ * exactly `book.restore(wholeText).text` — values JSON-escaped in a JSON channel. Another request's
+ * stand-in ends the stream, with the error `onForeign` returns, before any of its characters leave.
+ */
+
+const SECRET = 'a test secret of at least thirty-two bytes'
+let book: StandInBook
+let other: StandInBook
+/** This request's stand-ins of every generated kind, with their values. */
+const own: { name: string; standIn: string; value: string }[] = []
+const foreign: { kind: string; standIn: string }[] = []
+
+beforeAll(async () => {
+  const key = await importStandInKey(SECRET)
+  book = await StandInBook.open(key, { requestId: 'req-release', tenant: 'acme' })
+  other = await StandInBook.open(key, { requestId: 'req-other', tenant: 'globex' })
+  const r = rng(42)
+  for (const name of Object.keys(GENERATORS)) {
+    for (let i = 0; i < 2; i++) {
+      const { kind, value, line } = GENERATORS[name]!(r)
+      const [before, after] = line.split('$') as [string, string]
+      const mine = (await book.substitute(before + value + after)).text
+      own.push({ name, value, standIn: mine.slice(before.length, mine.length - after.length) })
+      const g = GENERATORS[name]!(r)
+      const theirs = (await other.substitute(before + g.value + after)).text
+      foreign.push({ kind, standIn: theirs.slice(before.length, theirs.length - after.length) })
+    }
+  }
+})
+
+/** What leaves for one channel; `error` when the judge ended the stream (with what left before). */
+interface Released {
+  text: string
+  error?: unknown
+}
+
+/**
+ * A channel's events through a judge as the release stage moves them: each event queued, the channel
+ * judged, every queued event lying before the judged point released with the edits known now.
+ */
+async function release(
+  judge: StandInJudge,
+  channel: Channel,
+  text: string,
+  ends: readonly number[],
+): Promise<Released> {
+  const strips: Edit[] = []
+  const queue: { start: number; end: number }[] = []
+  let out = ''
+  let seen = ''
+  const flush = (upTo: number) => {
+    while (queue.length > 0 && queue[0]!.end <= upTo) {
+      const { start, end } = queue.shift()!
+      out += applyEdits(text.slice(start, end), start, strips)
+    }
+  }
+  try {
+    let start = 0
+    for (const end of ends) {
+      queue.push({ start, end })
+      seen = text.slice(0, end)
+      strips.push(...(await judge.judge(channel, seen, 0, end === text.length, () => ({}))))
+      flush(judge.judgedTo(channel))
+      start = end
+    }
+    strips.push(...(await judge.judge(channel, text, 0, true, () => ({}))))
+    flush(text.length)
+    return { text: out }
+  } catch (error) {
+    return { text: out, error }
+  }
+}
+
+function judgeFor(jsonContent = false, found: StandInFinding[] = []): StandInJudge {
+  return new StandInJudge({
+    book,
+    jsonContent,
+    onForeign: async (finding) => {
+      found.push(finding)
+      return new GuardError('response_quarantined', `foreign ${finding.kind}`)
+    },
+  })
+}
+
+const everyPosition = (text: string) => Array.from({ length: text.length }, (_, i) => i + 1)
+
+function endsOf(text: string, lengths: readonly number[]): number[] {
+  const ends: number[] = []
+  let at = 0
+  for (let i = 0; at < text.length; i++) {
+    at = Math.min(text.length, at + lengths[i % lengths.length]!)
+    ends.push(at)
+  }
+  return ends
+}
+
+/** The whole text with this request's values in place, escaped when the channel is JSON. */
+async function restoredWhole(text: string, json: boolean): Promise<string> {
+  if (!json) return (await book.restore(text)).text
+  const { own: found } = await book.locate(text)
+  let out = ''
+  let at = 0
+  for (const r of found) {
+    out += text.slice(at, r.start) + JSON.stringify(r.value).slice(1, -1)
+    at = r.end
+  }
+  return out + text.slice(at)
+}
+
+const PROSE = [
+  'The key is ',
+  ' and then ',
+  '. ',
+  '\n',
+  ' 1234 5678 ',
+  ' NOTE THE VALUE ',
+  '{"a":[1,2]}',
+  ', ',
+  'x',
+  ' ',
+]
+
+/** Prose with this request's stand-ins in it. */
+const answer = fc
+  .array(fc.tuple(fc.nat(), fc.nat()), { minLength: 1, maxLength: 6 })
+  .map((parts) =>
+    parts.map(([p, s]) => PROSE[p % PROSE.length]! + own[s % own.length]!.standIn).join(''),
+  )
+
+const pieces = fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 100 })
+
+describe('applyEdits', () => {
+  it('should replace a span with its value', () => {
+    expect(applyEdits('abc', 0, [{ start: 1, end: 2, value: 'X' }])).toBe('aXc')
+    expect(applyEdits('abc', 0, [])).toBe('abc')
+  })
+
+  it('should cut a span without a value', () => {
+    expect(applyEdits('abcdef', 10, [{ start: 11, end: 13 }])).toBe('adef')
+  })
+
+  it('should write the value where the edit starts and only cut its rest in later pieces', () => {
+    const edits: Edit[] = [{ start: 6, end: 13, value: 'VALUE' }]
+    const text = 'hello STANDIN world'
+    const first = applyEdits(text.slice(0, 9), 0, edits)
+    const second = applyEdits(text.slice(9, 11), 9, edits)
+    const third = applyEdits(text.slice(11), 11, edits)
+    expect([first, second, third]).toEqual(['hello VALUE', '', 'N world'.slice(1)])
+    expect(first + second + third).toBe('hello VALUE world')
+  })
+
+  it('should apply edits in order whatever order they come in, and leave them unchanged', () => {
+    const edits: Edit[] = [
+      { start: 8, end: 9, value: 'Y' },
+      { start: 2, end: 4, value: 'X' },
+    ]
+    const copy = structuredClone(edits)
+    expect(applyEdits('0123456789', 0, edits)).toBe('01X4567Y9')
+    expect(edits).toEqual(copy)
+  })
+
+  it('should ignore edits outside the piece, including one ending where it starts', () => {
+    const edits: Edit[] = [
+      { start: 0, end: 5, value: 'A' },
+      { start: 20, end: 25, value: 'B' },
+    ]
+    expect(applyEdits('567890', 5, edits)).toBe('567890')
+    expect(applyEdits('', 5, edits)).toBe('')
+  })
+
+  it('should give a value that starts in the piece whole even when its span runs past the piece', () => {
+    expect(applyEdits('ab', 0, [{ start: 1, end: 10, value: 'LONG VALUE' }])).toBe('aLONG VALUE')
+  })
+})
+
+describe('StandInJudge', () => {
+  it('should restore every own stand-in of every kind, split at every position', async () => {
+    for (const { standIn, value } of own) {
+      const text = `Here: ${standIn} — done.`
+      const out = await release(judgeFor(), 'content', text, everyPosition(text))
+      expect(out.error).toBeUndefined()
+      expect(out.text).toBe(`Here: ${value} — done.`)
+    }
+  })
+
+  it('should release exactly the whole restoration, split at every position', async () => {
+    await fc.assert(
+      fc.asyncProperty(answer, async (text) => {
+        const out = await release(judgeFor(), 'content', text, everyPosition(text))
+        expect(out.error).toBeUndefined()
+        expect(out.text).toBe(await restoredWhole(text, false))
+      }),
+      { numRuns: 120, seed: 7 },
+    )
+  })
+
+  it('should release exactly the whole restoration, split at random', async () => {
+    await fc.assert(
+      fc.asyncProperty(answer, pieces, async (text, lengths) => {
+        const out = await release(judgeFor(), 'content', text, endsOf(text, lengths))
+        expect(out.text).toBe(await restoredWhole(text, false))
+      }),
+      { numRuns: 400, seed: 7 },
+    )
+  })
+
+  it('should restore values inside tool-call JSON escaped, so the arguments parse to the values', async () => {
+    // Not the escaped-PEM generator: its value holds `\n` as two characters, which JSON escapes
+    // again, so the model's copy no longer matches the stand-in (nor does the whole text's).
+    const usable = own.filter((o) => o.name !== 'private-key-escaped')
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.nat(), { minLength: 1, maxLength: 5 }),
+        pieces,
+        async (which, lengths) => {
+          const chosen = which.map((i) => usable[i % usable.length]!)
+          // PEM stand-ins with real newlines are written escaped, as a model writes JSON.
+          const args = JSON.stringify({ notes: chosen.map((c) => `use ${c.standIn} now`) })
+          for (const channel of ['tool:0', 'content'] as const) {
+            for (const ends of [everyPosition(args), endsOf(args, lengths)]) {
+              // A JSON-mode request's content is JSON too.
+              const out = await release(judgeFor(channel === 'content'), channel, args, ends)
+              expect(out.text).toBe(await restoredWhole(args, true))
+              expect(JSON.parse(out.text)).toEqual({
+                notes: chosen.map((c) => `use ${c.value} now`),
+              })
+            }
+          }
+        },
+      ),
+      { numRuns: 40, seed: 7 },
+    )
+  })
+
+  it('should escape values only in JSON channels: tool calls, and content in JSON mode', async () => {
+    const pem = own.find((o) => o.name === 'private-key')!
+    expect(pem.value).toContain('\n')
+    const text = `key: ${pem.standIn}`
+    const escaped = `key: ${JSON.stringify(pem.value).slice(1, -1)}`
+    const run = (json: boolean, channel: Channel) =>
+      release(judgeFor(json), channel, text, everyPosition(text))
+    expect((await run(false, 'content')).text).toBe(`key: ${pem.value}`)
+    expect((await run(true, 'reasoning')).text).toBe(`key: ${pem.value}`)
+    expect((await run(true, 'content')).text).toBe(escaped)
+    expect((await run(false, 'tool:3')).text).toBe(escaped)
+  })
+
+  it("should end the stream with onForeign's error before any of another request's stand-in leaves", async () => {
+    const globex = await tenantTag(await importCanaryKey(SECRET), 'globex')
+    for (const { kind, standIn } of foreign) {
+      const lead = `Here: ${own[0]!.standIn} and then `
+      const text = `${lead}${standIn} and more text after it.`
+      for (const ends of [everyPosition(text), [text.length], [lead.length + 3, text.length]]) {
+        const found: StandInFinding[] = []
+        const out = await release(judgeFor(false, found), 'content', text, ends)
+        expect(out.error, `${kind} ${ends.length}`).toBeInstanceOf(GuardError)
+        expect((out.error as GuardError).message).toBe(`foreign ${kind}`)
+        expect(found).toHaveLength(1)
+        expect(found[0]!.kind).toBe(kind)
+        expect(found[0]!.channel).toBe('content')
+        if (found[0]!.tenantTag !== undefined) expect(found[0]!.tenantTag).toBe(globex)
+        // What left is the lead restored, at most: nothing of the foreign stand-in.
+        expect(`Here: ${own[0]!.value} and then `.startsWith(out.text), out.text).toBe(true)
+      }
+    }
+  })
+
+  it('should pass the seen texts to onForeign and judge each channel on its own', async () => {
+    const seen: Record<string, string>[] = []
+    const judge = new StandInJudge({
+      book,
+      jsonContent: false,
+      onForeign: async (_finding, texts) => {
+        seen.push(texts)
+        return new GuardError('response_quarantined', 'leak')
+      },
+    })
+    const reasoning = `thinking about ${own[1]!.standIn} `
+    const edits = await judge.judge('reasoning', reasoning, 0, false, () => ({ reasoning }))
+    expect(judge.judgedTo('reasoning')).toBe(reasoning.length - 1) // the trailing space held
+    expect(judge.judgedTo('content')).toBe(0)
+    expect(judge.pending('content', 1)).toBe(true)
+    expect(edits).toEqual([
+      {
+        start: 'thinking about '.length,
+        end: 'thinking about '.length + own[1]!.standIn.length,
+        value: own[1]!.value,
+      },
+    ])
+    const content = `answer ${foreign[0]!.standIn}`
+    await expect(judge.judge('content', content, 0, true, () => ({ content }))).rejects.toThrow(
+      'leak',
+    )
+    expect(seen).toEqual([{ content }])
+  })
+
+  it('should judge a text that starts later in the channel (trimmed) at absolute positions', async () => {
+    const judge = judgeFor()
+    const head = 'x'.repeat(50)
+    const full = `${head} key ${own[2]!.standIn} end`
+    // Judged up to 40 first, then handed the channel from position 30 on (the stage trims its text).
+    await judge.judge('content', full.slice(0, 41), 0, false, () => ({}))
+    expect(judge.judgedTo('content')).toBe(0)
+    // A trailing space is a group character (a card's next group may follow): held with the word.
+    await judge.judge('content', `${head} `, 0, false, () => ({}))
+    expect(judge.judgedTo('content')).toBe(50)
+    const edits = await judge.judge('content', full.slice(30), 30, true, () => ({}))
+    const at = full.indexOf(own[2]!.standIn)
+    expect(edits).toEqual([{ start: at, end: at + own[2]!.standIn.length, value: own[2]!.value }])
+  })
+})
+
+describe('StandInJudge: counterexample', () => {
+  // The release-stage view of the personnummer case in test/node/secrets-hold-back.test.ts: an own
+  // stand-in YYMMDD-NNNC written with a century before it and followed by a long run without
+  // whitespace. Split once at 247, the judge reports two overlapping edits (13–26 as a "rewritten"
+  // 12-digit stand-in, 15–26 exact); applyEdits writes the value for both: the client gets
+  // "Personnummer <value><value>,…" where the whole answer restores to "Personnummer 19<value>,…".
+  it.fails('writes an own personnummer twice when an event ends inside the run after it', async () => {
+    const r = rng(5)
+    let standIn = ''
+    let value = ''
+    while (!/^\d{6}-\d{4}$/.test(standIn)) {
+      const g = GENERATORS['se-personnummer']!(r)
+      const text = (await book.substitute(`Personnummer ${g.value} registrerat.`)).text
+      standIn = text.slice(13, 13 + g.value.length)
+      value = g.value
+    }
+    const text = `Personnummer 19${standIn},${'{"a":[1,2]}'.repeat(30)}`
+    const out = await release(judgeFor(), 'content', text, [247, text.length])
+    expect(out.text).toBe(await restoredWhole(text, false))
+    expect(out.text.startsWith(`Personnummer 19${value},`)).toBe(true)
+  })
+})
