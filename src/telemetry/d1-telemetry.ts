@@ -129,10 +129,12 @@ export class D1Telemetry implements TelemetryReader {
         this.#db
           .prepare(
             `INSERT INTO verdict_counters (metric, model, action, reason, script, value)
-             VALUES ${counters.map(() => '(?, ?, ?, ?, ?, 1)').join(', ')}
-             ON CONFLICT (metric, model, action, reason, script) DO UPDATE SET value = value + 1`,
+             VALUES ${counters.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
+             ON CONFLICT (metric, model, action, reason, script) DO UPDATE SET value = value + excluded.value`,
           )
-          .bind(...counters.flatMap((c) => [c.metric, c.model, c.action, c.reason, c.script])),
+          .bind(
+            ...counters.flatMap((c) => [c.metric, c.model, c.action, c.reason, c.script, c.value]),
+          ),
       )
     }
     if (observations.length > 0) {

@@ -26,6 +26,8 @@ interface CounterFamily {
   name: string
   help: string
   labels: (keyof Pick<CounterRow, 'model' | 'action' | 'reason' | 'script'>)[]
+  /** A column written under another label name. */
+  names?: Partial<Record<'model' | 'action' | 'reason' | 'script', string>>
 }
 
 const COUNTERS: Record<CounterMetric, CounterFamily> = {
@@ -48,6 +50,12 @@ const COUNTERS: Record<CounterMetric, CounterFamily> = {
     name: 'guard_quarantine_store_failures',
     help: 'Quarantines whose record could not be stored (verdict reason store_failed); the answer was withheld all the same.',
     labels: ['model'],
+  },
+  secrets: {
+    name: 'guard_secrets',
+    help: 'Secrets in prompts by kind and what happened: substituted (sent as stand-ins), detected (sent as they were), restored (whole answers), foreign (another request stand-in found: a leak).',
+    labels: ['model', 'action', 'reason'],
+    names: { action: 'outcome', reason: 'kind' },
   },
 }
 
@@ -78,7 +86,10 @@ export function renderOpenMetrics(snapshot: MetricsSnapshot): string {
     for (const row of snapshot.counters) {
       if (row.metric !== metric) continue
       const labels = labelText(
-        family.labels.map((l) => [l, l === 'model' ? rename(row.model) : row[l]]),
+        family.labels.map((l) => [
+          family.names?.[l] ?? l,
+          l === 'model' ? rename(row.model) : row[l],
+        ]),
       )
       series.set(labels, (series.get(labels) ?? 0) + row.value)
     }

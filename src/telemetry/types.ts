@@ -74,6 +74,7 @@ export type CounterMetric =
   | 'verdict_reasons'
   | 'refusals'
   | 'quarantine_store_failures'
+  | 'secrets'
 
 /** One histogram bucket (not cumulative: the observations that fell in it), with their sum. */
 export interface HistogramRow {

@@ -21,6 +21,9 @@ export const OTHER = 'other'
 /** A reason code as the guard writes them; anything else is counted as {@link OTHER}. */
 const REASON_CODE = /^[a-z][a-z0-9_]{0,63}$/
 
+/** A secret kind: built-in or an operator pattern's name (src/secrets/operator-pattern.ts). */
+const SECRET_KIND = /^[a-z0-9][a-z0-9-]{1,39}$/
+
 /** Longest model and tenant names kept in a sample row (Workers AI names are far shorter). */
 const MAX_NAME = 256
 
@@ -125,8 +128,8 @@ export function incrementsOf(event: VerdictLog, models: ReadonlySet<string>): In
   const action = event.action
   const reasons = [...new Set(event.reasons.map(reasonLabel))]
   const counters: CounterRow[] = []
-  const add = (metric: CounterRow['metric'], labels: Partial<CounterRow>) =>
-    counters.push({ metric, model, action: '', reason: '', script: '', ...labels, value: 1 })
+  const add = (metric: CounterRow['metric'], labels: Partial<CounterRow>, value = 1) =>
+    counters.push({ metric, model, action: '', reason: '', script: '', ...labels, value })
   // Each verdict once, under its first (strongest) reason, so the series add up to the requests.
   add('verdicts', { action, reason: reasons[0] ?? 'none' })
   for (const reason of reasons) add('verdict_reasons', { action, reason })
@@ -137,6 +140,14 @@ export function incrementsOf(event: VerdictLog, models: ReadonlySet<string>): In
     }
   }
   if (event.reasons.includes('store_failed')) add('quarantine_store_failures', {})
+  // Secrets by what happened to them and their kind (in the `reason` column; kinds are bounded by the
+  // guard's detectors and the operator's patterns).
+  for (const [part, counts] of Object.entries(event.secrets ?? {})) {
+    for (const [kind, count] of Object.entries(counts ?? {})) {
+      if (Number.isInteger(count) && count > 0)
+        add('secrets', { action: part, reason: kindLabel(kind) }, count)
+    }
+  }
   const observations: Observation[] = []
   const observe = (metric: HistogramMetric, ms: number | undefined) => {
     if (ms === undefined || !Number.isFinite(ms) || ms < 0) return
@@ -161,6 +172,10 @@ export function bucketOf(seconds: number): string {
 
 function reasonLabel(reason: string): string {
   return REASON_CODE.test(reason) ? reason : OTHER
+}
+
+function kindLabel(kind: string): string {
+  return SECRET_KIND.test(kind) ? kind : OTHER
 }
 
 function scriptLabel(script: string): string {

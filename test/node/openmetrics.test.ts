@@ -71,7 +71,7 @@ function snapshotOf(events: VerdictLog[]): MetricsSnapshot {
     for (const row of add) {
       const key = JSON.stringify([row.metric, row.model, row.action, row.reason, row.script])
       const old = counters.get(key)
-      if (old) old.value += 1
+      if (old) old.value += row.value
       else counters.set(key, { ...row })
     }
     for (const o of observations) {
@@ -121,6 +121,16 @@ const TRAFFIC: VerdictLog[] = [
   }),
   verdict({ action: 'quarantine', reasons: ['ttft_impossible', 'store_failed'], ttftMs: 2 }),
   verdict({ ttftMs: 300_000, firstByteMs: 300_100 }), // beyond the last bound: +Inf only
+  verdict({
+    secrets: { substituted: { 'card-number': 2, 'openai-key': 1 }, detected: { 'us-ssn': 1 } },
+  }),
+  verdict({ secrets: { substituted: { 'card-number': 3 }, restored: { 'card-number': 3 } } }),
+  verdict({
+    action: 'quarantine',
+    reasons: ['foreign_stand_in'],
+    incidentId: 'inc_2',
+    secrets: { foreign: { 'github-token': 1 } },
+  }),
 ]
 
 function family(families: Family[], name: string): Family {
@@ -144,6 +154,7 @@ describe('OpenMetrics rendering', () => {
       'guard_first_byte_seconds:histogram',
       'guard_quarantine_store_failures:counter',
       'guard_refusals:counter',
+      'guard_secrets:counter',
       'guard_ttft_seconds:histogram',
       'guard_verdict_reasons:counter',
       'guard_verdicts:counter',
@@ -151,7 +162,7 @@ describe('OpenMetrics rendering', () => {
     const verdicts = family(families, 'guard_verdicts')
     expect(
       value(verdicts, 'guard_verdicts_total', { model: GLM, action: 'release', reason: 'none' }),
-    ).toBe(41)
+    ).toBe(43)
     expect(
       value(verdicts, 'guard_verdicts_total', {
         model: GLM,
@@ -203,7 +214,7 @@ describe('OpenMetrics rendering', () => {
     const clean = verdicts.metrics.find(
       (m) => m.labels?.model === GLM && m.labels.action === 'release' && m.labels.reason === 'none',
     )
-    expect(clean?.value).toBe('41')
+    expect(clean?.value).toBe('43')
     const ttft = parsed.find((f) => f.name === 'guard_ttft_seconds')!
     expect(ttft.type).toBe('HISTOGRAM')
     expect(ttft.metrics.length).toBeGreaterThan(0)
@@ -294,6 +305,25 @@ describe('OpenMetrics rendering', () => {
     expect(JSON.stringify(counters)).not.toContain('tenant')
   })
 
+  it('should count secrets by outcome and kind, with the counts of each verdict, never a value', () => {
+    const secrets = family(strictParse(text), 'guard_secrets')
+    expect(secrets.type).toBe('counter')
+    const count = (outcome: string, kind: string) =>
+      value(secrets, 'guard_secrets_total', { model: GLM, outcome, kind })
+    expect(count('substituted', 'card-number')).toBe(5)
+    expect(count('substituted', 'openai-key')).toBe(1)
+    expect(count('detected', 'us-ssn')).toBe(1)
+    expect(count('restored', 'card-number')).toBe(3)
+    expect(count('foreign', 'github-token')).toBe(1)
+    const { counters } = incrementsOf(
+      verdict({ secrets: { substituted: { 'Not A Kind\n': 1, 'card-number': 0 } } }),
+      MODELS,
+    )
+    expect(counters.filter((c) => c.metric === 'secrets').map((c) => [c.reason, c.value])).toEqual([
+      [OTHER, 1],
+    ])
+  })
+
   it('should write the learned margins as a gauge with its unit', () => {
     const margins = [
       { model: GLM, script: 'georgian', margin: 0.42 },
@@ -310,7 +340,7 @@ describe('OpenMetrics rendering', () => {
 
   it('should write every family even with nothing counted', () => {
     const families = strictParse(renderOpenMetrics({ counters: [], histograms: [] }))
-    expect(families).toHaveLength(6)
+    expect(families).toHaveLength(7)
     expect(families.every((f) => f.samples.length === 0)).toBe(true)
   })
 })
