@@ -32,6 +32,11 @@ function policies(options: SecretsOptions, model: string): Map<string, SecretPol
   return out
 }
 
+/** `{ [kind]: policy }` for any kind name. */
+function kindEntry(kind: string, policy: SecretPolicy): Record<string, SecretPolicy> {
+  return Object.fromEntries([[kind, policy]])
+}
+
 function throwsNaming(options: unknown, message: string | RegExp): void {
   expect(() => resolveSecrets(options as SecretsOptions)).toThrow(message)
 }
@@ -257,8 +262,9 @@ describe('resolveSecrets: names like Object.prototype members', () => {
     const options: SecretsOptions = {
       high: 'substitute',
       patterns: [constructorPattern],
-      kinds: { constructor: 'detect' },
-      models: { m: { kinds: { constructor: 'off' } } },
+      // Built from entries: TypeScript types a literal's `constructor` key as Object's member.
+      kinds: kindEntry('constructor', 'detect'),
+      models: { m: { kinds: kindEntry('constructor', 'off') } },
     }
     expect(policies(options, 'other').get('constructor')).toBe('detect')
     expect(policies(options, 'm').get('constructor')).toBe('off')
