@@ -6,6 +6,7 @@
  * then source code, with a realistic secret line every ~2,000 characters (as bench/suites/secrets.ts
  * builds them); whole and streamed answers.
  */
+import { spawn } from 'node:child_process'
 import { chatCompletion, chatEvents, concatBytes, splitEvent, sseBytes } from '../../sim/wire'
 import { type AiGuard, createGuard } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
@@ -44,8 +45,8 @@ const EVENT_CHARS = 12
 /** Rounds per size (each round: the three contenders once, order alternating). */
 function roundsFor(tokens: number, quick: boolean): number {
   if (tokens <= 1_000) return quick ? 20 : 150
-  if (tokens <= 32_000) return quick ? 6 : 60
-  return quick ? 3 : 20
+  if (tokens <= 32_000) return quick ? 6 : 80
+  return quick ? 3 : 30
 }
 
 /** The canary the guard mints for attempt 1 of REQUEST_ID: the upstream echoes it. */
@@ -261,6 +262,9 @@ interface Prepared {
   target: number
   text: string
   tokens: number
+  /** Secret lines put in the prompt. */
+  lines: number
+  /** Secrets the guard substituted (a line may hold more than one). */
   secrets: number
   quote: Scripted
   blank: Scripted
@@ -302,7 +306,8 @@ async function prepare(target: number, canary: string): Promise<Prepared> {
     target,
     text,
     tokens,
-    secrets,
+    lines: secrets,
+    secrets: values.length,
     quote: script(answerText(canary, standIns, false, target), promptTokens, target),
     blank: script(answerText(canary, standIns, true, target), promptTokens, target),
     values,
@@ -312,7 +317,7 @@ async function prepare(target: number, canary: string): Promise<Prepared> {
 
 async function measure(p: Prepared, stream: boolean, quick: boolean): Promise<Row> {
   const inputs = { messages: [{ role: 'user', content: p.text }], ...(stream ? { stream } : {}) }
-  const guards: Record<Contender, AiRunner> = {
+  const runners: Record<Contender, AiRunner> = {
     // The same answer bytes as the quoting contender: only the guard's work differs.
     off: guardOver(
       upstreamOf(() => p.quote),
@@ -328,20 +333,20 @@ async function measure(p: Prepared, stream: boolean, quick: boolean): Promise<Ro
     ),
   }
   // Sanity: every value comes back where the answer quoted its stand-in, and nothing is withheld.
-  const back = await delivered(await guards['on, answer quotes every stand-in'].run(MODEL, inputs))
+  const back = await delivered(await runners['on, answer quotes every stand-in'].run(MODEL, inputs))
   const missing = p.values.filter((v) => !back.includes(v))
   if (missing.length > 0) throw new Error(`${missing.length} values not restored`)
   if (back.includes(p.canary)) throw new Error('the canary reached the client')
-  const plain = await delivered(await guards['on, answer without stand-ins'].run(MODEL, inputs))
+  const plain = await delivered(await runners['on, answer without stand-ins'].run(MODEL, inputs))
   if (plain !== p.blank.content.slice(p.blank.content.indexOf('\n') + 1)) {
     throw new Error('the answer without stand-ins was changed')
   }
-  await delivered(await guards.off.run(MODEL, inputs))
+  await delivered(await runners.off.run(MODEL, inputs))
 
   const runs = roundsFor(p.target, quick)
   const samples = await sideBySide(
     Object.fromEntries(
-      CONTENDERS.map((name) => [name, async () => consume(await guards[name].run(MODEL, inputs))]),
+      CONTENDERS.map((name) => [name, async () => consume(await runners[name].run(MODEL, inputs))]),
     ) as Record<Contender, () => Promise<void>>,
     runs,
     2,
@@ -459,19 +464,52 @@ async function perEvent(canary: string, quick: boolean): Promise<PerEvent> {
   }
 }
 
+/** What `git …args` prints ('' when git fails). */
+function git(...args: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn('git', args, { stdio: ['ignore', 'pipe', 'ignore'] })
+    let out = ''
+    const decoder = new TextDecoder()
+    child.stdout.on('data', (chunk) => {
+      out += decoder.decode(chunk, { stream: true })
+    })
+    child.on('error', () => resolve(''))
+    child.on('close', () => resolve(out.trim()))
+  })
+}
+
+interface SourceState {
+  commit: string
+  /** src/ had changes not committed yet (they are what was measured). */
+  srcChanged: boolean
+}
+
+/** The commit measured, and whether src/ had changes not committed yet. */
+async function sourceState(): Promise<SourceState> {
+  const commit = (await git('rev-parse', '--short', 'HEAD')) || 'unknown'
+  return { commit, srcChanged: (await git('status', '--porcelain', 'src')) !== '' }
+}
+
 function signed(value: number): string {
   return value < 0 ? `−${ms(-value)}` : `+${ms(value)}`
 }
 
 const n = (x: number) => x.toLocaleString('en-US')
 
-function table(rows: Row[], event: PerEvent, quick: boolean, command: string): string {
+function table(
+  rows: Row[],
+  event: PerEvent,
+  quick: boolean,
+  command: string,
+  source: SourceState,
+): string {
   const m = machineInfo()
   const q = 'on, answer quotes every stand-in'
   const b = 'on, answer without stand-ins'
   return [
     `\`${command}\` (\`bench/suites/secrets-guard.ts\`, figures in ` +
-      `\`bench/results/secrets-guard${quick ? '-quick' : ''}.json\`): \`guardAi\` in Node ${m.node}, ` +
+      `\`bench/results/secrets-guard${quick ? '-quick' : ''}.json\`; commit ${source.commit}` +
+      `${source.srcChanged ? ' with src/ changes not yet committed' : ''}): \`guardAi\` in Node ${m.node}, ` +
       `${m.cpu} (${m.cores} cores, shared)${quick ? ', quick run' : ''}, over an upstream that answers at ` +
       'once, three guards side by side in one run (order alternating per round): secrets **off**; ' +
       "**on** (`secrets: { high: 'substitute', medium: 'substitute' }`) with an answer that quotes " +
@@ -498,7 +536,7 @@ function table(rows: Row[], event: PerEvent, quick: boolean, command: string): s
       `${n(event.eventsPerSecondOn)} on (×${event.ratio.toFixed(2)} the time, ` +
       `${signed(event.added[1].median)}); the short one ${signed(event.added[0].median)}. ` +
       `Per event (the difference of the two, over the events between them): ` +
-      `**${event.addedMicrosPerEvent} µs added per event**.`,
+      `**${event.addedMicrosPerEvent.toFixed(1)} µs added per event**.`,
   ].join('\n')
 }
 
@@ -524,15 +562,17 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   console.log(
     `  hold-back: ${event.events[1]} events, off ${ms(event.off[1].median)}, on ${ms(event.on[1].median)} ` +
       `(×${event.ratio}); ${event.events[0]} events ${signed(event.added[0].median)}; ` +
-      `${event.addedMicrosPerEvent} µs/event added`,
+      `${event.addedMicrosPerEvent.toFixed(1)} µs/event added`,
   )
   const command = `npm run bench -- ${quick ? '--quick ' : ''}secrets-guard`
-  const markdown = table(rows, event, quick, command)
+  const source = await sourceState()
+  const markdown = table(rows, event, quick, command, source)
   const path = await writeResult(quick ? 'secrets-guard-quick' : 'secrets-guard', {
     suite: 'secrets-guard',
     date: new Date().toISOString(),
     quick,
     command,
+    source,
     machine: machineInfo(),
     config: {
       model: MODEL,
