@@ -43,6 +43,8 @@ export interface Edit {
 export class StandInJudge {
   readonly #secrets: StreamSecrets
   readonly #judged = new Map<Channel, number>()
+  /** Per channel, where the last stand-in reported ends: a later window never reads into it again. */
+  readonly #covered = new Map<Channel, number>()
   readonly #longest: number
   readonly #wide: boolean
 
@@ -81,16 +83,26 @@ export class StandInJudge {
     this.#judged.set(name, from + to)
     const found = this.#secrets.book.locateNow(text, judged - from, to)
     const json = jsonChannel(name, this.#secrets.jsonContent)
-    const edits = (own: { start: number; end: number; value: string }[]): Edit[] =>
-      own.map((r) => ({
-        start: from + r.start,
-        end: from + r.end,
-        value: json ? escapeJson(r.value) : r.value,
-      }))
+    const edits = (own: { start: number; end: number; value: string }[]): Edit[] => {
+      const out: Edit[] = []
+      for (const r of own) {
+        if (from + r.start < (this.#covered.get(name) ?? 0)) continue // read by an earlier window
+        this.#covered.set(name, from + r.end)
+        out.push({
+          start: from + r.start,
+          end: from + r.end,
+          value: json ? escapeJson(r.value) : r.value,
+        })
+      }
+      return out
+    }
     if (!(found instanceof Promise)) return edits(found.own)
     return found.then(async ({ own, foreign }) => {
       const inPrompt = this.#secrets.inPrompt
-      const first = foreign.find((f) => !inPrompt?.(text.slice(f.start, f.end)))
+      const covered = this.#covered.get(name) ?? 0
+      const first = foreign.find(
+        (f) => from + f.start >= covered && !inPrompt?.(text.slice(f.start, f.end)),
+      )
       if (first) throw await this.#secrets.onForeign(foreignFinding(name, first), seen())
       return edits(own)
     })

@@ -65,7 +65,7 @@ const card = regexDetector(
 )
 
 /** IBAN length per country (SWIFT's IBAN registry). */
-const IBAN_LENGTHS: Record<string, number> = Object.fromEntries(
+export const IBAN_LENGTHS: Record<string, number> = Object.fromEntries(
   (
     'AD24 AE23 AL28 AT20 AZ28 BA20 BE16 BG22 BH22 BR29 BY28 CH21 CR22 CY28 CZ24 DE22 DK18 DO28 EE20 ' +
     'EG29 ES24 FI18 FO18 FR27 GB22 GE22 GI23 GL18 GR27 GT28 HR21 HU28 IE22 IL23 IQ23 IS26 IT27 JO30 ' +

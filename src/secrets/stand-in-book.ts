@@ -7,6 +7,7 @@
  */
 import { findSecrets, firstEndingAfter, type SecretDetector, type SecretSpan } from './detector'
 import { builtInDetectors } from './detectors'
+import { IBAN_LENGTHS } from './identifiers'
 import {
   inspectStandIn,
   mintStandIn,
@@ -295,16 +296,18 @@ export class StandInBook {
    * const { own, foreign } = found instanceof Promise ? await found : found
    */
   locateNow(text: string, from = 0, to = text.length): Located | Promise<Located> {
-    const exact: Replacement[] = []
+    // Every exact hit from `from` on bounds the candidates (one starting before `to` may overlap a
+    // hit starting after it); only those starting before `to` are reported.
+    const hits: Replacement[] = []
     const window = from === 0 ? text : text.slice(from)
     for (const { start, end, entry } of this.#index.find(window)) {
-      if (from + start >= to) break
-      exact.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
+      hits.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
     }
+    const exact = hits.filter((r) => r.start < to)
     const candidates =
       this.#builtInOnly && !mayHoldCandidate(text, from)
         ? []
-        : this.#candidatesIn(text, exact, from, to)
+        : this.#candidatesIn(text, hits, from, to)
     if (candidates.length === 0) return { own: exact, foreign: [] }
     return this.#inspect(candidates).then(({ foreign, rewritten }) => {
       if (rewritten.length === 0) return { own: exact, foreign }
@@ -334,9 +337,16 @@ export class StandInBook {
       re.lastIndex = from
       for (let m = re.exec(text); m !== null && m.index < to; m = re.exec(text)) {
         const start = m.index
-        const end = start + m[0].length
-        if (end === start) re.lastIndex++
-        else if (!overlaps(own, start, end)) candidates.push({ kind, start, end, text: m[0] })
+        // Every start is tried, even inside the last candidate: one whose MAC fails may hide a
+        // stand-in that starts within it (a card after other digit groups). The patterns' one-character
+        // look-behind keeps this to token starts.
+        re.lastIndex = start + 1
+        for (const length of candidateLengths(kind, m[0])) {
+          const end = start + length
+          if (!overlaps(own, start, end)) {
+            candidates.push({ kind, start, end, text: m[0].slice(0, length) })
+          }
+        }
       }
     }
     return candidates
@@ -360,19 +370,21 @@ export class StandInBook {
         )),
       )
     }
+    const verified = candidates
+      .map((candidate, i) => ({ ...candidate, payload: payloads[i] }))
+      .filter((c): c is Candidate & { payload: StandInPayload } => c.payload !== undefined)
+      .sort((a, b) => a.start - b.start || b.end - a.end)
     const foreign: ForeignStandIn[] = []
     const rewritten: Replacement[] = []
-    const seen = new Set<string>()
-    candidates.forEach(({ kind, start, end }, i) => {
-      const payload = payloads[i]
-      const where = `${start}:${end}`
-      if (payload === undefined || seen.has(where)) return
-      seen.add(where)
+    let at = 0
+    for (const { kind, start, end, payload } of verified) {
+      if (start < at) continue // overlapping readings (two kinds, two lengths): the first stands
+      at = end
       const mine = this.#byPayload.get(payloadKey(kind, payload))
       if (mine) rewritten.push({ start, end, ...mine })
       else foreign.push({ kind, start, end, payload })
-    })
-    return { foreign: foreign.sort((a, b) => a.start - b.start), rewritten }
+    }
+    return { foreign, rewritten }
   }
 }
 
@@ -391,6 +403,38 @@ function mayHoldCandidate(text: string, from: number): boolean {
     else if (++run >= 20) return true
   }
   return text.includes('-----', from)
+}
+
+/**
+ * The lengths of a candidate match to check, longest first. The patterns are greedy: an IBAN runs on
+ * into an upper-case word after it (`… 947 THE END`), a grouped card into a digit group after it. An
+ * IBAN is cut at its country's length (stand-ins keep the country); a grouped card also drops its
+ * trailing groups while 13 digits remain.
+ */
+function candidateLengths(kind: string, match: string): number[] {
+  const lengths = [match.length]
+  if (kind === 'iban') {
+    const length = IBAN_LENGTHS[match.slice(0, 2)]
+    if (length !== undefined) {
+      let alnum = 0
+      for (let i = 0; i < match.length; i++) {
+        if (match[i] !== ' ' && ++alnum === length) {
+          if (i + 1 < match.length) lengths.push(i + 1)
+          break
+        }
+      }
+    }
+  } else if (kind === 'card-number') {
+    for (let i = match.length - 1; i > 0; i--) {
+      if (
+        (match[i] === ' ' || match[i] === '-') &&
+        match.slice(0, i).replace(/[ -]/g, '').length >= 13
+      ) {
+        lengths.push(i)
+      }
+    }
+  }
+  return lengths
 }
 
 /** A candidate stand-in of one kind in an answer. */

@@ -30,14 +30,15 @@ const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
 
 /**
- * The longest stand-in any built-in kind yields: a PEM stand-in with the longest label the detector
- * accepts (three 16-character words and `PRIVATE KEY BLOCK`) and escaped newlines. A stream scanning
- * for other requests' stand-ins holds back one character less.
+ * The longest candidate of any built-in kind, so the longest stand-in: a Stripe key of the longest
+ * length its format allows (`sk_live_` + 247). The next are a PEM stand-in with the longest label
+ * the detector accepts (234) and an OpenAI service-account key (231). A stream scanning for other
+ * requests' stand-ins holds back one character less.
  *
  * @example
  * const holdBack = Math.max(CANARY_LENGTH, MAX_STAND_IN_LENGTH) - 1
  */
-export const MAX_STAND_IN_LENGTH = 234
+export const MAX_STAND_IN_LENGTH = 255
 
 /**
  * A JWT stand-in's payload: the claims are not sent (they may be personal), only that they were.

@@ -250,18 +250,22 @@ describe('stand-in layouts', () => {
 })
 
 describe('stand-in length bound', () => {
-  it('should never exceed MAX_STAND_IN_LENGTH (the worst PEM label, escaped newlines)', async () => {
+  it('should never exceed MAX_STAND_IN_LENGTH (the longest Stripe key; the worst PEM label next)', async () => {
     const label = 'AAAAAAAAAAAAAAAA BBBBBBBBBBBBBBBB CCCCCCCCCCCCCCCC PRIVATE KEY BLOCK'
     const body = Array.from({ length: 5 }, () => 'QUJD'.repeat(16)).join('\\n')
     const pem = `-----BEGIN ${label}-----\\n${body}\\n-----END ${label}-----`
     const book = await open('longest')
     const sent = await book.substitute(`{"k": "${pem}"}`)
     expect(sent.replaced).toEqual([{ kind: 'private-key', count: 1 }])
-    expect(book.longestStandIn).toBe(MAX_STAND_IN_LENGTH)
+    expect(book.longestStandIn).toBe(234)
     for (const [name, generate] of Object.entries(GENERATORS)) {
       const { value, line } = generate(rng(name.length))
       await book.substitute(line.replace('$', value))
     }
+    expect(book.longestStandIn).toBe(234)
+    const stripe = `sk_live_${'aB3'.repeat(82)}a`
+    expect(stripe).toHaveLength(8 + 247)
+    await book.substitute(`new Stripe('${stripe}')`)
     expect(book.longestStandIn).toBe(MAX_STAND_IN_LENGTH)
   })
 })
