@@ -88,7 +88,9 @@ function wrongLuhn(text: string, tenDigits: (digits: string) => string): string 
 }
 
 /** The BEGIN line of a PEM stand-in, its newline (real or escaped) included. */
-const pemHeader = prefixOf(/^-----BEGIN [^-]+-----(?:\n|\\n)/)
+// A line break as a PEM stand-in can appear in an answer: real, JSON-escaped (`\n`), or escaped twice
+// (a model quoting a JSON-escaped key inside a JSON string writes `\\n`).
+const pemHeader = prefixOf(/^-----BEGIN [^-]+-----(?:\n|\\n|\\\\n)/)
 
 const KEY_BOUNDARY = '(?<![A-Za-z0-9_-])'
 const KEY_END = '(?![A-Za-z0-9_-])'
@@ -183,7 +185,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: (t) => t.length - pemHeader(t) - 64,
     alphabet: BASE64,
     candidates:
-      /-----BEGIN (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:\n|\\n)[A-Za-z0-9+/]{64}(?:\n|\\n)-----END (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----/g,
+      /-----BEGIN (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:\n|\\n|\\\\n)[A-Za-z0-9+/]{64}(?:\n|\\n|\\\\n)-----END (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----/g,
   },
   jwt: {
     // The header is kept (the algorithm is not secret, and the model may reason about it) up to
