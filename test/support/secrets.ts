@@ -5,10 +5,13 @@
  * upstream was sent and what a client was delivered.
  */
 
+import { Hono } from 'hono'
 import { expect } from 'vitest'
+import { aiGuard, GuardError, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { escapeJson } from '../../src/verify/stand-in-evidence'
 import { GENERATORS, type Generated, rng } from '../secrets/generate'
+import type { Delivered, Surface } from './surfaces'
 
 export const MODEL = '@cf/zai-org/glm-5.3'
 export const SECRET = 'secrets-property-test-canary-secret-0123456789abcdef'
@@ -191,6 +194,11 @@ export interface ScriptedUpstream extends AiRunner {
   cuts: number[]
   /** The SSE bytes of the last streamed answer. */
   lastBody: Uint8Array | undefined
+  /**
+   * When set, each chunk is handed over only when read, this many milliseconds after the previous
+   * one: what came before a cut is released before what follows it arrives. @default undefined
+   */
+  pacedMs: number | undefined
 }
 
 /**
@@ -204,6 +212,7 @@ export function scripted(
     sent: [],
     cuts: [],
     lastBody: undefined,
+    pacedMs: undefined,
     run: async (_model, inputs) => {
       upstream.sent.push(inputs)
       const script = answer(inputs, upstream.sent.length - 1)
@@ -229,13 +238,26 @@ export function scripted(
       const bytes = new TextEncoder().encode(body)
       upstream.lastBody = bytes
       const cuts = [...upstream.cuts].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b)
+      const chunks: Uint8Array[] = []
+      let at = 0
+      for (const cut of [...cuts, bytes.length]) {
+        if (cut > at) chunks.push(bytes.slice(at, cut))
+        at = cut
+      }
+      const paced = upstream.pacedMs
+      if (paced !== undefined) {
+        let next = 0
+        return new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            if (next > 0) await new Promise((resolve) => setTimeout(resolve, paced))
+            if (next < chunks.length) controller.enqueue(chunks[next++]!)
+            else controller.close()
+          },
+        })
+      }
       return new ReadableStream<Uint8Array>({
         start(controller) {
-          let at = 0
-          for (const cut of [...cuts, bytes.length]) {
-            if (cut > at) controller.enqueue(bytes.slice(at, cut))
-            at = cut
-          }
+          for (const c of chunks) controller.enqueue(c)
           controller.close()
         },
       })
@@ -354,4 +376,107 @@ export function expectNoSecretIn(
 ): void {
   expect(valuesIn(logged, values)).toEqual([])
   expect(standInsIn(JSON.stringify(logged), standIns)).toEqual([])
+}
+
+/**
+ * A stream read to its end or its error: the bytes that arrived before the error, and the error's
+ * code and incident (a quarantine after release errors the library's stream once its verified bytes
+ * are out; the Worker turns that into an error event).
+ */
+async function readThrough(stream: ReadableStream<Uint8Array>): Promise<Omit<Delivered, 'text'>> {
+  const reader = stream.getReader()
+  const decoder = new TextDecoder()
+  let body = ''
+  try {
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      body += decoder.decode(next.value, { stream: true })
+    }
+    return { status: 200, body }
+  } catch (error) {
+    if (!(error instanceof GuardError)) throw error
+    return {
+      status: 200,
+      body,
+      code: error.code,
+      ...(error.incidentId ? { incidentId: error.incidentId } : {}),
+    }
+  }
+}
+
+async function refused(error: unknown): Promise<Delivered> {
+  if (!(error instanceof GuardError)) throw error
+  const body = await error.getResponse().text()
+  return {
+    status: error.status,
+    body,
+    text: body,
+    code: error.code,
+    ...(error.incidentId ? { incidentId: error.incidentId } : {}),
+  }
+}
+
+/**
+ * Like test/support/surfaces.ts `direct`, but a stream that errors after release is delivered as
+ * what arrived before the error, with the error's code and incident (status 200: it had begun).
+ */
+export const directThrough: Surface = (upstream, options) => {
+  const runners = new Map<string, ReturnType<typeof guardAi>>()
+  return async (tenant, model, inputs) => {
+    let ai = runners.get(tenant)
+    if (!ai) {
+      ai = guardAi(upstream, { ...options, tenant })
+      runners.set(tenant, ai)
+    }
+    let out: unknown
+    try {
+      out = await ai.run(model, inputs)
+    } catch (error) {
+      return refused(error)
+    }
+    if (out instanceof ReadableStream) {
+      const got = await readThrough(out as ReadableStream<Uint8Array>)
+      return { ...got, text: got.body }
+    }
+    const body = JSON.stringify(out)
+    return { status: 200, body, text: body }
+  }
+}
+
+/** Like test/support/surfaces.ts `middleware`, reading a stream through its error (see {@link directThrough}). */
+export const middlewareThrough: Surface = (upstream, options) => {
+  const { tenant: _ignored, ...rest } = options
+  const app = new Hono()
+  app.use(
+    '/chat/*',
+    aiGuard({ ...rest, upstream: () => upstream, tenant: (c) => c.req.header('x-user') ?? 'anon' }),
+  )
+  app.post('/chat/:model{.+}', async (c) => {
+    const out = await c.var.ai.run(c.req.param('model'), await c.req.json())
+    if (out instanceof ReadableStream) {
+      return new Response(out as ReadableStream<Uint8Array>, {
+        headers: { 'content-type': 'text/event-stream' },
+      })
+    }
+    return c.json(out as Record<string, unknown>)
+  })
+  return async (tenant, model, inputs) => {
+    const res = await app.request(`/chat/${model}`, {
+      method: 'POST',
+      headers: { 'x-user': tenant, 'content-type': 'application/json' },
+      body: JSON.stringify(inputs),
+    })
+    if (res.status >= 400) {
+      const body = await res.text()
+      const parsed = JSON.parse(body) as { error: { code: string; incident_id?: string } }
+      return {
+        status: res.status,
+        body,
+        text: body,
+        code: parsed.error.code,
+        ...(parsed.error.incident_id ? { incidentId: parsed.error.incident_id } : {}),
+      }
+    }
+    const got = await readThrough(res.body!)
+    return { ...got, status: res.status, text: got.body }
+  }
 }
