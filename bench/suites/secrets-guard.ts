@@ -44,9 +44,9 @@ const EVENT_CHARS = 12
 
 /** Rounds per size (each round: the three contenders once, order alternating). */
 function roundsFor(tokens: number, quick: boolean): number {
-  if (tokens <= 1_000) return quick ? 20 : 150
-  if (tokens <= 32_000) return quick ? 6 : 80
-  return quick ? 3 : 30
+  if (tokens <= 1_000) return quick ? 20 : 200
+  if (tokens <= 32_000) return quick ? 6 : 100
+  return quick ? 3 : 40
 }
 
 /** The canary the guard mints for attempt 1 of REQUEST_ID: the upstream echoes it. */
@@ -430,7 +430,7 @@ async function perEvent(canary: string, quick: boolean): Promise<PerEvent> {
   const back = await delivered(await runners.onLong.run(MODEL, inputs))
   if (back !== answers[1].content.slice(canary.length + 1))
     throw new Error('the answer was changed')
-  const runs = quick ? 6 : 30
+  const runs = quick ? 6 : 40
   const samples = await sideBySide(
     Object.fromEntries(
       Object.entries(runners).map(([name, runner]) => [
