@@ -22,6 +22,7 @@ import {
   middlewareThrough,
   models,
   ownCanary,
+  readable,
   SECRET,
   type SecretPrompt,
   SUBSTITUTE_ALL,
@@ -50,6 +51,9 @@ const COMPACT = new Set([
   'aws-access-key-id',
 ])
 
+/** A's answer: its content, or its deltas (text is content; an object is a delta as it is). */
+type Answer = { deltas?: (string | Record<string, unknown>)[]; content?: string }
+
 /**
  * One guard (both tenants), and an upstream that answers tenant B's requests with its echo, and
  * tenant A's with `answerA(own)`: whatever the test puts in the leaked answer.
@@ -57,7 +61,7 @@ const COMPACT = new Set([
 function rig(options: Partial<GuardOptions> = {}, surface: Surface = direct) {
   const quarantine = new MemoryQuarantineStore()
   const verdicts = recordVerdicts()
-  let answerA: (own: string) => { deltas?: string[]; content?: string } = (own) => ({
+  let answerA: (own: string) => Answer = (own) => ({
     content: `${own}\nok`,
   })
   let streamA = false
@@ -67,9 +71,10 @@ function rig(options: Partial<GuardOptions> = {}, surface: Surface = direct) {
     const answer = answerA(own)
     if (streamA) {
       const pieces = answer.deltas ?? [answer.content!]
-      return { deltas: pieces.map((content) => ({ content })) }
+      return { deltas: pieces.map((d) => (typeof d === 'string' ? { content: d } : d)) }
     }
-    return { message: { content: answer.content ?? answer.deltas!.join('') } }
+    const text = answer.deltas?.map((d) => (typeof d === 'string' ? d : '')).join('')
+    return { message: { content: answer.content ?? text } }
   })
   const send = surface(upstream, {
     secret: SECRET,
@@ -98,7 +103,7 @@ function rig(options: Partial<GuardOptions> = {}, surface: Surface = direct) {
     },
     /** Tenant A asks; the upstream answers with `answer` (streamed as its pieces when `stream`). */
     async leaker(
-      answer: (own: string) => { deltas?: string[]; content?: string },
+      answer: (own: string) => Answer,
       stream: boolean,
       text = 'A: summarise my notes',
     ): Promise<Delivered> {
@@ -166,7 +171,7 @@ describe('another request’s stand-in in an answer', () => {
           )
           const record = await expectStandInIncident(got, quarantine, kind)
           // Nothing of B's stand-in or value reached A (the body is the error, or a stream cut before it).
-          expect(standInsIn(got.body, [standIn!])).toEqual([])
+          expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
           expect(valuesIn(got.body, [prompt.values[0]!.value])).toEqual([])
           expect(before.startsWith(channelsOf(got.body).content)).toBe(true)
           // One quarantine line, under A, naming the kind.
@@ -192,7 +197,7 @@ describe('another request’s stand-in in an answer', () => {
           true,
         )
         await expectStandInIncident(got, quarantine, prompt.values[0]!.kind)
-        expect(standInsIn(got.body, [standIn!])).toEqual([])
+        expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
         expect('See '.startsWith(channelsOf(got.body).content)).toBe(true)
       }
     }
@@ -211,7 +216,7 @@ describe('another request’s stand-in in an answer', () => {
       upstream.cuts = [offset]
       const got = await leaker(body, true)
       await expectStandInIncident(got, quarantine, 'openai-key')
-      expect(standInsIn(got.body, [standIn!])).toEqual([])
+      expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
       expect('Key é😀 '.startsWith(channelsOf(got.body).content)).toBe(true)
     }
   }, 60_000)
@@ -249,7 +254,7 @@ describe('another request’s stand-in in an answer', () => {
         expect(delivered.length).toBeGreaterThan(before.length / 2)
         expect(before.startsWith(delivered)).toBe(true)
         const record = await expectStandInIncident(got, quarantine, prompt.values[0]!.kind)
-        expect(standInsIn(got.body, [standIn!])).toEqual([])
+        expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
         expectQuiet(verdicts, record, [prompt.values[0]!.value], [standIn!])
       }
     }, 60_000)
@@ -285,9 +290,38 @@ describe('another request’s stand-in in an answer', () => {
           a.values.map((v) => v.value),
         ),
       ).toEqual([])
-      expect(standInsIn(got.body, [...aStandIns, ...bStandIns])).toEqual([])
+      expect(standInsIn(readable(got.body), [...aStandIns, ...bStandIns])).toEqual([])
     }
   }, 60_000)
+})
+
+describe('another request’s stand-in split across a channel’s pause', () => {
+  // BUG (reported): as in secrets-split.test.ts, a stand-in whose channel paused mid-way (content
+  // came between its halves, one event a chunk) is never located — so B's stand-in reaches A whole
+  // (in two events) and the leak is not quarantined. Expected: a quarantine naming B, nothing of the
+  // stand-in delivered.
+  for (const name of ['openai-key', 'card-number']) {
+    it.fails(`should quarantine it (${name})`, async () => {
+      const { victim, leaker, quarantine, upstream } = rig()
+      const prompt = secretPrompt(460, [name])
+      const [standIn] = await victim(prompt)
+      upstream.eventCuts = true
+      upstream.pacedMs = 1
+      const got = await leaker(
+        (own) => ({
+          deltas: [
+            { reasoning_content: `see ${standIn!.slice(0, 7)}` },
+            `${own}\nanswer `,
+            { reasoning_content: `${standIn!.slice(7)} end` },
+            ' done',
+          ],
+        }),
+        true,
+      )
+      expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
+      await expectStandInIncident(got, quarantine, prompt.values[0]!.kind)
+    })
+  }
 })
 
 describe('the incident record’s withheld text', () => {

@@ -8,10 +8,10 @@ import { chat } from '../support/prompts'
 import {
   channelsOf,
   cutText,
-  GENERATOR_NAMES,
   MODEL,
   models,
   ownCanary,
+  readable,
   SECRET,
   type SecretPrompt,
   SUBSTITUTE_ALL,
@@ -26,9 +26,6 @@ import {
 } from '../support/secrets'
 import { direct, middleware, type Surface } from '../support/surfaces'
 import { recordVerdicts } from '../support/verdicts'
-
-/** Quoted inside JSON: all but the JSON-escaped PEM (see secrets-surfaces.test.ts, a reported bug). */
-const IN_JSON = GENERATOR_NAMES.filter((name) => name !== 'private-key-escaped')
 
 type Mode = 'text' | 'tools' | 'json'
 
@@ -108,7 +105,7 @@ function expectValuesBack(mode: Mode, body: string, prompt: SecretPrompt, standI
   } else {
     expect(JSON.parse(channels.content)).toEqual({ text: prompt.text })
   }
-  expect(standInsIn(body, standIns)).toEqual([])
+  expect(standInsIn(readable(body), standIns)).toEqual([])
 }
 
 describe('stand-ins split across SSE events at every character position', () => {
@@ -118,7 +115,7 @@ describe('stand-ins split across SSE events at every character position', () => 
   ] as [string, Surface][]) {
     for (const mode of ['text', 'tools', 'json'] as const) {
       it(`should restore every value, each stand-in cut at character p for every p (${surfaceName}, ${mode})`, async () => {
-        const prompt = secretPrompt(11, mode === 'text' ? GENERATOR_NAMES : IN_JSON)
+        const prompt = secretPrompt(11)
         let p = 1
         const upstream = quoting(mode, prompt, (_text, offset, where) =>
           where.map(({ start }) => offset + start + p),
@@ -156,7 +153,7 @@ describe('stand-ins split across SSE events at every character position', () => 
 
   it('should restore every value when every character is an event of its own', async () => {
     for (const mode of ['text', 'tools', 'json'] as const) {
-      const prompt = secretPrompt(12, mode === 'text' ? GENERATOR_NAMES : IN_JSON)
+      const prompt = secretPrompt(12)
       const upstream = quoting(mode, prompt, (text, offset) =>
         Array.from({ length: text.length - offset }, (_, i) => offset + i),
       )
@@ -226,4 +223,71 @@ describe('the upstream’s bytes cut at every offset', () => {
     })
     expect(runs).toBe(Math.ceil(length / 4))
   }, 60_000)
+})
+
+describe('a stand-in split across a channel’s pause', () => {
+  // BUG (reported): one event a chunk, a stand-in begun in one channel (reasoning, or tool call 0),
+  // then an event of another channel (content, or tool call 1), then the rest of the stand-in. The
+  // release stage judges a paused channel to its end (src/release/release-stream.ts
+  // #judgeStandIns: `final || paused`), releases its half stand-in, and the next window starts after
+  // it (src/release/stand-in-release.ts judge), so the whole stand-in is never located: the client
+  // gets the stand-in in two halves and never its value. Expected: the value, as when the events
+  // arrive together (then it is restored).
+  const interleaved = (name: string, tools: boolean) => {
+    const prompt = secretPrompt(21, [name])
+    const upstream = scripted((inputs) => {
+      const own = ownCanary(inputs)
+      const [s] = standInsOf(userTextOf(inputs), prompt)
+      if (tools) {
+        const first = JSON.stringify({ text: `x ${s} y` })
+        const second = JSON.stringify({ text: 'another call' })
+        return {
+          deltas: [
+            ...toolDeltas([first.slice(0, 15)]),
+            {
+              tool_calls: [
+                {
+                  index: 1,
+                  id: 'call_1',
+                  type: 'function',
+                  function: { name: 'save', arguments: second.slice(0, 5) },
+                },
+              ],
+            },
+            { tool_calls: [{ index: 0, function: { arguments: first.slice(15) } }] },
+            { tool_calls: [{ index: 1, function: { arguments: second.slice(5) } }] },
+          ],
+        }
+      }
+      return {
+        deltas: [
+          { reasoning_content: `think ${s!.slice(0, 7)}` },
+          { content: `${own}\nanswer ` },
+          { reasoning_content: `${s!.slice(7)} more` },
+          { content: ' done' },
+        ],
+      }
+    })
+    upstream.eventCuts = true
+    upstream.pacedMs = 1
+    return { prompt, upstream }
+  }
+
+  for (const name of ['openai-key', 'card-number', 'private-key']) {
+    it.fails(`should restore it in the reasoning when content came between its halves (${name})`, async () => {
+      const { prompt, upstream } = interleaved(name, false)
+      const send = direct(upstream, { secret: SECRET, models, secrets: SUBSTITUTE_ALL })
+      const got = await send('tenant-a', MODEL, chat(prompt.text, { stream: true }))
+      expect(channelsOf(got.body).reasoning).toBe(`think ${prompt.values[0]!.value} more`)
+    })
+
+    it.fails(`should restore it in a tool call when another call’s arguments came between its halves (${name})`, async () => {
+      const { prompt, upstream } = interleaved(name, true)
+      const send = direct(upstream, { secret: SECRET, models, secrets: SUBSTITUTE_ALL })
+      const got = await send('tenant-a', MODEL, chat(prompt.text, { stream: true, tools: TOOLS }))
+      expect(JSON.parse(channelsOf(got.body).tools[0]!)).toEqual({
+        text: `x ${prompt.values[0]!.value} y`,
+      })
+    })
+  }
 })

@@ -17,6 +17,7 @@ import {
   MODEL,
   models,
   ownCanary,
+  readable,
   type Script,
   SECRET,
   SUBSTITUTE_ALL,
@@ -37,14 +38,6 @@ const SURFACES: [string, Surface][] = [
   ['middleware', middleware],
 ]
 const SEEDS = [1, 2, 3, 4]
-
-/**
- * The generators quoted inside JSON (tool-call arguments, a JSON-mode object): all but the PEM block
- * that is itself JSON-escaped in the prompt (`"private_key": "-----BEGIN…\\n…"`), whose stand-in,
- * quoted inside a JSON string, has its backslashes escaped again and is not restored — a bug kept as
- * a failing test below.
- */
-const IN_JSON = GENERATOR_NAMES.filter((name) => name !== 'private-key-escaped')
 
 type Mode = 'text' | 'tools' | 'json'
 
@@ -113,7 +106,7 @@ describe('secrets through both surfaces, whole and streamed', () => {
           const verdicts = recordVerdicts()
           for (const seed of SEEDS) {
             verdicts.clear()
-            const prompt = secretPrompt(seed, mode === 'text' ? GENERATOR_NAMES : IN_JSON)
+            const prompt = secretPrompt(seed)
             const upstream = quoting(mode, stream)
             const send = surface(upstream, {
               secret: SECRET,
@@ -146,7 +139,7 @@ describe('secrets through both surfaces, whole and streamed', () => {
               expect(JSON.parse(channels.tools[0]!)).toEqual({ text: prompt.text })
             }
             // No stand-in reached the client, in any channel or in the raw bytes.
-            expect(standInsIn(got.body, standIns)).toEqual([])
+            expect(standInsIn(readable(got.body), standIns)).toEqual([])
 
             // The verdict line: kinds and counts only.
             const [line, ...more] = verdicts.events
@@ -168,15 +161,12 @@ describe('secrets through both surfaces, whole and streamed', () => {
 })
 
 describe('a JSON-escaped PEM block quoted inside JSON', () => {
-  // BUG (reported): the prompt holds a PEM block written JSON-escaped (a service-account file pasted
-  // as text: `"private_key": "-----BEGIN EC PRIVATE KEY-----\\nMIIE…\\n-----END…"`). Its stand-in
-  // keeps the escaped `\\n`; a model quoting that text inside a JSON string (tool arguments, a
-  // JSON-mode answer) writes each backslash escaped again (`\\\\n`), and the answer's stand-in search
-  // runs on the raw JSON text, where the double backslash is not a PEM line break: the client gets
-  // the stand-in, never its key. Expected: the arguments parse to the text the client wrote.
+  // Found by the property above (fixed in ddf05bd, kept as a regression): the prompt holds a PEM
+  // block written JSON-escaped (`"private_key": "-----BEGIN…\\n…"`); a model quoting that text
+  // inside a JSON string writes its backslashes escaped again, and the stand-in must still be found.
   for (const mode of ['tools', 'json'] as const) {
     for (const stream of [false, true]) {
-      it.fails(`should restore it (${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
+      it(`should restore it (${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
         const prompt = secretPrompt(1, ['private-key-escaped'])
         const send = direct(quoting(mode, stream), {
           secret: SECRET,

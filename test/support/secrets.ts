@@ -167,6 +167,15 @@ export function standInForms(standIn: string): string[] {
   return [...new Set([standIn, core, escapeJson(standIn), escapeJson(core)])]
 }
 
+/**
+ * Everything a client could read in a delivered body: each channel joined across events (a stand-in
+ * split over events is whole here), then the raw bytes.
+ */
+export function readable(body: string): string {
+  const { content, reasoning, tools } = channelsOf(body)
+  return [content, reasoning, ...tools, body].join('\n')
+}
+
 /** Which of `standIns` appear in `text` in any form of {@link standInForms}. */
 export function standInsIn(text: string, standIns: readonly string[]): string[] {
   return standIns.filter((s) => standInForms(s).some((form) => text.includes(form)))
@@ -199,6 +208,8 @@ export interface ScriptedUpstream extends AiRunner {
    * one: what came before a cut is released before what follows it arrives. @default undefined
    */
   pacedMs: number | undefined
+  /** When true, the bytes are also cut after every SSE event (one event a chunk). */
+  eventCuts: boolean
 }
 
 /**
@@ -213,6 +224,7 @@ export function scripted(
     cuts: [],
     lastBody: undefined,
     pacedMs: undefined,
+    eventCuts: false,
     run: async (_model, inputs) => {
       upstream.sent.push(inputs)
       const script = answer(inputs, upstream.sent.length - 1)
@@ -237,7 +249,16 @@ export function scripted(
         chunk({ role: 'assistant', ...(head ?? {}) }) + rest.map((d) => chunk(d)).join('') + ENDING
       const bytes = new TextEncoder().encode(body)
       upstream.lastBody = bytes
-      const cuts = [...upstream.cuts].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b)
+      const boundaries: number[] = []
+      if (upstream.eventCuts) {
+        const utf8 = new TextEncoder()
+        for (let at = body.indexOf('\n\n'); at !== -1; at = body.indexOf('\n\n', at + 2)) {
+          boundaries.push(utf8.encode(body.slice(0, at + 2)).length)
+        }
+      }
+      const cuts = [...new Set([...upstream.cuts, ...boundaries])]
+        .filter((c) => c > 0 && c < bytes.length)
+        .sort((a, b) => a - b)
       const chunks: Uint8Array[] = []
       let at = 0
       for (const cut of [...cuts, bytes.length]) {
