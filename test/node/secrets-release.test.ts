@@ -350,6 +350,33 @@ describe('StandInJudge: regression', () => {
   })
 })
 
+describe('StandInJudge: a PEM stand-in written with its line breaks escaped (open)', () => {
+  // A PEM stand-in is recognised with its line breaks real, escaped (`\n`) or escaped twice (`\\n`),
+  // but its value goes back with the line breaks the secret had, escaped once more in a JSON channel:
+  // whatever escaping the model applied around the stand-in is not applied to the value.
+  const restoreIn = async (channel: Channel, text: string) => {
+    const edits = await judgeFor().judge(channel, text, 0, true, () => ({}))
+    return applyEdits(text, 0, edits)
+  }
+
+  // JSON inside a JSON string (a config blob passed as a string argument): the stand-in appears
+  // as `\\n`, the value goes in as `\n`, and the inner JSON gets raw line breaks in a string.
+  it.fails('should keep JSON inside a tool argument valid, the value in it', async () => {
+    const pem = own.find((o) => o.name === 'private-key')!
+    const args = JSON.stringify({ config: JSON.stringify({ key: pem.standIn }) })
+    const out = JSON.parse(await restoreIn('tool:0', args)) as { config: string }
+    expect(JSON.parse(out.config)).toEqual({ key: pem.value })
+  })
+
+  // The same in prose: a model writing a .env line puts the stand-in on one line with `\n`; the
+  // value comes back with real line breaks inside the quotes, breaking the line.
+  it.fails('should keep a one-line escaped PEM on one line in prose', async () => {
+    const pem = own.find((o) => o.name === 'private-key')!
+    const line = (key: string) => `PRIVATE_KEY="${key.replace(/\n/g, '\\n')}"`
+    expect(await restoreIn('content', line(pem.standIn))).toBe(line(pem.value))
+  })
+})
+
 /**
  * The real release stage (src/release/release-stream.ts) with no canary and no content check: only
  * the stand-ins decide what leaves and how.
@@ -459,6 +486,30 @@ describe('the release stage (Release) with stand-ins', () => {
         },
       ),
       { numRuns: 40, seed: 7 },
+    )
+  })
+
+  it('should give the whole restoration of long answers (the stage trims what has left)', async () => {
+    // Over 4,096 released characters the stage keeps only the last few of them: the judge then
+    // reads a channel's text from a later position on.
+    const long = fc
+      .array(fc.tuple(fc.nat(), fc.nat()), { minLength: 60, maxLength: 90 })
+      .map((parts) =>
+        parts
+          .map(
+            ([p, s]) =>
+              `${PROSE[p % PROSE.length]!.repeat(1 + (p % 9))}${own[s % own.length]!.standIn}`,
+          )
+          .join(''),
+      )
+    await fc.assert(
+      fc.asyncProperty(long, pieces, async (text, lengths) => {
+        expect(text.length).toBeGreaterThan(4096)
+        const out = await stream(cut('content', text, endsOf(text, lengths)))
+        expect(out.error).toBeUndefined()
+        expect(out.texts.content).toBe(await restoredWhole(text, false))
+      }),
+      { numRuns: 12, seed: 7 },
     )
   })
 
