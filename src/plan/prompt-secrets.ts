@@ -88,23 +88,14 @@ export async function substituteSecrets(
   return { inputs: sent, secrets }
 }
 
-/** Every text of the inputs the engine reads: message contents, parts, tool arguments, `prompt`. */
+/** Every string of the messages (any field, any depth) and the `prompt`: what the engine may read. */
 function sentTexts(inputs: Record<string, unknown>): string[] {
   const texts: string[] = []
-  if (typeof inputs.prompt === 'string') texts.push(inputs.prompt)
-  for (const message of Array.isArray(inputs.messages) ? (inputs.messages as unknown[]) : []) {
-    if (!isRecord(message)) continue
-    const { content, tool_calls: calls } = message
-    if (typeof content === 'string') texts.push(content)
-    else if (Array.isArray(content)) {
-      for (const part of content)
-        if (isRecord(part) && typeof part.text === 'string') texts.push(part.text)
-    }
-    for (const call of Array.isArray(calls) ? calls : []) {
-      const args = isRecord(call) && isRecord(call.function) ? call.function.arguments : undefined
-      if (typeof args === 'string') texts.push(args)
-      else if (args !== undefined) texts.push(JSON.stringify(args))
-    }
+  const stack: unknown[] = [inputs.messages, inputs.prompt]
+  while (stack.length > 0) {
+    const node = stack.pop()
+    if (typeof node === 'string') texts.push(node)
+    else if (node !== null && typeof node === 'object') stack.push(...Object.values(node))
   }
   return texts
 }
@@ -141,44 +132,66 @@ async function rewriteInputs(
 async function rewriteMessage(message: unknown, rewrite: Rewrite): Promise<unknown> {
   if (!isRecord(message)) return message
   let out = message
-  const { content, tool_calls: calls } = message
-  if (typeof content === 'string') {
-    const text = await rewrite(content)
-    if (text !== content) out = { ...out, content: text }
-  } else if (Array.isArray(content)) {
-    const parts = await mapChanged(content as unknown[], async (part) => {
-      if (!isRecord(part) || typeof part.text !== 'string') return part
-      const text = await rewrite(part.text)
-      return text === part.text ? part : { ...part, text }
-    })
-    if (parts !== content) out = { ...out, content: parts }
+  const set = (key: string, value: unknown) => {
+    if (value !== message[key]) out = { ...out, [key]: value }
   }
-  if (Array.isArray(calls)) {
-    const rewritten = await mapChanged(calls as unknown[], (call) => rewriteToolCall(call, rewrite))
-    if (rewritten !== calls) out = { ...out, tool_calls: rewritten }
+  const { content } = message
+  if (typeof content === 'string') set('content', await rewrite(content))
+  else if (Array.isArray(content)) {
+    set(
+      'content',
+      await mapChanged(content as unknown[], async (part) => {
+        if (!isRecord(part) || typeof part.text !== 'string') return part
+        const text = await rewrite(part.text)
+        return text === part.text ? part : { ...part, text }
+      }),
+    )
+  }
+  // Reasoning a client sends back: some templates render it (the ceiling counts it too).
+  for (const key of ['reasoning_content', 'reasoning'] as const) {
+    const value = message[key]
+    if (typeof value === 'string') set(key, await rewrite(value))
+  }
+  // Calls in any shape ({ function: { name, arguments } }, { name, arguments }, a legacy
+  // function_call): every string in them, arguments inside their JSON.
+  for (const key of ['tool_calls', 'function_call'] as const) {
+    const value = message[key]
+    if (value !== undefined && value !== null) set(key, await rewriteCall(value, rewrite))
   }
   return out
 }
 
-/** A tool call's arguments: inside their JSON when they parse (escapes respected), else as text. */
-async function rewriteToolCall(call: unknown, rewrite: Rewrite): Promise<unknown> {
-  if (!isRecord(call) || !isRecord(call.function)) return call
-  const args = call.function.arguments
-  let next: unknown = args
-  if (typeof args === 'string') {
-    let parsed: unknown
-    let json = true
-    try {
-      parsed = JSON.parse(args)
-    } catch {
-      json = false
-    }
-    if (json && depthOf(parsed) <= MAX_JSON_DEPTH) {
-      const value = await rewriteJson(parsed, rewrite)
-      next = value === parsed ? args : JSON.stringify(value)
-    } else next = await rewrite(args)
-  } else if (isRecord(args)) next = await rewriteJson(args, rewrite)
-  return next === args ? call : { ...call, function: { ...call.function, arguments: next } }
+/**
+ * Every string of a call rewritten, keys included; an `arguments` string inside its JSON when it
+ * parses (escapes respected, encoded again only if something changed), else as text.
+ */
+async function rewriteCall(value: unknown, rewrite: Rewrite): Promise<unknown> {
+  if (Array.isArray(value)) return mapChanged(value, (v) => rewriteCall(v, rewrite))
+  if (!isRecord(value)) return rewriteJson(value, rewrite)
+  let changed = false
+  const out: [string, unknown][] = []
+  for (const [key, item] of Object.entries(value)) {
+    const rewritten =
+      key === 'arguments' && typeof item === 'string'
+        ? await rewriteArguments(item, rewrite)
+        : await rewriteCall(item, rewrite)
+    if (rewritten !== item) changed = true
+    out.push([key, rewritten])
+  }
+  return changed ? Object.fromEntries(out) : value
+}
+
+/** A string of arguments: inside its JSON when it parses and nests sanely, else as text. */
+async function rewriteArguments(args: string, rewrite: Rewrite): Promise<string> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(args)
+  } catch {
+    return rewrite(args)
+  }
+  if (depthOf(parsed) > MAX_JSON_DEPTH) return rewrite(args)
+  const value = await rewriteJson(parsed, rewrite)
+  return value === parsed ? args : JSON.stringify(value)
 }
 
 /**
@@ -205,14 +218,17 @@ async function rewriteJson(value: unknown, rewrite: Rewrite): Promise<unknown> {
   if (typeof value === 'string') return rewrite(value)
   if (Array.isArray(value)) return mapChanged(value, (v) => rewriteJson(v, rewrite))
   if (!isRecord(value)) return value
+  // Keys too: a token used as a map key reaches the engine like any value.
   const entries = Object.entries(value)
-  const values = await mapChanged(
-    entries.map(([, item]) => item),
-    (item) => rewriteJson(item, rewrite),
-  )
-  if (values === undefined || values.every((v, i) => v === entries[i]![1])) return value
+  let changed = false
+  const out: [string, unknown][] = []
+  for (const [key, item] of entries) {
+    const [k, v] = [await rewrite(key), await rewriteJson(item, rewrite)]
+    if (k !== key || v !== item) changed = true
+    out.push([k, v])
+  }
   // Built with fromEntries: a "__proto__" key of parsed JSON stays a key, never a prototype.
-  return Object.fromEntries(entries.map(([key], i) => [key, values[i]]))
+  return changed ? Object.fromEntries(out) : value
 }
 
 /** `list` mapped in order; the same array when no item changed. */
