@@ -177,6 +177,8 @@ export class Release {
   readonly #standIns: StandInJudge | undefined
   /** The channel of the latest text: any other channel with text pending has paused. */
   #latest: Channel | undefined
+  /** What was seen so far, made safe to store: read only when a foreign stand-in ends the stream. */
+  readonly #seenNow = (): Record<string, string> => redactCanaries(this.#seen)
 
   constructor(ctx: AttemptContext, start: ReleaseStart) {
     this.#ctx = ctx
@@ -294,9 +296,7 @@ export class Release {
     for (const [name, state] of this.#channels) {
       if (!judge.pending(name, endOf(state))) continue
       const paused = this.#latest !== undefined && this.#latest !== name
-      const edits = judge.judge(name, state.text, state.from, final || paused, () =>
-        redactCanaries(this.#seen),
-      )
+      const edits = judge.judge(name, state.text, state.from, final || paused, this.#seenNow)
       if (edits instanceof Promise)
         pending.push(edits.then((found) => void state.strips.push(...found)))
       else if (edits.length > 0) state.strips.push(...edits)

@@ -6,12 +6,12 @@
  */
 import type { GuardError } from '../errors'
 import type { Channel } from '../format/frames'
-import type { StandInBook } from '../secrets'
+import type { Replacement, StandInBook } from '../secrets'
 import { formingFrom } from '../secrets/hold-back'
 import {
-  escapeJson,
   foreignFinding,
   jsonChannel,
+  restoredValue,
   type StandInFinding,
 } from '../verify/stand-in-evidence'
 
@@ -83,20 +83,7 @@ export class StandInJudge {
     this.#judged.set(name, from + to)
     const found = this.#secrets.book.locateNow(text, judged - from, to)
     const json = jsonChannel(name, this.#secrets.jsonContent)
-    const edits = (own: { start: number; end: number; value: string }[]): Edit[] => {
-      const out: Edit[] = []
-      for (const r of own) {
-        if (from + r.start < (this.#covered.get(name) ?? 0)) continue // read by an earlier window
-        this.#covered.set(name, from + r.end)
-        out.push({
-          start: from + r.start,
-          end: from + r.end,
-          value: json ? escapeJson(r.value) : r.value,
-        })
-      }
-      return out
-    }
-    if (!(found instanceof Promise)) return edits(found.own)
+    if (!(found instanceof Promise)) return this.#edits(name, from, found.own, json)
     return found.then(async ({ own, foreign }) => {
       const inPrompt = this.#secrets.inPrompt
       const covered = this.#covered.get(name) ?? 0
@@ -104,8 +91,19 @@ export class StandInJudge {
         (f) => from + f.start >= covered && !inPrompt?.(text.slice(f.start, f.end)),
       )
       if (first) throw await this.#secrets.onForeign(foreignFinding(name, first), seen())
-      return edits(own)
+      return this.#edits(name, from, own, json)
     })
+  }
+
+  /** This request's stand-ins as edits at absolute positions, each read once per channel. */
+  #edits(name: Channel, from: number, own: readonly Replacement[], json: boolean): Edit[] {
+    const out: Edit[] = []
+    for (const r of own) {
+      if (from + r.start < (this.#covered.get(name) ?? 0)) continue // read by an earlier window
+      this.#covered.set(name, from + r.end)
+      out.push({ start: from + r.start, end: from + r.end, value: restoredValue(r, json) })
+    }
+    return out
   }
 }
 

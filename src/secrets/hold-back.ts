@@ -52,8 +52,10 @@ export function formingFrom(text: string, longest: number, wide: boolean): numbe
   let group = end
   while (group > bound && isGroupChar(text.charCodeAt(group - 1))) group--
   let from = Math.min(word, group)
-  const pem = text.lastIndexOf(PEM_START)
-  if (pem >= bound) from = Math.min(from, pem)
+  // The earliest `-----BEGIN` from the bound on (searched forward from it: a backward search from
+  // the end read the whole held text when there was none).
+  const pem = text.indexOf(PEM_START, bound)
+  if (pem !== -1) from = Math.min(from, pem)
   // A trailing prefix of "-----BEGIN" is in the final run without whitespace already.
   return from
 }

@@ -51,7 +51,16 @@ export interface Restoration {
 /** One span of an answer to replace with a value of this request. */
 export interface Replacement extends SecretSpan {
   value: string
+  /**
+   * A PEM stand-in found with other line breaks than it was sent with (real, `\n`, `\\n`, as the
+   * model escaped it): the value goes back with these (see `restoredValue` in
+   * src/verify/stand-in-evidence.ts).
+   */
+  lineBreak?: string
 }
+
+/** The first line break of a PEM stand-in as written in an answer. */
+const PEM_BREAK = /-----(\r?\n|\\\\n|\\n)/
 
 /** What {@link StandInBook.locate} finds: this request's stand-ins with their values, and others'. */
 export interface Located {
@@ -299,9 +308,11 @@ export class StandInBook {
     // Every exact hit from `from` on bounds the candidates (one starting before `to` may overlap a
     // hit starting after it); only those starting before `to` are reported.
     const hits: Replacement[] = []
-    const window = from === 0 ? text : text.slice(from)
-    for (const { start, end, entry } of this.#index.find(window)) {
-      hits.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
+    if (this.#byStandIn.size > 0) {
+      const window = from === 0 ? text : text.slice(from)
+      for (const { start, end, entry } of this.#index.find(window)) {
+        hits.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
+      }
     }
     const exact = hits.filter((r) => r.start < to)
     const candidates =
@@ -377,12 +388,13 @@ export class StandInBook {
     const foreign: ForeignStandIn[] = []
     const rewritten: Replacement[] = []
     let at = 0
-    for (const { kind, start, end, payload } of verified) {
+    for (const { kind, start, end, payload, text } of verified) {
       if (start < at) continue // overlapping readings (two kinds, two lengths): the first stands
       at = end
       const mine = this.#byPayload.get(payloadKey(kind, payload))
-      if (mine) rewritten.push({ start, end, ...mine })
-      else foreign.push({ kind, start, end, payload })
+      if (!mine) foreign.push({ kind, start, end, payload })
+      else if (kind !== 'private-key') rewritten.push({ start, end, ...mine })
+      else rewritten.push({ start, end, ...mine, lineBreak: PEM_BREAK.exec(text)?.[1] ?? '\n' })
     }
     return { foreign, rewritten }
   }

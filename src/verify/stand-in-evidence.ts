@@ -109,10 +109,34 @@ export function spliceValues(
   for (const r of replacements) {
     const s = r.start - offset
     if (s < at || r.end - offset > text.length) continue
-    out += text.slice(at, s) + (json ? escapeJson(r.value) : r.value)
+    out += text.slice(at, s) + restoredValue(r, json)
     at = r.end - offset
   }
   return out + text.slice(at)
+}
+
+/**
+ * What a stand-in's span becomes: its value, with a PEM key's line breaks as the model wrote the
+ * stand-in's (a `.env` line with `\n`, JSON inside a JSON string with `\\n`) — read through one level
+ * of JSON in a JSON channel — and escaped as the inside of a JSON string in a JSON channel.
+ *
+ * @example
+ * restoredValue({ start, end, kind: 'private-key', value: pem, lineBreak: '\\n' }, false) // one line
+ */
+export function restoredValue(r: Replacement, json: boolean): string {
+  let value = r.value
+  if (r.lineBreak !== undefined) {
+    const wanted = json ? jsonDecodedBreak(r.lineBreak) : r.lineBreak
+    value = value.replace(/\r?\n|\\n/g, wanted)
+  }
+  return json ? escapeJson(value) : value
+}
+
+/** A line break as written inside a JSON string, decoded once. */
+function jsonDecodedBreak(raw: string): string {
+  if (raw === '\\\\n') return '\\n'
+  if (raw === '\\n') return '\n'
+  return raw
 }
 
 /** A value as the inside of a JSON string. */
