@@ -106,6 +106,23 @@ describe('resolveSecrets: validation', () => {
     throwsNaming({ patterns: [null] }, /option "secrets.patterns\[0\]"/)
   })
 
+  // A pattern's confidence is not validated (operatorDetector takes `confidence ?? 'medium'`): a
+  // misspelt one matches neither the `high` nor the `medium` rule, so the pattern is silently off
+  // even with every rule at substitute — the typo the module promises to refuse.
+  it.fails('should refuse a pattern with an unknown confidence, naming the option', () => {
+    for (const confidence of ['hgih', 'low', 'constructor']) {
+      const pattern = {
+        name: 'acme',
+        pattern: 'ACME-[0-9]{8}',
+        confidence,
+      } as unknown as OperatorPattern
+      throwsNaming(
+        { high: 'substitute', medium: 'substitute', patterns: [pattern] },
+        /option "secrets.patterns\[0\]"/,
+      )
+    }
+  })
+
   it('should refuse a pattern whose kind exists already (built in, or an earlier pattern)', () => {
     throwsNaming(
       { patterns: [{ name: 'github-token', pattern: 'ghx_[A-Za-z0-9]{36}' }] },
