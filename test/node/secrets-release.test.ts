@@ -350,10 +350,10 @@ describe('StandInJudge: regression', () => {
   })
 })
 
-describe('StandInJudge: a PEM stand-in written with its line breaks escaped (open)', () => {
-  // A PEM stand-in is recognised with its line breaks real, escaped (`\n`) or escaped twice (`\\n`),
-  // but its value goes back with the line breaks the secret had, escaped once more in a JSON channel:
-  // whatever escaping the model applied around the stand-in is not applied to the value.
+describe('StandInJudge: a PEM stand-in written with its line breaks escaped', () => {
+  // A PEM stand-in is recognised with its line breaks real, escaped (`\n`) or escaped twice (`\\n`).
+  // Its value used to go back with the line breaks the secret had (escaped once more in a JSON
+  // channel), whatever escaping the model applied around the stand-in. Fixed in bfce954.
   const restoreIn = async (channel: Channel, text: string) => {
     const edits = await judgeFor().judge(channel, text, 0, true, () => ({}))
     return applyEdits(text, 0, edits)
@@ -361,16 +361,31 @@ describe('StandInJudge: a PEM stand-in written with its line breaks escaped (ope
 
   // JSON inside a JSON string (a config blob passed as a string argument): the stand-in appears
   // as `\\n`, the value goes in as `\n`, and the inner JSON gets raw line breaks in a string.
-  it.fails('should keep JSON inside a tool argument valid, the value in it', async () => {
+  it('should keep JSON inside a tool argument valid, the value in it', async () => {
     const pem = own.find((o) => o.name === 'private-key')!
     const args = JSON.stringify({ config: JSON.stringify({ key: pem.standIn }) })
     const out = JSON.parse(await restoreIn('tool:0', args)) as { config: string }
     expect(JSON.parse(out.config)).toEqual({ key: pem.value })
   })
 
+  // Since bfce954 a PEM found with escaped line breaks gets every line break of its value rewritten
+  // to the one found (`value.replace(/\r?\n|\\n/g, wanted)`): a key sent with CRLF line breaks, which
+  // the model copies into JSON arguments as usual (`\n`, its stand-in has LF), comes back with LF.
+  // The value is no longer the secret sent (before bfce954, escapeJson(value) kept it exact).
+  it.fails('should restore a PEM with CRLF line breaks exactly in tool arguments', async () => {
+    const { value: lf } = GENERATORS['private-key']!(rng(3))
+    const crlf = lf.replace(/\n/g, '\r\n')
+    const sent = (await book.substitute(`key:\n${crlf}\nend`)).text
+    const standIn = sent.slice('key:\n'.length, sent.length - '\nend'.length)
+    expect(standIn).not.toContain('\r')
+    expect((await book.restore(`x ${standIn} y`)).text).toBe(`x ${crlf} y`) // whole, exact: fine
+    const args = JSON.stringify({ key: standIn })
+    expect(JSON.parse(await restoreIn('tool:0', args))).toEqual({ key: crlf })
+  })
+
   // The same in prose: a model writing a .env line puts the stand-in on one line with `\n`; the
   // value comes back with real line breaks inside the quotes, breaking the line.
-  it.fails('should keep a one-line escaped PEM on one line in prose', async () => {
+  it('should keep a one-line escaped PEM on one line in prose', async () => {
     const pem = own.find((o) => o.name === 'private-key')!
     const line = (key: string) => `PRIVATE_KEY="${key.replace(/\n/g, '\\n')}"`
     expect(await restoreIn('content', line(pem.standIn))).toBe(line(pem.value))
