@@ -23,6 +23,7 @@ import {
   models,
   ownCanary,
   readable,
+  type Script,
   SECRET,
   type SecretPrompt,
   SUBSTITUTE_ALL,
@@ -30,6 +31,8 @@ import {
   secretPrompt,
   standInsIn,
   standInsOf,
+  TOOLS,
+  toolDeltas,
   userTextOf,
   valuesIn,
 } from '../support/secrets'
@@ -296,6 +299,82 @@ describe('another request’s stand-in in an answer', () => {
       expect(standInsIn(readable(got.body), [...aStandIns, ...bStandIns])).toEqual([])
     }
   }, 60_000)
+})
+
+describe('another request’s stand-in inside JSON (tool arguments, a JSON-mode answer)', () => {
+  it('should quarantine it, every kind, whole and streamed', async () => {
+    const quarantine = new MemoryQuarantineStore()
+    for (const [i, name] of GENERATOR_NAMES.entries()) {
+      const prompt = secretPrompt(150 + i, [name])
+      let bStandIn = ''
+      let mode: 'b' | 'tools' | 'json' = 'b'
+      let stream = false
+      const upstream = scripted((inputs): Script => {
+        const own = ownCanary(inputs)
+        if (mode === 'b') {
+          bStandIn = standInsOf(userTextOf(inputs), prompt)[0]!
+          return { message: { content: `${own}\nok` } }
+        }
+        // B's stand-in written inside a JSON string: escaped as JSON requires (a PEM's line breaks).
+        const json = JSON.stringify({ text: `see ${bStandIn} end` })
+        if (mode === 'tools') {
+          const call = { id: 'c0', type: 'function', function: { name: 'save', arguments: json } }
+          if (!stream) return { message: { content: null, tool_calls: [call] } }
+          return { deltas: toolDeltas(cutText(json, [20, 40])) }
+        }
+        const content = `{"guard_echo":"${own}",${json.slice(1)}`
+        if (!stream) return { message: { content } }
+        return { deltas: cutText(content, [60, 90]).map((c) => ({ content: c })) }
+      })
+      const send = direct(upstream, { secret: SECRET, models, secrets: SUBSTITUTE_ALL, quarantine })
+      await send('tenant-b', MODEL, chat(prompt.text))
+      for (mode of ['tools', 'json'] as const) {
+        for (stream of [false, true]) {
+          const format =
+            mode === 'tools' ? { tools: TOOLS } : { response_format: { type: 'json_object' } }
+          const got = await send('tenant-a', MODEL, chat('A: hello', { stream, ...format }))
+          await expectStandInIncident(got, quarantine, prompt.values[0]!.kind)
+          expect(standInsIn(readable(got.body), [bStandIn])).toEqual([])
+        }
+      }
+    }
+  }, 60_000)
+})
+
+describe('an operator pattern’s stand-in of another request', () => {
+  it('should quarantine it (a pattern whose classes the stand-in keeps)', async () => {
+    const patterns = [
+      { name: 'acme-id', pattern: 'ACME-[0-9]{8}-[A-Z]{4}' },
+      { name: 'acme-token', pattern: 'acme_[a-z0-9]{32}' },
+    ]
+    const { victim, leaker, quarantine } = rig({ secrets: { ...SUBSTITUTE_ALL, patterns } })
+    for (const [kind, value] of [
+      ['acme-id', 'ACME-12345678-QWER'],
+      ['acme-token', 'acme_0123456789abcdefghijklmnopqrstuv'],
+    ] as const) {
+      const prompt: SecretPrompt = {
+        text: `Record: ${value} done.`,
+        values: [{ kind, value, line: 'Record: $ done.' }],
+        literals: ['Record: ', ' done.'],
+      }
+      const [standIn] = await victim(prompt)
+      for (const stream of [false, true]) {
+        const got = await leaker(
+          (own) => ({ deltas: [`${own}\nsee `, ...cutText(standIn!, [6]), ' end'] }),
+          stream,
+        )
+        const record = (await quarantine.get(got.incidentId!))!
+        expect(got.code).toBe('response_quarantined')
+        expect(record.reasons).toContain('foreign_stand_in')
+        const entry = record.canaries.find((c) => c.standIn)
+        expect(entry?.standIn).toBe(kind)
+        // 12 characters carry too few bits for the tenant's tag (compact); 32 carry it (full).
+        if (kind === 'acme-token') expect(record.sourceTenants).toContain('tenant-b')
+        else expect(entry?.tenantTag).toBeUndefined()
+        expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
+      }
+    }
+  })
 })
 
 describe('another request’s stand-in split across a channel’s pause', () => {

@@ -228,6 +228,49 @@ describe('the upstream’s bytes cut at every offset', () => {
   }, 60_000)
 })
 
+describe('an operator pattern’s stand-in split at every character', () => {
+  it('should restore its value wherever the events cut it', async () => {
+    const patterns = [
+      { name: 'acme-id', pattern: 'ACME-[0-9]{8}-[A-Z]{4}' },
+      { name: 'acme-token', pattern: 'acme_[a-z0-9]{32}' },
+      // A class narrower than the stand-in keeps (hex): the request's own stand-in is still restored.
+      { name: 'hex-key', pattern: 'hk[0-9a-f]{30}' },
+    ]
+    for (const [kind, value] of [
+      ['acme-id', 'ACME-12345678-QWER'],
+      ['acme-token', 'acme_0123456789abcdefghijklmnopqrstuv'],
+      ['hex-key', 'hk0123456789abcdef0123456789abcd'],
+    ] as const) {
+      const prompt: SecretPrompt = {
+        text: `Record: ${value} done.`,
+        values: [{ kind, value, line: 'Record: $ done.' }],
+        literals: ['Record: ', ' done.'],
+      }
+      let p = 1
+      const upstream = quoting('text', prompt, (_text, offset, where) =>
+        where.map(({ start }) => offset + start + p),
+      )
+      const send = direct(upstream, {
+        secret: SECRET,
+        models,
+        secrets: { ...SUBSTITUTE_ALL, patterns },
+      })
+      for (p = 1; p <= value.length; p++) {
+        upstream.sent.length = 0
+        const got = await send('tenant-a', MODEL, request('text', prompt.text))
+        expect(got.code).toBeUndefined()
+        expectValuesBack(
+          'text',
+          got.body,
+          prompt,
+          standInsOf(userTextOf(upstream.sent[0]!), prompt),
+        )
+      }
+      expect(valuesIn(upstream.sent, [value])).toEqual([])
+    }
+  })
+})
+
 describe('a stand-in split across a channel’s pause', () => {
   // BUG (reported): one event a chunk, a stand-in begun in one channel (reasoning, or tool call 0),
   // then an event of another channel (content, or tool call 1), then the rest of the stand-in. The

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { GuardOptions, VerdictLog } from '../../src'
-import { chat } from '../support/prompts'
+import { chat, sseText } from '../support/prompts'
 import {
   channelsOf,
   cutText,
@@ -19,6 +19,7 @@ import {
   ownCanary,
   readable,
   type Script,
+  type ScriptedUpstream,
   SECRET,
   SUBSTITUTE_ALL,
   scripted,
@@ -163,6 +164,70 @@ describe('secrets through both surfaces, whole and streamed', () => {
   }
 })
 
+describe('the legacy format: a `prompt` in, `{ response }` out', () => {
+  const LEGACY = '@cf/meta/llama-3.1-8b-instruct'
+  const profile = {
+    contextWindow: 16_384,
+    kvPoolTokens: 16_384,
+    maxPrefillTokensPerSecond: 1e9,
+    defaultOutputReserve: 256,
+    tokenizerDrift: 0.1,
+  }
+
+  /** A legacy model quoting its prompt (the tenant's marker and the echo directive cut off). */
+  function legacyQuoting(stream: boolean): ScriptedUpstream {
+    const upstream = scripted(() => ({ message: {} }))
+    const run = async (_model: string, inputs: Record<string, unknown>) => {
+      upstream.sent.push(inputs)
+      const prompt = inputs.prompt as string
+      const own = ownCanary({ messages: [{ role: 'user', content: prompt }] })
+      const quoted = userTextOf({ messages: [{ role: 'user', content: prompt }] })
+      const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 }
+      if (!stream) return { response: `${own}\n${quoted}`, usage }
+      const pieces = [
+        `${own}\n`,
+        ...cutText(
+          quoted,
+          Array.from({ length: 300 }, (_, i) => i * 11),
+        ),
+      ]
+      const body = `${pieces.map((p) => `data: ${JSON.stringify({ response: p })}\n\n`).join('')}data: [DONE]\n\n`
+      const bytes = new TextEncoder().encode(body)
+      return new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes)
+          controller.close()
+        },
+      })
+    }
+    return Object.assign(upstream, { run })
+  }
+
+  for (const [surfaceName, surface] of SURFACES) {
+    for (const stream of [false, true]) {
+      it(`should send stand-ins and give the values back (${surfaceName}, ${stream ? 'stream' : 'whole'})`, async () => {
+        const prompt = secretPrompt(6)
+        const upstream = legacyQuoting(stream)
+        const send = surface(upstream, {
+          secret: SECRET,
+          models: { [LEGACY]: profile },
+          secrets: SUBSTITUTE_ALL,
+        })
+        const got = await send('tenant-a', LEGACY, { prompt: prompt.text, stream })
+        expect(got.code).toBeUndefined()
+        expect(
+          valuesIn(
+            upstream.sent,
+            prompt.values.map((v) => v.value),
+          ),
+        ).toEqual([])
+        const content = stream ? sseText(got.body).content : JSON.parse(got.body).response
+        expect(content).toBe(prompt.text)
+      })
+    }
+  }
+})
+
 describe('a JSON-escaped PEM block quoted inside JSON', () => {
   // Found by the property above (fixed in ddf05bd, kept as a regression): the prompt holds a PEM
   // block written JSON-escaped (`"private_key": "-----BEGIN…\\n…"`); a model quoting that text
@@ -208,7 +273,11 @@ describe('the operator’s policy, and only the operator’s', () => {
   const echoing = () =>
     scripted((inputs) => ({ message: { content: `${ownCanary(inputs)}\n${userTextOf(inputs)}` } }))
 
-  async function once(options: Partial<GuardOptions>, extra: Record<string, unknown> = {}) {
+  async function once(
+    options: Partial<GuardOptions>,
+    extra: Record<string, unknown> = {},
+    append = '',
+  ) {
     const prompt = secretPrompt(5)
     const upstream = echoing()
     const verdicts = recordVerdicts()
@@ -218,7 +287,7 @@ describe('the operator’s policy, and only the operator’s', () => {
       onVerdict: verdicts.onVerdict,
       ...options,
     })
-    const got = await send('tenant-a', MODEL, chat(prompt.text, extra))
+    const got = await send('tenant-a', MODEL, chat(prompt.text + append, extra))
     return { prompt, upstream, got, verdicts: verdicts.events as VerdictLog[] }
   }
 
@@ -244,6 +313,17 @@ describe('the operator’s policy, and only the operator’s', () => {
       expect(channelsOf(got.body).content).toBe(prompt.text)
       expect(verdicts[0]!.secrets).toBeUndefined()
     }
+  })
+
+  it('should refuse, not send, a secret too short to carry a stand-in (an operator pattern)', async () => {
+    const { upstream, got } = await once(
+      { secrets: { ...SUBSTITUTE_ALL, patterns: [{ name: 'employee-id', pattern: 'E[0-9]{6}' }] } },
+      {},
+      '\nEmployee E123456 joined.',
+    )
+    expect(got.code).toBe('invalid_request')
+    expect(got.body).toContain('employee-id')
+    expect(upstream.sent).toEqual([])
   })
 
   it('should follow per-kind and per-model rules', async () => {
