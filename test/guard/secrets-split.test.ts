@@ -4,10 +4,13 @@
  * client always gets the values — never a stand-in, never half of one.
  */
 import { describe, expect, it } from 'vitest'
+import { MemoryQuarantineStore } from '../../src'
 import { chat } from '../support/prompts'
 import {
   channelsOf,
   cutText,
+  directThrough,
+  GENERATOR_NAMES,
   MODEL,
   models,
   ownCanary,
@@ -225,6 +228,56 @@ describe('the upstream’s bytes cut at every offset', () => {
       return run < quarter ? [0, 1, 2, 3].map((k) => run + k * quarter) : undefined
     })
     expect(runs).toBe(Math.ceil(length / 4))
+  }, 60_000)
+})
+
+describe('under streamRelease: async (released before the proof)', () => {
+  it('should restore this request’s stand-ins and stop another’s, one event a chunk, every kind', async () => {
+    const quarantine = new MemoryQuarantineStore()
+    for (const [i, name] of GENERATOR_NAMES.entries()) {
+      const prompt = secretPrompt(30 + i, [name])
+      let p = 1
+      let mode: 'own' | 'b' | 'a' = 'own'
+      let bStandIn = ''
+      const upstream = scripted((inputs) => {
+        const own = ownCanary(inputs)
+        const [s] = mode === 'a' ? [bStandIn] : standInsOf(userTextOf(inputs), prompt)
+        if (mode === 'b') {
+          bStandIn = s!
+          return { message: { content: `${own}\nok` } }
+        }
+        return {
+          deltas: [
+            { reasoning_content: 'Thinking first. ' },
+            { content: `${own}\nIt is ` },
+            ...cutText(`${s} ok.`, [p]).map((content) => ({ content })),
+          ],
+        }
+      })
+      upstream.eventCuts = true
+      upstream.pacedMs = 0
+      const send = directThrough(upstream, {
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        streamRelease: 'async',
+        quarantine,
+      })
+      for (p = 2; p < 60; p += 19) {
+        const got = await send('tenant-a', MODEL, chat(prompt.text, { stream: true }))
+        expect(got.code).toBeUndefined()
+        expect(channelsOf(got.body).content).toBe(`It is ${prompt.values[0]!.value} ok.`)
+      }
+      mode = 'b'
+      await send('tenant-b', MODEL, chat(prompt.text))
+      mode = 'a'
+      for (p = 2; p < 60; p += 19) {
+        const got = await send('tenant-a', MODEL, chat('A: hi', { stream: true }))
+        expect(got.code).toBe('response_quarantined')
+        expect(standInsIn(readable(got.body), [bStandIn])).toEqual([])
+        expect('It is '.startsWith(channelsOf(got.body).content)).toBe(true)
+      }
+    }
   }, 60_000)
 })
 

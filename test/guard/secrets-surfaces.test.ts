@@ -164,6 +164,42 @@ describe('secrets through both surfaces, whole and streamed', () => {
   }
 })
 
+describe('a retried request', () => {
+  for (const stream of [false, true]) {
+    it(`should send every attempt the same stand-ins and restore them in the retry (${stream ? 'stream' : 'whole'})`, async () => {
+      const prompt = secretPrompt(7)
+      // The first answer misses its echo (the guard retries); the second quotes the first attempt's
+      // prompt — the same request's stand-ins.
+      const upstream: ScriptedUpstream = scripted((inputs, call) => {
+        const content =
+          call === 0 ? 'no echo here' : `${ownCanary(inputs)}\n${userTextOf(upstream.sent[0]!)}`
+        return stream ? { deltas: [{ content }] } : { message: { content } }
+      })
+      const verdicts = recordVerdicts()
+      const send = direct(upstream, {
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        onVerdict: verdicts.onVerdict,
+      })
+      const got = await send('tenant-a', MODEL, chat(prompt.text, { stream }))
+      expect(upstream.sent).toHaveLength(2)
+      expect(
+        valuesIn(
+          upstream.sent,
+          prompt.values.map((v) => v.value),
+        ),
+      ).toEqual([])
+      const [first, second] = upstream.sent.map((sent) => standInsOf(userTextOf(sent), prompt))
+      expect(second).toEqual(first)
+      expect(channelsOf(got.body).content).toBe(prompt.text)
+      expect(verdicts.events.map((v) => [v.action, v.reasons])).toEqual([
+        ['release', ['released_after_retry']],
+      ])
+    })
+  }
+})
+
 describe('the legacy format: a `prompt` in, `{ response }` out', () => {
   const LEGACY = '@cf/meta/llama-3.1-8b-instruct'
   const profile = {
