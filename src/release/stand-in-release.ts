@@ -51,7 +51,7 @@ export class StandInJudge {
   constructor(secrets: StreamSecrets) {
     this.#secrets = secrets
     this.#wide = secrets.book.recognisesPatterns
-    this.#longest = secrets.book.longestStandIn
+    this.#longest = secrets.book.longestCandidate
   }
 
   /** Where the channel is judged up to: its text before this may leave, as far as stand-ins go. */

@@ -28,6 +28,8 @@ export interface SecretDetector {
   find(text: string): SecretSpan[]
   /** The candidate regex, when it has one (finds an operator kind's stand-ins again). */
   readonly pattern?: RegExp
+  /** The longest match it can make, when known (operator patterns: a stream's hold-back). */
+  readonly longest?: number
 }
 
 /**

@@ -171,5 +171,90 @@ export function operatorDetector(spec: OperatorPattern): SecretDetector {
   }
   if (new RegExp(spec.pattern, flags).test(''))
     throw new Error(`${label}: matches the empty string`)
-  return regexDetector(spec.name, spec.confidence ?? 'medium', re)
+  const confidence = spec.confidence ?? 'medium'
+  // A typo here would leave the kind under no rule at all: silently off.
+  if (confidence !== 'high' && confidence !== 'medium') {
+    throw new Error(`${label}: confidence must be "high" or "medium"`)
+  }
+  return { ...regexDetector(spec.name, confidence, re), longest: longestMatch(spec.pattern) }
+}
+
+/**
+ * The most UTF-16 code units a pattern the rule admits can match: its quantifiers are bounded, so
+ * this is finite. Every one-character atom but a literal counts 2 (it may match a surrogate pair).
+ * A stream holds back this much to judge an operator kind's stand-ins whole (src/secrets/hold-back.ts).
+ *
+ * @example
+ * longestMatch('ACME-[0-9]{8}(?:-[A-Z]{2,4})?') // 5 + 16 + 10
+ */
+export function longestMatch(source: string): number {
+  let i = 0
+  const quantified = (atom: number): number => {
+    let max = 1
+    const q = source[i]
+    if (q === '?') i++
+    else if (q === '*' || q === '+') {
+      max = Number.POSITIVE_INFINITY // refused by the rule: never reached for a valid pattern
+      i++
+    } else if (q === '{') {
+      const m = /^\{(\d+)(?:,(\d*))?\}/.exec(source.slice(i))
+      if (m) {
+        max =
+          m[2] === undefined ? Number(m[1]) : m[2] === '' ? Number.POSITIVE_INFINITY : Number(m[2])
+        i += m[0].length
+      }
+    }
+    if (source[i] === '?') i++ // lazy
+    return atom * max
+  }
+  const skipTo = (end: string) => {
+    while (i < source.length && source[i] !== end) i += source[i] === '\\' ? 2 : 1
+    i++
+  }
+  const alternation = (): number => {
+    let best = 0
+    let current = 0
+    while (i < source.length && source[i] !== ')') {
+      const c = source[i]!
+      let atom = 2
+      if (c === '|') {
+        best = Math.max(best, current)
+        current = 0
+        i++
+        continue
+      }
+      if (c === '(') {
+        i++
+        if (source[i] === '?') {
+          i++
+          if (source[i] === '<') skipTo('>')
+          else i++ // ':'
+        }
+        atom = alternation()
+        i++ // ')'
+      } else if (c === '[') {
+        i++
+        if (source[i] === '^') i++
+        if (source[i] === ']') i++
+        skipTo(']')
+      } else if (c === '\\') {
+        const next = source[i + 1]
+        i += 2
+        if (next === 'b' || next === 'B') atom = 0
+        else if ((next === 'u' || next === 'p' || next === 'P') && source[i] === '{') skipTo('}')
+        else if (next === 'u') i += 4
+        else if (next === 'x') i += 2
+        else if (next === 'c') i += 1
+      } else if (c === '^' || c === '$') {
+        atom = 0
+        i++
+      } else {
+        atom = c === '.' ? 2 : 1
+        i++
+      }
+      current += quantified(atom)
+    }
+    return Math.max(best, current)
+  }
+  return alternation()
 }

@@ -16,7 +16,7 @@ import {
   standInHmac,
 } from './stand-in-codec'
 import { StandInIndex } from './stand-in-index'
-import { classShape, SHAPES, type StandInShape } from './stand-in-shapes'
+import { classShape, MAX_STAND_IN_LENGTH, SHAPES, type StandInShape } from './stand-in-shapes'
 
 /** How many secrets of one kind a call replaced or restored. */
 export interface KindCount {
@@ -121,6 +121,7 @@ export class StandInBook {
   readonly #shapes: Map<string, StandInShape>
   /** Whether every recognised kind is built in (their candidates' shapes are known: see `mayHoldCandidate`). */
   readonly #builtInOnly: boolean
+  readonly #longestCandidate: number
   /** Each kind's candidate pattern, global, made once (its `lastIndex` is set before each use). */
   readonly #candidates: [string, RegExp][] = []
   readonly #byValue = new Map<string, string>()
@@ -154,6 +155,10 @@ export class StandInBook {
       ])
     }
     this.#builtInOnly = [...this.#shapes.keys()].every((kind) => Object.hasOwn(SHAPES, kind))
+    this.#longestCandidate = Math.max(
+      MAX_STAND_IN_LENGTH,
+      ...[...detectors, ...recognised].map((d) => d.longest ?? 0),
+    )
   }
 
   /**
@@ -339,6 +344,14 @@ export class StandInBook {
    */
   get recognisesPatterns(): boolean {
     return !this.#builtInOnly
+  }
+
+  /**
+   * The longest candidate of any recognised kind: {@link MAX_STAND_IN_LENGTH}, or an operator
+   * pattern's longest match when longer. A stream holds back one character less.
+   */
+  get longestCandidate(): number {
+    return this.#longestCandidate
   }
 
   /** Candidates of every recognised kind starting in [from, to), outside the spans found exactly. */

@@ -126,8 +126,11 @@ export function spliceValues(
 export function restoredValue(r: Replacement, json: boolean): string {
   let value = r.value
   if (r.lineBreak !== undefined) {
-    const wanted = json ? jsonDecodedBreak(r.lineBreak) : r.lineBreak
-    value = value.replace(/\r?\n|\\n/g, wanted)
+    // Only the escaping changes, never the breaks themselves (a CRLF key stays CRLF).
+    const escaped = (json ? jsonDecodedBreak(r.lineBreak) : r.lineBreak).includes('\\')
+    const valueEscaped = !value.includes('\n') && value.includes('\\n')
+    if (escaped && !valueEscaped) value = value.replace(/\r/g, '\\r').replace(/\n/g, '\\n')
+    else if (!escaped && valueEscaped) value = value.replace(/\\r/g, '\r').replace(/\\n/g, '\n')
   }
   return json ? escapeJson(value) : value
 }
