@@ -180,6 +180,7 @@ describe('the upstream’s bytes cut at every offset', () => {
   async function everyOffset(
     prompt: SecretPrompt,
     cutsOf: (length: number, run: number) => number[] | undefined,
+    surface: Surface = direct,
   ): Promise<{ runs: number; length: number }> {
     // No reasoning: the content alone carries every stand-in, so the body stays short.
     const upstream = quoting(
@@ -190,7 +191,7 @@ describe('the upstream’s bytes cut at every offset', () => {
       false,
     )
     const verdicts = recordVerdicts()
-    const send = direct(upstream, {
+    const send = surface(upstream, {
       secret: SECRET,
       models,
       secrets: SUBSTITUTE_ALL,
@@ -216,6 +217,16 @@ describe('the upstream’s bytes cut at every offset', () => {
     const prompt = secretPrompt(14, ['openai-key', 'card-number'])
     const { runs, length } = await everyOffset(prompt, (length, run) =>
       run <= length ? [run] : undefined,
+    )
+    expect(runs).toBe(length + 1)
+  }, 60_000)
+
+  it('should do the same through the middleware', async () => {
+    const prompt = secretPrompt(14, ['openai-key', 'card-number'])
+    const { runs, length } = await everyOffset(
+      prompt,
+      (length, run) => (run <= length ? [run] : undefined),
+      middleware,
     )
     expect(runs).toBe(length + 1)
   }, 60_000)
