@@ -43,7 +43,8 @@ const SURFACES: [string, Surface][] = [
 ]
 const SEEDS = [1, 2, 3, 4]
 
-type Mode = 'text' | 'tools' | 'json'
+/** `schema`: `response_format` json_schema; `guided`: `guided_json` (JSON content, no echo). */
+type Mode = 'text' | 'tools' | 'json' | 'schema' | 'guided'
 
 /** Pieces of `text` 13 characters long: every stand-in crosses several events. */
 const pieces = (text: string) =>
@@ -84,7 +85,9 @@ function quoting(mode: Mode, stream: boolean) {
     const content =
       mode === 'json'
         ? `{"guard_echo":"${own}","text":${JSON.stringify(quoted)}}`
-        : `${own}\n${quoted}`
+        : mode === 'text'
+          ? `${own}\n${quoted}`
+          : JSON.stringify({ text: quoted })
     if (mode === 'json' && !jsonEcho(inputs)) throw new Error('no JSON-mode directive')
     if (!stream) return { message: { content, reasoning_content: reasoning } }
     return {
@@ -99,12 +102,22 @@ function quoting(mode: Mode, stream: boolean) {
 function request(mode: Mode, text: string, stream: boolean): Record<string, unknown> {
   if (mode === 'tools') return chat(text, { stream, tools: TOOLS })
   if (mode === 'json') return chat(text, { stream, response_format: { type: 'json_object' } })
+  if (mode === 'schema') {
+    const schema = { type: 'object', properties: { text: { type: 'string' } } }
+    return chat(text, {
+      stream,
+      response_format: { type: 'json_schema', json_schema: { name: 'note', schema } },
+    })
+  }
+  if (mode === 'guided') {
+    return chat(text, { stream, guided_json: { type: 'object', properties: { text: {} } } })
+  }
   return chat(text, { stream })
 }
 
 describe('secrets through both surfaces, whole and streamed', () => {
   for (const [surfaceName, surface] of SURFACES) {
-    for (const mode of ['text', 'tools', 'json'] as const) {
+    for (const mode of ['text', 'tools', 'json', 'schema', 'guided'] as const) {
       for (const stream of [false, true]) {
         it(`should send only stand-ins and deliver every value back (${surfaceName}, ${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
           const verdicts = recordVerdicts()
@@ -137,7 +150,9 @@ describe('secrets through both surfaces, whole and streamed', () => {
             const channels = channelsOf(got.body)
             expect(channels.reasoning).toBe(`Quoting: ${prompt.text}`)
             if (mode === 'text') expect(channels.content).toBe(prompt.text)
-            if (mode === 'json') expect(JSON.parse(channels.content)).toEqual({ text: prompt.text })
+            if (mode === 'json' || mode === 'schema' || mode === 'guided') {
+              expect(JSON.parse(channels.content)).toEqual({ text: prompt.text })
+            }
             if (mode === 'tools') {
               expect(channels.tools).toHaveLength(1)
               expect(JSON.parse(channels.tools[0]!)).toEqual({ text: prompt.text })
