@@ -66,13 +66,15 @@ export async function substituteSecrets(
     detected: {},
     inPrompt: (text) => sentTexts(sent).some((t) => t.includes(text)),
   }
-  const rewrite = async (text: string): Promise<string> => {
-    for (const span of detect.length > 0 ? findSecrets(text, detect) : []) {
-      bump(secrets.detected, span.kind)
+  const rewrite: Rewrite = async (text, count = COUNT_ALL) => {
+    if (count.detected && detect.length > 0) {
+      for (const span of findSecrets(text, detect)) bump(secrets.detected, span.kind)
     }
     if (substitute.length === 0) return text
     const done = await book.substitute(text)
-    for (const { kind, count } of done.replaced) bump(secrets.substituted, kind, count)
+    if (count.substituted) {
+      for (const { kind, count } of done.replaced) bump(secrets.substituted, kind, count)
+    }
     const left = done.unsubstituted[0]
     if (left) {
       // Sending it would be weaker than the operator asked: refused, nothing sent.
@@ -104,7 +106,16 @@ function bump(counts: KindCounts, kind: string, by = 1): void {
   counts[kind] = (counts[kind] ?? 0) + by
 }
 
-type Rewrite = (text: string) => Promise<string>
+/** Which findings a rewrite counts (a second pass over the same text must not count them twice). */
+interface Counting {
+  detected: boolean
+  substituted: boolean
+}
+
+const COUNT_ALL: Counting = { detected: true, substituted: true }
+
+/** The text with its secrets substituted (and `detect` kinds counted). */
+type Rewrite = (text: string, count?: Counting) => Promise<string>
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -175,9 +186,12 @@ async function rewriteCall(value: unknown, rewrite: Rewrite): Promise<unknown> {
       key === 'arguments' && typeof item === 'string'
         ? await rewriteArguments(item, rewrite)
         : await rewriteCall(item, rewrite)
-    if (rewritten !== item) changed = true
-    out.push([key, rewritten])
+    // Keys too (arguments given as an object may use a token as a key).
+    const name = await rewrite(key)
+    if (rewritten !== item || name !== key) changed = true
+    out.push([name, rewritten])
   }
+  // Built with fromEntries: a "__proto__" key stays a key, never a prototype.
   return changed ? Object.fromEntries(out) : value
 }
 
@@ -190,8 +204,21 @@ async function rewriteArguments(args: string, rewrite: Rewrite): Promise<string>
     return rewrite(args)
   }
   if (depthOf(parsed) > MAX_JSON_DEPTH) return rewrite(args)
-  const value = await rewriteJson(parsed, rewrite)
-  return value === parsed ? args : JSON.stringify(value)
+  // The text as written first: numbers (a card as a JSON number), both of two duplicate keys, big
+  // integers and the formatting stay exactly as they were; stand-ins need no escaping.
+  const raw = await rewrite(args)
+  let decoded: unknown
+  try {
+    decoded = JSON.parse(raw)
+  } catch {
+    // A substitution broke the JSON (a secret across an escape): substitute the decoded strings of
+    // the original instead (its secrets were counted by the first pass).
+    const value = await rewriteJson(parsed, rewrite, { detected: false, substituted: false })
+    return JSON.stringify(value)
+  }
+  // Then its strings decoded: a secret that only escapes hid from the raw text (`\u0073k-…`).
+  const value = await rewriteJson(decoded, rewrite, { detected: false, substituted: true })
+  return value === decoded ? raw : JSON.stringify(value)
 }
 
 /**
@@ -214,16 +241,20 @@ function depthOf(value: unknown): number {
 }
 
 /** Every string value of a JSON value rewritten (keys kept), copied only where something changed. */
-async function rewriteJson(value: unknown, rewrite: Rewrite): Promise<unknown> {
-  if (typeof value === 'string') return rewrite(value)
-  if (Array.isArray(value)) return mapChanged(value, (v) => rewriteJson(v, rewrite))
+async function rewriteJson(
+  value: unknown,
+  rewrite: Rewrite,
+  count: Counting = COUNT_ALL,
+): Promise<unknown> {
+  if (typeof value === 'string') return rewrite(value, count)
+  if (Array.isArray(value)) return mapChanged(value, (v) => rewriteJson(v, rewrite, count))
   if (!isRecord(value)) return value
   // Keys too: a token used as a map key reaches the engine like any value.
   const entries = Object.entries(value)
   let changed = false
   const out: [string, unknown][] = []
   for (const [key, item] of entries) {
-    const [k, v] = [await rewrite(key), await rewriteJson(item, rewrite)]
+    const [k, v] = [await rewrite(key, count), await rewriteJson(item, rewrite, count)]
     if (k !== key || v !== item) changed = true
     out.push([k, v])
   }

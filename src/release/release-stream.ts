@@ -296,7 +296,7 @@ export class Release {
     for (const [name, state] of this.#channels) {
       if (!judge.pending(name, endOf(state))) continue
       const paused = this.#latest !== undefined && this.#latest !== name
-      const edits = judge.judge(name, state.text, state.from, final || paused, this.#seenNow)
+      const edits = judge.judge(name, state.text, state.from, final, this.#seenNow, paused)
       if (edits instanceof Promise)
         pending.push(edits.then((found) => void state.strips.push(...found)))
       else if (edits.length > 0) state.strips.push(...edits)
@@ -449,7 +449,8 @@ export class Release {
   #advance(state: ChannelState, to: number): void {
     state.base = to
     if (to - state.from > TRIM_AT) {
-      const keep = to - CONTEXT
+      // A channel that resumes after a pause is judged again from where a stand-in may have begun.
+      const keep = to - Math.max(CONTEXT, this.#standIns?.context ?? 0)
       state.text = state.text.slice(keep - state.from)
       state.from = keep
     }

@@ -45,6 +45,8 @@ export class StandInJudge {
   readonly #judged = new Map<Channel, number>()
   /** Per channel, where the last stand-in reported ends: a later window never reads into it again. */
   readonly #covered = new Map<Channel, number>()
+  /** Per paused channel, where a stand-in could still have been forming when it paused. */
+  readonly #resumeFrom = new Map<Channel, number>()
   readonly #longest: number
   readonly #wide: boolean
 
@@ -52,6 +54,11 @@ export class StandInJudge {
     this.#secrets = secrets
     this.#wide = secrets.book.recognisesPatterns
     this.#longest = secrets.book.longestCandidate
+  }
+
+  /** How much released text a channel must keep to be judged again after a pause. */
+  get context(): number {
+    return this.#longest
   }
 
   /** Where the channel is judged up to: its text before this may leave, as far as stand-ins go. */
@@ -76,15 +83,31 @@ export class StandInJudge {
     from: number,
     final: boolean,
     seen: () => Record<string, string>,
+    paused = false,
   ): Edit[] | Promise<Edit[]> {
     const judged = this.judgedTo(name)
-    const to = final ? text.length : formingFrom(text, this.#longest, this.#wide)
-    if (from + to <= judged) return []
-    this.#judged.set(name, from + to)
-    const found = this.#secrets.book.locateNow(text, judged - from, to)
+    const forming = formingFrom(text, this.#longest, this.#wide)
+    // A paused channel (the answer moved on to another) is judged to its end, so it never holds the
+    // others back; should it resume, it is read again from where a stand-in could have begun, so
+    // another request's stand-in split across the pause still ends the stream.
+    if (paused && !final && !this.#resumeFrom.has(name)) this.#resumeFrom.set(name, from + forming)
+    let start = judged
+    const resume = this.#resumeFrom.get(name)
+    if (resume !== undefined && !paused) {
+      start = Math.max(from, Math.min(resume, judged))
+      this.#resumeFrom.delete(name)
+    }
+    const to = final || paused ? text.length : forming
+    if (from + to <= start) return []
+    this.#judged.set(name, Math.max(judged, from + to))
+    const found = this.#secrets.book.locateNow(text, start - from, to)
     const json = jsonChannel(name, this.#secrets.jsonContent)
-    if (!(found instanceof Promise)) return this.#edits(name, from, found.own, json)
-    return found.then(async ({ own, foreign }) => {
+    // Of this request's stand-ins, only those whose first character has not left can be restored.
+    const restorable = (own: Replacement[]) =>
+      start < judged ? own.filter((r) => from + r.start >= judged) : own
+    if (!(found instanceof Promise)) return this.#edits(name, from, restorable(found.own), json)
+    return found.then(async ({ own: located, foreign }) => {
+      const own = restorable(located)
       const inPrompt = this.#secrets.inPrompt
       const covered = this.#covered.get(name) ?? 0
       const first = foreign.find(

@@ -47,6 +47,7 @@ export {
   StandInBook,
   type StandInRequest,
   type Substitution,
+  withLineBreaks,
 } from './stand-in-book'
 export {
   importStandInKey,

@@ -59,6 +59,23 @@ export interface Replacement extends SecretSpan {
   lineBreak?: string
 }
 
+/**
+ * A PEM value written with the escaping of `lineBreak` (real, or `\n` as in a JSON string or a
+ * `.env` line): only the escaping changes, never the breaks (a CRLF key stays CRLF). Without a
+ * line break, the value as it is.
+ *
+ * @example
+ * withLineBreaks('-----BEGIN…\nMIIE…', '\\n') // '-----BEGIN…\\nMIIE…'
+ */
+export function withLineBreaks(value: string, lineBreak: string | undefined): string {
+  if (lineBreak === undefined) return value
+  const escaped = lineBreak.includes('\\')
+  const valueEscaped = !value.includes('\n') && value.includes('\\n')
+  if (escaped && !valueEscaped) return value.replace(/\r/g, '\\r').replace(/\n/g, '\\n')
+  if (!escaped && valueEscaped) return value.replace(/\\r/g, '\r').replace(/\\n/g, '\n')
+  return value
+}
+
 /** The first line break of a PEM stand-in as written in an answer. */
 const PEM_BREAK = /-----(\r?\n|\\\\n|\\n)/
 
@@ -256,6 +273,21 @@ export class StandInBook {
     this.#byStandIn.set(standIn, { kind, value })
     this.#index.add({ standIn, kind, value })
     this.#longest = Math.max(this.#longest, standIn.length)
+    if (kind === 'private-key') {
+      // The same block with its line breaks the other way (real ↔ JSON-escaped): what a stand-in sent
+      // inside JSON arguments is once those are decoded, and what a model may write it as.
+      const flip = (t: string) =>
+        t.includes('\n')
+          ? t.replace(/\r/g, '\\r').replace(/\n/g, '\\n')
+          : t.replace(/\\r/g, '\r').replace(/\\n/g, '\n')
+      const other = flip(standIn)
+      if (other !== standIn && !this.#byStandIn.has(other)) {
+        this.#byStandIn.set(other, { kind, value })
+        // Found so, the value goes back with that writing's line breaks (restoredValue).
+        const lineBreak = other.includes('\n') ? '\n' : '\\n'
+        this.#index.add({ standIn: other, kind, value, lineBreak })
+      }
+    }
     if (COMPACTABLE.has(kind)) {
       const bare = standIn.replace(/[ -]/g, '')
       if (bare !== standIn && !this.#byStandIn.has(bare)) {
@@ -280,7 +312,7 @@ export class StandInBook {
     let out = ''
     let at = 0
     for (const r of own) {
-      out += text.slice(at, r.start) + r.value
+      out += text.slice(at, r.start) + withLineBreaks(r.value, r.lineBreak)
       at = r.end
       bump(restored, r.kind)
     }
@@ -316,7 +348,13 @@ export class StandInBook {
     if (this.#byStandIn.size > 0) {
       const window = from === 0 ? text : text.slice(from)
       for (const { start, end, entry } of this.#index.find(window)) {
-        hits.push({ start: from + start, end: from + end, kind: entry.kind, value: entry.value })
+        hits.push({
+          start: from + start,
+          end: from + end,
+          kind: entry.kind,
+          value: entry.value,
+          ...(entry.lineBreak === undefined ? {} : { lineBreak: entry.lineBreak }),
+        })
       }
     }
     const exact = hits.filter((r) => r.start < to)

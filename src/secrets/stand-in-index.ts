@@ -11,6 +11,8 @@ export interface IndexedStandIn {
   standIn: string
   kind: string
   value: string
+  /** A PEM stand-in's other writing: the line break it is written with (see `Replacement`). */
+  lineBreak?: string
 }
 
 /** Where a stand-in was found. */

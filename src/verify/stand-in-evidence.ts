@@ -6,7 +6,7 @@
 import type { AttemptContext } from '../attempt/context'
 import type { Channel } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
-import type { ForeignStandIn, Replacement } from '../secrets'
+import { type ForeignStandIn, type Replacement, withLineBreaks } from '../secrets'
 
 type Texts = Partial<Record<Channel, string>>
 
@@ -124,14 +124,8 @@ export function spliceValues(
  * restoredValue({ start, end, kind: 'private-key', value: pem, lineBreak: '\\n' }, false) // one line
  */
 export function restoredValue(r: Replacement, json: boolean): string {
-  let value = r.value
-  if (r.lineBreak !== undefined) {
-    // Only the escaping changes, never the breaks themselves (a CRLF key stays CRLF).
-    const escaped = (json ? jsonDecodedBreak(r.lineBreak) : r.lineBreak).includes('\\')
-    const valueEscaped = !value.includes('\n') && value.includes('\\n')
-    if (escaped && !valueEscaped) value = value.replace(/\r/g, '\\r').replace(/\n/g, '\\n')
-    else if (!escaped && valueEscaped) value = value.replace(/\\r/g, '\r').replace(/\\n/g, '\n')
-  }
+  const lineBreak = r.lineBreak !== undefined && json ? jsonDecodedBreak(r.lineBreak) : r.lineBreak
+  const value = withLineBreaks(r.value, lineBreak)
   return json ? escapeJson(value) : value
 }
 

@@ -106,10 +106,10 @@ describe('resolveSecrets: validation', () => {
     throwsNaming({ patterns: [null] }, /option "secrets.patterns\[0\]"/)
   })
 
-  // A pattern's confidence is not validated (operatorDetector takes `confidence ?? 'medium'`): a
-  // misspelt one matches neither the `high` nor the `medium` rule, so the pattern is silently off
+  // A pattern's confidence is validated (it was not: `confidence ?? 'medium'` took anything): a
+  // misspelt one would match neither the `high` nor the `medium` rule, leaving the pattern silently off
   // even with every rule at substitute — the typo the module promises to refuse.
-  it.fails('should refuse a pattern with an unknown confidence, naming the option', () => {
+  it('should refuse a pattern with an unknown confidence, naming the option', () => {
     for (const confidence of ['hgih', 'low', 'constructor']) {
       const pattern = {
         name: 'acme',
