@@ -10,9 +10,10 @@ import type { Env } from '../../src/worker/env'
 import worker from '../../src/worker/index'
 import { captureConsole } from '../reliability/support'
 import { GENERATORS, rng } from '../secrets/generate'
+import { chat, document } from '../support/prompts'
 import { valuesIn } from '../support/secrets'
 import { captureWorkerVerdicts } from '../support/verdicts'
-import { KEY_A, post, sim } from '../support/worker'
+import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 
@@ -200,5 +201,51 @@ describe('the Worker’s default secrets policy', () => {
     const [line] = verdicts.events
     expect(line?.secrets).toEqual({ detected: { 'us-ssn': 1 } })
     expect(valuesIn(verdicts.events, [ssn])).toEqual([])
+  })
+
+  it('should keep A’s key and card from B when the engine leaks A’s pages, and from the incident', async () => {
+    const { key, card } = secrets()
+    // The leak of test/worker/quarantine.test.ts: the Worker believes the pool is the window; the
+    // simulator's is 8,192 tokens, so B's 12,000-token prompt is answered from stale pages of A's.
+    await sim.reset({
+      mode: 'fixed',
+      poolTokens: 8_192,
+      contextWindow: 16_384,
+      prefillTokensPerSecond: 500_000,
+      decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+    })
+    // Every ledger line followed by a secret line: whatever stale page B's answer quotes holds some.
+    const ledger = document('TENANT-A', 2_000).split('\n')
+    const lines = ledger.flatMap((line, i) => [
+      line,
+      i % 2 === 0 ? `export OPENAI_API_KEY="${key}"` : `Please charge card ${card} exp 09/29.`,
+    ])
+    const a = await post('/v1/chat/completions', { model: MODEL, ...chat(lines.join('\n')) }, KEY_A)
+    expect(a.status).toBe(200)
+    await sim.configure({ mode: 'pd-abort-leak' })
+    for (const stream of [false, true]) {
+      const res = await post(
+        '/v1/chat/completions',
+        { model: MODEL, stream, ...chat(document('TENANT-B', 12_000)) },
+        KEY_B,
+      )
+      const body = await res.text()
+      expect(body).not.toContain(key)
+      expect(body).not.toContain(card)
+      expect(body).not.toContain('TENANT-A')
+      const incident = /"incident_id":"([^"]+)"/.exec(body)?.[1]
+      expect(incident).toMatch(/^inc_/)
+      // The incident as the admin reads it (decrypted): A's values nowhere in it.
+      const record = await (await get(`/admin/incidents/${incident}`, ADMIN)).text()
+      expect(record).toContain('tenant-b')
+      expect(record).not.toContain(key)
+      expect(record).not.toContain(card)
+      // What leaked were A's stand-ins: the withheld answer quotes some, none of them a value.
+      const leaked = keyAndCardShapes(record)
+      expect(leaked.keys.length + leaked.cards.length).toBeGreaterThan(0)
+      expect([...leaked.keys, ...leaked.cards]).not.toContain(key)
+      expect([...leaked.keys, ...leaked.cards]).not.toContain(card)
+    }
+    expect(valuesIn(verdicts.events, [key, card])).toEqual([])
   })
 })
