@@ -378,12 +378,12 @@ describe('an operator pattern’s stand-in of another request', () => {
 })
 
 describe('another request’s stand-in split across a channel’s pause', () => {
-  // BUG (reported): as in secrets-split.test.ts, a stand-in whose channel paused mid-way (content
-  // came between its halves, one event a chunk) is never located — so B's stand-in reaches A whole
-  // (in two events) and the leak is not quarantined. Expected: a quarantine naming B, nothing of the
-  // stand-in delivered.
+  // Found by these tests (fixed in 12eea33, kept as a regression): a stand-in whose channel paused
+  // mid-way (content came between its halves, one event a chunk) was never located — B's stand-in
+  // reached A whole, in two events, and the leak went unseen. A paused channel that resumes is now
+  // judged again from where a stand-in could have begun.
   for (const name of ['openai-key', 'card-number']) {
-    it.fails(`should quarantine it (${name})`, async () => {
+    it(`should quarantine it (${name})`, async () => {
       const { victim, leaker, quarantine, upstream } = rig()
       const prompt = secretPrompt(460, [name])
       const [standIn] = await victim(prompt)
