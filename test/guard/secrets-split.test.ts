@@ -336,13 +336,13 @@ describe('an operator pattern’s stand-in split at every character', () => {
 })
 
 describe('a stand-in split across a channel’s pause', () => {
-  // BUG (reported; still open after 12eea33, which catches another request's stand-in split this
-  // way): one event a chunk, a stand-in of this request begun in one channel (reasoning, or tool
+  // Reported as a bug; now a documented limit (docs/secrets.md, Limits), kept failing so a fix
+  // shows. One event a chunk: a stand-in of this request begun in one channel (reasoning, or tool
   // call 0), then an event of another channel (content, or tool call 1), then the rest of the
   // stand-in. The release stage judges a paused channel to its end (src/release/release-stream.ts
   // #judgeStandIns: `final || paused`) and releases its first half before the rest exists, so the
-  // client gets the stand-in in two halves and never its value. Expected: the value, as when the
-  // events arrive together (then it is restored) — or at least no half stand-in.
+  // client gets the stand-in in two halves and never its value (12eea33 catches another request's
+  // stand-in split this way). Expected: the value, as when the events arrive together.
   const interleaved = (name: string, tools: boolean) => {
     const prompt = secretPrompt(21, [name])
     const upstream = scripted((inputs) => {
