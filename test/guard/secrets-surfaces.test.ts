@@ -179,6 +179,34 @@ describe('secrets through both surfaces, whole and streamed', () => {
   }
 })
 
+describe('a stand-in the model rewrote with other separators', () => {
+  it('should still restore a card (spaces to dashes, grouping dropped) and a compact IBAN', async () => {
+    const rewrites = [(s: string) => s.replace(/ /g, '-'), (s: string) => s.replace(/[ -]/g, '')]
+    for (let seed = 1; seed <= 6; seed++) {
+      for (const name of ['card-number', 'iban']) {
+        const prompt = secretPrompt(seed, [name])
+        for (const [r, rewrite] of rewrites.entries()) {
+          if (name === 'iban' && r === 0) continue // an IBAN is written in fours with spaces, or not at all
+          for (const stream of [false, true]) {
+            const upstream = scripted((inputs) => {
+              const [standIn] = standInsOf(userTextOf(inputs), prompt)
+              const content = `${ownCanary(inputs)}\nIt is ${rewrite(standIn!)} ok`
+              return stream ? { deltas: [{ content }] } : { message: { content } }
+            })
+            const send = direct(upstream, { secret: SECRET, models, secrets: SUBSTITUTE_ALL })
+            const got = await send('tenant-a', MODEL, chat(prompt.text, { stream }))
+            // The value, as the client wrote it or in the model's writing.
+            const value = prompt.values[0]!.value
+            expect([`It is ${value} ok`, `It is ${rewrite(value)} ok`]).toContain(
+              channelsOf(got.body).content,
+            )
+          }
+        }
+      }
+    }
+  })
+})
+
 describe('a retried request', () => {
   for (const stream of [false, true]) {
     it(`should send every attempt the same stand-ins and restore them in the retry (${stream ? 'stream' : 'whole'})`, async () => {
