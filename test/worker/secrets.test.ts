@@ -214,15 +214,14 @@ describe('the Worker’s default secrets policy', () => {
       prefillTokensPerSecond: 500_000,
       decodeTokensPerSecond: Number.POSITIVE_INFINITY,
     })
-    // Every ledger line followed by a secret line: whatever stale page B's answer quotes holds some.
-    const ledger = document('TENANT-A', 2_000).split('\n')
-    const lines = ledger.flatMap((line, i) => [
-      line,
-      i % 2 === 0 ? `export OPENAI_API_KEY="${key}"` : `Please charge card ${card} exp 09/29.`,
-    ])
+    // Every line holds a secret (and is shorter than a quote): whatever B's answer quotes holds one.
+    const lines = Array.from({ length: 160 }, (_, i) =>
+      i % 2 === 0 ? `A${i} export OPENAI_API_KEY="${key}"` : `A${i} charge card ${card} exp 09/29.`,
+    )
     const a = await post('/v1/chat/completions', { model: MODEL, ...chat(lines.join('\n')) }, KEY_A)
     expect(a.status).toBe(200)
     await sim.configure({ mode: 'pd-abort-leak' })
+    let quoted = 0
     for (const stream of [false, true]) {
       const res = await post(
         '/v1/chat/completions',
@@ -232,7 +231,7 @@ describe('the Worker’s default secrets policy', () => {
       const body = await res.text()
       expect(body).not.toContain(key)
       expect(body).not.toContain(card)
-      expect(body).not.toContain('TENANT-A')
+      expect(body).not.toContain('charge card')
       const incident = /"incident_id":"([^"]+)"/.exec(body)?.[1]
       expect(incident).toMatch(/^inc_/)
       // The incident as the admin reads it (decrypted): A's values nowhere in it.
@@ -242,10 +241,11 @@ describe('the Worker’s default secrets policy', () => {
       expect(record).not.toContain(card)
       // What leaked were A's stand-ins: the withheld answer quotes some, none of them a value.
       const leaked = keyAndCardShapes(record)
-      expect(leaked.keys.length + leaked.cards.length).toBeGreaterThan(0)
+      quoted += leaked.keys.length + leaked.cards.length
       expect([...leaked.keys, ...leaked.cards]).not.toContain(key)
       expect([...leaked.keys, ...leaked.cards]).not.toContain(card)
     }
+    expect(quoted).toBeGreaterThan(0)
     expect(valuesIn(verdicts.events, [key, card])).toEqual([])
   })
 })
