@@ -43,7 +43,7 @@ export async function recordIncident(
     figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
     canaries,
     sourceTenants,
-    withheld: outcome.withheld,
+    withheld: withoutStandIns(ctx, outcome.withheld),
   }
   try {
     return { id: (await deps.incidents.record(record)).id, stored: true, sourceTenants }
@@ -76,4 +76,16 @@ export function cutOffError(): GuardError {
     'The answer reached its output limit before it could be verified (the model reasons before it answers), so it was withheld. Raise max_tokens.',
     { param: 'max_tokens' },
   )
+}
+
+/** The withheld text with every stand-in-shaped token replaced (like canaries, never stored live). */
+function withoutStandIns(
+  ctx: AttemptContext,
+  withheld: Record<string, string>,
+): Record<string, string> {
+  const book = ctx.secrets?.book
+  if (!book) return withheld
+  const out: Record<string, string> = {}
+  for (const [channel, text] of Object.entries(withheld)) out[channel] = book.redact(text)
+  return out
 }

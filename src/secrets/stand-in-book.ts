@@ -377,6 +377,20 @@ export class StandInBook {
   }
 
   /**
+   * `text` with everything shaped like a stand-in of a recognised kind — this request's, another
+   * request's, or a look-alike: no MAC is checked — replaced by `[stand-in]`, so a stored record
+   * holds none (a stand-in is a bearer proof of the request it was minted for).
+   *
+   * @example
+   * record.withheld.content = book.redact(withheldText)
+   */
+  redact(text: string): string {
+    let out = text
+    for (const [, re] of this.#candidates) out = out.replace(re, '[stand-in]')
+    return out
+  }
+
+  /**
    * Whether the recognised kinds include operator patterns (their candidates may hold whitespace:
    * a stream then holds back the longest stand-in's length, src/secrets/hold-back.ts).
    */

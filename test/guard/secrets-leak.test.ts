@@ -407,13 +407,11 @@ describe('another request’s stand-in split across a channel’s pause', () => 
 })
 
 describe('the incident record’s withheld text', () => {
-  // BUG (reported): the record's `withheld` text keeps every stand-in verbatim — the other tenant's
-  // that proved the leak, and the request's own — while docs/secrets.md says incidents record kinds
-  // and counts, never values or stand-ins (canaries in the same text are redacted). No value is in
-  // it (checked above); a stand-in is evidence an operator may want, but the documented rule is that
-  // none is kept. Expected: stand-ins redacted like canaries.
+  // Found here: the record's `withheld` text kept every stand-in verbatim — the other tenant's that
+  // proved the leak, and the request's own — while incidents hold kinds and counts, never values or
+  // stand-ins (a stand-in is a bearer proof of its request). Now redacted like canaries.
   for (const stream of [false, true]) {
-    it.fails(`should hold no stand-in (${stream ? 'stream' : 'whole'})`, async () => {
+    it(`should hold no stand-in (${stream ? 'stream' : 'whole'})`, async () => {
       const { victim, leaker, quarantine } = rig()
       const prompt = secretPrompt(450, ['openai-key'])
       const [standIn] = await victim(prompt)
