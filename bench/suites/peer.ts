@@ -256,7 +256,9 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     })
     const guardChecks =
       'token ceiling (built-in glm-5.3 profile) before the call; canary echo + foreign-canary scan on every ' +
-      'byte; time-to-first-token evidence (prompts long enough to judge); quarantine on failure'
+      'byte; time-to-first-token evidence (prompts long enough to judge); secrets in the prompt ' +
+      "detected and substituted, stand-ins restored and recognised on every byte (the Worker's " +
+      'default); quarantine on failure'
     const targets: Target[] = [
       {
         name: 'direct',
