@@ -257,24 +257,7 @@ class HeldStream {
           canaries: [],
           contentSources: [found.source],
         }),
-      ...(ctx.secrets
-        ? {
-            secrets: {
-              book: ctx.secrets.book,
-              jsonContent: ctx.jsonContent,
-              inPrompt: ctx.secrets.inPrompt,
-              onForeign: (finding, seen) =>
-                // Another request's secret stand-in: a leak like a foreign canary, never restored.
-                withhold({
-                  verdict: { action: 'quarantine', reasons: ['foreign_stand_in'], score: 1 },
-                  withheld: seen,
-                  figures,
-                  canaries: standInEntries([finding]),
-                  foreignStandIns: { [finding.kind]: 1 },
-                }),
-            },
-          }
-        : {}),
+      ...this.#streamSecrets(figures, withhold),
       onForeign: (channel, tenantTag, seen) =>
         // Quarantine mid-stream: record what was seen, end the stream before the offending event.
         withhold({
@@ -296,6 +279,31 @@ class HeldStream {
       canaries: [],
       firstByte,
       ...(format ? { format } : {}),
+    }
+  }
+
+  /** This request's stand-ins for the release stage; another request's ends the stream as a leak. */
+  #streamSecrets(
+    figures: Conclusion['figures'],
+    withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
+  ): Pick<ReleaseStart, 'secrets'> {
+    const secrets = this.#ctx.secrets
+    if (!secrets) return {}
+    return {
+      secrets: {
+        book: secrets.book,
+        jsonContent: this.#ctx.jsonContent,
+        inPrompt: secrets.inPrompt,
+        onForeign: (finding, seen) =>
+          // Another request's secret stand-in: a leak like a foreign canary, never restored.
+          withhold({
+            verdict: { action: 'quarantine', reasons: ['foreign_stand_in'], score: 1 },
+            withheld: seen,
+            figures,
+            canaries: standInEntries([finding]),
+            foreignStandIns: { [finding.kind]: 1 },
+          }),
+      },
     }
   }
 
