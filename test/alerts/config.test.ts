@@ -9,7 +9,9 @@ describe('parseAlertConfig', () => {
     expect(errors).toEqual([])
     expect(config.operator).toBeUndefined()
     expect(config.tenants.size).toBe(0)
-    expect(config.reasons).toEqual(new Set(['foreign_canary', 'foreign_content']))
+    expect(config.reasons).toEqual(
+      new Set(['foreign_canary', 'foreign_stand_in', 'foreign_content']),
+    )
   })
 
   it('should configure the operator webhook, format and console base', () => {
@@ -87,7 +89,9 @@ describe('parseAlertConfig', () => {
     expect(config.tenants.get('tenant-a')).toMatchObject({ derived: true, format: 'json' })
     expect(config.tenants.get('tenant-e')).toMatchObject({ derived: false, format: 'slack' })
     expect(config.consoleBase).toBeUndefined()
-    expect(config.reasons).toEqual(new Set(['foreign_canary', 'foreign_content']))
+    expect(config.reasons).toEqual(
+      new Set(['foreign_canary', 'foreign_stand_in', 'foreign_content']),
+    )
     expect(errors).toEqual([
       'ALERT_WEBHOOK_FORMAT must be "slack" or "json"',
       'TENANT_WEBHOOKS["tenant-b"].secret must be at least 32 bytes',
