@@ -132,8 +132,9 @@ function bump(map: Map<string, number>, kind: string): void {
  */
 export class StandInBook {
   readonly #key: StandInKey
-  readonly #nonce: Uint8Array
-  readonly #tag: Uint8Array
+  readonly #request: StandInRequest
+  /** The request nonce and the tenant tag, derived on the first stand-in minted (most prompts hold none). */
+  #ids: Promise<{ nonce: Uint8Array; tag: Uint8Array }> | undefined
   readonly #detectors: readonly SecretDetector[]
   readonly #shapes: Map<string, StandInShape>
   /** Whether every recognised kind is built in (their candidates' shapes are known: see `mayHoldCandidate`). */
@@ -151,25 +152,19 @@ export class StandInBook {
 
   private constructor(
     key: StandInKey,
-    nonce: Uint8Array,
-    tag: Uint8Array,
+    request: StandInRequest,
     detectors: readonly SecretDetector[],
     recognised: readonly SecretDetector[],
   ) {
     this.#key = key
-    this.#nonce = nonce
-    this.#tag = tag
+    this.#request = request
     this.#detectors = detectors
     this.#shapes = new Map()
     for (const detector of [...detectors, ...recognised]) {
       if (this.#shapes.has(detector.kind)) continue
       const shape = SHAPES[detector.kind] ?? classShape(detector.pattern ?? /(?!)/g)
       this.#shapes.set(detector.kind, shape)
-      const { source, flags } = shape.candidates
-      this.#candidates.push([
-        detector.kind,
-        new RegExp(source, flags.includes('g') ? flags : `${flags}g`),
-      ])
+      this.#candidates.push([detector.kind, candidatePattern(shape.candidates)])
     }
     this.#builtInOnly = [...this.#shapes.keys()].every((kind) => Object.hasOwn(SHAPES, kind))
     this.#longestCandidate = Math.max(
@@ -193,11 +188,15 @@ export class StandInBook {
     detectors: readonly SecretDetector[] = builtInDetectors(),
     recognised: readonly SecretDetector[] = [],
   ): Promise<StandInBook> {
-    const [nonce, tag] = await Promise.all([
-      standInHmac(key, `stand-in-request\0${request.requestId}`),
-      standInHmac(key, `tenant\0${request.tenant}`),
-    ])
-    return new StandInBook(key, nonce.slice(0, 4), tag.slice(0, 5), detectors, recognised)
+    return new StandInBook(key, { ...request }, detectors, recognised)
+  }
+
+  #derivedIds(): Promise<{ nonce: Uint8Array; tag: Uint8Array }> {
+    this.#ids ??= Promise.all([
+      standInHmac(this.#key, `stand-in-request\0${this.#request.requestId}`),
+      standInHmac(this.#key, `tenant\0${this.#request.tenant}`),
+    ]).then(([nonce, tag]) => ({ nonce: nonce.slice(0, 4), tag: tag.slice(0, 5) }))
+    return this.#ids
   }
 
   /** How many distinct secrets this book holds. */
@@ -252,11 +251,8 @@ export class StandInBook {
     // A compact stand-in may collide with one already minted (its id has 8–24 bits): take the next.
     for (let attempt = 0; attempt < 64 && this.#counter < MAX_STAND_INS; attempt++) {
       const counter = this.#counter++
-      const minted = await mintStandIn(this.#key, span.kind, shape, value, {
-        nonce: this.#nonce,
-        tag: this.#tag,
-        counter,
-      })
+      const { nonce, tag } = await this.#derivedIds()
+      const minted = await mintStandIn(this.#key, span.kind, shape, value, { nonce, tag, counter })
       // The own-stand-in index anchors on 8 characters: a shorter operator match stays as it is.
       if (minted === undefined || minted.text.length < 8) return undefined
       const standIn = minted.text
@@ -512,6 +508,23 @@ function candidateLengths(kind: string, match: string): number[] {
     }
   }
   return lengths
+}
+
+/**
+ * Each shape's candidate pattern compiled once per isolate, global (a user sets `lastIndex` before
+ * each scan and never awaits inside one, so books can share them).
+ */
+const COMPILED = new Map<string, RegExp>()
+
+function candidatePattern(re: RegExp): RegExp {
+  const flags = re.flags.includes('g') ? re.flags : `${re.flags}g`
+  const key = `${flags}/${re.source}`
+  let compiled = COMPILED.get(key)
+  if (!compiled) {
+    compiled = new RegExp(re.source, flags)
+    COMPILED.set(key, compiled)
+  }
+  return compiled
 }
 
 /** A candidate stand-in of one kind in an answer. */
