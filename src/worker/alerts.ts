@@ -12,7 +12,7 @@ const alerters = new WeakMap<Env, Alerter | null>()
 
 /**
  * Sends the alerts a verdict calls for, in the background: quarantines with a reason in
- * `ALERT_REASONS` (default `foreign_canary,foreign_content`) go to `ALERT_WEBHOOK_URL` and to the
+ * `ALERT_REASONS` (default `foreign_canary,foreign_stand_in,foreign_content`) go to `ALERT_WEBHOOK_URL` and to the
  * `TENANT_WEBHOOKS` of the tenants whose data the answer carried.
  *
  * @example
