@@ -246,6 +246,7 @@ export class Release {
       state.text += text
       this.#mark(state, startAt, text)
       if (fresh) this.#start.content?.push(name, text)
+      this.#standIns?.push(name, text)
       if (name === 'content') this.#watchEcho(state, frame.done)
       else if (name === 'reasoning' && this.#proofOwed)
         this.#start.proofOwed?.reasoning.readReasoning(text)
@@ -294,9 +295,9 @@ export class Release {
     if (!judge) return undefined
     const pending: Promise<void>[] = []
     for (const [name, state] of this.#channels) {
-      if (!judge.pending(name, endOf(state))) continue
+      if (!judge.pending(name)) continue
       const paused = this.#latest !== undefined && this.#latest !== name
-      const edits = judge.judge(name, state.text, state.from, final, this.#seenNow, paused)
+      const edits = judge.judgeWindow(name, final, this.#seenNow, paused)
       if (edits instanceof Promise)
         pending.push(edits.then((found) => void state.strips.push(...found)))
       else if (edits.length > 0) state.strips.push(...edits)
@@ -449,8 +450,7 @@ export class Release {
   #advance(state: ChannelState, to: number): void {
     state.base = to
     if (to - state.from > TRIM_AT) {
-      // A channel that resumes after a pause is judged again from where a stand-in may have begun.
-      const keep = to - Math.max(CONTEXT, this.#standIns?.context ?? 0)
+      const keep = to - CONTEXT
       state.text = state.text.slice(keep - state.from)
       state.from = keep
     }
@@ -478,7 +478,7 @@ export class Release {
     for (const { name } of blocked) {
       const state = this.#channel(name)
       // A paused channel was judged to its end by the last scan; anything else is still forming.
-      if (this.#standIns?.pending(name, endOf(state))) return false
+      if (this.#standIns?.pending(name)) return false
       if (state.safe >= endOf(state)) continue // held for content only
       const tail = state.text.slice(state.safe - state.from)
       if (SHORT_TAIL.test(tail)) continue

@@ -33,12 +33,19 @@ export interface Edit {
   value?: string
 }
 
+/** Characters kept before the judged point: the candidate patterns' look-behind reads one. */
+const LOOK_BEHIND = 8
+
 /**
- * One stream's stand-in judgements, per channel.
+ * One stream's stand-in judgements, per channel. Each channel's unjudged text (and a little before it)
+ * is kept here, appended as it comes: judging reads only that, never the channel's whole text (a
+ * string built by appending is a rope in V8, and reading a character of it flattens it all — a few
+ * kilobytes per event).
  *
  * @example
  * const judge = new StandInJudge(secrets)
- * const edits = await judge.judge('content', text, from, false)
+ * judge.push('content', text)
+ * const edits = await judge.judgeWindow('content', false, seen)
  */
 export class StandInJudge {
   readonly #secrets: StreamSecrets
@@ -49,6 +56,8 @@ export class StandInJudge {
   readonly #resumeFrom = new Map<Channel, number>()
   readonly #longest: number
   readonly #wide: boolean
+  /** Per channel: its text from `from` on (from shortly before the judged point, or the resume point). */
+  readonly #windows = new Map<Channel, { text: string; from: number }>()
 
   constructor(secrets: StreamSecrets) {
     this.#secrets = secrets
@@ -56,26 +65,27 @@ export class StandInJudge {
     this.#longest = secrets.book.longestCandidate
   }
 
-  /** How much released text a channel must keep to be judged again after a pause. */
-  get context(): number {
-    return this.#longest
-  }
-
   /** Where the channel is judged up to: its text before this may leave, as far as stand-ins go. */
   judgedTo(name: Channel): number {
     return this.#judged.get(name) ?? 0
   }
 
-  /** Whether the channel has text not judged yet (its end is `end`). */
-  pending(name: Channel, end: number): boolean {
-    return this.judgedTo(name) < end
+  /** Whether the channel has text not judged yet. */
+  pending(name: Channel): boolean {
+    const window = this.#windows.get(name)
+    return window !== undefined && this.judgedTo(name) < window.from + window.text.length
+  }
+
+  /** The channel's next text, as it came. */
+  push(name: Channel, text: string): void {
+    const window = this.#windows.get(name)
+    if (window) window.text += text
+    else this.#windows.set(name, { text, from: 0 })
   }
 
   /**
-   * Judges the channel's text (`text` starts at position `from` of the channel) from where it was
-   * judged up to where a stand-in could still be forming — the end when `final`. Returns this
-   * request's stand-ins as edits (absolute positions); rejects with the stream's ending error on
-   * another request's. Synchronous when no candidate needed its MAC checked.
+   * {@link judgeWindow} over `text` (position `from` of the channel on) as the caller holds it: for a
+   * caller that keeps the channel's text itself.
    */
   judge(
     name: Channel,
@@ -85,6 +95,25 @@ export class StandInJudge {
     seen: () => Record<string, string>,
     paused = false,
   ): Edit[] | Promise<Edit[]> {
+    this.#windows.set(name, { text, from })
+    return this.judgeWindow(name, final, seen, paused)
+  }
+
+  /**
+   * Judges the channel's text pushed so far from where it was judged up to where a stand-in could
+   * still be forming — the end when `final`. Returns this request's stand-ins as edits (absolute
+   * positions); rejects with the stream's ending error on another request's. Synchronous when no
+   * candidate needed its MAC checked.
+   */
+  judgeWindow(
+    name: Channel,
+    final: boolean,
+    seen: () => Record<string, string>,
+    paused = false,
+  ): Edit[] | Promise<Edit[]> {
+    const window = this.#windows.get(name)
+    if (!window) return []
+    const { text, from } = window
     const judged = this.judgedTo(name)
     const forming = formingFrom(text, this.#longest, this.#wide)
     // A paused channel (the answer moved on to another) is judged to its end, so it never holds the
@@ -101,6 +130,7 @@ export class StandInJudge {
     if (from + to <= start) return []
     this.#judged.set(name, Math.max(judged, from + to))
     const found = this.#secrets.book.locateNow(text, start - from, to)
+    this.#trim(window, Math.min(from + to, this.#resumeFrom.get(name) ?? Number.POSITIVE_INFINITY))
     const json = jsonChannel(name, this.#secrets.jsonContent)
     // Of this request's stand-ins, only those whose first character has not left can be restored.
     const restorable = (own: Replacement[]) =>
@@ -116,6 +146,15 @@ export class StandInJudge {
       if (first) throw await this.#secrets.onForeign(foreignFinding(name, first), seen())
       return this.#edits(name, from, own, json)
     })
+  }
+
+  /** Drops what lies well before `keepFrom` (a look-behind's worth is kept) once it is worth it. */
+  #trim(window: { text: string; from: number }, keepFrom: number): void {
+    const cut = keepFrom - LOOK_BEHIND - window.from
+    if (cut > 256) {
+      window.text = window.text.slice(cut)
+      window.from += cut
+    }
   }
 
   /** This request's stand-ins as edits at absolute positions, each read once per channel. */

@@ -292,7 +292,9 @@ describe('StandInJudge', () => {
     const edits = await judge.judge('reasoning', reasoning, 0, false, () => ({ reasoning }))
     expect(judge.judgedTo('reasoning')).toBe(reasoning.length - 1) // the trailing space held
     expect(judge.judgedTo('content')).toBe(0)
-    expect(judge.pending('content', 1)).toBe(true)
+    expect(judge.pending('content')).toBe(false) // nothing of it yet
+    judge.push('content', 'x')
+    expect(judge.pending('content')).toBe(true)
     expect(edits).toEqual([
       {
         start: 'thinking about '.length,
