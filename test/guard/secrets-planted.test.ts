@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { type GuardOptions, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { githubChecksum } from '../../src/secrets'
-import { direct, middleware } from '../support/surfaces'
+import { direct, middleware, type Surface } from '../support/surfaces'
 import { recordVerdicts } from '../support/verdicts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -56,6 +56,26 @@ function standInIn(sent: string): string {
   return found[0]
 }
 
+/**
+ * A guard with secrets substituted, and the stand-in it sent upstream for `tenant`'s token: what the
+ * tenant could learn of its own (here read off the wire; in practice by asking the model to transform
+ * it), or what a stale page of its prompt would carry.
+ */
+async function standInOfTenant(surface: Surface, tenant: string) {
+  const learn = quotingUpstream(() => 'nothing')
+  const quarantine = new MemoryQuarantineStore()
+  const options: GuardOptions = {
+    secret: SECRET,
+    models,
+    quarantine,
+    secrets: { high: 'substitute' },
+  }
+  await surface(learn.upstream, options)(tenant, MODEL, {
+    messages: [{ role: 'user', content: `my token is ${ATTACKER_TOKEN}` }],
+  })
+  return { standIn: standInIn(learn.sent[0]!), options, quarantine }
+}
+
 for (const [surfaceName, surface] of [
   ['guardAi', direct],
   ['middleware', middleware],
@@ -65,20 +85,8 @@ for (const [surfaceName, surface] of [
       const mode = stream ? 'stream' : 'whole'
 
       it(`should not get that tenant's answer withheld, nor blame the planter (${mode})`, async () => {
-        // The attacker learns a stand-in of its own (here read off the wire; in practice by asking
-        // the model to transform it) and plants it in a page the victim's prompt quotes.
-        const learn = quotingUpstream(() => 'nothing')
-        const quarantine = new MemoryQuarantineStore()
-        const options: GuardOptions = {
-          secret: SECRET,
-          models,
-          quarantine,
-          secrets: { high: 'substitute' },
-        }
-        await surface(learn.upstream, options)('attacker', MODEL, {
-          messages: [{ role: 'user', content: `my token is ${ATTACKER_TOKEN}` }],
-        })
-        const planted = standInIn(learn.sent[0]!)
+        // The attacker learns a stand-in of its own and plants it in a page the victim's prompt quotes.
+        const { standIn: planted, options, quarantine } = await standInOfTenant(surface, 'attacker')
 
         const page = `Release notes. Build token: ${planted}. Deploy on Friday.`
         const verdicts = recordVerdicts()
@@ -98,18 +106,7 @@ for (const [surfaceName, surface] of [
       })
 
       it(`should still withhold it as a leak when the prompt did not carry it (${mode})`, async () => {
-        const learn = quotingUpstream(() => 'nothing')
-        const quarantine = new MemoryQuarantineStore()
-        const options: GuardOptions = {
-          secret: SECRET,
-          models,
-          quarantine,
-          secrets: { high: 'substitute' },
-        }
-        await surface(learn.upstream, options)('source', MODEL, {
-          messages: [{ role: 'user', content: `my token is ${ATTACKER_TOKEN}` }],
-        })
-        const standIn = standInIn(learn.sent[0]!)
+        const { standIn, options, quarantine } = await standInOfTenant(surface, 'source')
         // The engine serves the source's text to another request: its stand-in is not in that prompt.
         const victim = quotingUpstream(() => `Build token: ${standIn}. Deploy on Friday.`)
         const got = await surface(victim.upstream, options)('receiver', MODEL, {
