@@ -13,6 +13,7 @@ import {
 } from '../../src/secrets'
 import { formingFrom } from '../../src/secrets/hold-back'
 import { GENERATORS, rng } from '../secrets/generate'
+import { endsOf, everyPosition } from '../secrets/splits'
 
 /**
  * The hold-back as a property: a stream's release stage judges a growing text a window at a time —
@@ -89,7 +90,6 @@ const byStart = <T extends { start: number; end: number }>(list: readonly T[]): 
   [...list].sort((a, b) => a.start - b.start || a.end - b.end)
 
 /** Every split point: one character per piece. */
-const everyPosition = (text: string) => Array.from({ length: text.length }, (_, i) => i + 1)
 
 /** Both judgements of `text`, whole and split at `ends` (the last piece ends at the text's end). */
 async function expectSame(book: StandInBook, text: string, ends: readonly number[]): Promise<void> {
@@ -155,16 +155,6 @@ const answer = fc
 
 /** Random piece lengths (1 to 48 characters), as an upstream's events might cut the text. */
 const pieces = fc.array(fc.integer({ min: 1, max: 48 }), { minLength: 1, maxLength: 200 })
-
-function endsOf(text: string, lengths: readonly number[]): number[] {
-  const ends: number[] = []
-  let at = 0
-  for (let i = 0; at < text.length; i++) {
-    at = Math.min(text.length, at + lengths[i % lengths.length]!)
-    ends.push(at)
-  }
-  return ends
-}
 
 describe('formingFrom', () => {
   it('should hold back the last word of prose, and nothing of a text ending in a newline', () => {

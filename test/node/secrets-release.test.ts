@@ -9,6 +9,7 @@ import { applyEdits, type Edit, StandInJudge } from '../../src/release/stand-in-
 import { importStandInKey, StandInBook } from '../../src/secrets'
 import { type StandInFinding, spliceValues } from '../../src/verify/stand-in-evidence'
 import { GENERATORS, rng } from '../secrets/generate'
+import { endsOf, everyPosition } from '../secrets/splits'
 
 /**
  * The release stage's stand-in restoration as a property: a channel's text cut into events at every
@@ -95,18 +96,6 @@ function judgeFor(jsonContent = false, found: StandInFinding[] = []): StandInJud
       return new GuardError('response_quarantined', `foreign ${finding.kind}`)
     },
   })
-}
-
-const everyPosition = (text: string) => Array.from({ length: text.length }, (_, i) => i + 1)
-
-function endsOf(text: string, lengths: readonly number[]): number[] {
-  const ends: number[] = []
-  let at = 0
-  for (let i = 0; at < text.length; i++) {
-    at = Math.min(text.length, at + lengths[i % lengths.length]!)
-    ends.push(at)
-  }
-  return ends
 }
 
 /** The whole text with this request's values in place, escaped when the channel is JSON. */
