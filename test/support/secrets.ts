@@ -5,13 +5,13 @@
  * upstream was sent and what a client was delivered.
  */
 
-import { Hono } from 'hono'
 import { expect } from 'vitest'
-import { aiGuard, GuardError, guardAi } from '../../src'
+import { GuardError, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { escapeJson } from '../../src/verify/stand-in-evidence'
 import { GENERATORS, type Generated, rng } from '../secrets/generate'
-import type { Delivered, Surface } from './surfaces'
+import { sseText } from './prompts'
+import { type Delivered, middlewareApp, type Surface } from './surfaces'
 
 export const MODEL = '@cf/zai-org/glm-5.3'
 export const SECRET = 'secrets-property-test-canary-secret-0123456789abcdef'
@@ -316,20 +316,8 @@ export function channelsOf(body: string): Channels {
     }
   }
   if (body.startsWith('data:') || body.includes('\ndata:')) {
-    for (const block of body.split('\n\n')) {
-      const data = block
-        .split('\n')
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trimStart())
-        .join('\n')
-      if (!data || data === '[DONE]') continue
-      let json: { choices?: { delta?: Record<string, unknown> }[] }
-      try {
-        json = JSON.parse(data)
-      } catch {
-        continue
-      }
-      read(json.choices?.[0]?.delta, true)
+    for (const event of sseText(body).events) {
+      read((event as { choices?: { delta?: Record<string, unknown> }[] }).choices?.[0]?.delta, true)
     }
     return out
   }
@@ -465,21 +453,7 @@ export const directThrough: Surface = (upstream, options) => {
 
 /** Like test/support/surfaces.ts `middleware`, reading a stream through its error (see {@link directThrough}). */
 export const middlewareThrough: Surface = (upstream, options) => {
-  const { tenant: _ignored, ...rest } = options
-  const app = new Hono()
-  app.use(
-    '/chat/*',
-    aiGuard({ ...rest, upstream: () => upstream, tenant: (c) => c.req.header('x-user') ?? 'anon' }),
-  )
-  app.post('/chat/:model{.+}', async (c) => {
-    const out = await c.var.ai.run(c.req.param('model'), await c.req.json())
-    if (out instanceof ReadableStream) {
-      return new Response(out as ReadableStream<Uint8Array>, {
-        headers: { 'content-type': 'text/event-stream' },
-      })
-    }
-    return c.json(out as Record<string, unknown>)
-  })
+  const app = middlewareApp(upstream, options)
   return async (tenant, model, inputs) => {
     const res = await app.request(`/chat/${model}`, {
       method: 'POST',

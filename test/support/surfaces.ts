@@ -82,6 +82,22 @@ export const direct: Surface = (upstream, options) => {
 
 /** The Hono middleware in a small existing app, tenant from the app's own auth header. */
 export const middleware: Surface = (upstream, options) => {
+  const app = middlewareApp(upstream, options)
+  return async (tenant, model, inputs) =>
+    fromResponse(
+      await app.request(`/chat/${model}`, {
+        method: 'POST',
+        headers: { 'x-user': tenant, 'content-type': 'application/json' },
+        body: JSON.stringify(inputs),
+      }),
+    )
+}
+
+/**
+ * The small existing app of {@link middleware}: `POST /chat/<model>` through `aiGuard`, the tenant
+ * from its `x-user` header.
+ */
+export function middlewareApp(upstream: AiRunner, options: GuardOptions): Hono {
   const { tenant: _ignored, ...rest } = options
   const app = new Hono()
   app.use(
@@ -97,14 +113,7 @@ export const middleware: Surface = (upstream, options) => {
     }
     return c.json(out as Record<string, unknown>)
   })
-  return async (tenant, model, inputs) =>
-    fromResponse(
-      await app.request(`/chat/${model}`, {
-        method: 'POST',
-        headers: { 'x-user': tenant, 'content-type': 'application/json' },
-        body: JSON.stringify(inputs),
-      }),
-    )
+  return app
 }
 
 /** All texts in a JSON answer or an SSE body, deltas joined per channel, then the raw body. */
