@@ -79,6 +79,8 @@ export class FingerprintTable implements FingerprintLookup {
   private epoch: number | undefined
   private dropped = 0
   private readonly models = new Map<string, [number, number]>()
+  /** Adds registered but not yet made: each runs before the next lookup (see `defer`). */
+  private readonly deferred = new Set<() => unknown>()
 
   constructor(options: FingerprintTableOptions = {}) {
     const budget = options.budgetBytes ?? 16 * 1024 * 1024
@@ -125,6 +127,34 @@ export class FingerprintTable implements FingerprintLookup {
   }
 
   /**
+   * Registers adds whose hashing can wait but whose effect cannot: `work` (which calls `add`) runs
+   * once — when the returned function is called, or before the table's next lookup, whichever comes
+   * first — so every lookup sees every add registered before it. The returned function gives `work`'s
+   * result (or throws its error) on every call.
+   *
+   * @example
+   * const print = table.defer(() => record(printPrompt(key, texts, params)))
+   * setTimeout(print, 0) // the call is sent first; an answer checked before then runs it
+   */
+  defer<T>(work: () => T): () => T {
+    let outcome: { value: T } | { error: unknown } | undefined
+    const run = (): T => {
+      if (outcome === undefined) {
+        this.deferred.delete(run)
+        try {
+          outcome = { value: work() }
+        } catch (error) {
+          outcome = { error }
+        }
+      }
+      if ('error' in outcome) throw outcome.error
+      return outcome.value
+    }
+    this.deferred.add(run)
+    return run
+  }
+
+  /**
    * Who sent `hash` under `model` within the ttl before `now`; undefined when nobody did.
    *
    * @example
@@ -132,6 +162,7 @@ export class FingerprintTable implements FingerprintLookup {
    * if (owners && !owners.common && owners.tenants.some((t) => t !== tenant)) count()
    */
   lookup(model: string, hash: number, now: number): FingerprintOwners | undefined {
+    if (this.deferred.size !== 0) this.runDeferred()
     if (this.current === undefined) return undefined
     // Indexed, not destructured: this runs for a fingerprint of every few words of every answer.
     const code = this.modelCode(model)
@@ -162,6 +193,15 @@ export class FingerprintTable implements FingerprintLookup {
       tenants: names.size,
       dropped: this.dropped,
       entriesPerGeneration: this.maxEntries,
+    }
+  }
+
+  /** A failed deferred add is its owner's error (thrown where it asks for the result), not the reader's. */
+  private runDeferred(): void {
+    for (const run of [...this.deferred]) {
+      try {
+        run()
+      } catch {}
     }
   }
 

@@ -2,12 +2,17 @@
  * @module The attempt loop of one admitted request: inject a fresh canary, call, verify — then release,
  * retry (a lone missing echo), refuse (the client's output limit) or quarantine.
  */
-import type { AttemptContext, AttemptOutcome, AttemptServices } from '../attempt/context'
+import type {
+  AttemptContext,
+  AttemptOutcome,
+  AttemptServices,
+  PrintedPrompt,
+} from '../attempt/context'
 import { callUpstream } from '../call/call'
 import type { AiRunner } from '../call/upstream'
 import { cacheSalt, injectCanary, mintCanary, prefixMarker, prependMarker } from '../canary'
 import { assembleAnswer } from '../format/assemble'
-import { once, type PrefixLookup, type RequestPlan } from '../plan/plan'
+import type { PrefixLookup, RequestPlan } from '../plan/plan'
 import { promptTexts } from '../plan/prompt-texts'
 import { cutOffError } from '../quarantine/withhold'
 import { verifyStreamedAnswer } from '../verify/streamed-answer'
@@ -42,9 +47,9 @@ export async function runAttempts(
   runOptions: Record<string, unknown> | undefined,
 ): Promise<unknown> {
   const streamed = plan.facts.stream || plan.viaStream
-  const content = printed(host, plan, hooks)
+  const print = promptPrint(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
-    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt, content)
+    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt, print.content)
     const calling = callUpstream(ctx, upstream, {
       model: plan.model,
       inputs,
@@ -52,11 +57,17 @@ export async function runAttempts(
       streamed,
       maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
     })
-    // The call is out: print, count and hash the prompt while the engine prefills it (each once per
-    // request). Started before the call, this work would delay it.
-    content().catch(() => {})
-    if (plan.needsEstimate) plan.estimate().catch(() => {})
-    if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
+    // The call is made: from now on its prompt's pages can turn up in another tenant's answer, so the
+    // print is registered at once (any answer checked from here on sees it). The work itself — print,
+    // count and hash, each once per request — runs on the next task, after the call has left, while
+    // the engine prefills: run now, it would delay the send by as long as it takes (0.4 ms at 1k
+    // tokens, ~25 ms at 32k). Whatever the verdict needs before then, it runs itself.
+    print.sent()
+    setTimeout(() => {
+      print.content().catch(() => {})
+      if (plan.needsEstimate) plan.estimate().catch(() => {})
+      if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
+    }, 0)
     const output = await calling
     const outcome = streamed
       ? await verifyStreamedAnswer(ctx, output)
@@ -86,7 +97,8 @@ async function prepare(
   attempt: number,
   content: AttemptContext['content'],
 ): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
-  // Both are keyed WebCrypto work (the isolation's is cached per tenant): neither waits for the other.
+  // All keyed WebCrypto work (the isolation's cached per tenant, the print key per isolate): none
+  // waits for another. The print key is ready before the call so its prompt is registered with it.
   const [canary, isolated] = await Promise.all([
     plan.scanning
       ? host
@@ -96,6 +108,7 @@ async function prepare(
           )
       : undefined,
     isolate(host, plan),
+    host.fingerprints?.ready(),
   ])
   const injected =
     plan.proof !== 'none' && canary
@@ -135,17 +148,30 @@ async function prepare(
 }
 
 /**
- * The request's prompt in the foreign-content book, recorded on first use (see
- * src/guard/fingerprint-book.ts); undefined when the check is off.
+ * The request's prompt in the foreign-content book (see src/guard/fingerprint-book.ts): registered by
+ * `sent` when its first call is made, printed by `content` or by any answer's next lookup; `content`
+ * is undefined when the check is off.
  */
-function printed(
+function promptPrint(
   host: AttemptHost,
   plan: RequestPlan,
   hooks: RunnerHooks,
-): AttemptContext['content'] {
+): { sent(): void; content: AttemptContext['content'] } {
   const book = host.fingerprints
-  if (!book) return async () => undefined
-  return once(() => book.record(plan.model, plan.tenant, promptTexts(plan.inputs), hooks.waitUntil))
+  if (!book) return { sent: () => {}, content: async () => undefined }
+  let printed: (() => PrintedPrompt) | undefined
+  const register = () =>
+    book.print(plan.model, plan.tenant, () => promptTexts(plan.inputs), hooks.waitUntil)
+  return {
+    sent: () => {
+      printed ??= register()
+    },
+    content: async () => {
+      await book.ready()
+      printed ??= register()
+      return printed()
+    },
+  }
 }
 
 /** The inputs as the profile's cache isolation sends them, and what else it sets. */

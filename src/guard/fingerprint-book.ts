@@ -8,10 +8,11 @@
  * that stuffs its prompts with what the model commonly says cannot get other tenants' answers withheld
  * (once anyone has been told those words).
  *
- * A prompt is printed right after its upstream call is made, so the hashing runs while the engine
- * prefills; it is recorded before its answer is read, because from the moment it is sent its pages
- * can turn up in another tenant's answer. A shared store is read before each answer is judged, so a
- * prompt guarded in another isolate a moment ago is already in this one's table.
+ * A prompt is registered the moment its upstream call is made — from then on its pages can turn up in
+ * another tenant's answer — and printed once the call has left (the hashing runs while the engine
+ * prefills instead of delaying the send) or as soon as any answer is checked, whichever is first: no
+ * lookup ever misses a prompt whose call was made before it. A shared store is read before each answer
+ * is judged, so a prompt guarded in another isolate a moment ago is already in this one's table.
  */
 
 import type { PrintedPrompt } from '../attempt/context'
@@ -22,6 +23,7 @@ import {
   type FingerprintKey,
   FingerprintTable,
   fingerprintKey,
+  type PromptPrint,
   printPrompt,
 } from '../fingerprint'
 import type { ResolvedForeignContent } from './options'
@@ -33,6 +35,7 @@ export class FingerprintBook {
   readonly #key: () => Promise<CanaryKey>
   readonly #now: () => number
   #fingerprintKey: Promise<FingerprintKey> | undefined
+  #printKey: FingerprintKey | undefined
   #public: ReadonlySet<number> | undefined
   /** Per model: how far this isolate has read the store. */
   readonly #cursors = new Map<string, string>()
@@ -47,23 +50,60 @@ export class FingerprintBook {
   }
 
   /**
-   * Prints and records one prompt (its texts: see src/plan/prompt-texts.ts) for `tenant`, publishes
-   * it, and starts this request's read of the store.
+   * Derives the key prompts are printed with (once per isolate; before `print`).
    *
    * @example
-   * const printed = await book.record(model, tenant, texts, ctx.waitUntil)
-   * const watch = await printed.watch()
+   * await book.ready()
    */
-  async record(
+  async ready(): Promise<void> {
+    this.#printKey ??= await this.#hashKey()
+  }
+
+  /**
+   * Registers one prompt (its texts: see src/plan/prompt-texts.ts) of `tenant`, whose call is out. It
+   * is printed and put in this isolate's table when the returned function is first called, or before
+   * any answer's next lookup here, whichever comes first (`FingerprintTable.defer`): the caller can let
+   * the call leave before the hashing runs, and no answer is ever checked without it. The store's read
+   * starts now and its publish on the first call of the returned function: both are this request's
+   * I/O, never started by another request's lookup (workerd ties I/O to the request that starts it).
+   *
+   * @example
+   * await book.ready()
+   * const printed = book.print(model, tenant, () => promptTexts(inputs), ctx.waitUntil)
+   * setTimeout(printed, 0)
+   * const watch = await printed().watch()
+   */
+  print(
     model: string,
     tenant: string,
-    texts: readonly string[],
+    texts: () => readonly string[],
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
-  ): Promise<PrintedPrompt> {
-    const key = await this.#hashKey()
+  ): () => PrintedPrompt {
+    const key = this.#printKey
+    if (key === undefined) throw new Error('FingerprintBook: print before ready()')
     const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))])
-    const print = printPrompt(key, texts, this.#settings.params)
-    this.#publish(model, tenant, print.selected, waitUntil)
+    const local = this.table.defer(() => {
+      const print = printPrompt(key, texts(), this.#settings.params)
+      return { print, at: this.#add(model, tenant, print.selected) }
+    })
+    let printed: PrintedPrompt | undefined
+    return () => {
+      if (printed) return printed
+      const { print, at } = local()
+      this.#share(model, tenant, print.selected, at, waitUntil)
+      printed = this.#printed(key, model, tenant, print, read, waitUntil)
+      return printed
+    }
+  }
+
+  #printed(
+    key: FingerprintKey,
+    model: string,
+    tenant: string,
+    own: PromptPrint,
+    read: Promise<unknown>,
+    waitUntil: ((promise: Promise<unknown>) => void) | undefined,
+  ): PrintedPrompt {
     const params = this.#settings.params
     const answers = answersOf(model)
     return {
@@ -74,29 +114,37 @@ export class FingerprintBook {
           table: this.table,
           model,
           tenant,
-          own: print,
+          own,
           now: this.#now,
           params,
           answers,
           publicPrints: this.#publicPrints(key),
         })
       },
-      learn: (watch) => this.#publish(answers, tenant, watch.selections(), waitUntil),
+      learn: (watch) => {
+        const hashes = watch.selections()
+        this.#share(answers, tenant, hashes, this.#add(answers, tenant, hashes), waitUntil)
+      },
     }
   }
 
-  /** Records fingerprints under `model` (a model, or its answers) here and in the shared store. */
-  #publish(
+  /** Records fingerprints under `model` (a model, or its answers) in this isolate's table; when. */
+  #add(model: string, tenant: string, hashes: number[]): number {
+    const at = this.#now()
+    if (hashes.length !== 0) this.table.add(model, tenant, hashes, at)
+    return at
+  }
+
+  /** Publishes fingerprints recorded here to the shared store, for every other isolate. */
+  #share(
     model: string,
     tenant: string,
     hashes: number[],
+    at: number,
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
   ): void {
-    if (hashes.length === 0) return
-    const at = this.#now()
-    this.table.add(model, tenant, hashes, at)
     const { store } = this.#settings
-    if (!store) return
+    if (!store || hashes.length === 0) return
     const published = store
       .publish({ model, tenant, at, hashes })
       .catch((error: unknown) => this.#storeFailed('publish', error))

@@ -29,6 +29,42 @@ describe('fingerprint table', () => {
     expect(table.lookup(MODEL, a, 1000)).toEqual({ tenants: ['acme'], common: false })
   })
 
+  it('should make a deferred add before the next lookup, once, and give its owner the result', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB })
+    const [a, b] = hashes(11, 2) as [number, number]
+    let runs = 0
+    const made = table.defer(() => {
+      runs++
+      table.add(MODEL, 'acme', [a], 0)
+      return 'printed'
+    })
+    expect(runs).toBe(0)
+    // Any lookup — even of another fingerprint — first makes what was registered before it.
+    expect(table.lookup(MODEL, b, 1000)).toBeUndefined()
+    expect(runs).toBe(1)
+    expect(table.lookup(MODEL, a, 1000)).toEqual({ tenants: ['acme'], common: false })
+    expect(made()).toBe('printed')
+    expect(made()).toBe('printed')
+    expect(runs).toBe(1)
+    // Made by its owner first: the next lookup has nothing left to do.
+    const later = table.defer(() => {
+      runs++
+      table.add(MODEL, 'globex', [b], 0)
+    })
+    later()
+    expect(table.lookup(MODEL, b, 1000)).toEqual({ tenants: ['globex'], common: false })
+    expect(runs).toBe(2)
+  })
+
+  it('should leave a failed deferred add to its owner, never to the reader that ran it', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB })
+    const [a] = hashes(12, 1) as [number]
+    const failing = table.defer(() => table.add(MODEL, 'x'.repeat(2000), [a], 0))
+    expect(table.lookup(MODEL, a, 1000)).toBeUndefined()
+    expect(() => failing()).toThrow(/tenant ids longer/)
+    expect(() => failing()).toThrow(/tenant ids longer/)
+  })
+
   it('should call a fingerprint common once commonAt distinct tenants sent it', () => {
     const table = new FingerprintTable({ budgetBytes: MIB, commonAt: 3 })
     const [h] = hashes(2, 1) as [number]
