@@ -33,6 +33,9 @@ export interface RunnerHooks {
   waitUntil?: (promise: Promise<unknown>) => void
 }
 
+/** How long after its call a prompt's print, count and hash start (see runAttempts). */
+const AFTER_SEND_MS = 1
+
 /**
  * Runs attempts until one is released (returned) or withheld (thrown).
  *
@@ -58,16 +61,18 @@ export async function runAttempts(
       maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
     })
     // The call is made: from now on its prompt's pages can turn up in another tenant's answer, so the
-    // print is registered at once (any answer checked from here on sees it). The work itself — print,
-    // count and hash, each once per request — runs on the next task, after the call has left, while
-    // the engine prefills: run now, it would delay the send by as long as it takes (0.4 ms at 1k
-    // tokens, ~25 ms at 32k). Whatever the verdict needs before then, it runs itself.
+    // print is registered at once (any answer checked from here on makes it first). The work itself —
+    // print, count and hash, each once per request — waits until the call has left, and runs while
+    // the engine prefills: run in this task it delays the send by as long as it takes (0.4 ms at 1k
+    // tokens, ~25 ms at 32k), and a 0 ms timer still fired inside a 130 KB send in workerd (the send
+    // of a 32k-token body takes several turns of its event loop); 1 ms did not. Whatever the verdict
+    // needs before then, it runs itself.
     print.sent()
     setTimeout(() => {
       print.content().catch(() => {})
       if (plan.needsEstimate) plan.estimate().catch(() => {})
       if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
-    }, 0)
+    }, AFTER_SEND_MS)
     const output = await calling
     const outcome = streamed
       ? await verifyStreamedAnswer(ctx, output)
