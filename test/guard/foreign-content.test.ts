@@ -204,46 +204,59 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
     expect(flagged).toEqual([])
   }, 60_000)
 
-  it('should withhold B’s answer quoting A’s prompt while A’s call is still out and its print not yet run', async () => {
-    // A prompt is printed on the task after its call leaves. B's leaking answer is checked before that
-    // task runs (timers held): the check itself must make A's print first.
-    vi.useFakeTimers({ toFake: ['setTimeout'] })
-    try {
-      const guard = createGuard({ secret: SECRET, models: { [MODEL]: PROFILE } })
-      const a = privateText(1, 24)
-      let sent!: () => void
-      const aSent = new Promise<void>((resolve) => (sent = resolve))
-      const holding: AiRunner = {
-        run: async () => {
-          sent()
-          return new Promise(() => {})
-        },
+  for (const stream of [false, true]) {
+    it(`should withhold B’s answer quoting A’s prompt while A’s call is still out and its print not yet run (${stream ? 'stream' : 'whole'})`, async () => {
+      // A prompt is printed a moment after its call leaves. B's leaking answer is checked before then
+      // (timers held): the check itself must make A's print first.
+      vi.useFakeTimers({ toFake: ['setTimeout'] })
+      try {
+        const guard = createGuard({ secret: SECRET, models: { [MODEL]: PROFILE } })
+        const a = privateText(1, 24)
+        let sent!: () => void
+        const aSent = new Promise<void>((resolve) => (sent = resolve))
+        const holding: AiRunner = {
+          run: async () => {
+            sent()
+            return new Promise(() => {})
+          },
+        }
+        // A's outcome does not matter here (its answer never comes in this test).
+        guard
+          .wrap(holding, { tenant: 'tenant-a' })
+          .run(MODEL, chat(a))
+          .catch(() => {})
+        await aSent
+        const quote = `From the material: ${a.slice(300, 900)}`
+        const leaking: AiRunner = {
+          run: async (_model, inputs) => {
+            const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+            if (!stream) return { response: `${own}\n${quote}` }
+            const pieces = [`${own}\n`, ...(quote.match(/.{1,40}/gs) ?? [])]
+            return new Response(
+              pieces.map((p) => `data: ${JSON.stringify({ response: p })}\n\n`).join('') +
+                'data: [DONE]\n\n',
+            ).body
+          },
+        }
+        let delivered = ''
+        let error: unknown
+        try {
+          const out = await guard
+            .wrap(leaking, { tenant: 'tenant-b' })
+            .run(MODEL, chat(privateText(2, 4), { stream }))
+          if (out instanceof ReadableStream) delivered = await new Response(out).text()
+          else delivered = (out as { response: string }).response
+        } catch (caught) {
+          error = caught
+        }
+        expect(error).toBeInstanceOf(GuardError)
+        expect((error as GuardError).code).toBe('response_quarantined')
+        expect(leakedWords(delivered, a)).toBeLessThan(6)
+      } finally {
+        vi.useRealTimers()
       }
-      // A's outcome does not matter here (its answer never comes in this test).
-      guard
-        .wrap(holding, { tenant: 'tenant-a' })
-        .run(MODEL, chat(a))
-        .catch(() => {})
-      await aSent
-      const leaking: AiRunner = {
-        run: async (_model, inputs) => {
-          const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
-          return { response: `${own}\nFrom the material: ${a.slice(300, 900)}` }
-        },
-      }
-      const b = await guard
-        .wrap(leaking, { tenant: 'tenant-b' })
-        .run(MODEL, chat(privateText(2, 4)))
-        .then(
-          (out) => (out as { response: string }).response,
-          (error: unknown) => error,
-        )
-      expect(b).toBeInstanceOf(GuardError)
-      expect((b as GuardError).code).toBe('response_quarantined')
-    } finally {
-      vi.useRealTimers()
-    }
-  }, 60_000)
+    }, 60_000)
+  }
 
   it('should not look when the check is off (the operator’s choice), so the leak is released', async () => {
     const { engine, send } = setup({ foreignContent: false })
