@@ -27,7 +27,7 @@ const PORTKEY = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 's
 const TENANT_KEYS = JSON.stringify({ [PEER_KEY]: 'bench' })
 
 interface Target {
-  name: 'direct' | 'portkey' | 'proxy-workerd' | 'guard-workerd' | 'guard-node'
+  name: 'direct' | 'portkey' | 'proxy-workerd' | 'js-proxy-workerd' | 'guard-workerd' | 'guard-node'
   label: string
   url: string
   headers: Record<string, string>
@@ -227,6 +227,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   const children: Child[] = []
   let worker: RunningWorker | undefined
   let proxy: RunningWorker | undefined
+  let jsProxy: RunningWorker | undefined
   try {
     const sim = await startChild(
       process.execPath,
@@ -249,6 +250,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     )
     children.push(guardNode)
     proxy = await startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl })
+    jsProxy = await startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl, READ: 'js' })
     worker = await startWorker('bench/support/peer-worker.ts', {
       SIM_URL: simUrl,
       GUARD_SECRET: BENCH_SECRET,
@@ -287,6 +289,14 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         headers: {},
         checks:
           'nothing: forwards to the simulator and streams the answer back (the floor any Worker in front of it pays)',
+      },
+      {
+        name: 'js-proxy-workerd',
+        label: 'JS-reading proxy Worker (workerd)',
+        url: jsProxy.url,
+        headers: {},
+        checks:
+          'nothing, but every chunk of the answer is read by JavaScript and enqueued again (the floor of any Worker that looks at the bytes as they stream)',
       },
       {
         name: 'guard-workerd',
@@ -389,6 +399,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   } finally {
     await worker?.dispose()
     await proxy?.dispose()
+    await jsProxy?.dispose()
     for (const child of children.reverse()) await child.stop()
   }
 }

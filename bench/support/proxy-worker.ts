@@ -1,12 +1,15 @@
 /**
  * @module A plain proxy Worker for the peer benchmark: forwards each request to the simulator's HTTP
- * endpoint and streams its answer back untouched. No checks at all — the floor any Worker in front of
- * the simulator pays in workerd (one more HTTP hop and an isolate), next to which the guard Worker's
- * figures are read.
+ * endpoint and streams its answer back. No checks at all — the floor any Worker in front of the
+ * simulator pays in workerd (one more HTTP hop and an isolate), next to which the guard Worker's
+ * figures are read. With `READ=js` it reads every chunk of the answer in JavaScript and hands it on
+ * unchanged: the floor of any Worker that looks at the bytes as they stream (the runtime's own
+ * pass-through never enters JavaScript).
  */
 
 interface ProxyVars {
   SIM_URL: string
+  READ?: string
 }
 
 export default {
@@ -17,6 +20,20 @@ export default {
       headers: { 'content-type': 'application/json', authorization: 'Bearer worker' },
       ...(request.method === 'GET' ? {} : { body: await request.text() }),
     })
-    return new Response(upstream.body, { status: upstream.status, headers: upstream.headers })
+    const body = vars.READ === 'js' && upstream.body ? readInJs(upstream.body) : upstream.body
+    return new Response(body, { status: upstream.status, headers: upstream.headers })
   },
 } satisfies ExportedHandler<ProxyVars>
+
+/** The same bytes, each chunk read by JavaScript and enqueued again (one read per client pull). */
+function readInJs(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = body.getReader()
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await reader.read()
+      if (next.done) controller.close()
+      else controller.enqueue(next.value)
+    },
+    cancel: (reason) => reader.cancel(reason),
+  })
+}
