@@ -15,10 +15,13 @@ export interface Shingle {
   index: number
 }
 
-/** Shingler settings. */
 /** Receives each completed shingle (the allocation-free form of {@link Shingler.push}). */
 export type ShingleSink = (hash: number, start: number, end: number, index: number) => void
 
+/** Outside a read: one function for every shingler, not a fresh closure per read. */
+const NO_SINK: ShingleSink = () => {}
+
+/** Shingler settings. */
 export interface ShinglerOptions {
   /** Units per shingle. */
   n: number
@@ -47,7 +50,7 @@ export class Shingler {
   /** Units read so far. */
   private count = 0
   private readonly lanes = new Int32Array(2)
-  private sink: ShingleSink = () => {}
+  private sink: ShingleSink = NO_SINK
   private readonly onUnit: UnitSink = (text, from, to, fold, start, end) =>
     this.add(text, from, to, fold, start, end)
 
@@ -86,7 +89,7 @@ export class Shingler {
   read(text: string, final: boolean, sink: ShingleSink): void {
     this.sink = sink
     this.reader.read(text, final, this.onUnit)
-    this.sink = () => {}
+    this.sink = NO_SINK
   }
 
   /** Units completed so far. */
