@@ -155,7 +155,7 @@ async function prepare(
 /**
  * The request's prompt in the foreign-content book (see src/guard/fingerprint-book.ts): registered by
  * `sent` when its first call is made, printed by `content` or by any answer's next lookup; `content`
- * is undefined when the check is off.
+ * gives undefined when the check is off.
  */
 function promptPrint(
   host: AttemptHost,
