@@ -66,13 +66,18 @@ export async function runAttempts(
     // the engine prefills: run in this task it delays the send by as long as it takes (0.4 ms at 1k
     // tokens, ~25 ms at 32k), and a 0 ms timer still fired inside a 130 KB send in workerd (the send
     // of a 32k-token body takes several turns of its event loop); 1 ms did not. Whatever the verdict
-    // needs before then, it runs itself.
+    // needs before then, it runs itself. The wait is kept alive with the request where the host
+    // allows: a call that fails at once still had its prompt sent, so the print is still published.
     print.sent()
-    setTimeout(() => {
-      print.content().catch(() => {})
-      if (plan.needsEstimate) plan.estimate().catch(() => {})
-      if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
-    }, AFTER_SEND_MS)
+    const afterSend = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        print.content().catch(() => {})
+        if (plan.needsEstimate) plan.estimate().catch(() => {})
+        if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
+        resolve()
+      }, AFTER_SEND_MS),
+    )
+    hooks.waitUntil?.(afterSend)
     const output = await calling
     const outcome = streamed
       ? await verifyStreamedAnswer(ctx, output)

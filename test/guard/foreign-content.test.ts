@@ -313,4 +313,50 @@ describe('foreign content across isolates', () => {
     const [summary] = await quarantine.list()
     expect((await quarantine.get(summary!.id))?.sourceTenants).toEqual(['tenant-a'])
   }, 60_000)
+
+  it('should publish the prompt of a call that failed at once (it was sent: its pages may exist)', async () => {
+    const model = `${MODEL}-${crypto.randomUUID()}`
+    const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
+      .FINGERPRINTS
+    const isolate = () =>
+      createGuard({
+        secret: SECRET,
+        models: { [model]: PROFILE },
+        foreignContent: { store: new DurableFingerprints(namespace) },
+      })
+    const pending: Promise<unknown>[] = []
+    const waitUntil = (p: Promise<unknown>) => void pending.push(p)
+    const a = privateText(1, 24)
+    const failing: AiRunner = {
+      run: async () => {
+        throw new Error('engine unavailable')
+      },
+    }
+    const first = await isolate()
+      .wrap(failing, { tenant: 'tenant-a', waitUntil })
+      .run(model, chat(a))
+      .catch((error: unknown) => error)
+    expect((first as GuardError).code).toBe('upstream_error')
+    // Everything the request kept alive, including what that started (the publish).
+    for (let settled = 0; settled < pending.length; ) {
+      const batch = pending.slice(settled)
+      settled = pending.length
+      await Promise.allSettled(batch)
+    }
+    const leaking: AiRunner = {
+      run: async (_model, inputs) => {
+        const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+        return { response: `${own}\nFrom the material: ${a.slice(300, 900)}` }
+      },
+    }
+    const b = await isolate()
+      .wrap(leaking, { tenant: 'tenant-b', waitUntil })
+      .run(model, chat(privateText(2, 4)))
+      .then(
+        (out) => (out as { response: string }).response,
+        (error: unknown) => error,
+      )
+    expect(b).toBeInstanceOf(GuardError)
+    expect((b as GuardError).code).toBe('response_quarantined')
+  }, 60_000)
 })
