@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { GuardError, guardAi } from '../../src'
 import { chat, counted, document, readAll, rejection } from '../support/prompts'
-import { direct, middleware } from '../support/surfaces'
+import { SURFACES } from '../support/surfaces'
 import { recordVerdicts } from '../support/verdicts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -23,10 +23,7 @@ const models = {
 }
 
 describe('token ceiling', () => {
-  for (const [surfaceName, surface] of [
-    ['guardAi', direct],
-    ['middleware', middleware],
-  ] as const) {
+  for (const [surfaceName, surface] of SURFACES) {
     for (const tokens of [700_000, 1_000_000]) {
       it(`should refuse a ${tokens.toLocaleString('en-US')}-token prompt before any upstream call (${surfaceName})`, async () => {
         const upstream = counted(engine('pd-abort-leak').binding('b'))

@@ -36,16 +36,11 @@ import {
   userTextOf,
   valuesIn,
 } from '../support/secrets'
-import { type Delivered, direct, middleware, type Surface } from '../support/surfaces'
+import { type Delivered, direct, SURFACES, type Surface } from '../support/surfaces'
 import { captureWarnings, recordVerdicts, type VerdictRecorder } from '../support/verdicts'
 
 // Every test builds guards of its own: guardAi's notice of many option sets is expected here.
 captureWarnings(/more than \d+ different option sets/)
-
-const SURFACES: [string, Surface][] = [
-  ['guardAi', direct],
-  ['middleware', middleware],
-]
 
 /** Kinds whose stand-ins are compact (no room for the tenant tag): a leak without a named source. */
 const COMPACT = new Set([

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { type GuardOptions, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { githubChecksum } from '../../src/secrets'
-import { direct, middleware, type Surface } from '../support/surfaces'
+import { SURFACES, type Surface } from '../support/surfaces'
 import { recordVerdicts } from '../support/verdicts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -76,10 +76,7 @@ async function standInOfTenant(surface: Surface, tenant: string) {
   return { standIn: standInIn(learn.sent[0]!), options, quarantine }
 }
 
-for (const [surfaceName, surface] of [
-  ['guardAi', direct],
-  ['middleware', middleware],
-] as const) {
+for (const [surfaceName, surface] of SURFACES) {
   describe(`a stand-in planted in another tenant's prompt (${surfaceName})`, () => {
     for (const stream of [false, true]) {
       const mode = stream ? 'stream' : 'whole'

@@ -27,7 +27,7 @@ import {
   userTextOf,
   valuesIn,
 } from '../support/secrets'
-import { direct, middleware, type Surface } from '../support/surfaces'
+import { direct, middleware, SURFACES, type Surface } from '../support/surfaces'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 // Every test builds guards of its own: guardAi's notice of many option sets is expected here.
@@ -115,10 +115,7 @@ function expectValuesBack(mode: Mode, body: string, prompt: SecretPrompt, standI
 }
 
 describe('stand-ins split across SSE events at every character position', () => {
-  for (const [surfaceName, surface] of [
-    ['guardAi', direct],
-    ['middleware', middleware],
-  ] as [string, Surface][]) {
+  for (const [surfaceName, surface] of SURFACES) {
     for (const mode of ['text', 'tools', 'json'] as const) {
       it(`should restore every value, each stand-in cut at character p for every p (${surfaceName}, ${mode})`, async () => {
         const prompt = secretPrompt(11)

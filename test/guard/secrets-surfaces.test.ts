@@ -31,16 +31,12 @@ import {
   userTextOf,
   valuesIn,
 } from '../support/secrets'
-import { direct, middleware, type Surface } from '../support/surfaces'
+import { direct, SURFACES } from '../support/surfaces'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 // Every test builds guards of its own: guardAi's notice of many option sets is expected here.
 captureWarnings(/more than \d+ different option sets/)
 
-const SURFACES: [string, Surface][] = [
-  ['guardAi', direct],
-  ['middleware', middleware],
-]
 const SEEDS = [1, 2, 3, 4]
 
 /** `schema`: `response_format` json_schema; `guided`: `guided_json` (JSON content, no echo). */

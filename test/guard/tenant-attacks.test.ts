@@ -9,7 +9,7 @@ import { Guard } from '../../src/guard'
 import { prefixKey } from '../../src/plan/plan'
 import { PrefixRecord } from '../../src/timing/prefix-record'
 import { chat, document, rejection, sseText } from '../support/prompts'
-import { direct, middleware, type Surface } from '../support/surfaces'
+import { direct, SURFACES, type Surface } from '../support/surfaces'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 /**
@@ -71,10 +71,7 @@ const OPT_OUTS: [string, Record<string, unknown>][] = [
 ]
 
 describe('the primer + opt-out leak (issue 12)', () => {
-  for (const [surfaceName, surface] of [
-    ['guardAi', direct],
-    ['middleware', middleware],
-  ] as const) {
+  for (const [surfaceName, surface] of SURFACES) {
     for (const [name, optOut] of OPT_OUTS) {
       for (const stream of [false, true]) {
         it(`should deliver no byte of A to B and record the incident (${surfaceName}, ${name}, ${stream ? 'stream' : 'whole'})`, async () => {

@@ -3,7 +3,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { MemoryQuarantineStore } from '../../src'
 import { chat, document } from '../support/prompts'
-import { direct, middleware, type Surface } from '../support/surfaces'
+import { SURFACES, type Surface } from '../support/surfaces'
 import { recordVerdicts } from '../support/verdicts'
 
 /**
@@ -47,10 +47,7 @@ function setup(surface: Surface) {
 }
 
 describe('time to first token', () => {
-  for (const [name, surface] of [
-    ['guardAi', direct],
-    ['middleware', middleware],
-  ] as const) {
+  for (const [name, surface] of SURFACES) {
     for (const stream of [false, true]) {
       const how = `${name}, ${stream ? 'stream' : 'whole'}`
 

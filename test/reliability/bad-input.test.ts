@@ -4,7 +4,7 @@ import { SimEngine } from '../../sim/engine'
 import { type GuardOptions, guardAi } from '../../src'
 import { importCanaryKey } from '../../src/canary'
 import { chat } from '../support/prompts'
-import { deliveredText, direct, middleware, type Surface } from '../support/surfaces'
+import { deliveredText, direct, SURFACES, type Surface } from '../support/surfaces'
 import { KEY_A, sim } from '../support/worker'
 import { MODEL } from './properties'
 import { FORGED, liveCanaries, openAiError } from './support'
@@ -110,10 +110,7 @@ function surfaceRun(surface: Surface, options: Omit<GuardOptions, 'tenant'>) {
 }
 
 describe('bad input through guardAi and the middleware', { timeout: 30_000 }, () => {
-  for (const [name, surface] of [
-    ['guardAi', direct],
-    ['middleware', middleware],
-  ] as const) {
+  for (const [name, surface] of SURFACES) {
     it(`should refuse malformed shapes with a 4xx naming the field (${name})`, async () => {
       const send = surfaceRun(surface, { secret: DEV_SECRET })
       for (const [label, inputs, status, code, param] of REFUSED) {

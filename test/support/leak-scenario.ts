@@ -9,7 +9,7 @@ import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { chat, document } from './prompts'
-import { type Delivered, direct, middleware, type Surface } from './surfaces'
+import { type Delivered, direct, SURFACES } from './surfaces'
 import { recordVerdicts } from './verdicts'
 
 /**
@@ -50,11 +50,6 @@ export function leaked(delivered: Delivered): string[] {
   if (hasCanary(delivered.text)) found.push('a canary')
   return found
 }
-
-const SURFACES: [string, Surface][] = [
-  ['guardAi', direct],
-  ['middleware', middleware],
-]
 
 /**
  * `document(tenant, …)` sized to `tokens` in the engine's own tokenizer (Qwen3 by default splits its

@@ -93,6 +93,12 @@ export const middleware: Surface = (upstream, options) => {
     )
 }
 
+/** Both ways the guard is used, named: every surface test runs through each. */
+export const SURFACES: readonly (readonly [name: string, surface: Surface])[] = [
+  ['guardAi', direct],
+  ['middleware', middleware],
+]
+
 /**
  * The small existing app of {@link middleware}: `POST /chat/<model>` through `aiGuard`, the tenant
  * from its `x-user` header.
