@@ -3,6 +3,7 @@
  * is attributable by content alone (the way the incident's 155 answers were).
  */
 import { injectCanary } from '../../src/canary'
+import { BUILTIN_PROFILES } from '../../src/guard/options'
 
 /** About 17 tokens (o200k and cl100k alike) per line. */
 const TOKENS_PER_LINE = 17
@@ -54,4 +55,22 @@ export function withLookalikeDirective(inputs: Record<string, unknown>): Record<
   const bytes = crypto.getRandomValues(new Uint8Array(24))
   for (const b of bytes) token += BASE32[b & 31]
   return injectCanary(inputs, token)
+}
+
+/**
+ * The built-in profile's `maxPrefillTokensPerSecond` for MODEL: a simulator prefilling at this rate is
+ * the fastest engine the timing check accepts as honest.
+ */
+export const PHYSICAL_PREFILL_TOKENS_PER_SECOND =
+  BUILTIN_PROFILES[MODEL]?.maxPrefillTokensPerSecond ?? Number.NaN
+
+/**
+ * `text` opened by a line naming `round`, so no prefix cache holds any of it and the engine reads it
+ * whole (the first page differs, and a page is cached only after every page before it).
+ *
+ * @example
+ * freshPrompt(ledger('X', 32_000), 17)
+ */
+export function freshPrompt(text: string, round: number | string): string {
+  return `Request ${round}: read all of the following.\n${text}`
 }
