@@ -9,8 +9,7 @@
  *
  * Every request publishes here, so a publish must not read the whole log: the ttl delete goes through
  * an index on `at` and the budget check reads a running total (summed once per instance), so its cost
- * stays flat as the log fills (with a scan of both per publish, 0.6 ms at 1k batches grew to 23 ms at
- * 20k, the size of a full log of 200-fingerprint prompts: docs/fingerprints.md).
+ * stays flat as the log fills (figures in docs/fingerprints.md).
  */
 import { DurableObject } from 'cloudflare:workers'
 import type { FingerprintBatch } from '../fingerprint'
