@@ -46,6 +46,17 @@ describe('FingerprintLog', () => {
     expect(stored[1]!.hashes).toEqual([1, 2, 3, 4])
   })
 
+  it('takes what the ttl dropped off the total: no fresh batch is trimmed for a stale one', async () => {
+    // Reads never return a stale batch, so only the budget shows whether it was deleted and counted
+    // off: three fresh batches fit, and a fourth of the same size arriving stale must not push out
+    // the oldest fresh one.
+    const stub = log('ttl-total')
+    const size = Math.ceil(MAX_HASHES / 4) + 1
+    for (const tenant of ['a', 'b', 'c']) await stub.publish(batch(tenant, size))
+    await stub.publish(batch('stale', size, Date.now() - TTL_MS - 1_000))
+    expect((await everything(stub, 'm')).map((b) => b.tenant)).toEqual(['a', 'b', 'c'])
+  })
+
   it('over the budget drops the oldest first, and keeps counting right after a trim', async () => {
     const stub = log('budget')
     const size = Math.ceil(MAX_HASHES / 4) + 1 // four of them are just over the budget
