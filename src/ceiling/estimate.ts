@@ -20,6 +20,7 @@
  * - Each piece's cost is attributed to one script class (see script.ts), so margins and messages can
  *   be per script.
  */
+import type { TextFacts } from '../memo/text-memo'
 import { chunkEnd, LONG_PIECE_UNITS, type PieceTokenizer, pieceTokenizer } from './count'
 import type { ClassFactor } from './family-table'
 import { CLASS_MASK, LONE_SURROGATE, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from './script'
@@ -145,6 +146,21 @@ function tally(): Tally {
 function copyTally(from: Tally): Tally {
   return { raw: from.raw.slice(), o200k: from.o200k.slice(), floor: from.floor.slice() }
 }
+
+/**
+ * What one text adds to a scan, its NFC variant included — a pure function of the text, so a
+ * tenant's resent text is scanned once (src/memo): the prompt's figures are the sum of its texts'.
+ */
+export interface TextTally extends Tally {
+  /** False when a long pre-token of it was counted in chunks or charged its bytes. */
+  exact: boolean
+}
+
+/** What a {@link TextTally} costs to remember. */
+export const TEXT_TALLY_BYTES = 3 * 8 * SCRIPT_CLASSES.length + 96
+
+/** A text's share of the as-sent scan (undefined: remembered, already final in the total). */
+type Share = { tally: Tally; exact: boolean } | undefined
 
 /** The result of {@link scanFamily}. */
 export interface FamilyScan extends PromptEstimate {
@@ -326,56 +342,88 @@ class FamilyScanner {
 
 /**
  * Scans `texts` as sent straight into `total` (one hot loop, live limit), returning each text's own
- * share (for the NFC pass), or undefined once the limit was passed.
+ * share (for the NFC pass), or undefined once the limit was passed. A text `known` already has its
+ * final figures added as they are.
  */
 function scanAsSent(
   scanner: FamilyScanner,
   texts: readonly string[],
   total: Tally,
-): Tally[] | undefined {
-  const shares: Tally[] = []
+  known: TextFacts<TextTally> | undefined,
+): Share[] | undefined {
+  const shares: Share[] = []
   for (const text of texts) {
+    const remembered = known?.get(text)
+    if (remembered) {
+      addTally(total, remembered)
+      for (let c = 0; c < CLASS_COUNT; c++) scanner.charge(c, remembered.raw[c] ?? 0)
+      scanner.exact &&= remembered.exact
+      shares.push(undefined)
+      if (scanner.over(total.raw)) return undefined
+      continue
+    }
     const before = copyTally(total)
+    const exactBefore = scanner.exact
+    scanner.exact = true
     const within = scanner.scanText(text, total, true)
+    const exact = scanner.exact
+    scanner.exact = exactBefore && exact
     const share = tally()
     for (let c = 0; c < CLASS_COUNT; c++) {
       share.raw[c] = (total.raw[c] ?? 0) - (before.raw[c] ?? 0)
       share.o200k[c] = (total.o200k[c] ?? 0) - (before.o200k[c] ?? 0)
       share.floor[c] = (total.floor[c] ?? 0) - (before.floor[c] ?? 0)
     }
-    shares.push(share)
+    shares.push({ tally: share, exact })
     if (!within) return undefined
   }
   return shares
 }
 
+function addTally(into: Tally, from: Tally): void {
+  for (let c = 0; c < CLASS_COUNT; c++) {
+    into.raw[c] = (into.raw[c] ?? 0) + (from.raw[c] ?? 0)
+    into.o200k[c] = (into.o200k[c] ?? 0) + (from.o200k[c] ?? 0)
+    into.floor[c] = (into.floor[c] ?? 0) + (from.floor[c] ?? 0)
+  }
+}
+
 /**
  * Scans again, as NFC, every text that NFC changes, charging each class the larger figure and the
  * smaller floor. False when that passes the limit. Run only once the prompt as sent fits, so the
- * cost of normalizing is bounded by what fitted.
+ * cost of normalizing is bounded by what fitted. Each text's final figures are kept in `known`.
  */
 function addNfcVariants(
   scanner: FamilyScanner,
   texts: readonly string[],
-  shares: readonly Tally[],
+  shares: readonly Share[],
   total: Tally,
+  known: TextFacts<TextTally> | undefined,
 ): boolean {
   for (let t = 0; t < texts.length; t++) {
+    const share = shares[t]
+    if (share === undefined) continue
     const text = texts[t] ?? ''
+    const sent = share.tally
     const nfc = text.normalize('NFC')
-    if (nfc === text) continue
-    const sent = shares[t] ?? tally()
-    const variant = tally()
-    scanner.scanText(nfc, variant, false)
-    for (let c = 0; c < CLASS_COUNT; c++) {
-      const extra = (variant.raw[c] ?? 0) - (sent.raw[c] ?? 0)
-      if (extra > 0) {
-        total.raw[c] = (total.raw[c] ?? 0) + extra
-        scanner.charge(c, extra)
+    if (nfc !== text) {
+      const variant = tally()
+      scanner.scanText(nfc, variant, false)
+      for (let c = 0; c < CLASS_COUNT; c++) {
+        const extra = (variant.raw[c] ?? 0) - (sent.raw[c] ?? 0)
+        if (extra > 0) {
+          total.raw[c] = (total.raw[c] ?? 0) + extra
+          sent.raw[c] = (sent.raw[c] ?? 0) + extra
+          scanner.charge(c, extra)
+        }
+        const less = (variant.floor[c] ?? 0) - (sent.floor[c] ?? 0)
+        if (less < 0) {
+          total.floor[c] = (total.floor[c] ?? 0) + less
+          sent.floor[c] = (sent.floor[c] ?? 0) + less
+        }
       }
-      const less = (variant.floor[c] ?? 0) - (sent.floor[c] ?? 0)
-      if (less < 0) total.floor[c] = (total.floor[c] ?? 0) + less
     }
+    known?.keep(text, { ...sent, exact: share.exact }, TEXT_TALLY_BYTES)
     if (scanner.over(total.raw)) return false
   }
   return true
@@ -395,12 +443,13 @@ export async function scanFamily(
   texts: readonly string[],
   charge?: Float64Array,
   limit = Number.POSITIVE_INFINITY,
+  known?: TextFacts<TextTally>,
 ): Promise<FamilyScan> {
   const [tokenizer, family] = await Promise.all([pieceTokenizer(), loadFamily()])
   const scanner = new FamilyScanner(tokenizer, family, charge, limit)
   const total = tally()
-  const shares = scanAsSent(scanner, texts, total)
-  const within = shares !== undefined && addNfcVariants(scanner, texts, shares, total)
+  const shares = scanAsSent(scanner, texts, total, known)
+  const within = shares !== undefined && addNfcVariants(scanner, texts, shares, total, known)
   return finish(total, within, charge, scanner.exact, family)
 }
 
@@ -448,7 +497,14 @@ function finish(
  * const e = await estimateTexts(['user', 'ვინაიდან ადამიანთა ოჯახის'])
  * e.bound >= e.o200k // true; e.classes.georgian?.bound is most of it
  */
-export async function estimateTexts(texts: readonly string[]): Promise<PromptEstimate> {
-  const { within: _within, charged: _charged, ...estimate } = await scanFamily(texts)
+export async function estimateTexts(
+  texts: readonly string[],
+  known?: TextFacts<TextTally>,
+): Promise<PromptEstimate> {
+  const {
+    within: _within,
+    charged: _charged,
+    ...estimate
+  } = await scanFamily(texts, undefined, Number.POSITIVE_INFINITY, known)
   return estimate
 }

@@ -15,7 +15,13 @@ export {
 } from './content-watch'
 export type { FingerprintBatch, FingerprintStore } from './fingerprint-store'
 export { type FingerprintKey, fingerprintKey, fingerprintOf } from './hash'
-export { type PrintParams, type PromptPrint, printPrompt } from './prompt-print'
+export {
+  type KnownPrints,
+  type PrintParams,
+  type PromptPrint,
+  printPrompt,
+  type TextPrint,
+} from './prompt-print'
 export { type Shingle, Shingler, type ShinglerOptions } from './shingler'
 export {
   type FingerprintLookup,

@@ -1,7 +1,8 @@
 /**
  * @module The print of one request's prompt: the winnowed fingerprints to store under its tenant, and
  * every shingle hash of it, to tell an answer's quote of its own prompt (fine) from a quote of
- * someone else's (evidence). Messages are shingled apart: no shingle spans two messages.
+ * someone else's (evidence). Messages are shingled apart: no shingle spans two messages, so a prompt's
+ * print is its texts' prints together, and a text's print can be remembered on its own.
  */
 import { type FingerprintKey, fingerprintOf } from './hash'
 import { ShingleSet } from './shingle-set'
@@ -20,20 +21,50 @@ export interface PrintParams {
 export interface PromptPrint {
   /** Winnowed, deduplicated fingerprints (SipHash outputs): what the table stores for the tenant. */
   selected: number[]
+  /**
+   * The same fingerprints by where they come from: one group of the texts printed for this request
+   * alone, and one per remembered text (`text` set), so a resent text's can be refreshed in the table
+   * as one piece (src/guard/fingerprint-book.ts).
+   */
+  groups: readonly { text?: string; selected: readonly number[] }[]
   /** Whether a shingle hash (not a fingerprint) occurs anywhere in the prompt. */
   contains(hash: number): boolean
   /** Units read, over all messages. */
   units: number
-  /** Distinct shingle hashes held for {@link contains}. */
+  /** Distinct shingle hashes held for {@link contains} (distinct per text of its own). */
   shingles: number
   /** Bytes held for {@link contains} (8 to 16 per distinct shingle). */
   bytes: number
 }
 
 /**
+ * The print of one text on its own: a pure function of the text and the key, so a tenant's resent
+ * text is printed once (src/memo). What the prompt's print is made of.
+ */
+export interface TextPrint {
+  /** Its winnowed, deduplicated fingerprints. */
+  selected: number[]
+  /** Its distinct shingle hashes. */
+  shingles: ShingleSet
+  /** Units read. */
+  units: number
+  /** About what it holds in memory, in bytes. */
+  bytes: number
+}
+
+/** Where a prompt's texts' prints may be remembered (see src/memo/text-memo.ts). */
+export interface KnownPrints {
+  /** Whether `text`'s print is (or will be) remembered: then it gets its own print. */
+  remembers(text: string): boolean
+  get(text: string): TextPrint | undefined
+  keep(text: string, print: TextPrint, bytes: number): void
+}
+
+/**
  * Prints a prompt: each text (a message, a system prompt, a tool result) is shingled and winnowed on
  * its own. `contains` is a {@link ShingleSet} of the distinct shingle hashes: 8 to 16 bytes each, 2 MiB
- * for a 256k-token English prompt (about 200k shingles).
+ * for a 256k-token English prompt (about 200k shingles). A text `known` remembers gets a print of its
+ * own, taken from there when it is there (and kept there when it is not); the rest share one.
  *
  * @example
  * const print = printPrompt(key, ['You are a helpful assistant.', userText], { n: 5, w: 6 })
@@ -43,7 +74,53 @@ export function printPrompt(
   key: FingerprintKey,
   texts: readonly string[],
   params: PrintParams,
+  known?: KnownPrints,
 ): PromptPrint {
+  const own: string[] = []
+  const shared: string[] = []
+  for (const text of texts) (known?.remembers(text) ? own : shared).push(text)
+  const rest = printTexts(key, shared, params)
+  const parts = own.map((text) => {
+    const remembered = known?.get(text)
+    if (remembered) return { text, print: remembered }
+    const print = compact(printTexts(key, [text], params))
+    known?.keep(text, print, print.bytes)
+    return { text, print }
+  })
+  if (parts.length === 0) {
+    return {
+      selected: rest.selected,
+      groups: [{ selected: rest.selected }],
+      contains: (hash) => rest.shingles.has(hash),
+      units: rest.units,
+      shingles: rest.shingles.size,
+      bytes: rest.shingles.bytes,
+    }
+  }
+  const all = [rest, ...parts.map((part) => part.print)]
+  const selected = new DistinctList(all.reduce((n, p) => n + p.selected.length, 0))
+  for (const print of all) for (const value of print.selected) selected.add(value)
+  return {
+    selected: selected.values,
+    groups: [
+      { selected: rest.selected },
+      ...parts.map((p) => ({ text: p.text, selected: p.print.selected })),
+    ],
+    contains: (hash) => all.some((print) => print.shingles.has(hash)),
+    units: all.reduce((n, p) => n + p.units, 0),
+    shingles: all.reduce((n, p) => n + p.shingles.size, 0),
+    bytes: all.reduce((n, p) => n + p.shingles.bytes, 0),
+  }
+}
+
+/** A print to keep: its set in the smallest array that holds it (see `ShingleSet.compact`). */
+function compact(print: TextPrint): TextPrint {
+  const shingles = print.shingles.compact()
+  return { ...print, shingles, bytes: print.bytes - print.shingles.bytes + shingles.bytes }
+}
+
+/** One print of `texts` together (one shingle set, one list), each text shingled apart. */
+function printTexts(key: FingerprintKey, texts: readonly string[], params: PrintParams): TextPrint {
   // About one unit per 5.5 characters of English, one per character of CJK: size for the middle.
   const chars = texts.reduce((sum, text) => sum + text.length, 0)
   const all = new ShingleSet(chars / 4)
@@ -62,10 +139,10 @@ export function printPrompt(
   }
   return {
     selected: selected.values,
-    contains: (hash) => all.has(hash),
+    shingles: all,
     units,
-    shingles: all.size,
-    bytes: all.bytes,
+    // The set's array and the list's values (its slots are not kept).
+    bytes: all.bytes + selected.values.length * 8,
   }
 }
 

@@ -52,6 +52,25 @@ export class ShingleSet {
     }
   }
 
+  /**
+   * The same set in the smallest array that keeps the load at 1/2 or less: a set sized for the
+   * expected count of a text that turned out to repeat itself (or to be English, a unit per 5.5
+   * characters rather than 4) can hold half its array empty, and one kept between requests should not.
+   *
+   * @example
+   * const kept = set.compact()
+   */
+  compact(): ShingleSet {
+    let capacity = 1024
+    while (capacity < this.size * 2 + 2) capacity *= 2
+    if (capacity >= this.slots.length) return this
+    const out = new ShingleSet(capacity / 2)
+    const old = this.slots
+    for (let i = 0; i < old.length; i++) if (old[i] !== 0) out.insert(out.slots, out.mask, old[i]!)
+    out.size = this.size
+    return out
+  }
+
   private insert(slots: Uint32Array, mask: number, key: number): boolean {
     let slot = spread(key) & mask
     for (;;) {

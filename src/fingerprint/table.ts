@@ -78,6 +78,8 @@ export class FingerprintTable implements FingerprintLookup {
   private previous: Generation | undefined
   private epoch: number | undefined
   private dropped = 0
+  /** Rotations so far: an add recorded before the last one may sit in the generation dropped next. */
+  private rotated = 0
   private readonly models = new Map<string, [number, number]>()
   /** Adds registered but not yet made: each runs before the next lookup (see `defer`). */
   private readonly deferred = new Set<() => unknown>()
@@ -176,6 +178,20 @@ export class FingerprintTable implements FingerprintLookup {
       return generation.ownersOf(slot)
     }
     return undefined
+  }
+
+  /**
+   * How many times the generations have rotated. Fingerprints added when this was r (read after the
+   * add) are still held, in one generation or the other, for as long as it is still r: adding them
+   * again then would only refresh their time.
+   *
+   * @example
+   * const mark = table.rotations
+   * table.add(model, tenant, hashes, Date.now())
+   * if (table.rotations === mark) skipReAdd()
+   */
+  get rotations(): number {
+    return this.rotated
   }
 
   /**
@@ -285,6 +301,7 @@ export class FingerprintTable implements FingerprintLookup {
   }
 
   private rotate(at: number): Generation {
+    this.rotated++
     const dropped = this.previous
     this.previous = this.current
     if (dropped === undefined) {

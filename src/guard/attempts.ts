@@ -71,10 +71,13 @@ export async function runAttempts(
     print.sent()
     const afterSend = new Promise<void>((resolve) =>
       setTimeout(() => {
-        print.content().catch(() => {})
-        if (plan.needsEstimate) plan.estimate().catch(() => {})
-        if (plan.needsPrefix && attempt === 1) plan.prefix().catch(() => {})
-        resolve()
+        // Each waits for the memo's digests first (src/memo), then takes what this tenant's earlier
+        // requests computed of the same texts; kept alive until done (the print publishes).
+        Promise.allSettled([
+          print.content(),
+          plan.needsEstimate ? plan.estimate() : undefined,
+          plan.needsPrefix && attempt === 1 ? plan.prefix() : undefined,
+        ]).then(() => resolve())
       }, AFTER_SEND_MS),
     )
     hooks.waitUntil?.(afterSend)
@@ -171,13 +174,13 @@ function promptPrint(
   if (!book) return { sent: () => {}, content: async () => undefined }
   let printed: (() => PrintedPrompt) | undefined
   const register = () =>
-    book.print(plan.model, plan.tenant, () => promptTexts(plan.inputs), hooks.waitUntil)
+    book.print(plan.model, plan.tenant, () => promptTexts(plan.inputs), hooks.waitUntil, plan.memo)
   return {
     sent: () => {
       printed ??= register()
     },
     content: async () => {
-      await book.ready()
+      await Promise.all([book.ready(), plan.memo?.ready()])
       printed ??= register()
       return printed()
     },

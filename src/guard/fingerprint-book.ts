@@ -25,8 +25,23 @@ import {
   fingerprintKey,
   type PromptPrint,
   printPrompt,
+  type TextPrint,
 } from '../fingerprint'
+import { memoSlot, type RequestMemo } from '../memo/text-memo'
 import type { ResolvedForeignContent } from './options'
+
+/** A remembered text's print (src/memo). */
+const PRINTS = memoSlot<TextPrint>('print')
+
+/** When a remembered text's fingerprints last went into this isolate's table, per model. */
+type AddedMarks = Map<string, { at: number; rotations: number }>
+const ADDED = memoSlot<AddedMarks>('added')
+
+/**
+ * How recently a resent text's fingerprints must have gone into the table to be left there as they
+ * are, at most: they stay visible for the ttl from then, so at least ttl − this from the last send.
+ */
+const MAX_REFRESH_MS = 60_000
 
 /** The isolate's fingerprint table and its link to the shared store. */
 export class FingerprintBook {
@@ -66,10 +81,12 @@ export class FingerprintBook {
    * the call leave before the hashing runs, and no answer is ever checked without it. The store's read
    * starts now and its publish on the first call of the returned function: both are this request's
    * I/O, never started by another request's lookup (workerd ties I/O to the request that starts it).
+   * With the request's `memo`, a text of the tenant's that was printed before is taken from there
+   * (once the memo is ready: a print forced before that is made afresh, which is slower and the same).
    *
    * @example
    * await book.ready()
-   * const printed = book.print(model, tenant, () => promptTexts(inputs), ctx.waitUntil)
+   * const printed = book.print(model, tenant, () => promptTexts(inputs), ctx.waitUntil, memo)
    * setTimeout(printed, 0)
    * const watch = await printed().watch()
    */
@@ -78,22 +95,55 @@ export class FingerprintBook {
     tenant: string,
     texts: () => readonly string[],
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
+    memo?: RequestMemo,
   ): () => PrintedPrompt {
     const key = this.#printKey
     if (key === undefined) throw new Error('FingerprintBook: print before ready()')
     const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))])
     const local = this.table.defer(() => {
-      const print = printPrompt(key, texts(), this.#settings.params)
-      return { print, at: this.#add(model, tenant, print.selected) }
+      const print = printPrompt(key, texts(), this.#settings.params, memo?.facts(PRINTS))
+      const at = this.#now()
+      return { print, at, added: this.#record(model, tenant, print, at, memo) }
     })
     let printed: PrintedPrompt | undefined
     return () => {
       if (printed) return printed
-      const { print, at } = local()
-      this.#share(model, tenant, print.selected, at, waitUntil)
+      const { print, at, added } = local()
+      this.#share(model, tenant, added, at, waitUntil)
       printed = this.#printed(key, model, tenant, print, read, waitUntil)
       return printed
     }
+  }
+
+  /**
+   * Puts a prompt's fingerprints in the table, but a remembered text's that went in a moment ago (and
+   * are still held) are left as they are: a conversation resends its history every turn, and adding
+   * it again would only move its time. Returns what was added (what other isolates must be told).
+   */
+  #record(
+    model: string,
+    tenant: string,
+    print: PromptPrint,
+    at: number,
+    memo: RequestMemo | undefined,
+  ): number[] {
+    const marks = memo?.facts(ADDED)
+    const refreshMs = Math.min(MAX_REFRESH_MS, this.#settings.table.ttlMs / 60)
+    const added: number[] = []
+    for (const group of print.groups) {
+      if (group.selected.length === 0) continue
+      const text = group.text
+      const mark = text === undefined ? undefined : marks?.get(text)?.get(model)
+      if (mark && mark.rotations === this.table.rotations && at - mark.at < refreshMs) continue
+      this.table.add(model, tenant, group.selected, at)
+      for (const hash of group.selected) added.push(hash)
+      if (text === undefined || !marks) continue
+      const entry = marks.get(text)
+      const next = { at, rotations: this.table.rotations }
+      if (entry) entry.set(model, next)
+      else marks.keep(text, new Map([[model, next]]), 64 + 2 * model.length)
+    }
+    return added
   }
 
   #printed(

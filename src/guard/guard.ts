@@ -12,6 +12,7 @@ import {
 import type { AiRunner } from '../call/upstream'
 import { type CanaryKey, importCanaryKey } from '../canary'
 import { asGuardError, GuardError } from '../errors'
+import { TextMemo } from '../memo/text-memo'
 import { type PlanServices, planRequest } from '../plan/plan'
 import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
@@ -46,6 +47,8 @@ export class Guard implements AttemptHost, PlanServices {
   readonly incidents: IncidentRecorder
   /** Recent prompts' fingerprints for the foreign-content check (undefined when it is off). */
   readonly fingerprints: FingerprintBook | undefined
+  /** Facts of each tenant's long texts between its requests (undefined when off). */
+  readonly memo: TextMemo | undefined
   #key: Promise<CanaryKey> | undefined
   #standInKey: Promise<StandInKey> | undefined
 
@@ -66,6 +69,8 @@ export class Guard implements AttemptHost, PlanServices {
     this.fingerprints = content
       ? new FingerprintBook(content, () => this.key(), this.options.now)
       : undefined
+    const memo = this.options.textMemo
+    this.memo = memo ? new TextMemo(this.options.secret, memo) : undefined
   }
 
   /** The canary key, imported once on first use (WebCrypto is async). */

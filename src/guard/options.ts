@@ -217,6 +217,15 @@ export interface GuardOptions {
    * high-confidence kinds and detects the rest by default.
    */
   secrets?: SecretsOptions
+  /**
+   * What the guard keeps of each tenant's long texts (2,048 characters and more) between its requests,
+   * per isolate: their keyed digests and the count and fingerprints computed from them, never the text.
+   * A conversation resends its history every turn; with this, each text is counted and printed once.
+   * Per tenant (no tenant's timing shows what another sent); the verdicts are the same without it.
+   * `false` turns it off.
+   * @default { budgetBytes: 16 MiB }
+   */
+  textMemo?: { budgetBytes?: number } | false
 }
 
 /** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
@@ -327,6 +336,8 @@ export interface ResolvedOptions {
   foreignContent: ResolvedForeignContent | undefined
   /** Undefined: no secret is looked for. */
   secrets: ResolvedSecrets | undefined
+  /** Undefined: nothing is remembered between requests. */
+  textMemo: { budgetBytes: number } | undefined
 }
 
 /**
@@ -371,7 +382,20 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     ),
     foreignContent: resolveForeignContent(options.foreignContent),
     secrets: resolveSecrets(options.secrets),
+    textMemo: resolveTextMemo(options.textMemo),
   }
+}
+
+/** The memo's budget: 16 MiB unless set; at least 64 KiB; `false` turns it off. */
+function resolveTextMemo(
+  options: GuardOptions['textMemo'],
+): ResolvedOptions['textMemo'] | undefined {
+  if (options === false) return undefined
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new Error('option "textMemo" must be an object or false')
+  }
+  const budget = options?.budgetBytes ?? 16 * 1024 * 1024
+  return { budgetBytes: integer('textMemo.budgetBytes', budget, 65_536) }
 }
 
 /** Public texts: strings, 4 MiB of them at most (each is printed once per isolate). */

@@ -3,14 +3,18 @@
  */
 
 import type { CalibrationSnapshot } from '../calibration/learned'
-import { estimateTexts, type PromptEstimate } from '../ceiling/estimate'
+import { estimateTexts, type PromptEstimate, type TextTally } from '../ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../ceiling/prompt'
 import type { ScriptClass } from '../ceiling/script'
 import type { ModelProfile, ResolvedOptions } from '../guard/options'
+import { memoSlot, type RequestMemo, type TextMemo } from '../memo/text-memo'
 import { PrefixRecord, type PromptDigest } from '../timing/prefix-record'
 import { type Admission, admit } from './preflight'
 import { type PromptSecrets, type SecretServices, substituteSecrets } from './prompt-secrets'
 import { type ProofKind, type RequestFacts, readRequest } from './request'
+
+/** A remembered text's family count (src/memo). */
+const TALLIES = memoSlot<TextTally>('family tally')
 
 /** The prompt's family estimate with what the timing and usage checks read from it. */
 export interface PlanEstimate extends PromptEstimate {
@@ -56,6 +60,11 @@ export interface RequestPlan {
   viaStream: boolean
   /** Whether the prompt is (or is being) counted: only counted prompts teach calibration. */
   counted: boolean
+  /**
+   * This tenant's remembered facts of the prompt's long texts (src/memo): made ready once the call has
+   * left; undefined when the guard remembers nothing.
+   */
+  memo: RequestMemo | undefined
   /** The family estimate, template overhead included (counted once, on first need). */
   estimate: () => Promise<PlanEstimate>
   /** The tenant's prefix record for this prompt (hashed once, on first need; only for timed prompts). */
@@ -78,6 +87,8 @@ export interface RequestPlan {
 export interface PlanServices extends SecretServices {
   readonly options: Pick<ResolvedOptions, 'overflow' | 'minTimingEvidenceMs' | 'wholeAnswers'>
   readonly prefixes: PrefixRecord
+  /** Facts of each tenant's long texts, kept between its requests (undefined: off). */
+  readonly memo: TextMemo | undefined
   profile(model: string): ModelProfile
   snapshot(model: string): Promise<CalibrationSnapshot>
 }
@@ -119,11 +130,15 @@ export async function planRequest(
       ? inputs
       : { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admission.clampTo }
 
-  const estimate = once(() =>
-    (admission.estimate ? Promise.resolve(admission.estimate) : estimateTexts(pieces.texts)).then(
-      (e) => ({ ...e, overhead: admission.overhead, dominant: dominantClass(e) }),
-    ),
-  )
+  const memo = guard.memo?.forRequest(tenant, pieces.texts)
+  const estimate = once(async () => {
+    let e = admission.estimate
+    if (!e) {
+      await memo?.ready()
+      e = await estimateTexts(pieces.texts, memo?.facts(TALLIES))
+    }
+    return { ...e, overhead: admission.overhead, dominant: dominantClass(e) }
+  })
   const timed = isTimed(admission, profile, guard.options.minTimingEvidenceMs)
   const prefix = once(() =>
     lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
@@ -152,6 +167,7 @@ export async function planRequest(
     // A long prompt's whole answer is fetched as a stream so its first token can be timed.
     viaStream: !facts.stream && timed && guard.options.wholeAnswers === 'via-stream',
     counted: timed || admission.estimate !== undefined,
+    memo,
     estimate,
     prefix,
     needsEstimate: judged || admission.estimate !== undefined,

@@ -1,47 +1,20 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
-import { english } from '../../bench/texts'
 import { VirtualClock } from '../../sim/clock'
-import type { SimConfig } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { chat, sseText } from '../support/prompts'
+import { privateText, STALE_MIDDLE_PROFILE, STALE_MIDDLE_SIM } from '../support/stale-middle'
 import { recordVerdicts } from '../support/verdicts'
 
-/**
- * Foreign-content fingerprints against the simulator's stale-middle leak: the middle pages of B's
- * prompt are read before they are written, so decode sees what they held — A's prompt — while the
- * start and the end (the echo directive) are B's own. The echo verifies, the first token takes an
- * honest prefill, no canary leaks: only the text gives it away.
- */
+/** Foreign-content fingerprints against the simulator's stale-middle leak (test/support/stale-middle.ts). */
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'foreign-content-test-secret-0123456789abcdef'
-const SIM: Partial<SimConfig> = {
-  mode: 'stale-middle',
-  poolTokens: 8_192,
-  prefillTokensPerSecond: Number.POSITIVE_INFINITY,
-  decodeTokensPerSecond: Number.POSITIVE_INFINITY,
-  staleFraction: 0.5,
-  staleRate: 0,
-  // Finished prompts' pages go back to the pool (no prefix cache holds them), as under pressure.
-  prefixCache: false,
-  // Quotes long enough to carry the check's stated minimum span (docs/fingerprints.md).
-  quoteChars: 240,
-}
-const PROFILE = {
-  contextWindow: 16_384,
-  kvPoolTokens: 8_192,
-  maxPrefillTokensPerSecond: 1e9,
-  tokenizerDrift: 0.1,
-  defaultOutputReserve: 1_024,
-}
-
-/** A tenant's private document: ordinary prose of its own, in paragraphs of about 55 words. */
-const privateText = (seed: number, lines: number) =>
-  Array.from({ length: lines }, (_, i) => english(seed * 10_000 + i, 300)).join('\n')
+const SIM = STALE_MIDDLE_SIM
+const PROFILE = STALE_MIDDLE_PROFILE
 
 /** The longest run of words of `answer` found verbatim in `source` (how much of it leaked). */
 function leakedWords(answer: string, source: string): number {

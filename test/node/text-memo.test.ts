@@ -1,0 +1,181 @@
+import { describe, expect, it } from 'vitest'
+import { english } from '../../bench/texts'
+import { prng } from '../../sim/random'
+import { estimateTexts, type TextTally } from '../../src/ceiling/estimate'
+import {
+  FINGERPRINT_DEFAULTS,
+  fingerprintKey,
+  printPrompt,
+  Shingler,
+  type TextPrint,
+} from '../../src/fingerprint'
+import { memoSlot, TextMemo } from '../../src/memo/text-memo'
+import { randomUnicode } from '../ceiling/gen'
+
+const SECRET = 'text-memo-test-secret-0123456789abcdef'
+const TALLY = memoSlot<TextTally>('tally')
+const PRINT = memoSlot<TextPrint>('print')
+const KEY = fingerprintKey(new Uint8Array(32).fill(7))
+const PARAMS = { n: FINGERPRINT_DEFAULTS.n, w: FINGERPRINT_DEFAULTS.w }
+const MIB = 1024 * 1024
+
+/** Long texts of every kind the count treats apart: prose, mixed scripts, NFC-changing, inexact. */
+function texts(seed: number): string[] {
+  const next = prng(seed)
+  return [
+    english(seed, 3_000),
+    randomUnicode(next, 1_500),
+    // Devanagari nukta letters: NFC makes them longer, the count charges the larger form.
+    `${'क़ख़ग़ '.repeat(600)}${english(seed + 1, 500)}`,
+    // A run of ASCII letters longer than any word: charged its bytes, the estimate not exact.
+    `${'x'.repeat(4_000)} ${english(seed + 2, 2_500)}`,
+    // Lone surrogates are charged their WTF-8 bytes.
+    `${'\ud835 '.repeat(1_200)}`,
+  ]
+}
+
+async function memoOf(budgetBytes = 16 * MIB) {
+  return new TextMemo(SECRET, { budgetBytes })
+}
+
+/** Every shingle hash a text makes: what `contains` must answer yes to. */
+function shingles(text: string): number[] {
+  const out: number[] = []
+  new Shingler(KEY, { n: PARAMS.n }).read(text, true, (hash) => out.push(hash))
+  return out
+}
+
+describe('text memo', () => {
+  it('should give the same family estimate remembered as counted, in any mix and order', async () => {
+    const memo = await memoOf()
+    for (const seed of [1, 2, 3]) {
+      const all = ['system', ...texts(seed), 'user', 'short text']
+      const fresh = await estimateTexts(all)
+      // Cold: nothing remembered yet, everything kept; warm: the long texts come from the memo.
+      for (const round of ['cold', 'warm']) {
+        const request = memo.forRequest('acme', all)
+        await request.ready()
+        expect(await estimateTexts(all, request.facts(TALLY)), `${seed} ${round}`).toEqual(fresh)
+      }
+      // Resent in another order with a new text among them: what is remembered still adds up.
+      const mixed = [english(seed + 40, 2_500), ...all.slice().reverse()]
+      const request = memo.forRequest('acme', mixed)
+      await request.ready()
+      expect(await estimateTexts(mixed, request.facts(TALLY))).toEqual(await estimateTexts(mixed))
+    }
+    expect(memo.stats().hits).toBeGreaterThan(0)
+  })
+
+  it('should give the same print remembered as printed: fingerprints and own shingles', async () => {
+    const memo = await memoOf()
+    const all = [...texts(4), 'a short system prompt', english(9, 900)]
+    const fresh = printPrompt(KEY, all, PARAMS)
+    for (const round of ['cold', 'warm']) {
+      const request = memo.forRequest('acme', all)
+      await request.ready()
+      const print = printPrompt(KEY, all, PARAMS, request.facts(PRINT))
+      expect(new Set(print.selected), round).toEqual(new Set(fresh.selected))
+      expect(print.selected.length).toBe(fresh.selected.length)
+      expect(print.units).toBe(fresh.units)
+      for (const text of all) {
+        for (const hash of shingles(text)) expect(print.contains(hash)).toBe(true)
+      }
+      // A text not in the prompt: the same answers both ways (no shingle is made up).
+      for (const hash of shingles(english(77, 3_000))) {
+        expect(print.contains(hash)).toBe(fresh.contains(hash))
+      }
+    }
+  })
+
+  it("should never hand one tenant another tenant's facts", async () => {
+    const memo = await memoOf()
+    const shared = texts(5)
+    const acme = memo.forRequest('acme', shared)
+    await acme.ready()
+    await estimateTexts(shared, acme.facts(TALLY))
+    expect(shared.every((text) => acme.facts(TALLY).get(text) !== undefined)).toBe(true)
+    // The same texts sent by another tenant: nothing found, so nothing is faster for it either.
+    const globex = memo.forRequest('globex', shared)
+    await globex.ready()
+    expect(shared.map((text) => globex.facts(TALLY).get(text))).toEqual(shared.map(() => undefined))
+  })
+
+  it('should remember facts only of long texts, and nothing before the digests are known', async () => {
+    const memo = await memoOf()
+    const long = english(11, 5_000)
+    const request = memo.forRequest('acme', [long, 'hi'])
+    const facts = request.facts(TALLY)
+    facts.keep(long, {} as TextTally, 100)
+    expect(facts.remembers(long)).toBe(false)
+    expect(memo.stats().entries).toBe(0)
+    await request.ready()
+    expect(facts.remembers(long)).toBe(true)
+    expect(facts.remembers('hi')).toBe(false)
+  })
+
+  it('should tell texts apart by every character, not by length or start', async () => {
+    const memo = await memoOf()
+    const base = english(12, 6_000)
+    // A long text and one of the same length that differs only at its end (or only at its start).
+    const twins = [base, `${base.slice(0, -1)}!`, `!${base.slice(1)}`]
+    const request = memo.forRequest('acme', twins)
+    await request.ready()
+    request.facts(TALLY).keep(base, { exact: true } as TextTally, 100)
+    expect(request.facts(TALLY).get(twins[1]!)).toBeUndefined()
+    expect(request.facts(TALLY).get(twins[2]!)).toBeUndefined()
+    expect(request.facts(TALLY).get(base)).toEqual({ exact: true })
+  })
+
+  it('should stay within its budget and let no tenant hold more than its share', async () => {
+    const budget = 256 * 1024
+    const memo = await memoOf(budget)
+    // A flooder sends many distinct long texts; a quiet tenant sends one.
+    const quiet = memo.forRequest('quiet', [english(13, 3_000)])
+    await quiet.ready()
+    quiet.facts(TALLY).keep(english(13, 3_000), { exact: true } as TextTally, 1_000)
+    for (let i = 0; i < 200; i++) {
+      const text = english(100 + i, 2_500)
+      const flood = memo.forRequest('flooder', [text])
+      await flood.ready()
+      flood.facts(PRINT).keep(text, {} as TextPrint, 4_000)
+      expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
+    }
+    // The flooder is held to half the budget, so the quiet tenant's text is still there.
+    const again = memo.forRequest('quiet', [english(13, 3_000)])
+    await again.ready()
+    expect(again.facts(TALLY).get(english(13, 3_000))).toEqual({ exact: true })
+    // A fact larger than a share is never kept.
+    const huge = english(14, 3_000)
+    const big = memo.forRequest('big', [huge])
+    await big.ready()
+    big.facts(PRINT).keep(huge, {} as TextPrint, budget)
+    expect(big.facts(PRINT).get(huge)).toBeUndefined()
+  })
+
+  it('should evict the least recently used tenant first when the budget is full', async () => {
+    const budget = 64 * 1024
+    const memo = await memoOf(budget)
+    const keep = async (tenant: string, text: string) => {
+      const request = memo.forRequest(tenant, [text])
+      await request.ready()
+      request.facts(TALLY).keep(text, { exact: true } as TextTally, 10_000)
+      return request
+    }
+    const old = english(20, 2_500)
+    await keep('old', old)
+    for (let i = 0; i < 6; i++) await keep(`t${i}`, english(30 + i, 2_500))
+    const oldAgain = memo.forRequest('old', [old])
+    await oldAgain.ready()
+    expect(oldAgain.facts(TALLY).get(old)).toBeUndefined()
+    expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
+  })
+
+  it('should compute everything afresh when its key cannot be made (never fail a request)', async () => {
+    const memo = new TextMemo('too short', { budgetBytes: MIB })
+    const all = texts(6)
+    const request = memo.forRequest('acme', all)
+    await expect(request.ready()).resolves.toBeUndefined()
+    expect(await estimateTexts(all, request.facts(TALLY))).toEqual(await estimateTexts(all))
+    expect(memo.stats().entries).toBe(0)
+  })
+})
