@@ -34,20 +34,23 @@ import { startWorker } from '../support/workerd'
 import { english } from '../texts'
 
 const SIZES = [1_000, 32_000, 256_000]
-/** Sizes also timed against the prefilling engine (whole answers; a fresh prompt every request). */
+/** Sizes also timed with a fresh prompt every request, on both engines (whole answers). */
 const PREFILL_SIZES = [1_000, 32_000]
 
 /**
- * `instant`: prefill and decode take no time, and a repeated prompt is served from the prefix cache —
- * everything the guard does is on the request's path. `prefill`: every prompt is new and the engine
- * reads it at the profile's physical bound, so the guard's after-send work (the prompt's count and
- * print) runs while it does — the latency a client of the fastest honest engine sees.
+ * `instant`: prefill and decode take no time, and one prompt is resent by the same tenant, which the
+ * prefix cache serves — the only way an engine answers a long prompt at once, and everything the guard
+ * does is on the request's path (what it remembers of the tenant's texts included, src/memo). `fresh`:
+ * the same instant engine, but a new prompt every request — no engine reads a new long prompt in no
+ * time, so this is the guard's whole work with nothing to overlap or remember. `prefill`: every prompt
+ * is new and the engine reads it at the profile's physical bound, so the guard's after-send work (the
+ * prompt's count and print) runs while it does — the latency a client of the fastest honest engine sees.
  */
-type Engine = 'instant' | 'prefill'
+type Engine = 'instant' | 'fresh' | 'prefill'
 
 /** Rounds per size (each round: one direct and one guarded request, order alternating). */
 function roundsFor(tokens: number, quick: boolean, engine: Engine = 'instant'): number {
-  if (engine === 'prefill') return quick ? 10 : tokens <= 1_000 ? 150 : 60
+  if (engine !== 'instant') return quick ? 10 : tokens <= 1_000 ? 150 : 60
   if (tokens <= 1_000) return quick ? 40 : 300
   if (tokens <= 32_000) return quick ? 20 : 150
   return quick ? 6 : 30
@@ -151,9 +154,11 @@ function plan(sizes: Size[]): { engine: Engine; size: Size; stream: boolean }[] 
     ...sizes.flatMap((size) =>
       [false, true].map((stream) => ({ engine: 'instant' as const, size, stream })),
     ),
-    ...sizes
-      .filter((size) => PREFILL_SIZES.includes(size.target))
-      .map((size) => ({ engine: 'prefill' as const, size, stream: false })),
+    ...(['fresh', 'prefill'] as const).flatMap((engine) =>
+      sizes
+        .filter((size) => PREFILL_SIZES.includes(size.target))
+        .map((size) => ({ engine, size, stream: false })),
+    ),
   ]
 }
 
@@ -169,7 +174,8 @@ async function workerdCells(sizes: Size[], quick: boolean): Promise<Cell[]> {
       const warm = await fetch(`${worker.url}/warm?chars=${size.chars}`)
       if (!warm.ok) throw new Error(`warm-up failed: ${warm.status} ${await warm.text()}`)
       const send = (route: string) => async (): Promise<Sample> => {
-        const fresh = engine === 'prefill' ? `&prefill=1&round=${round++}` : ''
+        const fresh =
+          engine === 'instant' ? '' : `${engine === 'prefill' ? '&prefill=1' : ''}&round=${round++}`
         const t = await timedFetch(
           `${worker.url}/${route}?chars=${size.chars}&stream=${stream ? 1 : 0}${fresh}`,
           { method: 'POST' },
@@ -217,9 +223,11 @@ async function nodeCells(sizes: Size[], quick: boolean): Promise<Cell[]> {
   for (const { engine, size, stream } of plan(sizes)) {
     const text = english(7, size.chars)
     tokenizer.encode(text) // the simulator's tokenizer warm before timing, as in workerd
-    const upstream = upstreams[engine]
+    // The fresh rows use the instant engine (and its guard) with a new prompt each request.
+    const which = engine === 'prefill' ? 'prefill' : 'instant'
+    const upstream = upstreams[which]
     const inputsOf = () => {
-      const prompt = engine === 'prefill' ? freshPrompt(text, round++) : text
+      const prompt = engine === 'instant' ? text : freshPrompt(text, round++)
       return chat(prompt, stream ? { stream: true } : {})
     }
     const send = (runner: typeof upstream) => async (): Promise<Sample> => {
@@ -243,7 +251,7 @@ async function nodeCells(sizes: Size[], quick: boolean): Promise<Cell[]> {
       roundsFor(size.target, quick, engine),
       3,
       send(upstream),
-      send(guards[engine]),
+      send(guards[which]),
     )
     const cell = cellOf('node', engine, size, stream, samples)
     log(cell)
@@ -274,8 +282,12 @@ function table(cells: Cell[], quick: boolean): string {
     `${c.engine} ${signed(c.added.median)} (${c.added.median <= 2 ? 'met' : 'not met'})`
   const lines = [
     'Added time per request, direct and guarded requests alternating in one run, on two engines. ' +
-      '**instant**: simulator delays at zero (prefill and decode instant) and one prompt repeated, which ' +
-      'its prefix cache serves, so everything the guard does is on the request’s path. **prefill**: a new ' +
+      '**instant**: simulator delays at zero (prefill and decode instant) and one prompt resent by the ' +
+      'same tenant, which its prefix cache serves (the only way an engine answers a long prompt at once), ' +
+      'so everything the guard does is on the request’s path — with what it remembers of the tenant’s ' +
+      'texts (`textMemo`). **fresh**: the same instant engine with a new prompt every request: the ' +
+      'guard’s whole work, nothing remembered, nothing to overlap (no engine reads a new long prompt in ' +
+      'no time). **prefill**: a new ' +
       `prompt every request (its first line names the round) and the simulator prefilling at ` +
       `${PHYSICAL_PREFILL_TOKENS_PER_SECOND.toLocaleString('en-US')} tokens/s, the profile’s physical ` +
       'bound: the fastest engine the timing check accepts as honest. There the prompt’s count and print, ' +
@@ -313,6 +325,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       profile: 'built-in glm-5.3 (pool 681,280, prefill bound 200,000 tok/s)',
       simulator: {
         instant: { prefillTokensPerSecond: 'Infinity', decodeTokensPerSecond: 'Infinity' },
+        fresh: 'the instant engine, prompts as for prefill',
         prefill: {
           prefillTokensPerSecond: PHYSICAL_PREFILL_TOKENS_PER_SECOND,
           decodeTokensPerSecond: 'Infinity',
@@ -326,7 +339,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     note:
       'Times in ms. added = per-round guarded − direct. workerd times include loopback HTTP and ' +
       "Miniflare's entry Worker for both routes. Both routes share one simulator account, so repeated " +
-      'prompts hit its prefix cache alike (instant engine); on the prefill engine no prompt repeats. Direct requests carry the same echo directive the guard ' +
+      'prompts hit its prefix cache alike (instant engine); on the fresh and prefill rows no prompt repeats. Direct requests carry the same echo directive the guard ' +
       'appends, around a fresh canary-shaped token per request (no key minted it), so the simulator ' +
       'does the same work on both paths; the difference is the guard.',
     cells,

@@ -20,7 +20,8 @@
  * No sound bound between these two saves enough to be worth it (the designs examined, and the
  * history of this policy: docs/ceiling-design.md).
  */
-import { type ClassFigures, loadFamily, scanFamily } from './estimate'
+import type { TextFacts } from '../memo/text-memo'
+import { type ClassFigures, loadFamily, scanFamily, type TextTally } from './estimate'
 import { type PromptPieces, templateOverhead } from './prompt'
 import { addClassBytes, SCRIPT_CLASSES, type ScriptClass } from './script'
 
@@ -162,7 +163,8 @@ function classBytes(texts: readonly string[]): Float64Array {
 /**
  * Decides whether `pieces` fits `ceiling` with a margin per script class on top of the family
  * bound, cheapest bound first; the tokenizer is loaded only when bytes cannot decide, and counting
- * stops as soon as the charged figure passes the ceiling.
+ * stops as soon as the charged figure passes the ceiling. `known` gives, when the count is needed,
+ * what is remembered of the texts (src/memo): a text's figures are the same remembered or counted.
  *
  * @example
  * const margins: Margins = (cls) => Math.max(profile.tokenizerDrift, learned[cls] ?? 0)
@@ -173,6 +175,7 @@ export async function decideCeiling(
   pieces: PromptPieces,
   ceiling: number,
   margins: Margins,
+  known?: () => Promise<TextFacts<TextTally> | undefined>,
 ): Promise<CeilingDecision> {
   if (!Number.isFinite(ceiling)) throw new RangeError(`ceiling must be finite, got ${ceiling}`)
   const charge = charges(margins)
@@ -217,7 +220,7 @@ export async function decideCeiling(
       return decide(total, charged, 'bytes', total === 0, classes)
     }
   }
-  const scan = await scanFamily(pieces.texts, charge, ceiling - overhead)
+  const scan = await scanFamily(pieces.texts, charge, ceiling - overhead, await known?.())
   return decide(
     scan.bound,
     scan.charged,

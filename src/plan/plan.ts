@@ -117,6 +117,10 @@ export async function planRequest(
   )
   const pieces = promptPieces(inputs)
   const snapshot = await guard.snapshot(model)
+  // What this tenant's earlier requests computed of the same texts: the ceiling's count reads it only
+  // when bytes cannot decide (a prompt of ~680 KB or more, where digesting costs a fraction of a count).
+  const memo = guard.memo?.forRequest(tenant, pieces.texts)
+  const known = memo && (() => memo.ready().then(() => memo.facts(TALLIES)))
   const admission = await admit(
     profile,
     model,
@@ -124,19 +128,16 @@ export async function planRequest(
     facts.maxTokens,
     snapshot.drift,
     guard.options.overflow,
+    known,
   )
   const sent =
     admission.clampTo === undefined
       ? inputs
       : { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admission.clampTo }
 
-  const memo = guard.memo?.forRequest(tenant, pieces.texts)
   const estimate = once(async () => {
     let e = admission.estimate
-    if (!e) {
-      await memo?.ready()
-      e = await estimateTexts(pieces.texts, memo?.facts(TALLIES))
-    }
+    if (!e) e = await estimateTexts(pieces.texts, await known?.())
     return { ...e, overhead: admission.overhead, dominant: dominantClass(e) }
   })
   const timed = isTimed(admission, profile, guard.options.minTimingEvidenceMs)

@@ -2,11 +2,12 @@
  * @module The ceiling preflight: admit a request below the model's real pool, or refuse it with figures.
  */
 import { ceilingFor, decideCeiling, finerThanEnglish, type Margins } from '../ceiling/ceiling'
-import type { ClassFigures, PromptEstimate } from '../ceiling/estimate'
+import type { ClassFigures, PromptEstimate, TextTally } from '../ceiling/estimate'
 import { type PromptPieces, templateOverhead } from '../ceiling/prompt'
 import { SCRIPT_CLASS_NAMES, type ScriptClass } from '../ceiling/script'
 import { GuardError } from '../errors'
 import type { ModelProfile, OverflowPolicy } from '../guard/options'
+import type { TextFacts } from '../memo/text-memo'
 
 /** What the preflight admitted. */
 export interface Admission {
@@ -63,15 +64,21 @@ export async function admit(
   maxTokens: number | undefined,
   learned: Partial<Record<ScriptClass, number>>,
   overflow: OverflowPolicy,
+  known?: () => Promise<TextFacts<TextTally> | undefined>,
 ): Promise<Admission> {
   const margins = marginsFor(profile, learned)
   const reserve = maxTokens ?? profile.defaultOutputReserve
   const overhead = templateOverhead(pieces)
-  const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), margins)
+  const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), margins, known)
   if (decision.fits) return admission(decision, margins, overhead)
   if (overflow === 'clamp-output' && maxTokens !== undefined) {
     // Only the output reserve overflows when the prompt alone fits with room for a useful answer.
-    const promptOnly = await decideCeiling(pieces, ceilingFor(profile, MIN_CLAMPED_OUTPUT), margins)
+    const promptOnly = await decideCeiling(
+      pieces,
+      ceilingFor(profile, MIN_CLAMPED_OUTPUT),
+      margins,
+      known,
+    )
     if (promptOnly.fits) {
       const clampTo = ceilingFor(profile, 0) - promptOnly.adjustedTokens
       return admission(promptOnly, margins, overhead, clampTo)

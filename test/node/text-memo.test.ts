@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
+import { decideCeiling } from '../../src/ceiling/ceiling'
 import { estimateTexts, type TextTally } from '../../src/ceiling/estimate'
+import { promptPieces } from '../../src/ceiling/prompt'
 import {
   FINGERPRINT_DEFAULTS,
   fingerprintKey,
@@ -64,6 +66,47 @@ describe('text memo', () => {
       expect(await estimateTexts(mixed, request.facts(TALLY))).toEqual(await estimateTexts(mixed))
     }
     expect(memo.stats().hits).toBeGreaterThan(0)
+  })
+
+  it('should make the same ceiling decision remembered as counted, near the limit too', async () => {
+    const memo = await memoOf()
+    const margins = () => 0.03
+    const doc = `${english(21, 30_000)}\n${randomUnicode(prng(21), 2_000)}`
+    const fresh = async (messages: unknown[], ceiling: number) =>
+      decideCeiling(promptPieces({ messages }), ceiling, margins)
+    const remembered = async (messages: unknown[], ceiling: number) => {
+      const pieces = promptPieces({ messages })
+      const request = memo.forRequest('acme', pieces.texts)
+      return decideCeiling(pieces, ceiling, margins, () =>
+        request.ready().then(() => request.facts(TALLY)),
+      )
+    }
+    const alone = [{ role: 'user', content: doc }]
+    // A ceiling the bytes alone cannot clear, so the ceiling counts: its charged figure, exactly.
+    const counted = await fresh(alone, 16_000)
+    expect(counted).toMatchObject({ method: 'count', fits: true })
+    const exact = counted.adjustedTokens
+    // The document fits alone at its exact figure and not one token under it, remembered or not.
+    for (const ceiling of [exact, exact - 1, exact + 100, Math.floor(exact / 2)]) {
+      const expected = await fresh(alone, ceiling)
+      for (const round of ['cold', 'warm']) {
+        const decision = await remembered(alone, ceiling)
+        expect(decision.fits, `${round} ${ceiling}`).toBe(expected.fits)
+        expect(decision.method).toBe(expected.method)
+        if (expected.fits) expect(decision).toEqual(expected)
+        // A refusal's figures say where counting stopped: a remembered text is added whole, so they
+        // can only be more complete (never lower) than a count that stopped inside it.
+        else expect(decision.adjustedTokens).toBeGreaterThanOrEqual(expected.adjustedTokens)
+      }
+    }
+    // Remembered as fitting, then resent with a second long text: the pair no longer fits.
+    const pair = [...alone, { role: 'user', content: english(22, 8_000) }]
+    const decision = await remembered(pair, exact + 100)
+    expect(decision).toMatchObject({ fits: false, method: 'early-exit' })
+    expect((await fresh(pair, exact + 100)).fits).toBe(false)
+    expect((await remembered(pair, 1e9)).adjustedTokens).toBe(
+      (await fresh(pair, 1e9)).adjustedTokens,
+    )
   })
 
   it('should give the same print remembered as printed: fingerprints and own shingles', async () => {
