@@ -98,10 +98,17 @@ export function printPrompt(
     }
   }
   const all = [rest, ...parts.map((part) => part.print)]
-  const selected = new DistinctList(all.reduce((n, p) => n + p.selected.length, 0))
-  for (const print of all) for (const value of print.selected) selected.add(value)
+  let union: number[] | undefined
   return {
-    selected: selected.values,
+    // Made on first read: the guard reads the groups (a resent text's are refreshed apart).
+    get selected() {
+      if (union === undefined) {
+        const distinct = new DistinctList(all.reduce((n, p) => n + p.selected.length, 0))
+        for (const print of all) for (const value of print.selected) distinct.add(value)
+        union = distinct.values
+      }
+      return union
+    },
     groups: [
       { selected: rest.selected },
       ...parts.map((p) => ({ text: p.text, selected: p.print.selected })),
