@@ -42,6 +42,9 @@ export function guardFor(env: Env): Guard {
           : {}),
         ...(env.GUARD_HEARTBEAT_MS ? { heartbeatMs: Number(env.GUARD_HEARTBEAT_MS) } : {}),
         secrets: parseSecrets(env.GUARD_SECRETS),
+        ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
+          ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
+          : {}),
         ...(env.QUARANTINE_DB
           ? {
               quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
@@ -72,6 +75,16 @@ export function guardFor(env: Env): Guard {
     guards.set(env, guard)
   }
   return guard
+}
+
+/**
+ * `GUARD_TEXT_MEMO_BYTES`: the memo's budget in bytes, `0` for none (the option validates the rest:
+ * a value that is not a whole number of at least 64 KiB names `textMemo.budgetBytes`).
+ */
+function parseTextMemo(value: string): { budgetBytes: number } | false {
+  const trimmed = value.trim()
+  if (trimmed === '0') return false
+  return { budgetBytes: trimmed === '' ? Number.NaN : Number(trimmed) }
 }
 
 /**

@@ -29,6 +29,12 @@ export interface Env {
    * see docs/secrets.md
    */
   GUARD_SECRETS?: string
+  /**
+   * Bytes per isolate the guard keeps of each tenant's long texts between its requests (the `textMemo`
+   * option: digests and what was computed from them, never the text); `0` turns it off.
+   * @default 16777216 (16 MiB)
+   */
+  GUARD_TEXT_MEMO_BYTES?: string
   /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
