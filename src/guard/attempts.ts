@@ -180,7 +180,7 @@ function promptPrint(
       printed ??= register()
     },
     content: async () => {
-      await Promise.all([book.ready(), plan.memo?.ready()])
+      await Promise.all([book.ready(), plan.remembered()])
       printed ??= register()
       return printed()
     },

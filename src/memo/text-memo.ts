@@ -214,15 +214,18 @@ export class TextMemo {
 }
 
 /**
- * One request's view of the memo: its long texts' digests (made once, after its call has left) and
- * the facts of each slot found by them.
+ * One request's view of the memo: its long texts' digests (each made once, when first needed) and the
+ * facts of each slot found by them.
  */
 export class RequestMemo {
   readonly #memo: TextMemo
   readonly #tenant: string
   readonly #texts: readonly string[]
   readonly #minChars: number
-  #digests: Map<string, string> | undefined
+  readonly #digests = new Map<string, string>()
+  /** Long texts whose digest was asked for (made or being made). */
+  readonly #asked = new Set<string>()
+  readonly #inFlight: Promise<void>[] = []
   #ready: Promise<void> | undefined
 
   constructor(memo: TextMemo, tenant: string, texts: readonly string[], minChars: number) {
@@ -233,12 +236,37 @@ export class RequestMemo {
   }
 
   /**
-   * Digests the long texts (once). Never rejects: without digests every fact is computed afresh,
+   * Digests the request's texts (once). Never rejects: without digests every fact is computed afresh,
    * which is slower and the same.
    */
   ready(): Promise<void> {
-    this.#ready ??= this.#digestAll()
+    this.#ready ??= this.know(this.#texts)
     return this.#ready
+  }
+
+  /**
+   * Digests these texts too (the long ones not asked for yet), resolving once every digest asked for
+   * so far is known. Never rejects.
+   *
+   * @example
+   * await request.know(messageTexts) // before the secrets scan, which runs before the call
+   */
+  know(texts: readonly string[]): Promise<void> {
+    const fresh: string[] = []
+    for (const text of texts) {
+      if (text.length < this.#minChars || this.#asked.has(text)) continue
+      this.#asked.add(text)
+      fresh.push(text)
+    }
+    if (fresh.length > 0) {
+      this.#inFlight.push(
+        this.#memo.digest(fresh).then(
+          (digests) => fresh.forEach((text, i) => this.#digests.set(text, digests[i]!)),
+          () => {},
+        ),
+      )
+    }
+    return Promise.all(this.#inFlight).then(() => {})
   }
 
   /**
@@ -250,26 +278,15 @@ export class RequestMemo {
    */
   facts<V>(slot: MemoSlot<V>): TextFacts<V> {
     return {
-      remembers: (text) => this.#digests?.has(text) === true,
+      remembers: (text) => this.#digests.has(text),
       get: (text) => {
-        const digest = this.#digests?.get(text)
+        const digest = this.#digests.get(text)
         return digest === undefined ? undefined : this.#memo.read(this.#tenant, digest, slot)
       },
       keep: (text, value, bytes) => {
-        const digest = this.#digests?.get(text)
+        const digest = this.#digests.get(text)
         if (digest !== undefined) this.#memo.write(this.#tenant, digest, slot, value, bytes)
       },
-    }
-  }
-
-  async #digestAll(): Promise<void> {
-    const long = [...new Set(this.#texts.filter((text) => text.length >= this.#minChars))]
-    if (long.length === 0) return
-    try {
-      const digests = await this.#memo.digest(long)
-      this.#digests = new Map(long.map((text, i) => [text, digests[i]!]))
-    } catch {
-      this.#digests = undefined
     }
   }
 }

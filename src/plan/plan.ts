@@ -61,10 +61,12 @@ export interface RequestPlan {
   /** Whether the prompt is (or is being) counted: only counted prompts teach calibration. */
   counted: boolean
   /**
-   * This tenant's remembered facts of the prompt's long texts (src/memo): made ready once the call has
-   * left; undefined when the guard remembers nothing.
+   * This tenant's remembered facts of the prompt's long texts (src/memo); undefined when the guard
+   * remembers nothing. Read after `remembered`.
    */
   memo: RequestMemo | undefined
+  /** Digests the prompt's long texts for the memo (once: after the call has left, or when first needed). */
+  remembered: () => Promise<void>
   /** The family estimate, template overhead included (counted once, on first need). */
   estimate: () => Promise<PlanEstimate>
   /** The tenant's prefix record for this prompt (hashed once, on first need; only for timed prompts). */
@@ -109,18 +111,21 @@ export async function planRequest(
 ): Promise<RequestPlan> {
   const facts = readRequest(raw)
   const profile = guard.profile(model)
+  // What this tenant's earlier requests computed of the same texts (src/memo).
+  const memo = guard.memo?.forRequest(tenant, [])
   // Before the ceiling counts: what is counted is what is sent.
   const { inputs, secrets } = await substituteSecrets(
     guard,
     { requestId, tenant, model },
     facts.inputs,
+    memo,
   )
   const pieces = promptPieces(inputs)
   const snapshot = await guard.snapshot(model)
-  // What this tenant's earlier requests computed of the same texts: the ceiling's count reads it only
-  // when bytes cannot decide (a prompt of ~680 KB or more, where digesting costs a fraction of a count).
-  const memo = guard.memo?.forRequest(tenant, pieces.texts)
-  const known = memo && (() => memo.ready().then(() => memo.facts(TALLIES)))
+  // The ceiling's count reads the memo only when bytes cannot decide (a prompt of ~660 KB or more,
+  // where digesting costs a fraction of a count); the count for timing and the print after the call.
+  const remembered = once(() => memo?.know(pieces.texts) ?? Promise.resolve())
+  const known = memo && (() => remembered().then(() => memo.facts(TALLIES)))
   const admission = await admit(
     profile,
     model,
@@ -169,6 +174,7 @@ export async function planRequest(
     viaStream: !facts.stream && timed && guard.options.wholeAnswers === 'via-stream',
     counted: timed || admission.estimate !== undefined,
     memo,
+    remembered,
     estimate,
     prefix,
     needsEstimate: judged || admission.estimate !== undefined,

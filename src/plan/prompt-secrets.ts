@@ -8,6 +8,7 @@
  * The book that holds the values lives as long as the request: the release stage restores from it.
  */
 import { GuardError } from '../errors'
+import { type MemoSlot, memoSlot, type RequestMemo, type TextFacts } from '../memo/text-memo'
 import type { ResolvedSecrets, StandInBook, StandInKey } from '../secrets'
 import { StandInBook as Book, findSecrets, MAX_STAND_INS } from '../secrets'
 
@@ -37,10 +38,15 @@ export interface SecretServices {
   standInKey(): Promise<StandInKey>
 }
 
+/** Per model policy: the slot of texts it found nothing in (see {@link substituteSecrets}). */
+const CLEAN = new WeakMap<object, MemoSlot<true>>()
+
 /**
  * The inputs with every substituted secret replaced (the same object when nothing changed), and what
  * was found. Undefined secrets: the guard substitutes nothing for any model, so no answer can carry a
- * stand-in and there is nothing to do.
+ * stand-in and there is nothing to do. With the request's `memo`, a long text this tenant sent before
+ * in which the model's policy found nothing is not scanned again (what the detectors find is a pure
+ * function of the text; a text with a secret is never remembered, so it is scanned every time).
  *
  * @example
  * const { inputs, secrets } = await substituteSecrets(guard, { requestId, tenant, model }, facts.inputs)
@@ -49,11 +55,14 @@ export async function substituteSecrets(
   services: SecretServices,
   request: { requestId: string; tenant: string; model: string },
   inputs: Record<string, unknown>,
+  memo?: RequestMemo,
 ): Promise<{ inputs: Record<string, unknown>; secrets: PromptSecrets | undefined }> {
   const resolved = services.secrets
   if (!resolved) return { inputs, secrets: undefined }
-  const { substitute, detect } = resolved.forModel(request.model)
+  const policy = resolved.forModel(request.model)
+  const { substitute, detect } = policy
   if (!resolved.substitutes && detect.length === 0) return { inputs, secrets: undefined }
+  const clean = memo && (await cleanTexts(memo, policy, inputs))
   const book = await Book.open(
     await services.standInKey(),
     { requestId: request.requestId, tenant: request.tenant },
@@ -67,11 +76,24 @@ export async function substituteSecrets(
     inPrompt: (text) => sentTexts(sent).some((t) => t.includes(text)),
   }
   const rewrite: Rewrite = async (text, count = COUNT_ALL) => {
+    if (clean?.get(text)) return text
+    let found = 0
     if (count.detected && detect.length > 0) {
-      for (const span of findSecrets(text, detect)) bump(secrets.detected, span.kind)
+      for (const span of findSecrets(text, detect)) {
+        bump(secrets.detected, span.kind)
+        found++
+      }
     }
-    if (substitute.length === 0) return text
+    // Nothing found by a pass that looked with every detector of the policy: remembered as clean.
+    const nothing = (out: string) =>
+      found === 0 && out === text && (count.detected || detect.length === 0)
+    if (substitute.length === 0) {
+      if (nothing(text)) clean?.keep(text, true, 8)
+      return text
+    }
     const done = await book.substitute(text)
+    found += done.replaced.length + done.unsubstituted.length
+    if (nothing(done.text)) clean?.keep(text, true, 8)
     if (count.substituted) {
       for (const { kind, count } of done.replaced) bump(secrets.substituted, kind, count)
     }
@@ -88,6 +110,43 @@ export async function substituteSecrets(
   }
   const sent = await rewriteInputs(inputs, rewrite)
   return { inputs: sent, secrets }
+}
+
+/** The long texts the policy found nothing in before, once their digests are known. */
+async function cleanTexts(
+  memo: RequestMemo,
+  policy: object,
+  inputs: Record<string, unknown>,
+): Promise<TextFacts<true>> {
+  await memo.know(messageTexts(inputs))
+  let slot = CLEAN.get(policy)
+  if (!slot) {
+    slot = memoSlot<true>('secrets: none found')
+    CLEAN.set(policy, slot)
+  }
+  return memo.facts(slot)
+}
+
+/** The whole strings a rewrite reads as they are: contents, their parts' text, reasoning, `prompt`. */
+function messageTexts(inputs: Record<string, unknown>): string[] {
+  const texts: string[] = []
+  if (typeof inputs.prompt === 'string') texts.push(inputs.prompt)
+  if (!Array.isArray(inputs.messages)) return texts
+  for (const message of inputs.messages as unknown[]) {
+    if (!isRecord(message)) continue
+    const { content } = message
+    if (typeof content === 'string') texts.push(content)
+    else if (Array.isArray(content)) {
+      for (const part of content as unknown[]) {
+        if (isRecord(part) && typeof part.text === 'string') texts.push(part.text)
+      }
+    }
+    for (const key of ['reasoning_content', 'reasoning'] as const) {
+      const value = message[key]
+      if (typeof value === 'string') texts.push(value)
+    }
+  }
+  return texts
 }
 
 /** Every string of the messages (any field, any depth) and the `prompt`: what the engine may read. */

@@ -12,7 +12,10 @@ import {
   type TextPrint,
 } from '../../src/fingerprint'
 import { memoSlot, TextMemo } from '../../src/memo/text-memo'
+import { substituteSecrets } from '../../src/plan/prompt-secrets'
+import { importStandInKey, resolveSecrets } from '../../src/secrets'
 import { randomUnicode } from '../ceiling/gen'
+import { GENERATORS, rng } from '../secrets/generate'
 
 const SECRET = 'text-memo-test-secret-0123456789abcdef'
 const TALLY = memoSlot<TextTally>('tally')
@@ -107,6 +110,50 @@ describe('text memo', () => {
     expect((await remembered(pair, 1e9)).adjustedTokens).toBe(
       (await fresh(pair, 1e9)).adjustedTokens,
     )
+  })
+
+  it('should scan for secrets only texts not found clean before, and never let a secret through', async () => {
+    const memo = await memoOf()
+    const services = {
+      secrets: resolveSecrets({ high: 'substitute', medium: 'detect' }),
+      standInKey: () => importStandInKey(SECRET),
+    }
+    const card = GENERATORS['card-number']!(rng(3))
+    const ssn = GENERATORS['us-ssn']!(rng(4))
+    const clean = english(41, 6_000)
+    const withSecrets = `${english(42, 3_000)}\n${card.line.replace('$', card.value)}\n${ssn.line.replace('$', ssn.value)}\n${english(43, 3_000)}`
+    const inputs = {
+      messages: [
+        { role: 'system', content: clean },
+        { role: 'user', content: withSecrets },
+      ],
+    }
+    const request = { requestId: 'r1', tenant: 'acme', model: '@cf/zai-org/glm-5.3' }
+    const run = (sent: Record<string, unknown>, tenant = 'acme') =>
+      substituteSecrets(services, { ...request, tenant }, sent, memo.forRequest(tenant, []))
+    const sentTexts = (out: { inputs: Record<string, unknown> }) =>
+      (out.inputs.messages as { content: string }[]).map((m) => m.content)
+    for (const round of ['cold', 'warm']) {
+      const out = await run(inputs)
+      const [system, user] = sentTexts(out)
+      expect(system, round).toBe(clean)
+      expect(user).not.toContain(card.value)
+      expect(user).toContain(ssn.value) // medium confidence: counted, sent as it is
+      expect(out.secrets!.substituted).toEqual({ 'card-number': 1 })
+      expect(out.secrets!.detected).toEqual({ 'us-ssn': 1 })
+    }
+    const hits = memo.stats().hits
+    expect(hits).toBeGreaterThan(0)
+    // The clean text, remembered, resent with a secret appended: a new text, scanned and substituted.
+    const appended = await run({
+      messages: [{ role: 'user', content: `${clean}\n${card.line.replace('$', card.value)}` }],
+    })
+    expect(sentTexts(appended)[0]).not.toContain(card.value)
+    expect(appended.secrets!.substituted).toEqual({ 'card-number': 1 })
+    // Another tenant's texts are its own to scan: nothing of acme's is taken for it.
+    const before = memo.stats().hits
+    await run(inputs, 'globex')
+    expect(memo.stats().hits).toBe(before)
   })
 
   it('should give the same print remembered as printed: fingerprints and own shingles', async () => {
