@@ -261,7 +261,9 @@ export class RequestMemo {
     if (fresh.length > 0) {
       this.#inFlight.push(
         this.#memo.digest(fresh).then(
-          (digests) => fresh.forEach((text, i) => this.#digests.set(text, digests[i]!)),
+          (digests) => {
+            for (const [i, text] of fresh.entries()) this.#digests.set(text, digests[i]!)
+          },
           () => {},
         ),
       )
