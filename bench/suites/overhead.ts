@@ -281,7 +281,7 @@ function table(cells: Cell[], quick: boolean): string {
   const verdict = (c: Cell) =>
     `${c.engine} ${signed(c.added.median)} (${c.added.median <= 2 ? 'met' : 'not met'})`
   const lines = [
-    'Added time per request, direct and guarded requests alternating in one run, on two engines. ' +
+    'Added time per request, direct and guarded requests alternating in one run, three ways. ' +
       '**instant**: simulator delays at zero (prefill and decode instant) and one prompt resent by the ' +
       'same tenant, which its prefix cache serves (the only way an engine answers a long prompt at once), ' +
       'so everything the guard does is on the request’s path — with what it remembers of the tenant’s ' +
