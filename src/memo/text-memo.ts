@@ -71,6 +71,13 @@ export interface TextMemoStats {
   misses: number
 }
 
+/**
+ * Long texts one request digests at most: a conversation rarely has more, and a body of 16 MiB cut
+ * into 8,192 texts of 2,048 characters would otherwise cost 8,192 WebCrypto calls on top of its scan.
+ * The rest of such a request's texts are computed afresh (the same, slower).
+ */
+export const MAX_TEXTS_PER_REQUEST = 256
+
 /** What one entry costs before its facts: the digest string, a Map slot, the entry object. */
 const ENTRY_BYTES = 160
 
@@ -255,6 +262,7 @@ export class RequestMemo {
     const fresh: string[] = []
     for (const text of texts) {
       if (text.length < this.#minChars || this.#asked.has(text)) continue
+      if (this.#asked.size >= MAX_TEXTS_PER_REQUEST) break
       this.#asked.add(text)
       fresh.push(text)
     }

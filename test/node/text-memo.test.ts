@@ -11,7 +11,7 @@ import {
   Shingler,
   type TextPrint,
 } from '../../src/fingerprint'
-import { memoSlot, TextMemo } from '../../src/memo/text-memo'
+import { MAX_TEXTS_PER_REQUEST, memoSlot, TextMemo } from '../../src/memo/text-memo'
 import { substituteSecrets } from '../../src/plan/prompt-secrets'
 import { importStandInKey, resolveSecrets } from '../../src/secrets'
 import { randomUnicode } from '../ceiling/gen'
@@ -258,6 +258,17 @@ describe('text memo', () => {
     await oldAgain.ready()
     expect(oldAgain.facts(TALLY).get(old)).toBeUndefined()
     expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
+  })
+
+  it('should digest at most a bounded number of texts per request (the rest computed afresh)', async () => {
+    const memo = await memoOf()
+    const many = Array.from({ length: MAX_TEXTS_PER_REQUEST + 40 }, (_, i) => english(500 + i, 2_100))
+    const request = memo.forRequest('acme', many)
+    await request.ready()
+    const facts = request.facts(TALLY)
+    expect(many.filter((text) => facts.remembers(text)).length).toBe(MAX_TEXTS_PER_REQUEST)
+    // The estimate is the same either way: the texts past the bound are counted as usual.
+    expect(await estimateTexts(many, facts)).toEqual(await estimateTexts(many))
   })
 
   it('should compute everything afresh when its key cannot be made (never fail a request)', async () => {
