@@ -262,7 +262,9 @@ describe('text memo', () => {
 
   it('should digest at most a bounded number of texts per request (the rest computed afresh)', async () => {
     const memo = await memoOf()
-    const many = Array.from({ length: MAX_TEXTS_PER_REQUEST + 40 }, (_, i) => english(500 + i, 2_100))
+    const many = Array.from({ length: MAX_TEXTS_PER_REQUEST + 40 }, (_, i) =>
+      english(500 + i, 2_100),
+    )
     const request = memo.forRequest('acme', many)
     await request.ready()
     const facts = request.facts(TALLY)
