@@ -88,7 +88,10 @@ interface Entry {
 
 interface TenantShelf {
   readonly entries: Map<string, Entry>
+  /** Its entries and its name. */
   bytes: number
+  /** What its name is charged (tenant ids are the caller's: they can be long). */
+  readonly nameBytes: number
 }
 
 /**
@@ -169,10 +172,15 @@ export class TextMemo {
 
   /** Keeps a fact; nothing is kept that alone would take more than a tenant's share. */
   write<V>(tenant: string, digest: string, slot: MemoSlot<V>, value: V, bytes: number): void {
-    const shelf = this.#tenants.get(tenant) ?? { entries: new Map<string, Entry>(), bytes: 0 }
-    let entry = shelf.entries.get(digest)
+    let shelf = this.#tenants.get(tenant)
+    const nameBytes = shelf?.nameBytes ?? 2 * tenant.length + 72
+    let entry = shelf?.entries.get(digest)
     const cost = Math.max(0, bytes) + (entry ? 0 : ENTRY_BYTES)
-    if ((entry?.bytes ?? 0) + cost > this.#share) return
+    if (nameBytes + (entry?.bytes ?? 0) + cost > this.#share) return
+    if (!shelf) {
+      shelf = { entries: new Map<string, Entry>(), bytes: nameBytes, nameBytes }
+      this.#bytes += nameBytes
+    }
     if (!entry) {
       entry = { facts: new Map(), bytes: 0 }
       shelf.entries.set(digest, entry)
@@ -207,7 +215,10 @@ export class TextMemo {
       shelf.bytes -= entry.bytes
       this.#bytes -= entry.bytes
     }
-    if (shelf.entries.size === 0) this.#tenants.delete(tenant)
+    if (shelf.entries.size === 0) {
+      this.#tenants.delete(tenant)
+      this.#bytes -= shelf.nameBytes
+    }
   }
 
   async #importKey(): Promise<CryptoKey> {

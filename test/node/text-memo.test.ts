@@ -242,6 +242,22 @@ describe('text memo', () => {
     expect(big.facts(PRINT).get(huge)).toBeUndefined()
   })
 
+  it('should charge tenant names too: long ids cannot grow it past its budget', async () => {
+    const budget = 64 * 1024
+    const memo = await memoOf(budget)
+    const text = english(50, 2_500)
+    for (let i = 0; i < 500; i++) {
+      const tenant = `${'t'.repeat(2_000)}-${i}`
+      const request = memo.forRequest(tenant, [text])
+      await request.ready()
+      request.facts(TALLY).keep(text, { exact: true } as TextTally, 100)
+      expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
+    }
+    // About 4 KB of name each: a dozen or so tenants fit, never all 500.
+    expect(memo.stats().tenants).toBeLessThan(20)
+    expect(memo.stats().tenants).toBeGreaterThan(5)
+  })
+
   it('should evict the least recently used tenant first when the budget is full', async () => {
     const budget = 64 * 1024
     const memo = await memoOf(budget)
