@@ -53,8 +53,8 @@ async function measure(size: (typeof SIZES)[number], runs: number): Promise<Row>
   const texts = ['user', text]
   const memo = new TextMemo(BENCH_SECRET, { budgetBytes: 64 * 1024 * 1024 })
   // The resent text: remembered once, before timing.
-  const first = memo.forRequest('bench', texts)
-  await first.ready()
+  const first = memo.forRequest('bench')
+  await first.know(texts)
   await estimateTexts(texts, first.facts(TALLY))
   printPrompt(KEY, texts, PARAMS, first.facts(PRINT))
   const samples = await sideBySide(
@@ -64,13 +64,13 @@ async function measure(size: (typeof SIZES)[number], runs: number): Promise<Row>
         printPrompt(KEY, texts, PARAMS)
       },
       remembered: async () => {
-        const request = memo.forRequest('bench', texts)
-        await request.ready()
+        const request = memo.forRequest('bench')
+        await request.know(texts)
         await estimateTexts(texts, request.facts(TALLY))
         printPrompt(KEY, texts, PARAMS, request.facts(PRINT))
       },
       digest: async () => {
-        await memo.forRequest('bench', texts).ready()
+        await memo.forRequest('bench').know(texts)
       },
     },
     runs,

@@ -219,8 +219,9 @@ export interface GuardOptions {
   secrets?: SecretsOptions
   /**
    * What the guard keeps of each tenant's long texts (2,048 characters and more) between its requests,
-   * per isolate: their keyed digests and the count and fingerprints computed from them, never the text.
-   * A conversation resends its history every turn; with this, each text is counted and printed once.
+   * per isolate: their keyed digests and what was computed from them (the count, the fingerprints, a
+   * secrets scan that found nothing), never the text. A conversation resends its history every turn;
+   * with this, each text is counted, printed and scanned once.
    * Per tenant (no tenant's timing shows what another sent); the verdicts are the same without it.
    * `false` turns it off.
    * @default { budgetBytes: 16 MiB }
@@ -387,9 +388,7 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
 }
 
 /** The memo's budget: 16 MiB unless set; at least 64 KiB; `false` turns it off. */
-function resolveTextMemo(
-  options: GuardOptions['textMemo'],
-): ResolvedOptions['textMemo'] | undefined {
+function resolveTextMemo(options: GuardOptions['textMemo']): ResolvedOptions['textMemo'] {
   if (options === false) return undefined
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new Error('option "textMemo" must be an object or false')

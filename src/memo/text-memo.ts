@@ -99,8 +99,8 @@ interface TenantShelf {
  *
  * @example
  * const memo = new TextMemo(secret, { budgetBytes: 16 * 1024 * 1024 })
- * const request = memo.forRequest('acme', pieces.texts)
- * await request.ready()
+ * const request = memo.forRequest('acme')
+ * await request.know(pieces.texts)
  * const tallies = request.facts(TALLY)
  */
 export class TextMemo {
@@ -123,14 +123,14 @@ export class TextMemo {
   }
 
   /**
-   * A view for one request of `tenant` over its `texts` (those long enough are digested once, on
-   * `ready`). Cheap: no work until `ready`.
+   * A view for one request of `tenant`; its texts are digested as it asks (`know`). Cheap: no work
+   * until then.
    *
    * @example
-   * const request = memo.forRequest(tenant, texts)
+   * const request = memo.forRequest(tenant)
    */
-  forRequest(tenant: string, texts: readonly string[]): RequestMemo {
-    return new RequestMemo(this, tenant, texts, this.#minChars)
+  forRequest(tenant: string): RequestMemo {
+    return new RequestMemo(this, tenant, this.#minChars)
   }
 
   /** Memory held and entries, for tests and the bench. */
@@ -238,33 +238,22 @@ export class TextMemo {
 export class RequestMemo {
   readonly #memo: TextMemo
   readonly #tenant: string
-  readonly #texts: readonly string[]
   readonly #minChars: number
   readonly #digests = new Map<string, string>()
   /** Long texts whose digest was asked for (made or being made). */
   readonly #asked = new Set<string>()
   readonly #inFlight: Promise<void>[] = []
-  #ready: Promise<void> | undefined
 
-  constructor(memo: TextMemo, tenant: string, texts: readonly string[], minChars: number) {
+  constructor(memo: TextMemo, tenant: string, minChars: number) {
     this.#memo = memo
     this.#tenant = tenant
-    this.#texts = texts
     this.#minChars = minChars
   }
 
   /**
-   * Digests the request's texts (once). Never rejects: without digests every fact is computed afresh,
-   * which is slower and the same.
-   */
-  ready(): Promise<void> {
-    this.#ready ??= this.know(this.#texts)
-    return this.#ready
-  }
-
-  /**
-   * Digests these texts too (the long ones not asked for yet), resolving once every digest asked for
-   * so far is known. Never rejects.
+   * Digests these texts (the long ones not asked for yet), resolving once every digest asked for so
+   * far is known. Never rejects: without digests every fact is computed afresh, which is slower and
+   * the same.
    *
    * @example
    * await request.know(messageTexts) // before the secrets scan, which runs before the call

@@ -112,7 +112,7 @@ export async function planRequest(
   const facts = readRequest(raw)
   const profile = guard.profile(model)
   // What this tenant's earlier requests computed of the same texts (src/memo).
-  const memo = guard.memo?.forRequest(tenant, [])
+  const memo = guard.memo?.forRequest(tenant)
   // Before the ceiling counts: what is counted is what is sent.
   const { inputs, secrets } = await substituteSecrets(
     guard,

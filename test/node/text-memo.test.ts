@@ -58,14 +58,14 @@ describe('text memo', () => {
       const fresh = await estimateTexts(all)
       // Cold: nothing remembered yet, everything kept; warm: the long texts come from the memo.
       for (const round of ['cold', 'warm']) {
-        const request = memo.forRequest('acme', all)
-        await request.ready()
+        const request = memo.forRequest('acme')
+        await request.know(all)
         expect(await estimateTexts(all, request.facts(TALLY)), `${seed} ${round}`).toEqual(fresh)
       }
       // Resent in another order with a new text among them: what is remembered still adds up.
       const mixed = [english(seed + 40, 2_500), ...all.slice().reverse()]
-      const request = memo.forRequest('acme', mixed)
-      await request.ready()
+      const request = memo.forRequest('acme')
+      await request.know(mixed)
       expect(await estimateTexts(mixed, request.facts(TALLY))).toEqual(await estimateTexts(mixed))
     }
     expect(memo.stats().hits).toBeGreaterThan(0)
@@ -79,9 +79,9 @@ describe('text memo', () => {
       decideCeiling(promptPieces({ messages }), ceiling, margins)
     const remembered = async (messages: unknown[], ceiling: number) => {
       const pieces = promptPieces({ messages })
-      const request = memo.forRequest('acme', pieces.texts)
+      const request = memo.forRequest('acme')
       return decideCeiling(pieces, ceiling, margins, () =>
-        request.ready().then(() => request.facts(TALLY)),
+        request.know(pieces.texts).then(() => request.facts(TALLY)),
       )
     }
     const alone = [{ role: 'user', content: doc }]
@@ -130,7 +130,7 @@ describe('text memo', () => {
     }
     const request = { requestId: 'r1', tenant: 'acme', model: '@cf/zai-org/glm-5.3' }
     const run = (sent: Record<string, unknown>, tenant = 'acme') =>
-      substituteSecrets(services, { ...request, tenant }, sent, memo.forRequest(tenant, []))
+      substituteSecrets(services, { ...request, tenant }, sent, memo.forRequest(tenant))
     const sentTexts = (out: { inputs: Record<string, unknown> }) =>
       (out.inputs.messages as { content: string }[]).map((m) => m.content)
     for (const round of ['cold', 'warm']) {
@@ -161,8 +161,8 @@ describe('text memo', () => {
     const all = [...texts(4), 'a short system prompt', english(9, 900)]
     const fresh = printPrompt(KEY, all, PARAMS)
     for (const round of ['cold', 'warm']) {
-      const request = memo.forRequest('acme', all)
-      await request.ready()
+      const request = memo.forRequest('acme')
+      await request.know(all)
       const print = printPrompt(KEY, all, PARAMS, request.facts(PRINT))
       expect(new Set(print.selected), round).toEqual(new Set(fresh.selected))
       expect(print.selected.length).toBe(fresh.selected.length)
@@ -180,25 +180,25 @@ describe('text memo', () => {
   it("should never hand one tenant another tenant's facts", async () => {
     const memo = await memoOf()
     const shared = texts(5)
-    const acme = memo.forRequest('acme', shared)
-    await acme.ready()
+    const acme = memo.forRequest('acme')
+    await acme.know(shared)
     await estimateTexts(shared, acme.facts(TALLY))
     expect(shared.every((text) => acme.facts(TALLY).get(text) !== undefined)).toBe(true)
     // The same texts sent by another tenant: nothing found, so nothing is faster for it either.
-    const globex = memo.forRequest('globex', shared)
-    await globex.ready()
+    const globex = memo.forRequest('globex')
+    await globex.know(shared)
     expect(shared.map((text) => globex.facts(TALLY).get(text))).toEqual(shared.map(() => undefined))
   })
 
   it('should remember facts only of long texts, and nothing before the digests are known', async () => {
     const memo = await memoOf()
     const long = english(11, 5_000)
-    const request = memo.forRequest('acme', [long, 'hi'])
+    const request = memo.forRequest('acme')
     const facts = request.facts(TALLY)
     facts.keep(long, {} as TextTally, 100)
     expect(facts.remembers(long)).toBe(false)
     expect(memo.stats().entries).toBe(0)
-    await request.ready()
+    await request.know([long, 'hi'])
     expect(facts.remembers(long)).toBe(true)
     expect(facts.remembers('hi')).toBe(false)
   })
@@ -208,8 +208,8 @@ describe('text memo', () => {
     const base = english(12, 6_000)
     // A long text and one of the same length that differs only at its end (or only at its start).
     const twins = [base, `${base.slice(0, -1)}!`, `!${base.slice(1)}`]
-    const request = memo.forRequest('acme', twins)
-    await request.ready()
+    const request = memo.forRequest('acme')
+    await request.know(twins)
     request.facts(TALLY).keep(base, { exact: true } as TextTally, 100)
     expect(request.facts(TALLY).get(twins[1]!)).toBeUndefined()
     expect(request.facts(TALLY).get(twins[2]!)).toBeUndefined()
@@ -220,24 +220,24 @@ describe('text memo', () => {
     const budget = 256 * 1024
     const memo = await memoOf(budget)
     // A flooder sends many distinct long texts; a quiet tenant sends one.
-    const quiet = memo.forRequest('quiet', [english(13, 3_000)])
-    await quiet.ready()
+    const quiet = memo.forRequest('quiet')
+    await quiet.know([english(13, 3_000)])
     quiet.facts(TALLY).keep(english(13, 3_000), { exact: true } as TextTally, 1_000)
     for (let i = 0; i < 200; i++) {
       const text = english(100 + i, 2_500)
-      const flood = memo.forRequest('flooder', [text])
-      await flood.ready()
+      const flood = memo.forRequest('flooder')
+      await flood.know([text])
       flood.facts(PRINT).keep(text, {} as TextPrint, 4_000)
       expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
     }
     // The flooder is held to half the budget, so the quiet tenant's text is still there.
-    const again = memo.forRequest('quiet', [english(13, 3_000)])
-    await again.ready()
+    const again = memo.forRequest('quiet')
+    await again.know([english(13, 3_000)])
     expect(again.facts(TALLY).get(english(13, 3_000))).toEqual({ exact: true })
     // A fact larger than a share is never kept.
     const huge = english(14, 3_000)
-    const big = memo.forRequest('big', [huge])
-    await big.ready()
+    const big = memo.forRequest('big')
+    await big.know([huge])
     big.facts(PRINT).keep(huge, {} as TextPrint, budget)
     expect(big.facts(PRINT).get(huge)).toBeUndefined()
   })
@@ -248,8 +248,8 @@ describe('text memo', () => {
     const text = english(50, 2_500)
     for (let i = 0; i < 500; i++) {
       const tenant = `${'t'.repeat(2_000)}-${i}`
-      const request = memo.forRequest(tenant, [text])
-      await request.ready()
+      const request = memo.forRequest(tenant)
+      await request.know([text])
       request.facts(TALLY).keep(text, { exact: true } as TextTally, 100)
       expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
     }
@@ -262,16 +262,16 @@ describe('text memo', () => {
     const budget = 64 * 1024
     const memo = await memoOf(budget)
     const keep = async (tenant: string, text: string) => {
-      const request = memo.forRequest(tenant, [text])
-      await request.ready()
+      const request = memo.forRequest(tenant)
+      await request.know([text])
       request.facts(TALLY).keep(text, { exact: true } as TextTally, 10_000)
       return request
     }
     const old = english(20, 2_500)
     await keep('old', old)
     for (let i = 0; i < 6; i++) await keep(`t${i}`, english(30 + i, 2_500))
-    const oldAgain = memo.forRequest('old', [old])
-    await oldAgain.ready()
+    const oldAgain = memo.forRequest('old')
+    await oldAgain.know([old])
     expect(oldAgain.facts(TALLY).get(old)).toBeUndefined()
     expect(memo.stats().bytes).toBeLessThanOrEqual(budget)
   })
@@ -281,8 +281,8 @@ describe('text memo', () => {
     const many = Array.from({ length: MAX_TEXTS_PER_REQUEST + 40 }, (_, i) =>
       english(500 + i, 2_100),
     )
-    const request = memo.forRequest('acme', many)
-    await request.ready()
+    const request = memo.forRequest('acme')
+    await request.know(many)
     const facts = request.facts(TALLY)
     expect(many.filter((text) => facts.remembers(text)).length).toBe(MAX_TEXTS_PER_REQUEST)
     // The estimate is the same either way: the texts past the bound are counted as usual.
@@ -292,8 +292,8 @@ describe('text memo', () => {
   it('should compute everything afresh when its key cannot be made (never fail a request)', async () => {
     const memo = new TextMemo('too short', { budgetBytes: MIB })
     const all = texts(6)
-    const request = memo.forRequest('acme', all)
-    await expect(request.ready()).resolves.toBeUndefined()
+    const request = memo.forRequest('acme')
+    await expect(request.know(all)).resolves.toBeUndefined()
     expect(await estimateTexts(all, request.facts(TALLY))).toEqual(await estimateTexts(all))
     expect(memo.stats().entries).toBe(0)
   })
