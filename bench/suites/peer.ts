@@ -292,11 +292,11 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       },
       {
         name: 'js-proxy-workerd',
-        label: 'JS-reading proxy Worker (workerd)',
+        label: 'reading proxy Worker (workerd)',
         url: jsProxy.url,
         headers: {},
         checks:
-          'nothing, but every chunk of the answer is read by JavaScript and enqueued again (the floor of any Worker that looks at the bytes as they stream)',
+          'nothing, but it does what any Worker that inspects the traffic must: parses the request and serialises it again, parses a whole answer and serialises it again, reads every chunk of a stream in JavaScript and enqueues it again (the floor of any inspecting Worker)',
       },
       {
         name: 'guard-workerd',
