@@ -32,6 +32,22 @@ interface Target {
   url: string
   headers: Record<string, string>
   checks: string
+  /** Everything its process printed so far, where the bench started that process. */
+  log?: () => string
+}
+
+/** A failed target on a workload: its answer and, from its own log, the error it printed. */
+interface Failure {
+  target: Target['name']
+  workload: string
+  status: number
+  body: string
+  logged?: string
+}
+
+/** The first error a process printed (`TypeError: …`), for the report of a target that failed. */
+function loggedError(output: string): string | undefined {
+  return /\b[A-Z]\w*Error: [^\n]*/.exec(output)?.[0].slice(0, 200)
 }
 
 interface Workload {
@@ -177,7 +193,7 @@ function table(
   thr: ThroughputRow[],
   quick: boolean,
   concurrency: number,
-  failed: { target: Target['name']; workload: string; status: number; body: string }[],
+  failed: Failure[],
 ): string {
   const m = machineInfo()
   const label = (name: Target['name']) => targets.find((t) => t.name === name)!.label
@@ -202,7 +218,7 @@ function table(
     ...(failed.length > 0
       ? [
           '',
-          `Not timed (failed before timing): ${failed.map((f) => `${label(f.target)} on “${f.workload}” → HTTP ${f.status} \`${f.body.replace(/\|/g, '\\|')}\``).join('; ')}.`,
+          `Not timed (failed before timing): ${failed.map((f) => `${label(f.target)} on “${f.workload}” → HTTP ${f.status} \`${f.body.replace(/\|/g, '\\|')}\`${f.logged ? `, its own log: \`${f.logged.replace(/\|/g, '\\|')}\`` : ''}`).join('; ')}.`,
         ]
       : []),
     '',
@@ -273,6 +289,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         name: 'portkey',
         label: `Portkey gateway ${'1.15.2'} (Node)`,
         url: `http://127.0.0.1:${portkey.port}`,
+        log: () => portkey.child.output(),
         headers: {
           authorization: 'Bearer worker',
           'x-portkey-provider': 'openai',
@@ -319,11 +336,12 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       workload('32k tokens, whole', 32_000, false),
     ]
     // Every target must answer 200 before it is timed on a workload; one that cannot is reported, not timed.
-    const failed: { target: Target['name']; workload: string; status: number; body: string }[] = []
+    const failed: Failure[] = []
     const ok = new Map<string, Target[]>()
     for (const w of workloads) {
       const able: Target[] = []
       for (const t of targets) {
+        const logged0 = t.log?.().length ?? 0
         const r = await timedFetch(
           `${t.url}/v1/chat/completions`,
           {
@@ -334,19 +352,26 @@ async function run({ quick }: SuiteOptions): Promise<void> {
           true,
         )
         if (r.status === 200) able.push(t)
-        else
+        else {
+          // Its log line may follow its answer by a moment.
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          const logged = loggedError(t.log?.().slice(logged0) ?? '')
           failed.push({
             target: t.name,
             workload: w.name,
             status: r.status,
             body: (r.text ?? '').slice(0, 300),
+            ...(logged ? { logged } : {}),
           })
+        }
       }
       if (!able.some((t) => t.name === 'direct')) throw new Error(`the simulator failed ${w.name}`)
       ok.set(w.name, able)
     }
     for (const f of failed)
-      console.log(`  ${f.target} cannot serve ${f.workload}: ${f.status} ${f.body}`)
+      console.log(
+        `  ${f.target} cannot serve ${f.workload}: ${f.status} ${f.body}${f.logged ? ` (its log: ${f.logged})` : ''}`,
+      )
     const lat: LatencyRow[] = []
     for (const w of workloads) {
       const rows = await latency(
