@@ -31,6 +31,11 @@ const EXACT = /^cnry_[0-9a-hjkmnp-tv-z]{24}$/i
 export interface Classification {
   /** Half-open ranges to cut out: our own canary, fragments of it, and foreign canaries. */
   cuts: [number, number][]
+  /**
+   * Where each whole token of our own starts (a subset of the cuts' starts). No other tenant's prompt
+   * holds it, so no other tenant's text runs across it (see `Release`'s foreign-content hold-back).
+   */
+  ownAt: number[]
   findings: Finding[]
   /** Where the held tail starts (the text's length when nothing is held). */
   holdAt: number
@@ -70,6 +75,7 @@ export async function classify(
   const mine = ownList(own)
   const findings: Finding[] = []
   const cuts: [number, number][] = []
+  const ownAt: number[] = []
   let pendingOwn = buffer.length
   const start = new RegExp(START.source, START.flags)
   for (let m = start.exec(buffer); m !== null; m = start.exec(buffer)) {
@@ -90,6 +96,8 @@ export async function classify(
       // One space after it goes too, so the cut leaves no double space or leading blank (the prefix
       // marker is followed by one); at the end of a growing text it is held until that is known.
       const end = at + CANARY_LENGTH
+      // Whole, so ours wherever its cut ends: what lies before it need not wait for what follows.
+      ownAt.push(at)
       if (end === buffer.length && !final) {
         pendingOwn = Math.min(pendingOwn, at)
         break
@@ -113,7 +121,7 @@ export async function classify(
       }
     }
   }
-  return { cuts, findings, holdAt }
+  return { cuts, ownAt, findings, holdAt }
 }
 
 /**

@@ -105,6 +105,10 @@ interface ChannelState {
   shingler: Shingler
   winnow: Winnower
   final: boolean
+  /** Where the latest shingle read ends (a selection is one of the last few shingles). */
+  lastEnd: number
+  /** Where the latest shingle ended when a selection matched another tenant's prompt; −1: none yet. */
+  foreignEnd: number
   /** Per tenant, the distinct fingerprints of its current run (the last selections, all its). */
   runs: Map<string, Set<number>>
 }
@@ -148,6 +152,8 @@ export class ContentWatch {
         shingler: new Shingler(this.options.key, { n, keepStarts: this.holdBack }),
         winnow: new Winnower(w),
         final: false,
+        lastEnd: 0,
+        foreignEnd: -1,
         runs: new Map(),
       }
       this.channels.set(channel, state)
@@ -157,7 +163,8 @@ export class ContentWatch {
       throw new Error(`ContentWatch: channel ${channel} was already final`)
     }
     const current = state
-    state.shingler.read(text, final, (hash, _start, _end, index) => {
+    state.shingler.read(text, final, (hash, _start, end, index) => {
+      current.lastEnd = end
       if (current.winnow.push(hash, index)) this.check(current, channel)
     })
     if (final) {
@@ -201,6 +208,17 @@ export class ContentWatch {
     if (state.final) return shingler.length
     const held = Math.min(this.holdBack, shingler.units)
     return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
+  }
+
+  /**
+   * Where the channel's text read so far last matched another tenant's prompt: the end of the latest
+   * shingle read when a selection did (at or past the matching words); −1 when nothing has.
+   *
+   * @example
+   * const clean = watch.foreignEnd('reasoning') <= watch.safeFrom('reasoning')
+   */
+  foreignEnd(channel: string): number {
+    return this.channels.get(channel)?.foreignEnd ?? -1
   }
 
   /**
@@ -251,6 +269,7 @@ export class ContentWatch {
   }
 
   private count(state: ChannelState, source: string, fingerprint: number, channel: string): void {
+    state.foreignEnd = state.lastEnd
     let run = state.runs.get(source)
     if (run === undefined) {
       run = new Set()

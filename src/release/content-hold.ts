@@ -77,16 +77,26 @@ export class ContentHold {
   }
 
   /**
-   * Where the channel's text may be released up to, as far as this check goes.
+   * Where the channel's text may be released up to, as far as this check goes. `barrier` is where a
+   * token of this request's own starts in the channel (its canary, its prefix marker), already read:
+   * no other tenant's prompt holds it, so no other tenant's text runs across it, and every span of
+   * the text before it that could be another tenant's has been read whole and judged. What lies
+   * before it may leave without waiting for the 21 units after it — unless anything held matched
+   * another tenant's prompt at all (then what comes after the barrier may still make that evidence,
+   * and the text waits as it would without one).
    *
    * @example
-   * const safe = Math.min(canarySafe, hold.safeFrom('content'))
+   * const safe = Math.min(canarySafe, hold.safeFrom('reasoning', ownCanaryAt))
    */
-  safeFrom(channel: Channel): number {
+  safeFrom(channel: Channel, barrier = 0): number {
     const piece = this.#pieces.get(channel)
     if (piece === undefined) return Number.POSITIVE_INFINITY
     if (piece.closed) return piece.length
-    return piece.base + this.#watch.safeFrom(piece.key)
+    const judged = piece.base + this.#watch.safeFrom(piece.key)
+    if (barrier <= judged) return judged
+    const foreign = this.#watch.foreignEnd(piece.key)
+    if (foreign >= 0 && piece.base + foreign > judged) return judged
+    return Math.min(barrier, piece.length)
   }
 
   /**

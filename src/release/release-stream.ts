@@ -71,6 +71,12 @@ interface ChannelState {
   tail: string
   /** Where the last `cnry_` (any case) of the channel starts; −1 while there is none. */
   marker: number
+  /**
+   * Where the channel's latest whole token of our own (this attempt's canary, the prefix marker)
+   * starts, once read: the foreign-content hold-back need not keep what lies before it (see
+   * `ContentHold.safeFrom`). 0 while there is none.
+   */
+  barrier: number
   /** Text added since the channel's last scan. */
   dirty: boolean
 }
@@ -192,7 +198,17 @@ export class Release {
     let state = this.#channels.get(name)
     if (!state) {
       const strips = [...(this.#start.strips[name] ?? [])]
-      state = { base: 0, text: '', from: 0, safe: 0, strips, tail: '', marker: -1, dirty: false }
+      state = {
+        base: 0,
+        text: '',
+        from: 0,
+        safe: 0,
+        strips,
+        tail: '',
+        marker: -1,
+        barrier: 0,
+        dirty: false,
+      }
       this.#channels.set(name, state)
     }
     return state
@@ -382,7 +398,8 @@ export class Release {
     const judged = this.#standIns ? this.#standIns.judgedTo(name) : Number.POSITIVE_INFINITY
     const canary = Math.min(this.#channel(name).safe, judged)
     if (this.#start.contentHoldBack === false) return canary
-    const content = this.#start.content?.safeFrom(name) ?? Number.POSITIVE_INFINITY
+    const barrier = this.#channel(name).barrier
+    const content = this.#start.content?.safeFrom(name, barrier) ?? Number.POSITIVE_INFINITY
     return Math.min(canary, content)
   }
 
@@ -409,6 +426,7 @@ export class Release {
         if (!state.strips.some((r) => r.start === cut.start && r.end === cut.end))
           state.strips.push(cut)
       }
+      for (const at of found.ownAt) state.barrier = Math.max(state.barrier, start + at)
       state.safe = state.base + Math.max(0, found.holdAt - lead)
     }
   }

@@ -71,12 +71,13 @@ describe('release on the first proof', () => {
     const direct = await timed(1, false)
     const early = await timed(1, true)
     const late = await timed(0, true)
-    // The reasoning flows from the canary on (2.5 s in: the canary, then the foreign-content
-    // hold-back of 21 words; the virtual clock lets the guard read ahead a few events under load), where
+    // The reasoning flows from the canary on: what precedes it leaves once it is read (about 1 s in:
+    // 27 tokens of preamble and canary, then the event that shows where the canary ends; no other
+    // tenant's text runs across it, so the foreign-content hold-back does not keep those words), where
     // the model that does not restate it delivers nothing before its content's echo, after the whole
     // reasoning (5.2 s in). The bench has the exact figures.
-    expect(early.firstByte - direct.firstByte).toBeLessThan(3_000)
-    expect(late.firstByte - early.firstByte).toBeGreaterThan(2_000)
+    expect(early.firstByte - direct.firstByte).toBeLessThanOrEqual(1_000)
+    expect(late.firstByte - early.firstByte).toBeGreaterThan(3_500)
     // Same answer either way, no canary anywhere, and the restatement reads without it.
     expect(early.raw).not.toMatch(/cnry_/i)
     expect(early.reasoning.startsWith('The instruction at the end: begin with .')).toBe(true)

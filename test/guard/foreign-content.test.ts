@@ -7,7 +7,12 @@ import type { AiRunner } from '../../src/call/upstream'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { chat, sseText } from '../support/prompts'
-import { privateText, STALE_MIDDLE_PROFILE, STALE_MIDDLE_SIM } from '../support/stale-middle'
+import {
+  leakedWords,
+  privateText,
+  STALE_MIDDLE_PROFILE,
+  STALE_MIDDLE_SIM,
+} from '../support/stale-middle'
 import { recordVerdicts } from '../support/verdicts'
 
 /** Foreign-content fingerprints against the simulator's stale-middle leak (test/support/stale-middle.ts). */
@@ -15,19 +20,6 @@ const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'foreign-content-test-secret-0123456789abcdef'
 const SIM = STALE_MIDDLE_SIM
 const PROFILE = STALE_MIDDLE_PROFILE
-
-/** The longest run of words of `answer` found verbatim in `source` (how much of it leaked). */
-function leakedWords(answer: string, source: string): number {
-  const words = answer.split(/\s+/)
-  let best = 0
-  for (let i = 0; i < words.length; i++) {
-    for (let j = i + best + 1; j <= words.length; j++) {
-      if (!source.includes(words.slice(i, j).join(' '))) break
-      best = j - i
-    }
-  }
-  return best
-}
 
 function setup(options: Partial<GuardOptions> = {}) {
   const clock = new VirtualClock()

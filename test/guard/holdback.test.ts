@@ -1,56 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
+import { chatChunk as chunk, readUntil, openStream as scripted } from '../support/open-stream'
 import { chat, sseText } from '../support/prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'holdback-test-secret-0123456789abcdef'
 const models = { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } }
-
-function chunk(delta: Record<string, unknown>): string {
-  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`
-}
-
-/**
- * An upstream whose stream the test writes event by event (and may leave open); `close` sends the
- * given last events, then ends it.
- */
-function scripted(
-  events: (own: string) => string[],
-): AiRunner & { close: (last?: string[]) => void } {
-  let controller: ReadableStreamDefaultController<Uint8Array> | undefined
-  return {
-    close: (last = []) => {
-      for (const event of last) controller?.enqueue(new TextEncoder().encode(event))
-      controller?.close()
-    },
-    run: async (_model, inputs) => {
-      // The directive's canary: the prompt's last (its first is the tenant's prefix marker).
-      const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
-      return new ReadableStream<Uint8Array>({
-        start(c) {
-          controller = c
-          for (const event of events(own)) c.enqueue(new TextEncoder().encode(event))
-        },
-      })
-    },
-  }
-}
-
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  text: string,
-): Promise<string> {
-  let got = ''
-  const decoder = new TextDecoder()
-  while (!sseText(got).content.includes(text)) {
-    const next = await reader.read()
-    if (next.done) break
-    got += decoder.decode(next.value, { stream: true })
-  }
-  return got
-}
 
 /**
  * The canary's hold-back, alone: the foreign-content check holds back the last 21 units of every
@@ -67,7 +23,7 @@ describe('hold-back across channels', () => {
     const ai = guardAi(upstream, { secret: SECRET, models, foreignContent: false })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     // The upstream is still open: the content must flow anyway.
-    const got = await readUntil(out.getReader(), 'First words')
+    const got = await readUntil(out.getReader(), (seen) => seen.content.includes('First words'))
     expect(sseText(got).reasoning).toBe('The question is basic')
     expect(sseText(got).content).toContain('First words')
     upstream.close()
@@ -81,7 +37,7 @@ describe('hold-back across channels', () => {
     ])
     const ai = guardAi(upstream, { secret: SECRET, models, foreignContent: false })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
-    const got = await readUntil(out.getReader(), 'First words')
+    const got = await readUntil(out.getReader(), (seen) => seen.content.includes('First words'))
     expect(sseText(got).content).toContain('First words')
     expect(sseText(got).reasoning).toBe('I must begin with ')
     expect(got).not.toMatch(/cnry/i)
@@ -130,11 +86,11 @@ describe('hold-back for foreign content', () => {
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     const reader = out.getReader()
     // Everything up to w38 is judged while the upstream is still open (w39 … w59 are 21 units).
-    const got = await readUntil(reader, 'w38 ')
+    const got = await readUntil(reader, (seen) => seen.content.includes('w38 '))
     expect(sseText(got).content).toContain('w0 w1 ')
     expect(sseText(got).content).not.toContain('w39')
     upstream.close(['data: [DONE]\n\n'])
-    const rest = await readUntil(reader, 'w59')
+    const rest = await readUntil(reader, (seen) => seen.content.includes('w59'))
     expect(sseText(got + rest).content.trim()).toBe(words.join(' '))
   })
 })

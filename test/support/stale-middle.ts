@@ -38,3 +38,22 @@ export const STALE_MIDDLE_PROFILE = {
  */
 export const privateText = (seed: number, lines = 24) =>
   Array.from({ length: lines }, (_, i) => english(seed * 10_000 + i, 300)).join('\n')
+
+/**
+ * The longest run of words of `answer` found verbatim in `source`: how much of a source reached a
+ * client.
+ *
+ * @example
+ * expect(leakedWords(received, tenantAText)).toBe(0)
+ */
+export function leakedWords(answer: string, source: string): number {
+  const words = answer.split(/\s+/).filter((word) => word !== '')
+  let best = 0
+  for (let i = 0; i < words.length; i++) {
+    for (let j = i + best + 1; j <= words.length; j++) {
+      if (!source.includes(words.slice(i, j).join(' '))) break
+      best = j - i
+    }
+  }
+  return best
+}
