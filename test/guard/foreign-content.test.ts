@@ -6,7 +6,8 @@ import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } fro
 import type { AiRunner } from '../../src/call/upstream'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
-import { chat, sseText } from '../support/prompts'
+import { drainText } from '../support/open-stream'
+import { chat } from '../support/prompts'
 import {
   leakedWords,
   privateText,
@@ -37,7 +38,6 @@ function setup(options: Partial<GuardOptions> = {}) {
   /** One request of `tenant`; the text the client received (or the error), whatever the outcome. */
   const send = async (tenant: string, text: string, stream: boolean) => {
     const ai = guard.wrap(engine.binding('gateway'), { tenant })
-    let delivered = ''
     try {
       const out = await ai.run(MODEL, chat(text, { stream, max_tokens: 1_024 }))
       if (!stream) {
@@ -45,20 +45,10 @@ function setup(options: Partial<GuardOptions> = {}) {
           .message
         return { delivered: `${message.reasoning_content ?? ''}${message.content ?? ''}` }
       }
-      const reader = (out as ReadableStream<Uint8Array>).getReader()
-      const decoder = new TextDecoder()
-      try {
-        for (let next = await reader.read(); !next.done; next = await reader.read()) {
-          delivered += decoder.decode(next.value, { stream: true })
-        }
-      } catch (error) {
-        const { reasoning, content } = sseText(delivered)
-        return { delivered: reasoning + content, error }
-      }
-      const { reasoning, content } = sseText(delivered)
-      return { delivered: reasoning + content }
+      const drained = await drainText((out as ReadableStream<Uint8Array>).getReader())
+      return { delivered: drained.text, error: drained.error }
     } catch (error) {
-      return { delivered, error }
+      return { delivered: '', error }
     }
   }
   const record = async () => {

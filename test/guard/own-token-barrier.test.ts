@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { createGuard, GuardError } from '../../src'
-import { chatChunk as chunk, type OpenStream, openStream, readUntil } from '../support/open-stream'
+import {
+  chatChunk as chunk,
+  drainText,
+  type OpenStream,
+  openStream,
+  readUntil,
+} from '../support/open-stream'
 import { chat, sseText } from '../support/prompts'
 import { scripted } from '../support/secrets'
 import { leakedWords } from '../support/stale-middle'
@@ -57,18 +63,7 @@ async function sendB(
   const reader = out.getReader()
   const first = reader.read()
   upstream.close(more)
-  let raw = ''
-  const decoder = new TextDecoder()
-  try {
-    for (let next = await first; !next.done; next = await reader.read()) {
-      raw += decoder.decode(next.value, { stream: true })
-    }
-  } catch (error) {
-    const { reasoning, content } = sseText(raw)
-    return { text: reasoning + content, error }
-  }
-  const { reasoning, content } = sseText(raw)
-  return { text: reasoning + content }
+  return drainText(reader, first)
 }
 
 /**

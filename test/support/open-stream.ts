@@ -72,3 +72,30 @@ export async function readUntil(
   }
   return got
 }
+
+/**
+ * Reads the client's stream to its end: the reasoning and content text it received, and the error
+ * that ended it, if one did. `first` is a read already begun on `reader`.
+ *
+ * @example
+ * const { text, error } = await drainText(out.getReader())
+ */
+export async function drainText(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  first: Promise<ReadableStreamReadResult<Uint8Array>> = reader.read(),
+): Promise<{ text: string; error?: unknown }> {
+  let raw = ''
+  const decoder = new TextDecoder()
+  const received = () => {
+    const { reasoning, content } = sseText(raw)
+    return reasoning + content
+  }
+  try {
+    for (let next = await first; !next.done; next = await reader.read()) {
+      raw += decoder.decode(next.value, { stream: true })
+    }
+  } catch (error) {
+    return { text: received(), error }
+  }
+  return { text: received() }
+}
