@@ -171,7 +171,7 @@ export class FingerprintTable implements FingerprintLookup {
     const stored = this.stored(hash, code[0], code[1])
     const nowSecond = this.secondOf(now)
     for (const generation of [this.current, this.previous]) {
-      if (generation === undefined) continue
+      if (generation === undefined || !generation.mayHold(stored)) continue
       const slot = generation.find(stored)
       if (generation.keys[slot] === 0) continue
       if (!this.visible(generation.seen[slot]!, nowSecond)) return undefined
@@ -237,9 +237,8 @@ export class FingerprintTable implements FingerprintLookup {
       this.dropped++
       return
     }
-    generation.keys[slot] = stored
+    generation.put(slot, stored)
     generation.seen[slot] = second
-    generation.size++
     generation.created[id]!++
     this.inherit(generation, base, stored, second)
     this.addOwner(generation, base, id)
@@ -248,7 +247,7 @@ export class FingerprintTable implements FingerprintLookup {
   /** A fingerprint already in the previous generation keeps its senders (and commonness). */
   private inherit(generation: Generation, base: number, stored: number, second: number): void {
     const previous = this.previous
-    if (previous === undefined) return
+    if (previous === undefined || !previous.mayHold(stored)) return
     const slot = previous.find(stored)
     if (previous.keys[slot] === 0 || !this.visible(previous.seen[slot]!, second)) return
     const from = slot * this.ownerSlots

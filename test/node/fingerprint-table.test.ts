@@ -139,7 +139,7 @@ describe('fingerprint table', () => {
 
   it('should state what the budget holds', () => {
     const stats = new FingerprintTable({ budgetBytes: 16 * MIB }).stats()
-    // 16-byte slots, two generations, 70% load, 1/16 of the budget for tenant names.
-    expect(stats.entriesPerGeneration).toBe(344_064)
+    // 16.5-byte slots (16 and 4 filter bits), two generations, 70% load, 1/16 for tenant names.
+    expect(stats.entriesPerGeneration).toBe(333_637)
   })
 })
