@@ -96,13 +96,21 @@ function workload(name: string, tokens: number, stream: boolean): Workload {
   }
 }
 
-function send(target: Target, w: Workload) {
-  return () =>
-    timedFetch(`${target.url}/v1/chat/completions`, {
+/** One request of the workload to the target (its body read to the end; kept with `keepText`). */
+function request(target: Target, w: Workload, keepText = false) {
+  return timedFetch(
+    `${target.url}/v1/chat/completions`,
+    {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...target.headers },
       body: w.body,
-    })
+    },
+    keepText,
+  )
+}
+
+function send(target: Target, w: Workload) {
+  return () => request(target, w)
 }
 
 interface LatencyRow {
@@ -125,6 +133,33 @@ interface ThroughputRow {
   requestsPerSecond: number
   latency: Summary
   errors: number
+  /**
+   * Streams: the events (and bytes) of one answer as this target delivers it, mean of a few untimed
+   * requests, and requests/s × events. The guard's prompt carries its directive and markers, which the
+   * simulator quotes, so its answers are longer than the same prompt's direct ones: per event is the
+   * like-for-like figure of the stream path.
+   */
+  answer?: { events: number; bytes: number }
+  eventsPerSecond?: number
+}
+
+/** Events (SSE `data:` lines but `[DONE]`) and bytes of a target's streamed answer: mean of `n`. */
+async function answerSize(
+  t: Target,
+  w: Workload,
+  n: number,
+): Promise<{ events: number; bytes: number }> {
+  let events = 0
+  let bytes = 0
+  for (let i = 0; i < n; i++) {
+    const r = await request(t, w, true)
+    const text = r.text ?? ''
+    events += text
+      .split('\n')
+      .filter((l) => l.startsWith('data:') && l.trim() !== 'data: [DONE]').length
+    bytes += r.bytes
+  }
+  return { events: Math.round((events / n) * 10) / 10, bytes: Math.round(bytes / n) }
 }
 
 async function latency(targets: Target[], w: Workload, rounds: number): Promise<LatencyRow[]> {
@@ -173,16 +208,21 @@ async function throughput(
       results.get(t.name)!.push(await load(send(t, w), count, concurrency))
     }
   }
+  const sizes = new Map<Target['name'], { events: number; bytes: number }>()
+  if (w.stream) for (const t of targets) sizes.set(t.name, await answerSize(t, w, 5))
   return targets.map((t) => {
     const runs = results.get(t.name)!
+    const requestsPerSecond = Math.round(median(runs.map((r) => r.requestsPerSecond)) * 10) / 10
+    const answer = sizes.get(t.name)
     return {
       workload: w.name,
       target: t.name,
       concurrency,
       requests: count,
-      requestsPerSecond: Math.round(median(runs.map((r) => r.requestsPerSecond)) * 10) / 10,
+      requestsPerSecond,
       latency: summarize(runs.flatMap((r) => r.latencies)),
       errors: runs.reduce((n, r) => n + r.errors, 0),
+      ...(answer ? { answer, eventsPerSecond: Math.round(requestsPerSecond * answer.events) } : {}),
     }
   })
 }
@@ -222,13 +262,16 @@ function table(
         ]
       : []),
     '',
-    `Throughput at concurrency ${concurrency} (median of two alternating runs per target):`,
+    `Throughput at concurrency ${concurrency} (median of two alternating runs per target). Streams: ` +
+      'events per answer as each target delivers it (mean of 5 untimed requests) and requests/s × ' +
+      "events — the guard's prompt carries its directive and markers, which the simulator quotes, so " +
+      'its answers are longer than the direct ones:',
     '',
-    '| workload | target | requests/s | latency median | latency p99 | errors |',
-    '|---|---|---:|---:|---:|---:|',
+    '| workload | target | requests/s | events per answer | events/s | latency median | latency p99 | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
     ...thr.map(
       (r) =>
-        `| ${r.workload} | ${label(r.target)} | ${r.requestsPerSecond} | ${ms(r.latency.median)} | ${ms(r.latency.p99)} | ${r.errors} |`,
+        `| ${r.workload} | ${label(r.target)} | ${r.requestsPerSecond} | ${r.answer ? `${r.answer.events} (${(r.answer.bytes / 1024).toFixed(1)} KiB)` : '—'} | ${r.eventsPerSecond ?? '—'} | ${ms(r.latency.median)} | ${ms(r.latency.p99)} | ${r.errors} |`,
     ),
   ]
   return lines.join('\n')
@@ -342,15 +385,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       const able: Target[] = []
       for (const t of targets) {
         const logged0 = t.log?.().length ?? 0
-        const r = await timedFetch(
-          `${t.url}/v1/chat/completions`,
-          {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...t.headers },
-            body: w.body,
-          },
-          true,
-        )
+        const r = await request(t, w, true)
         if (r.status === 200) able.push(t)
         else {
           // Its log line may follow its answer by a moment.
