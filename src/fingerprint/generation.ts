@@ -6,7 +6,7 @@
  * In front of the slots, a bitmap of the keys held (a one-hash Bloom filter, {@link FILTER_BITS} bits a
  * slot): most lookups are of fingerprints nobody sent — an answer's own words — and the slots of a
  * 16 MiB table are megabytes of arrays, so a probe is a cache miss even in a table with nothing in
- * it; the bitmap is a sixteenth of their size and answers most of those lookups by itself.
+ * it; the bitmap is a thirty-second of their size and answers most of those lookups by itself.
  */
 
 /** Owner slot value: the fingerprint was sent by `commonAt` or more distinct tenants. */
