@@ -6,7 +6,7 @@
 import { GuardError } from '../errors'
 import { FrameReader } from '../format/frame-reader'
 import type { Frame } from '../format/frames'
-import { DEFAULT_MAX_EVENT_BYTES, SseParser } from '../format/sse'
+import { DEFAULT_MAX_EVENT_BYTES, type SseEvent, SseParser } from '../format/sse'
 
 /** Time limits of one upstream stream, ms. */
 export interface StallLimits {
@@ -15,6 +15,9 @@ export interface StallLimits {
   /** Between two chunks once bytes flow. */
   idleMs: number
 }
+
+/** The answer of a `next` after the end. */
+const NOTHING: Promise<undefined> = Promise.resolve(undefined)
 
 /** A wait is checked this many times per limit: a stall is caught within 1¼ limits of its start. */
 const CHECKS_PER_LIMIT = 4
@@ -55,6 +58,8 @@ export class UpstreamEvents {
   /** The limit the armed timer ticks for. */
   #armedFor = 0
   #failure: GuardError | undefined
+  /** The frames of the chunk being read. */
+  #batch: Frame[] = []
 
   constructor(
     body: ReadableStream<Uint8Array>,
@@ -83,8 +88,8 @@ export class UpstreamEvents {
    * @example
    * const frames = await upstream.next()
    */
-  async next(): Promise<Frame[] | undefined> {
-    if (this.#ended) return undefined
+  next(): Promise<Frame[] | undefined> {
+    if (this.#ended) return NOTHING
     if (!this.#waiting) {
       this.#waiting = true
       this.#wait++
@@ -92,13 +97,15 @@ export class UpstreamEvents {
     // No timer, or one ticking for a longer limit (the first byte's): time this wait from now.
     const limit = this.#limit()
     if (this.#timer === undefined || this.#armedFor > limit) this.#time(limit)
-    let result: ReadableStreamReadResult<Uint8Array>
-    try {
-      result = await this.#reader.read()
-    } catch (error) {
-      this.#stop()
-      throw this.#failure ?? error
-    }
+    // A `then`, not an `async` body: a suspended async function copies its frame to the heap, and
+    // this runs once per chunk.
+    return this.#reader.read().then(this.#onRead, this.#onFailed)
+  }
+
+  /** A chunk (or the end) arrived: its frames. */
+  readonly #onRead = (
+    result: ReadableStreamReadResult<Uint8Array>,
+  ): Frame[] | undefined | Promise<never> => {
     this.#waiting = false
     if (this.#failure) throw this.#failure
     if (result.done) {
@@ -108,15 +115,26 @@ export class UpstreamEvents {
     }
     this.#seen = true
     const frames: Frame[] = []
+    this.#batch = frames
     try {
-      this.#parser.push(result.value, (event, raw, chunk) =>
-        frames.push(this.#frames.read(event, raw, chunk)),
-      )
+      this.#parser.push(result.value, this.#onEvent)
     } catch (error) {
-      await this.cancel(error)
-      throw error
+      return this.cancel(error).then(() => {
+        throw error
+      })
     }
     return frames
+  }
+
+  /** One event of the chunk being read, as its frame. */
+  readonly #onEvent = (event: SseEvent, raw: string | undefined, chunk: Uint8Array | undefined) => {
+    this.#batch.push(this.#frames.read(event, raw, chunk))
+  }
+
+  /** The read itself failed (or was cancelled by the watchdog, whose 504 it then is). */
+  readonly #onFailed = (error: unknown): never => {
+    this.#stop()
+    throw this.#failure ?? error
   }
 
   /**
