@@ -114,3 +114,60 @@ describe('UpstreamEvents deadlines', () => {
     expect(events.truncated).toBe(false)
   })
 })
+
+/** An upstream that sends `chunks` at once, then ends, and records its cancellation. */
+function recorded(chunks: Uint8Array[]): {
+  body: ReadableStream<Uint8Array>
+  cancelled: unknown[]
+} {
+  const cancelled: unknown[] = []
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = chunks.shift()
+      if (next) controller.enqueue(next)
+      else controller.close()
+    },
+    cancel(reason) {
+      cancelled.push(reason)
+    },
+  })
+  return { body, cancelled }
+}
+
+describe('UpstreamEvents bytes', () => {
+  const limits = { firstByteMs: 1_000, idleMs: 1_000 }
+
+  it('should give each chunk its frames in order, events split anywhere, then the end', async () => {
+    const bytes = new Uint8Array([...event('one'), ...event('two'), ...event('three')])
+    const { body } = recorded([bytes.subarray(0, 5), bytes.subarray(5, 30), bytes.subarray(30)])
+    const events = new UpstreamEvents(body, limits)
+    const batches: string[][] = []
+    for (let frames = await events.next(); frames; frames = await events.next()) {
+      batches.push(frames.map((f) => f.texts.content ?? ''))
+    }
+    expect(batches.flat()).toEqual(['one', 'two', 'three'])
+    expect(batches[0]).toEqual([]) // five bytes complete no event
+    expect(await events.next()).toBeUndefined() // and stays ended
+  })
+
+  it('should fail on bytes that are not UTF-8 and cancel the upstream, never hand on a frame', async () => {
+    const { body, cancelled } = recorded([
+      event('fine'),
+      new Uint8Array([...utf8.encode('data: {"response":"'), 0xff, ...utf8.encode('"}\n\n')]),
+      event('never read'),
+    ])
+    const events = new UpstreamEvents(body, limits)
+    expect((await events.next())?.[0]?.texts.content).toBe('fine')
+    await expect(events.next()).rejects.toThrow(/not valid UTF-8/)
+    expect(cancelled).toHaveLength(1)
+    expect(events.ended).toBe(true)
+    expect(await events.next()).toBeUndefined()
+  })
+
+  it('should fail on an event over maxEventBytes before buffering it, and cancel the upstream', async () => {
+    const { body, cancelled } = recorded([utf8.encode(`data: ${'x'.repeat(5_000)}`)])
+    const events = new UpstreamEvents(body, limits, 1_024)
+    await expect(events.next()).rejects.toThrow(/exceeds maxEventBytes \(1024 bytes\)/)
+    expect(cancelled).toHaveLength(1)
+  })
+})
