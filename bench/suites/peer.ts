@@ -440,7 +440,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       targets: targets.map(({ name, label, checks }) => ({ name, label, checks })),
       config: {
         simulator:
-          'sim/http.ts over SimEngine, prefill and decode Infinity, one process (bench/support/sim-server.ts)',
+          'sim/http.ts over SimEngine, prefill and decode Infinity, every request tokenized afresh as a real engine does (no memo of repeated long prompts), one process (bench/support/sim-server.ts)',
         portkey: '@portkey-ai/gateway 1.15.2 build/start-server.js, default config',
         guard:
           'src/worker createApp, env.AI = openAiHttpUpstream(simulator), built-in glm-5.3 profile',

@@ -7,6 +7,7 @@
  */
 import { estimateTexts, type PromptEstimate } from '../ceiling/estimate'
 import { promptPieces, templateOverhead } from '../ceiling/prompt'
+import { nfcForm } from '../ceiling/script'
 import { utf8Length } from '../ceiling/utf8'
 import type { ModelProfile } from '../guard/options'
 import { timingSignal } from '../timing/prefill'
@@ -54,8 +55,8 @@ const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')
 /** Bytes of a text as the tokenizers may see it (Qwen3 normalises to NFC, which can lengthen it). */
 function boundBytes(text: string): number {
   const bytes = utf8Length(text)
-  // Only text outside Latin-1 and its combining marks can change under NFC.
-  return /[^\t-\u02ff]/.test(text) ? Math.max(bytes, utf8Length(text.normalize('NFC'))) : bytes
+  const nfc = nfcForm(text)
+  return nfc === text ? bytes : Math.max(bytes, utf8Length(nfc))
 }
 
 /**

@@ -23,7 +23,7 @@
 import type { TextFacts } from '../memo/text-memo'
 import { type ClassFigures, loadFamily, scanFamily, type TextTally } from './estimate'
 import { type PromptPieces, templateOverhead } from './prompt'
-import { addClassBytes, SCRIPT_CLASSES, type ScriptClass } from './script'
+import { addClassBytes, NFC_STABLE_BELOW, SCRIPT_CLASSES, type ScriptClass } from './script'
 
 /** The margin per script class, as a fraction (0.05 = 5%) on top of the family bound. */
 export type Margins = (cls: ScriptClass) => number
@@ -144,15 +144,15 @@ function driversOf(
 function classBytes(texts: readonly string[]): Float64Array {
   const total = new Float64Array(SCRIPT_CLASSES.length)
   for (const text of texts) {
-    const nfc = text.normalize('NFC')
-    if (nfc === text) {
-      addClassBytes(text, total)
-      continue
-    }
     const sent = new Float64Array(SCRIPT_CLASSES.length)
-    const normalized = new Float64Array(SCRIPT_CLASSES.length)
-    addClassBytes(text, sent)
-    addClassBytes(nfc, normalized)
+    let normalized = sent
+    if (addClassBytes(text, sent) >= NFC_STABLE_BELOW) {
+      const nfc = text.normalize('NFC')
+      if (nfc !== text) {
+        normalized = new Float64Array(SCRIPT_CLASSES.length)
+        addClassBytes(nfc, normalized)
+      }
+    }
     for (let c = 0; c < total.length; c++) {
       total[c] = (total[c] ?? 0) + Math.max(sent[c] ?? 0, normalized[c] ?? 0)
     }

@@ -23,7 +23,14 @@
 import type { TextFacts } from '../memo/text-memo'
 import { chunkEnd, LONG_PIECE_UNITS, type PieceTokenizer, pieceTokenizer } from './count'
 import type { ClassFactor } from './family-table'
-import { CLASS_MASK, LONE_SURROGATE, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from './script'
+import {
+  CLASS_MASK,
+  LONE_SURROGATE,
+  nfcForm,
+  pieceFacts,
+  SCRIPT_CLASSES,
+  type ScriptClass,
+} from './script'
 import { utf8Length } from './utf8'
 
 /** What one script class of a prompt costs. */
@@ -405,7 +412,7 @@ function addNfcVariants(
     if (share === undefined) continue
     const text = texts[t] ?? ''
     const sent = share.tally
-    const nfc = text.normalize('NFC')
+    const nfc = nfcForm(text)
     if (nfc !== text) {
       const variant = tally()
       scanner.scanText(nfc, variant, false)

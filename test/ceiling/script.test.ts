@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest'
 import {
   addClassBytes,
   LONE_SURROGATE,
+  NFC_STABLE_BELOW,
+  nfcForm,
   pieceFacts,
   SCRIPT_CLASS_NAMES,
   SCRIPT_CLASSES,
@@ -78,5 +80,63 @@ describe('script classes', () => {
       addClassBytes(text, totals)
       expect(totals.reduce((a, b) => a + b, 0)).toBe(utf8Length(text))
     }
+  })
+
+  it("should give each character's bytes to its own class, ASCII tallied or not (property)", () => {
+    const next = rng(43)
+    for (let i = 0; i < 200; i++) {
+      const text = i % 2 ? randomUnicode(next, 60) : randomCodePoints(next, 60)
+      const whole = new Float64Array(SCRIPT_CLASSES.length)
+      addClassBytes(text, whole)
+      // One call per code point (a lone surrogate is its own), each with no ASCII run to tally.
+      const single = new Float64Array(SCRIPT_CLASSES.length)
+      for (const char of text) addClassBytes(char, single)
+      expect([...whole]).toEqual([...single])
+    }
+    const totals = new Float64Array(SCRIPT_CLASSES.length)
+    addClassBytes('Hei 12ქ', totals)
+    expect(totals[SCRIPT_CLASSES.indexOf('latin')]).toBe(3)
+    expect(totals[SCRIPT_CLASSES.indexOf('digits')]).toBe(2)
+    expect(totals[SCRIPT_CLASSES.indexOf('whitespace')]).toBe(1)
+    expect(totals[SCRIPT_CLASSES.indexOf('georgian')]).toBe(3)
+  })
+
+  it('should return the highest unit outside ASCII, so NFC is skipped only where it cannot change', () => {
+    const next = rng(47)
+    for (let i = 0; i < 300; i++) {
+      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+      const highest = addClassBytes(text, new Float64Array(SCRIPT_CLASSES.length))
+      expect(highest >= NFC_STABLE_BELOW).toBe(/[\u0300-\uffff]/.test(text))
+    }
+    expect(addClassBytes('plain', new Float64Array(SCRIPT_CLASSES.length))).toBe(0)
+    expect(addClassBytes('été', new Float64Array(SCRIPT_CLASSES.length))).toBe(0xe9)
+    expect(addClassBytes('e\u0301', new Float64Array(SCRIPT_CLASSES.length))).toBe(0x301)
+  })
+
+  it('should hold the NFC shortcut: every text of units below U+0300 is its own NFC form', () => {
+    // NFC changes a character, or composes it with the one before, only from U+0300 up: checking
+    // every character and every pair below it covers all compositions (they are pairwise).
+    const changed: string[] = []
+    for (let a = 0; a < NFC_STABLE_BELOW; a++) {
+      const first = String.fromCharCode(a)
+      if (first.normalize('NFC') !== first) changed.push(first)
+      for (let b = 0; b < NFC_STABLE_BELOW; b++) {
+        const pair = first + String.fromCharCode(b)
+        if (pair.normalize('NFC') !== pair) changed.push(pair)
+      }
+    }
+    expect(changed).toEqual([])
+    // Just above: the combining grave composes with the letter before it.
+    expect('e\u0300'.normalize('NFC')).toBe('è')
+  })
+
+  it('should give the NFC form, normalizing only text that can change (property)', () => {
+    const next = rng(53)
+    for (let i = 0; i < 300; i++) {
+      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+      expect(nfcForm(text)).toBe(text.normalize('NFC'))
+    }
+    expect(nfcForm('Cafe\u0301')).toBe('Caf\u00e9')
+    expect(nfcForm('\u{1d160}')).toBe('\u{1d158}\u{1d165}\u{1d16e}')
   })
 })
