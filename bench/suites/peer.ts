@@ -238,7 +238,7 @@ function table(
   const m = machineInfo()
   const label = (name: Target['name']) => targets.find((t) => t.name === name)!.label
   const lines = [
-    `Same simulator process (OpenAI-compatible HTTP on loopback, delays at zero), same load generator ` +
+    `Same simulator process (OpenAI-compatible HTTP on loopback, delays at zero, every request tokenized afresh as an engine does), same load generator ` +
       `(Node fetch, every body read to the end), one run; Node ${m.node}, ${m.cpu} (${m.cores} cores, shared by ` +
       `the simulator, the gateways and the load generator)${quick ? ', quick run' : ''}. Latency: requests ` +
       'sent one at a time, targets rotating each round; “added” = median (p99) of per-round differences ' +
