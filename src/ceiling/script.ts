@@ -334,7 +334,8 @@ function add(totals: Float64Array, id: number, bytes: number): void {
 export function addClassBytes(text: string, totals: Float64Array): number {
   const table = bmpTable()
   // ASCII — the bulk of almost any prompt — is tallied per character and classed once at the end:
-  // one increment per character instead of a class lookup and a float add on one hot total.
+  // one increment per character instead of a class lookup and a float add on one hot total. (A V8
+  // string holds at most 2³⁰ units, so no count can pass the 2³² of a Uint32.)
   const ascii = new Uint32Array(0x80)
   let highest = 0
   const length = text.length
