@@ -8,15 +8,13 @@ import {
   LONG_PIECE_UNITS,
 } from '../../src/ceiling/count'
 import { utf8Length } from '../../src/ceiling/utf8'
-import { prose, randomCodePoints, randomUnicode, rng } from './gen'
+import { mixedTexts, prose, randomCodePoints, randomUnicode, rng } from './gen'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }
 
 describe('utf8Length', () => {
   it('should equal TextEncoder on every kind of code unit, lone surrogates included', () => {
-    const next = rng(1)
-    for (let i = 0; i < 300; i++) {
-      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+    for (const text of mixedTexts(1, 300, 40)) {
       expect(utf8Length(text)).toBe(new TextEncoder().encode(text).length)
     }
   })

@@ -84,6 +84,21 @@ export function randomCodePoints(next: () => number, length: number): string {
   return text
 }
 
+/**
+ * `count` seeded random texts of `size`, alternating the two generators above (code points first).
+ *
+ * @example
+ * for (const text of mixedTexts(41, 300, 40)) expect(utf8Length(text)).toBe(encode(text).length)
+ */
+export function mixedTexts(seed: number, count: number, size: number): string[] {
+  const next = rng(seed)
+  const texts: string[] = []
+  for (let i = 0; i < count; i++) {
+    texts.push(i % 2 ? randomUnicode(next, size) : randomCodePoints(next, size))
+  }
+  return texts
+}
+
 const WORDS = [
   'cache',
   'prefill',

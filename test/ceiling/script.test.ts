@@ -10,7 +10,7 @@ import {
   scriptClassOf,
 } from '../../src/ceiling/script'
 import { utf8Length } from '../../src/ceiling/utf8'
-import { randomCodePoints, randomUnicode, rng } from './gen'
+import { mixedTexts } from './gen'
 
 describe('script classes', () => {
   it('should be a fixed list of at most 32 names, each with a human name', () => {
@@ -73,9 +73,7 @@ describe('script classes', () => {
   })
 
   it('should split UTF-8 bytes by class, summing to utf8Length (property over random Unicode)', () => {
-    const next = rng(41)
-    for (let i = 0; i < 300; i++) {
-      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+    for (const text of mixedTexts(41, 300, 40)) {
       const totals = new Float64Array(SCRIPT_CLASSES.length)
       addClassBytes(text, totals)
       expect(totals.reduce((a, b) => a + b, 0)).toBe(utf8Length(text))
@@ -83,9 +81,7 @@ describe('script classes', () => {
   })
 
   it("should give each character's bytes to its own class, ASCII tallied or not (property)", () => {
-    const next = rng(43)
-    for (let i = 0; i < 200; i++) {
-      const text = i % 2 ? randomUnicode(next, 60) : randomCodePoints(next, 60)
+    for (const text of mixedTexts(43, 200, 60)) {
       const whole = new Float64Array(SCRIPT_CLASSES.length)
       addClassBytes(text, whole)
       // One call per code point (a lone surrogate is its own), each with no ASCII run to tally.
@@ -102,9 +98,7 @@ describe('script classes', () => {
   })
 
   it('should return the highest unit outside ASCII, so NFC is skipped only where it cannot change', () => {
-    const next = rng(47)
-    for (let i = 0; i < 300; i++) {
-      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+    for (const text of mixedTexts(47, 300, 40)) {
       const highest = addClassBytes(text, new Float64Array(SCRIPT_CLASSES.length))
       expect(highest >= NFC_STABLE_BELOW).toBe(/[\u0300-\uffff]/.test(text))
     }
@@ -131,9 +125,7 @@ describe('script classes', () => {
   })
 
   it('should give the NFC form, normalizing only text that can change (property)', () => {
-    const next = rng(53)
-    for (let i = 0; i < 300; i++) {
-      const text = i % 2 ? randomUnicode(next, 40) : randomCodePoints(next, 40)
+    for (const text of mixedTexts(53, 300, 40)) {
       expect(nfcForm(text)).toBe(text.normalize('NFC'))
     }
     expect(nfcForm('Cafe\u0301')).toBe('Caf\u00e9')

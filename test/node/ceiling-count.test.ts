@@ -10,7 +10,7 @@ import {
 import { estimateTexts } from '../../src/ceiling/estimate'
 import { promptPieces, templateOverhead } from '../../src/ceiling/prompt'
 import { utf8Length } from '../../src/ceiling/utf8'
-import { prose, randomCodePoints, randomUnicode, rng } from '../ceiling/gen'
+import { mixedTexts, prose, rng } from '../ceiling/gen'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }
 const margins: Margins = () => 0.1
@@ -30,9 +30,7 @@ describe('token ceiling on Node', () => {
   })
 
   it('should count exactly like gpt-tokenizer and never above the byte bound', async () => {
-    const next = rng(21)
-    for (let i = 0; i < 300; i++) {
-      const text = i % 2 ? randomUnicode(next, 60) : randomCodePoints(next, 60)
+    for (const text of mixedTexts(21, 300, 60)) {
       const tokens = await countTokens([text])
       expect(tokens).toBe(libraryCount(text, PLAIN))
       expect(tokens).toBeLessThanOrEqual(utf8Length(text))
