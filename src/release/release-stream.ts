@@ -101,9 +101,15 @@ interface Held {
   spans: Span[]
 }
 
+/** Frames read while the answer was verified, in order (an array, or a held head read back). */
+export interface HeldFrames {
+  readonly length: number
+  at(index: number): Frame | undefined
+}
+
 /** What the verification stage hands over: frames already read, and what to cut from them. */
 export interface ReleaseStart {
-  held: Frame[]
+  held: HeldFrames
   /** Ranges of our own canary (the echo and its decoration) to remove, per channel. */
   strips: Partial<Record<Channel, Range[]>>
   /**
@@ -224,7 +230,7 @@ export class Release {
     do {
       const to = Math.min(held.length, from + BEGIN_BATCH)
       // Already read by the foreign-content check while held: added here for release only.
-      for (let i = from; i < to; i++) this.#add(held[i]!, false)
+      for (let i = from; i < to; i++) this.#add(held.at(i)!, false)
       await this.#scan(to === held.length ? this.#sawDone : false)
       out += this.#flush(false)
       from = to

@@ -26,6 +26,7 @@ import { Release, type ReleaseStart } from '../release/release-stream'
 import type { TimingSignal } from '../timing/prefill'
 import { type Conclusion, conclude } from './conclude'
 import { EchoWatch } from './echo-watch'
+import { HeldHead } from './held-head'
 import { standInEntries } from './stand-in-evidence'
 import { timingEvidence } from './timing-evidence'
 import type { EchoOutcome } from './verdict'
@@ -74,7 +75,7 @@ export async function verifyStreamedAnswer(
 
 /** The head of an upstream stream, read and held until its verdict. */
 class HeldStream {
-  readonly held: Frame[] = []
+  readonly held = new HeldHead()
   readonly raw: Partial<Record<Channel, string>> = {}
   readonly #ctx: AttemptContext
   readonly #upstream: UpstreamEvents
@@ -89,6 +90,9 @@ class HeldStream {
   #ended = false
   #sawDone = false
   #finishReason: string | undefined
+  /** The last usage report held, and the first event's format. */
+  #usage: Usage | undefined
+  #format: Frame['format']
   #firstTokenMs: number | undefined
   #timing: TimingSignal | undefined
   #concluded: EchoOutcome | undefined
@@ -148,6 +152,8 @@ class HeldStream {
     this.#heldBytes += bytes
     if (frame.done) this.#sawDone = true
     if (frame.finishReason) this.#finishReason = frame.finishReason
+    if (frame.usage?.prompt_tokens !== undefined) this.#usage = frame.usage
+    this.#format ??= frame.format
     if (this.#heldBytes > maxHeldBytes) {
       throw new GuardError(
         'upstream_error',
@@ -211,8 +217,7 @@ class HeldStream {
   }
 
   #endUsage(): Usage | undefined {
-    if (!this.#ended) return undefined
-    return this.held.findLast((f) => f.usage?.prompt_tokens !== undefined)?.usage
+    return this.#ended ? this.#usage : undefined
   }
 
   cancel(): Promise<void> {
@@ -270,7 +275,7 @@ class HeldStream {
     const released = clientStream(this.#upstream, release, {
       onFirstByte: (sent) => firstByte.settle(sent ? now() - ctx.startedAt : undefined),
     })
-    const format = this.held.find((f) => f.format !== undefined)?.format
+    const format = this.#format
     return {
       verdict,
       released,
