@@ -165,19 +165,27 @@ export class FingerprintTable implements FingerprintLookup {
    */
   lookup(model: string, hash: number, now: number): FingerprintOwners | undefined {
     if (this.deferred.size !== 0) this.runDeferred()
-    if (this.current === undefined) return undefined
+    const current = this.current
+    if (current === undefined) return undefined
     // Indexed, not destructured: this runs for a fingerprint of every few words of every answer.
     const code = this.modelCode(model)
     const stored = this.stored(hash, code[0], code[1])
-    const nowSecond = this.secondOf(now)
-    for (const generation of [this.current, this.previous]) {
-      if (generation === undefined || !generation.mayHold(stored)) continue
-      const slot = generation.find(stored)
-      if (generation.keys[slot] === 0) continue
-      if (!this.visible(generation.seen[slot]!, nowSecond)) return undefined
-      return generation.ownersOf(slot)
+    // The current generation, then the previous (unrolled: a list of the two cost an allocation).
+    let generation = current
+    let slot = this.slotOf(current, stored)
+    if (slot < 0 && this.previous !== undefined) {
+      generation = this.previous
+      slot = this.slotOf(generation, stored)
     }
-    return undefined
+    if (slot < 0 || !this.visible(generation.seen[slot]!, this.secondOf(now))) return undefined
+    return generation.ownersOf(slot)
+  }
+
+  /** The slot holding `stored` in `generation`, or −1. */
+  private slotOf(generation: Generation, stored: number): number {
+    if (!generation.mayHold(stored)) return -1
+    const slot = generation.find(stored)
+    return generation.keys[slot] === 0 ? -1 : slot
   }
 
   /**
@@ -323,7 +331,8 @@ export class FingerprintTable implements FingerprintLookup {
 
   /** The fingerprint xor the model's code, + 1: the same text under two models never matches. */
   private stored(hash: number, mlo: number, mhi: number): number {
-    const lo = ((hash % TWO_32) ^ mlo) >>> 0
+    // `>>> 0` is the low 32 bits (ToUint32 reduces mod 2^32), without a floating-point remainder.
+    const lo = ((hash >>> 0) ^ mlo) >>> 0
     const hi = (Math.floor(hash / TWO_32) ^ mhi) & 0xfffff
     return hi * TWO_32 + lo + 1
   }

@@ -17,7 +17,9 @@
 export class Winnower {
   private readonly hashes: Float64Array
   private readonly indexes: Float64Array
-  /** Deque bounds as running counters (ring positions mod w). */
+  /** Ring size − 1: a power of two, so a position is a mask, not a division (once per shingle). */
+  private readonly mask: number
+  /** Deque bounds as running counters (ring positions: `& mask`). */
   private head = 0
   private tail = 0
   private seen = 0
@@ -28,8 +30,12 @@ export class Winnower {
 
   constructor(private readonly w: number) {
     if (!Number.isInteger(w) || w < 1 || w > 1024) throw new Error('Winnower: w must be 1 to 1024')
-    this.hashes = new Float64Array(w + 1)
-    this.indexes = new Float64Array(w + 1)
+    // The deque holds at most w entries: the smallest power of two above w.
+    let size = 2
+    while (size <= w) size *= 2
+    this.hashes = new Float64Array(size)
+    this.indexes = new Float64Array(size)
+    this.mask = size - 1
   }
 
   /**
@@ -40,13 +46,13 @@ export class Winnower {
    * if (winnow.push(hash, i)) fingerprints.push(winnow.selectedHash)
    */
   push(hash: number, index: number): boolean {
-    const size = this.hashes.length
+    const mask = this.mask
     // Pop from the back every hash ≥ the new one: equal ones too, so the rightmost minimum survives.
-    while (this.tail > this.head && this.hashes[(this.tail - 1) % size]! >= hash) this.tail--
-    this.hashes[this.tail % size] = hash
-    this.indexes[this.tail % size] = index
+    while (this.tail > this.head && this.hashes[(this.tail - 1) & mask]! >= hash) this.tail--
+    this.hashes[this.tail & mask] = hash
+    this.indexes[this.tail & mask] = index
     this.tail++
-    while (this.indexes[this.head % size]! <= index - this.w) this.head++
+    while (this.indexes[this.head & mask]! <= index - this.w) this.head++
     this.seen++
     if (this.seen < this.w) return false
     return this.select()
@@ -65,7 +71,7 @@ export class Winnower {
   }
 
   private select(): boolean {
-    const at = this.head % this.hashes.length
+    const at = this.head & this.mask
     const index = this.indexes[at]!
     if (index === this.lastSelected) return false
     this.lastSelected = index
