@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { prng } from '../../sim/random'
 import { FrameReader } from '../../src/format/frame-reader'
 import type { Frame } from '../../src/format/frames'
 import { SseParser } from '../../src/format/sse'
@@ -70,6 +71,33 @@ describe('HeldHead', () => {
       ),
       { numRuns: 300 },
     )
+  })
+
+  it('should give back a long head exactly, across the batches it is joined in', () => {
+    const next = prng(17)
+    const events: string[] = []
+    for (let i = 0; i < 400; i++) {
+      const text = `w${i} ${'é中"\\'.slice(0, Math.floor(next() * 5))}`
+      const r = next()
+      events.push(
+        r < 0.05
+          ? chatChunk({ content: text }).replace('"model"', '\ndata: "model"')
+          : r < 0.1
+            ? 'data: [DONE]\n\n'
+            : chatChunk(r < 0.5 ? { reasoning_content: text } : { content: text }),
+      )
+    }
+    const cuts = Array.from({ length: 300 }, () => Math.floor(next() * 60_000))
+    const frames = framesOf(events.join(''), cuts)
+    expect(frames.length).toBe(400)
+    const head = new HeldHead()
+    for (const frame of frames) head.push(frame)
+    expect(head.at(400)).toBeUndefined()
+    expect(head.at(-1)).toBeUndefined()
+    // In any order: a release reads them in order, but nothing may depend on it.
+    for (const i of [399, 0, 64, 63, 128, 200, 1])
+      expect(seen(head.at(i)!)).toEqual(seen(frames[i]!))
+    expect(heldBack(frames).map(seen)).toEqual(frames.map(seen))
   })
 
   it('should read an escaped or non-Latin text back exactly', () => {
