@@ -13,14 +13,6 @@ import type { Frame } from '../format/frames'
 import type { HeldFrames } from '../release/release-stream'
 
 /**
- * A held head.
- *
- * @example
- * const head = new HeldHead()
- * head.push(frame)
- * const first = head.at(0) // the same frame, read again
- */
-/**
  * Events joined into one string at a time. Each event's text is a slice of the chunk text it was cut
  * from (and that text holds parts of its neighbours); joined, the slices and chunk texts die young and
  * the head keeps the characters alone: 217 bytes a held event, where its text kept alone took 267.
@@ -36,6 +28,14 @@ interface Batch {
   frames: Frame[] | undefined
 }
 
+/**
+ * A held head.
+ *
+ * @example
+ * const head = new HeldHead()
+ * head.push(frame)
+ * const first = head.at(0) // the same frame, read again
+ */
 export class HeldHead implements HeldFrames {
   readonly #batches: Batch[] = []
   /** The events since the last batch: exact texts, or frames. */
