@@ -13,7 +13,7 @@ import { openAiHttpUpstream } from '../../src/adapters'
 import type { AiRunner } from '../../src/call/upstream'
 import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/canary'
 import { resolveOptions } from '../../src/guard/options'
-import { chat, document, sseText } from '../support/prompts'
+import { chat, directiveCanary, document, sseText } from '../support/prompts'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 /**
@@ -293,7 +293,7 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
     // An engine that serves B an answer opening with A's first page: A's marker, then A's text.
     const leaking: AiRunner = {
       run: async (_model, inputs) => {
-        const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+        const own = directiveCanary(inputs)
         return {
           response: `${own}\nFrom the context: “${markerA}” and “Customer account PIN 4821.”`,
         }

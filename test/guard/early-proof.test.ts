@@ -6,7 +6,7 @@ import { SimEngine } from '../../sim/engine'
 import { GuardError, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
-import { chat, sseText } from '../support/prompts'
+import { chat, directiveCanary, sseText } from '../support/prompts'
 import { recordVerdicts } from '../support/verdicts'
 
 /**
@@ -113,7 +113,7 @@ describe('release on the first proof', () => {
       let released = ''
       const upstream: AiRunner = {
         run: async (_model, inputs) => {
-          const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+          const own = directiveCanary(inputs)
           const event = (delta: Record<string, string>) =>
             `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`
           const body = [

@@ -7,7 +7,7 @@ import type { AiRunner } from '../../src/call/upstream'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { drainText } from '../support/open-stream'
-import { chat } from '../support/prompts'
+import { chat, directiveCanary } from '../support/prompts'
 import {
   leakedWords,
   privateText,
@@ -111,7 +111,7 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
       }
       const recite: AiRunner = {
         run: async (_model, inputs) => {
-          const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+          const own = directiveCanary(inputs)
           return { response: `${own}\nThe licence reads: ${licence.slice(0, 600)}` }
         },
       }
@@ -184,7 +184,7 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
         const quote = `From the material: ${a.slice(300, 900)}`
         const leaking: AiRunner = {
           run: async (_model, inputs) => {
-            const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+            const own = directiveCanary(inputs)
             if (!stream) return { response: `${own}\n${quote}` }
             const pieces = [`${own}\n`, ...(quote.match(/.{1,40}/gs) ?? [])]
             return new Response(
@@ -300,7 +300,7 @@ describe('foreign content across isolates', () => {
     }
     const leaking: AiRunner = {
       run: async (_model, inputs) => {
-        const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+        const own = directiveCanary(inputs)
         return { response: `${own}\nFrom the material: ${a.slice(300, 900)}` }
       },
     }

@@ -8,7 +8,7 @@ import {
   openStream,
   readUntil,
 } from '../support/open-stream'
-import { chat, sseText } from '../support/prompts'
+import { chat, directiveCanary, sseText } from '../support/prompts'
 import { scripted } from '../support/secrets'
 import { leakedWords } from '../support/stale-middle'
 
@@ -33,16 +33,12 @@ const aRun = (from: number, count: number) => A_WORDS.slice(from, from + count).
 async function withTenantA() {
   const guard = createGuard({ secret: SECRET, models })
   const answerA = scripted((inputs) => ({
-    message: { content: `${ownCanaryOf(inputs)}\nNoted.` },
+    message: { content: `${directiveCanary(inputs)}\nNoted.` },
   }))
   const a = guard.wrap(answerA, { tenant: 'tenant-a' })
   const sent = (await a.run(MODEL, chat(A_TEXT))) as { choices: { message: { content: string } }[] }
   expect(sent.choices[0]!.message.content).toBe('Noted.')
   return guard
-}
-
-function ownCanaryOf(inputs: Record<string, unknown>): string {
-  return [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
 }
 
 /** B's request through `guard`: everything its client received, and how it ended (thrown or in-stream). */

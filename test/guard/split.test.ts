@@ -2,23 +2,12 @@ import { describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
-import { chat, sseText } from '../support/prompts'
+import { chat, directiveCanary, sseText } from '../support/prompts'
 import { recordVerdicts } from '../support/verdicts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'split-test-canary-secret-0123456789abcdef'
 const models = { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } }
-
-/**
- * The canary the guard asked this request to echo, read back from the injected directive: the last
- * canary of the prompt (the first is the tenant's prefix marker).
- */
-function canaryOf(inputs: Record<string, unknown>): string {
-  const messages = inputs.messages as { content: string }[]
-  const match = [...messages.at(-1)!.content.matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)
-  if (!match) throw new Error('no canary was injected')
-  return match[0]
-}
 
 function chunk(delta: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
   return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`
@@ -37,7 +26,7 @@ function upstreamSplitAt(
   return {
     bytes,
     run: async (_model, inputs) => {
-      const all = bytes(canaryOf(inputs))
+      const all = bytes(directiveCanary(inputs))
       const at = Math.min(offset, all.length)
       return new ReadableStream<Uint8Array>({
         start(controller) {

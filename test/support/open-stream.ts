@@ -3,7 +3,7 @@
  * stops once the client has received what it waits for: for what a stream releases before it ends.
  */
 import type { AiRunner } from '../../src/call/upstream'
-import { sseText } from './prompts'
+import { directiveCanary, sseText } from './prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const utf8 = new TextEncoder()
@@ -41,7 +41,7 @@ export function openStream(
       controller?.close()
     },
     run: async (_model, inputs) => {
-      const own = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)![0]
+      const own = directiveCanary(inputs)
       return new ReadableStream<Uint8Array>({
         start(c) {
           controller = c

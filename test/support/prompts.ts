@@ -21,6 +21,19 @@ export function document(tenant: string, tokens: number): string {
   return lines.join('')
 }
 
+/**
+ * The canary the guard asked a request to echo, read from the inputs it sent upstream: the last
+ * `cnry_` token of the prompt (the first is the tenant's prefix marker).
+ *
+ * @example
+ * run: async (_model, inputs) => answerEchoing(directiveCanary(inputs))
+ */
+export function directiveCanary(inputs: Record<string, unknown>): string {
+  const match = [...JSON.stringify(inputs).matchAll(/cnry_[0-9a-z]{24}/g)].at(-1)
+  if (!match) throw new Error('no canary was injected')
+  return match[0]
+}
+
 /** A one-message chat request. */
 export function chat(text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { messages: [{ role: 'user', content: text }], ...extra }
