@@ -18,12 +18,12 @@ import {
 } from '../lib'
 import { type LoadResult, load, timedFetch } from '../support/http'
 import { PEER_KEY } from '../support/peer-env'
+import { printedPort, startPortkey, startSimulator } from '../support/peers'
 import { type Child, startChild } from '../support/processes'
 import { BENCH_SECRET, MODEL } from '../support/prompts'
 import { type RunningWorker, startWorker } from '../support/workerd'
 import { english } from '../texts'
 
-const PORTKEY = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js')
 const TENANT_KEYS = JSON.stringify({ [PEER_KEY]: 'bench' })
 
 interface Target {
@@ -56,30 +56,6 @@ interface Workload {
   tokens: number
   stream: boolean
   body: string
-}
-
-function port(printed: string): number {
-  const match = /\{"port":(\d+)\}/.exec(printed)
-  if (!match) throw new Error(`no port in: ${printed.slice(-500)}`)
-  return Number(match[1])
-}
-
-async function freePortkey(): Promise<{ child: Child; port: number }> {
-  // Portkey takes its port on the command line; try a few in the ephemeral range.
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const p = 20_000 + Math.floor(Math.random() * 20_000)
-    try {
-      const child = await startChild(
-        process.execPath,
-        [PORTKEY, `--port=${p}`],
-        /Ready for connections/,
-      )
-      return { child, port: p }
-    } catch (error) {
-      if (attempt === 4) throw error
-    }
-  }
-  throw new Error('unreachable')
 }
 
 function workload(name: string, tokens: number, stream: boolean): Workload {
@@ -288,15 +264,10 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   let proxy: RunningWorker | undefined
   let jsProxy: RunningWorker | undefined
   try {
-    const sim = await startChild(
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, 'bench', 'support', 'sim-server.ts')],
-      /\{"port":\d+\}/,
-      { cwd: ROOT },
-    )
-    children.push(sim)
-    const simUrl = `http://127.0.0.1:${port(sim.output())}`
-    const portkey = await freePortkey()
+    const simulator = await startSimulator()
+    children.push(simulator.child)
+    const simUrl = simulator.url
+    const portkey = await startPortkey()
     children.push(portkey.child)
     const guardNode = await startChild(
       process.execPath,
@@ -368,7 +339,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       {
         name: 'guard-node',
         label: 'this guard Worker (Node)',
-        url: `http://127.0.0.1:${port(guardNode.output())}`,
+        url: `http://127.0.0.1:${printedPort(guardNode.output())}`,
         headers: { authorization: `Bearer ${PEER_KEY}` },
         checks: `the same app and checks on Node 22 (like-for-like runtime with Portkey)`,
       },

@@ -103,6 +103,17 @@ export interface StandInRequest {
 const SCAN_BATCH = 32
 
 /**
+ * Candidates already inspected, per key: what `inspectStandIn` said of a tenant's candidate text (a
+ * pure function of key, kind and text; null: not a stand-in). Answers repeat their strings — a quoted
+ * identifier, a hash, the tenant's own prefix marker, whose 24 base-32 characters have a password
+ * stand-in's shape — and each repeat cost a MAC. Per tenant, so no tenant can learn from the time of
+ * its own answers what another tenant's answers held; at most {@link INSPECTED_MAX} entries per key,
+ * the oldest dropped first (each at most a few hundred bytes).
+ */
+const INSPECTED = new WeakMap<StandInKey, Map<string, StandInPayload | null>>()
+const INSPECTED_MAX = 4_096
+
+/**
  * The most distinct secrets one request may hold (the full layout's 16-bit counter).
  *
  * @example
@@ -433,17 +444,37 @@ export class StandInBook {
   ): Promise<{ foreign: ForeignStandIn[]; rewritten: Replacement[] }> {
     // In batches: one at a time, each WebCrypto round trip idled ~40 µs; all at once, thousands of
     // HMACs queued on the thread pool together ran slower still.
-    const payloads: (StandInPayload | undefined)[] = []
-    for (let i = 0; i < candidates.length; i += SCAN_BATCH) {
-      const batch = candidates.slice(i, i + SCAN_BATCH)
-      payloads.push(
-        ...(await Promise.all(
-          batch.map((c) => inspectStandIn(this.#key, c.kind, this.#shapes.get(c.kind)!, c.text)),
-        )),
+    let known = INSPECTED.get(this.#key)
+    if (!known) {
+      known = new Map()
+      INSPECTED.set(this.#key, known)
+    }
+    const tenant = this.#request.tenant
+    const idOf = (c: Candidate) => `${tenant}\u0000${c.kind}\u0000${c.text}`
+    // This call's own readings: the shared map may drop an entry while this call still needs it.
+    const readings = new Map<string, StandInPayload | null>()
+    const fresh: [string, Candidate][] = []
+    for (const c of candidates) {
+      const id = idOf(c)
+      if (readings.has(id)) continue
+      const seen = known.get(id)
+      if (seen === undefined) fresh.push([id, c])
+      readings.set(id, seen ?? null)
+    }
+    for (let i = 0; i < fresh.length; i += SCAN_BATCH) {
+      const batch = fresh.slice(i, i + SCAN_BATCH)
+      const found = await Promise.all(
+        batch.map(([, c]) => inspectStandIn(this.#key, c.kind, this.#shapes.get(c.kind)!, c.text)),
       )
+      batch.forEach(([id], j) => {
+        const reading = found[j] === undefined ? null : Object.freeze(found[j]!)
+        readings.set(id, reading)
+        if (known.size >= INSPECTED_MAX) known.delete(known.keys().next().value!)
+        known.set(id, reading)
+      })
     }
     const verified = candidates
-      .map((candidate, i) => ({ ...candidate, payload: payloads[i] }))
+      .map((candidate) => ({ ...candidate, payload: readings.get(idOf(candidate)) ?? undefined }))
       .filter((c): c is Candidate & { payload: StandInPayload } => c.payload !== undefined)
       .sort((a, b) => a.start - b.start || b.end - a.end)
     const foreign: ForeignStandIn[] = []

@@ -272,3 +272,47 @@ describe('stand-in length bound', () => {
     expect(book.longestStandIn).toBe(MAX_STAND_IN_LENGTH)
   })
 })
+
+describe('StandInBook inspection memory (a candidate text inspected once per tenant)', () => {
+  /** Another request's stand-ins, from one line per built-in kind. */
+  async function leakedStandIns(tenant: string): Promise<{ text: string; count: number }> {
+    const other = await open(`leak-source-${tenant}`, 'globex')
+    const lines = Object.values(GENERATORS).map((g) => {
+      const { value, line } = g(rng(7))
+      return line.replace('$', value)
+    })
+    const sent = await other.substitute(lines.join('\n'))
+    return { text: sent.text, count: sent.replaced.reduce((n, r) => n + r.count, 0) }
+  }
+
+  it('should report every repeat of a foreign stand-in, in every request that meets it', async () => {
+    const leaked = await leakedStandIns('repeat')
+    const answer = Array.from({ length: 4 }, () => leaked.text).join('\n')
+    // The second request of the tenant and a request of another tenant read what the first inspected
+    // (or inspect afresh): each must see the same stand-ins.
+    for (const [requestId, tenant] of [
+      ['repeat-1', 'acme'],
+      ['repeat-2', 'acme'],
+      ['repeat-3', 'initech'],
+    ] as const) {
+      const back = await (await open(requestId, tenant)).restore(answer)
+      expect(back.foreign, requestId).toHaveLength(4 * leaked.count)
+      expect(back.text).toBe(answer)
+    }
+  })
+
+  it('should still report a foreign stand-in whose reading the memory dropped mid-answer', async () => {
+    // A stand-in first, then more distinct look-alikes than the memory holds: the look-alikes push
+    // the stand-in's reading out of the shared memory before the answer's verdict is assembled.
+    const leaked = await leakedStandIns('evicted')
+    const r = rng(99)
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+    const lookAlikes = Array.from({ length: 5_000 }, () =>
+      Array.from({ length: 24 }, () => alphabet[Math.floor(r() * alphabet.length)]).join(''),
+    )
+    const answer = `${leaked.text}\n${lookAlikes.join(' ')}`
+    const back = await (await open('evicted-1')).restore(answer)
+    expect(back.foreign).toHaveLength(leaked.count)
+    expect(back.text).toBe(answer)
+  }, 60_000)
+})
