@@ -65,6 +65,11 @@ interface ThroughputRow {
   bytesPerSecond: number
   /** Share of the pass-through's throughput. */
   ofPassThrough: number
+  /**
+   * The same share round by round (the pass-through's time over this path's, in one round): its
+   * median and middle half, which show how far this host lets one run's figure be trusted.
+   */
+  perRound: { median: number; low: number; high: number }
 }
 
 async function throughput(quick: boolean) {
@@ -99,7 +104,7 @@ async function throughput(quick: boolean) {
     guardNoContent: async () =>
       drain((await withoutContent.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream),
   }
-  const samples = await sideBySide(contenders, quick ? 5 : 15, 2)
+  const samples = await sideBySide(contenders, quick ? 5 : 40, 2)
   const pass = median(samples.passThrough)
   const describe: Record<keyof typeof contenders, string> = {
     passThrough: 'plain pass-through (one identity TransformStream)',
@@ -111,18 +116,23 @@ async function throughput(quick: boolean) {
   const rows: ThroughputRow[] = (Object.keys(contenders) as (keyof typeof contenders)[]).map(
     (name) => {
       const med = median(samples[name])
+      const ratios = samples[name].map((t, i) => samples.passThrough[i]! / t).sort((a, b) => a - b)
+      const at = (q: number) =>
+        Math.round(ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))]! * 1000) /
+        1000
       return {
         name,
         description: describe[name],
         time: summarize(samples[name]),
         bytesPerSecond: Math.round((rec.bytes / med) * 1000),
         ofPassThrough: Math.round((pass / med) * 1000) / 1000,
+        perRound: { median: at(0.5), low: at(0.25), high: at(0.75) },
       }
     },
   )
   for (const r of rows) {
     console.log(
-      `  ${r.name.padEnd(12)} ${ms(r.time.median).padStart(9)}  ${(r.bytesPerSecond / 1e6).toFixed(2)} MB/s  ${(r.ofPassThrough * 100).toFixed(0)}% of pass-through`,
+      `  ${r.name.padEnd(12)} ${ms(r.time.median).padStart(9)}  ${(r.bytesPerSecond / 1e6).toFixed(2)} MB/s  ${(r.ofPassThrough * 100).toFixed(0)}% of pass-through (per round ${pct(r.perRound.low)}–${pct(r.perRound.high)})`,
     )
   }
   return {
@@ -288,6 +298,10 @@ async function holdBack(quick: boolean): Promise<TtfbRow[]> {
   return rows
 }
 
+function pct(share: number): string {
+  return `${(share * 100).toFixed(0)}%`
+}
+
 function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick: boolean): string {
   const m = machineInfo()
   const guard = t.rows.find((r) => r.name === 'guard')!
@@ -298,11 +312,11 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       `replayed as identical bytes through each path, side by side; Node ${m.node}, ${m.cpu} (${m.cores} cores)${quick ? ', quick run' : ''}. ` +
       `Target ≥ 60% of pass-through: ${guard.ofPassThrough >= 0.6 ? 'met' : 'not met'} (${(guard.ofPassThrough * 100).toFixed(0)}%).`,
     '',
-    '| path | median time | throughput | of pass-through |',
-    '|---|---:|---:|---:|',
+    '| path | median time | throughput | of pass-through | per round: median (middle half) |',
+    '|---|---:|---:|---:|---:|',
     ...t.rows.map(
       (r) =>
-        `| ${r.description} | ${ms(r.time.median)} | ${(r.bytesPerSecond / 1e6).toFixed(2)} MB/s | ${(r.ofPassThrough * 100).toFixed(0)}% |`,
+        `| ${r.description} | ${ms(r.time.median)} | ${(r.bytesPerSecond / 1e6).toFixed(2)} MB/s | ${(r.ofPassThrough * 100).toFixed(0)}% | ${pct(r.perRound.median)} (${pct(r.perRound.low)}–${pct(r.perRound.high)}) |`,
     ),
     '',
     'Hold-back: time to the first byte and to the first answer (content) text a client receives, unguarded ' +
