@@ -10,6 +10,7 @@ import {
   machineInfo,
   median,
   ms,
+  percentile,
   reproduce,
   type Suite,
   type SuiteOptions,
@@ -43,10 +44,6 @@ interface Row {
   vsGuard: number
   /** The middle half of per-round (target − default guard): [25th, 75th] percentile, ms. */
   vsGuardIqr: [number, number]
-}
-
-function quantile(sorted: readonly number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
@@ -105,13 +102,13 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       const guard = perRound.get('guard')!
       for (const target of targets) {
         const added = perRound.get(target)!
-        const diff = added.map((v, i) => v - guard[i]!).sort((a, b) => a - b)
+        const diff = added.map((v, i) => v - guard[i]!)
         const row: Row = {
           workload,
           target,
           added: median(added),
           vsGuard: median(diff),
-          vsGuardIqr: [quantile(diff, 0.25), quantile(diff, 0.75)],
+          vsGuardIqr: [percentile(diff, 25), percentile(diff, 75)],
         }
         rows.push(row)
         console.log(

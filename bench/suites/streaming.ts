@@ -13,6 +13,7 @@ import {
   machineInfo,
   median,
   ms,
+  percentile,
   reproduce,
   type Suite,
   type SuiteOptions,
@@ -116,17 +117,19 @@ async function throughput(quick: boolean) {
   const rows: ThroughputRow[] = (Object.keys(contenders) as (keyof typeof contenders)[]).map(
     (name) => {
       const med = median(samples[name])
-      const ratios = samples[name].map((t, i) => samples.passThrough[i]! / t).sort((a, b) => a - b)
-      const at = (q: number) =>
-        Math.round(ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))]! * 1000) /
-        1000
+      const ratios = samples[name].map((t, i) => samples.passThrough[i]! / t)
+      const share = (value: number) => Math.round(value * 1000) / 1000
       return {
         name,
         description: describe[name],
         time: summarize(samples[name]),
         bytesPerSecond: Math.round((rec.bytes / med) * 1000),
         ofPassThrough: Math.round((pass / med) * 1000) / 1000,
-        perRound: { median: at(0.5), low: at(0.25), high: at(0.75) },
+        perRound: {
+          median: share(median(ratios)),
+          low: share(percentile(ratios, 25)),
+          high: share(percentile(ratios, 75)),
+        },
       }
     },
   )
