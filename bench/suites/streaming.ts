@@ -4,7 +4,7 @@
  */
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
-import { guardAi } from '../../src'
+import { createGuard, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
 import { parseFrame } from '../../src/format/frames'
@@ -249,12 +249,12 @@ async function simulatorRow(
     u.push(await firstTimes(outU as ReadableStream<Uint8Array>, clockU, start))
     const clockG = new VirtualClock()
     const engineG = new SimEngine(config, { clock: clockG })
-    const guarded = guardAi(engineG.binding('worker'), {
+    // A guard of its own per sample (its own clock, nothing learnt from the samples before it).
+    const guarded = createGuard({
       secret: BENCH_SECRET,
-      tenant: TENANT,
       now: () => clockG.now(),
       streamRelease: policy,
-    })
+    }).wrap(engineG.binding('worker'), { tenant: TENANT })
     start = clockG.now()
     const outG = await guarded.run(MODEL, inputs)
     g.push(await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start))
