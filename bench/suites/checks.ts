@@ -215,7 +215,7 @@ function table(rows: readonly Row[], rounds: number, quick: boolean): string {
     ...head,
     ...section('peers'),
     '',
-    "**Switches** — each round the default guard, a second copy of it (the pairing's own noise) and the guard with each of the Worker's switches off.",
+    "**Switches** — each round the default guard, a second copy of it (the pairing's own noise) and the guard with each of the Worker's switches off. Read the differences: every request here runs the guard's code, which stays warm, so the added figures are lower than in the peers' rounds.",
     '',
     ...head,
     ...section('switches'),
