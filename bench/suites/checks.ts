@@ -8,9 +8,8 @@
  *    round, so that each process sees the same share of the traffic;
  *  - switches: the default guard, a second copy of it (the pairing's own noise) and each variant.
  * Not one phase of all nine: with six guard variants in every round, the guard's code and data stay
- * in the CPU's caches while Portkey's are evicted between its requests — measured, Portkey's added
- * median rose from 2.52 to 3.70 ms and the guard's fell from 3.44 to 3.13 ms when three more guard
- * variants joined the rotation, which turned a 0.9 ms deficit into a 0.6 ms lead.
+ * in the CPU's caches while Portkey's are evicted between its requests, which put the guard ahead of
+ * Portkey where a fair mix puts it behind (docs/streaming.md, session 15).
  */
 import {
   machineInfo,
