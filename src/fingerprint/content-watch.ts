@@ -101,6 +101,19 @@ export function holdBackUnits(params: FingerprintParams): number {
   return minimumSpan(params) - 1
 }
 
+/**
+ * Complete units a stream holds back while the latest winnowing window matched no other tenant: one
+ * window (w + n − 1 units) less its first unit. A leaked span still short of its evidence that holds
+ * an earlier unit holds that whole window too, whose selection is then the source's own (see
+ * {@link ContentWatch.safeFrom}).
+ *
+ * @example
+ * quietHoldBackUnits({ n: 7, w: 4, k: 4 }) // 9
+ */
+export function quietHoldBackUnits(params: PrintParams): number {
+  return params.w + params.n - 2
+}
+
 interface ChannelState {
   shingler: Shingler
   winnow: Winnower
@@ -109,6 +122,13 @@ interface ChannelState {
   lastEnd: number
   /** Where the latest shingle ended when a selection matched another tenant's prompt; −1: none yet. */
   foreignEnd: number
+  /**
+   * The shingle index of the latest selection that matched another tenant's prompt; −1: none yet
+   * (selections only move forward, so the latest selection matched iff it is this one).
+   */
+  foreignShingle: number
+  /** The furthest {@link ContentWatch.safeFrom} so far: a later match does not take back a release. */
+  safe: number
   /** Per tenant, the distinct fingerprints of its current run (the last selections, all its). */
   runs: Map<string, Set<number>>
 }
@@ -126,6 +146,7 @@ export class ContentWatch {
   private readonly channels = new Map<string, ChannelState>()
   private readonly matched = new Map<string, Set<number>>()
   private readonly holdBack: number
+  private readonly quietHoldBack: number
   private readonly selected = new Set<number>()
   private best: ForeignContent | undefined
   /** The clock's last reading, and the lookups made with it (see {@link LOOKUPS_PER_CLOCK}). */
@@ -136,6 +157,7 @@ export class ContentWatch {
     const { n, w, k } = options.params
     if (!Number.isInteger(k) || k < 1) throw new Error('ContentWatch: k must be a positive integer')
     this.holdBack = holdBackUnits({ n, w, k })
+    this.quietHoldBack = Math.min(quietHoldBackUnits({ n, w }), this.holdBack)
   }
 
   /**
@@ -154,6 +176,8 @@ export class ContentWatch {
         final: false,
         lastEnd: 0,
         foreignEnd: -1,
+        foreignShingle: -1,
+        safe: 0,
         runs: new Map(),
       }
       this.channels.set(channel, state)
@@ -196,7 +220,18 @@ export class ContentWatch {
 
   /**
    * The offset in the channel's text before which it may be released as far as this check goes: all
-   * of it once final, otherwise up to the last {@link holdBackUnits} complete units and any open one.
+   * of it once final; otherwise up to the last {@link quietHoldBackUnits} complete units and any open
+   * one while the latest window's selection matched no other tenant, else up to the last
+   * {@link holdBackUnits}.
+   *
+   * Why the shorter hold is safe (H = holdBackUnits, W = w + n − 1, m units read): a span of H + 1
+   * units has made its evidence once its last unit is read, so only a span starting at unit m − H or
+   * later can still be forming, and the shorter hold releases units m − H to m − W besides. Such a
+   * span that holds one of them starts at m − W or before and runs past m − 1, so the latest window
+   * (units m − W to m − 1) lies inside it: that window's selection is then the source's own and
+   * matched the source when it was read. While the latest selection matched no other tenant, no
+   * span that can still make evidence holds a unit released.
+   * A match read later cannot change a window read before it, so what was safe stays safe.
    *
    * @example
    * const releasable = text.slice(0, watch.safeFrom('content'))
@@ -206,8 +241,13 @@ export class ContentWatch {
     if (state === undefined) return 0
     const shingler = state.shingler
     if (state.final) return shingler.length
-    const held = Math.min(this.holdBack, shingler.units)
-    return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
+    const units = shingler.units
+    const latest = state.winnow.selectedIndex
+    const quiet = latest >= 0 && state.foreignShingle !== latest
+    const held = Math.min(quiet ? this.quietHoldBack : this.holdBack, units)
+    const safe = held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
+    if (safe > state.safe) state.safe = safe
+    return state.safe
   }
 
   /**
@@ -270,6 +310,7 @@ export class ContentWatch {
 
   private count(state: ChannelState, source: string, fingerprint: number, channel: string): void {
     state.foreignEnd = state.lastEnd
+    state.foreignShingle = state.winnow.selectedIndex
     let run = state.runs.get(source)
     if (run === undefined) {
       run = new Set()

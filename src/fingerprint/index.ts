@@ -11,6 +11,7 @@ export {
   type ForeignContent,
   holdBackUnits,
   minimumSpan,
+  quietHoldBackUnits,
   scanAnswer,
 } from './content-watch'
 export type { FingerprintBatch, FingerprintStore } from './fingerprint-store'

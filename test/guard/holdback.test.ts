@@ -9,8 +9,8 @@ const SECRET = 'holdback-test-secret-0123456789abcdef'
 const models = { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } }
 
 /**
- * The canary's hold-back, alone: the foreign-content check holds back the last 21 units of every
- * channel too (tested below), which would keep these open streams' last words until more text came.
+ * The canary's hold-back, alone: the foreign-content check holds back the last units of every
+ * channel too (9 while nothing matched another tenant; tested below), which would keep these open streams' last words until more text came.
  */
 describe('hold-back across channels', () => {
   it('should not hold the answer back because the reasoning ended in "c"', async () => {
@@ -76,7 +76,7 @@ describe('hold-back across channels', () => {
 })
 
 describe('hold-back for foreign content', () => {
-  it('should release all but the last 21 words while the stream is open, and the rest at its end', async () => {
+  it('should release all but the last 9 words while the stream is open and nothing matched, and the rest at its end', async () => {
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`)
     const upstream = scripted((own) => [
       chunk({ role: 'assistant', content: `${own}\n` }),
@@ -85,10 +85,11 @@ describe('hold-back for foreign content', () => {
     const ai = guardAi(upstream, { secret: SECRET, models })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     const reader = out.getReader()
-    // Everything up to w38 is judged while the upstream is still open (w39 … w59 are 21 units).
-    const got = await readUntil(reader, (seen) => seen.content.includes('w38 '))
+    // Everything up to w50 is judged while the upstream is still open (w51 … w59 are 9 units; no
+    // window matched another tenant, so a span that could still make evidence holds none before).
+    const got = await readUntil(reader, (seen) => seen.content.includes('w50 '))
     expect(sseText(got).content).toContain('w0 w1 ')
-    expect(sseText(got).content).not.toContain('w39')
+    expect(sseText(got).content).not.toContain('w51')
     upstream.close(['data: [DONE]\n\n'])
     const rest = await readUntil(reader, (seen) => seen.content.includes('w59'))
     expect(sseText(got + rest).content.trim()).toBe(words.join(' '))

@@ -8,16 +8,16 @@ import {
   openStream,
   readUntil,
 } from '../support/open-stream'
-import { chat, directiveCanary, sseText } from '../support/prompts'
-import { scripted } from '../support/secrets'
+import { chat, sseText } from '../support/prompts'
 import { leakedWords } from '../support/stale-middle'
+import { withTenantA as withTenantAOf } from '../support/tenant-a'
 
 /**
- * The foreign-content hold-back keeps a channel's last 21 units until a span of 22 of them could be
- * judged. A whole token of this request's own (its canary, restated by a reasoning model as it
+ * The foreign-content hold-back keeps a channel's last units until a span of 22 of them could be
+ * judged (9 while the latest winnowing window matched no other tenant, 21 otherwise). A whole token of this request's own (its canary, restated by a reasoning model as it
  * starts) is text no other tenant's prompt holds: another tenant's text cannot run across it, so what
  * lies before it leaves once it is read — the first byte of a restating model's stream then waits
- * for the canary, not for 21 more words. Never when anything held matched another tenant's prompt,
+ * for the canary, not for 9 more words. Never when anything held matched another tenant's prompt,
  * and never for a look-alike or a piece of the canary.
  */
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -29,17 +29,8 @@ const A_TEXT = english(41, 3_000)
 const A_WORDS = A_TEXT.split(/\s+/)
 const aRun = (from: number, count: number) => A_WORDS.slice(from, from + count).join(' ')
 
-/** A guard shared by tenants A and B (one isolate's fingerprint table), A's prompt already sent. */
-async function withTenantA() {
-  const guard = createGuard({ secret: SECRET, models })
-  const answerA = scripted((inputs) => ({
-    message: { content: `${directiveCanary(inputs)}\nNoted.` },
-  }))
-  const a = guard.wrap(answerA, { tenant: 'tenant-a' })
-  const sent = (await a.run(MODEL, chat(A_TEXT))) as { choices: { message: { content: string } }[] }
-  expect(sent.choices[0]!.message.content).toBe('Noted.')
-  return guard
-}
+/** A guard shared by tenants A and B, A's prompt already sent. */
+const withTenantA = () => withTenantAOf({ secret: SECRET, models }, A_TEXT)
 
 /** B's request through `guard`: everything its client received, and how it ended (thrown or in-stream). */
 async function sendB(
@@ -118,15 +109,16 @@ describe('what precedes a token of this request’s own', () => {
       const guard = createGuard({ secret: SECRET, models })
       const upstream = openStream((own) => [
         // The proof first, so the stream is released; what follows it is held as usual.
-        chunk({ role: 'assistant', reasoning_content: `${own} w1 w2 w3 w4 w5 w6 ` }),
-        chunk({ reasoning_content: `${fake(own)} w7 w8 w9 w10` }),
+        chunk({ role: 'assistant', reasoning_content: `${own} w1 w2 ` }),
+        chunk({ reasoning_content: `${fake(own)} w3` }),
       ])
       const b = guard.wrap(upstream, { tenant: 'tenant-b' })
       const out = (await b.run(
         MODEL,
         chat('Summarise.', { stream: true }),
       )) as ReadableStream<Uint8Array>
-      // Taken for a barrier, it would release w1 … w6 at once; as it is, w1 waits for 21 units.
+      // Taken for a barrier, it would release w1 and w2 at once; as it is, w1 waits until the nine
+      // units after it are complete (the hold while nothing matched: four are, the fifth is open).
       const { words, got } = await wordsUntilReleased(out.getReader(), upstream)
       expect(words).toBeGreaterThanOrEqual(5)
       expect(sseText(got).reasoning.trim().startsWith('w1')).toBe(true)

@@ -12,6 +12,7 @@ import {
   holdBackUnits,
   minimumSpan,
   printPrompt,
+  quietHoldBackUnits,
   scanAnswer,
   units,
 } from '../../src/fingerprint'
@@ -127,7 +128,16 @@ describe('foreign-content watch', () => {
       const table = tableOf({ acme: [source] })
       const length = SPAN + Math.floor(next() * 5)
       const first = Math.floor(next() * (units(source).length - length))
-      const prefix = `${english(7000 + trial, 200 + Math.floor(next() * 800))} `
+      // Half the trials: fragments of the source too short for evidence (each a whole window or
+      // less) in the clean text before the span, so the hold switches between its two lengths.
+      const fragments =
+        trial % 2 === 0
+          ? []
+          : Array.from({ length: 1 + Math.floor(next() * 3) }, () => {
+              const size = 4 + Math.floor(next() * 9)
+              return span(source, Math.floor(next() * (units(source).length - size)), size)
+            })
+      const prefix = `${[english(7000 + trial, 200 + Math.floor(next() * 800)), ...fragments.map((f, i) => `${f} ${english(7500 + trial * 7 + i, 40 + Math.floor(next() * 200))}`)].join(' ')} `
       const answer = `${prefix}${span(source, first, length)} ${english(8000 + trial, 500)}`
       const watch = new ContentWatch(options(table, 'b'))
       let released = 0
@@ -145,17 +155,42 @@ describe('foreign-content watch', () => {
     }
   })
 
-  it('should release everything once final, and hold back holdBackUnits units before', () => {
+  it('should release everything once final, and hold back quietHoldBackUnits units while nothing matched', () => {
     const watch = new ContentWatch(options(tableOf({}), 'b'))
     watch.push('content', honest.slice(0, 2000), false)
     const u = units(honest.slice(0, 2000))
     const last = u[u.length - 1]!
     // The last unit may still grow (no separator after it yet): it is open, not complete.
     const open = last.end === 2000 ? 1 : 0
-    expect(watch.safeFrom('content')).toBe(u[u.length - open - holdBackUnits(PARAMS)]!.start)
+    expect(quietHoldBackUnits(PARAMS)).toBe(9)
+    expect(watch.safeFrom('content')).toBe(u[u.length - open - quietHoldBackUnits(PARAMS)]!.start)
     watch.push('content', '', true)
     expect(watch.safeFrom('content')).toBe(2000)
     expect(watch.safeFrom('reasoning')).toBe(0)
+  })
+
+  it('should hold back holdBackUnits units while another tenant matched in the last windows', () => {
+    // Twelve units of acme's prompt (a whole window: it matches, but is no evidence), then ours.
+    const quoted = span(secret, 40, 12)
+    const tail = english(13, 400)
+    const answer = `${english(14, 300)} ${quoted} ${tail}`
+    const table = tableOf({ acme: [secret] })
+    const u = units(answer)
+    const quotedEnd = answer.indexOf(quoted) + quoted.length
+    const after = u.findIndex((unit) => unit.start >= quotedEnd)
+    // Read up to 3 units past the quote: the latest window is still within it.
+    const cut = u[after + 3]!.start
+    const watch = new ContentWatch(options(table, 'b'))
+    watch.push('content', answer.slice(0, cut), false)
+    expect(watch.foreignEnd('content')).toBeGreaterThan(0)
+    expect(watch.evidence()).toBeUndefined()
+    const complete = u.filter((unit) => unit.end < cut).length
+    expect(watch.safeFrom('content')).toBe(u[complete - holdBackUnits(PARAMS)]!.start)
+    // Once the latest window has moved past the quote, the short hold applies again.
+    const later = u[after + 12]!.start
+    watch.push('content', answer.slice(cut, later), false)
+    const completeLater = u.filter((unit) => unit.end < later).length
+    expect(watch.safeFrom('content')).toBe(u[completeLater - quietHoldBackUnits(PARAMS)]!.start)
   })
 })
 
