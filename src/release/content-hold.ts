@@ -81,7 +81,7 @@ export class ContentHold {
    * token of this request's own starts in the channel (its canary, its prefix marker), already read:
    * no other tenant's prompt holds it, so no other tenant's text runs across it, and every span of
    * the text before it that could be another tenant's has been read whole and judged. What lies
-   * before it may leave without waiting for the 21 units after it — unless anything held matched
+   * before it may leave without waiting for the units held after it — unless anything held matched
    * another tenant's prompt at all (then what comes after the barrier may still make that evidence,
    * and the text waits as it would without one).
    *

@@ -169,7 +169,7 @@ describe('foreign-content watch', () => {
     expect(watch.safeFrom('reasoning')).toBe(0)
   })
 
-  it('should hold back holdBackUnits units while another tenant matched in the last windows', () => {
+  it('should hold back holdBackUnits units while the latest window matched another tenant', () => {
     // Twelve units of acme's prompt (a whole window: it matches, but is no evidence), then ours.
     const quoted = span(secret, 40, 12)
     const tail = english(13, 400)
@@ -178,7 +178,7 @@ describe('foreign-content watch', () => {
     const u = units(answer)
     const quotedEnd = answer.indexOf(quoted) + quoted.length
     const after = u.findIndex((unit) => unit.start >= quotedEnd)
-    // Read up to 3 units past the quote: the latest window is still within it.
+    // Read 3 units past the quote: the latest window's selection is still one of its shingles.
     const cut = u[after + 3]!.start
     const watch = new ContentWatch(options(table, 'b'))
     watch.push('content', answer.slice(0, cut), false)
