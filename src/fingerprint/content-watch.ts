@@ -102,10 +102,10 @@ export function holdBackUnits(params: FingerprintParams): number {
 }
 
 /**
- * Complete units a stream holds back while the latest winnowing window matched no other tenant: one
- * window (w + n − 1 units) less its first unit. A leaked span still short of its evidence that holds
- * an earlier unit holds that whole window too, whose selection is then the source's own (see
- * {@link ContentWatch.safeFrom}).
+ * Complete units a stream holds back while none of the last {@link holdBackUnits} matched another
+ * tenant: one winnowing window (w + n − 1 units) less its first unit. A leaked span still short of its
+ * evidence that holds an earlier unit holds the latest whole window too, whose selection is then the
+ * source's own (see {@link ContentWatch.safeFrom}).
  *
  * @example
  * quietHoldBackUnits({ n: 7, w: 4, k: 4 }) // 9
@@ -122,10 +122,7 @@ interface ChannelState {
   lastEnd: number
   /** Where the latest shingle ended when a selection matched another tenant's prompt; −1: none yet. */
   foreignEnd: number
-  /**
-   * The shingle index of the latest selection that matched another tenant's prompt; −1: none yet
-   * (selections only move forward, so the latest selection matched iff it is this one).
-   */
+  /** The shingle index of the latest selection that matched another tenant's prompt; −1: none yet. */
   foreignShingle: number
   /** The furthest {@link ContentWatch.safeFrom} so far: a later match does not take back a release. */
   safe: number
@@ -221,8 +218,8 @@ export class ContentWatch {
   /**
    * The offset in the channel's text before which it may be released as far as this check goes: all
    * of it once final; otherwise up to the last {@link quietHoldBackUnits} complete units and any open
-   * one while the latest window's selection matched no other tenant, else up to the last
-   * {@link holdBackUnits}.
+   * one while no selection among the shingles of the last {@link holdBackUnits} units matched another
+   * tenant, else up to the last {@link holdBackUnits}.
    *
    * Why the shorter hold is safe (H = holdBackUnits, W = w + n − 1, m units read): a span of H + 1
    * units has made its evidence once its last unit is read, so only a span starting at unit m − H or
@@ -230,7 +227,7 @@ export class ContentWatch {
    * span that holds one of them starts at m − W or before and runs past m − 1, so the latest window
    * (units m − W to m − 1) lies inside it: that window's selection is then the source's own and
    * matched the source when it was read. While the latest selection matched no other tenant, no
-   * span that can still make evidence holds a unit released.
+   * span that can still make evidence holds a unit released; the condition used is stricter still.
    * A match read later cannot change a window read before it, so what was safe stays safe.
    *
    * @example
@@ -241,13 +238,35 @@ export class ContentWatch {
     if (state === undefined) return 0
     const shingler = state.shingler
     if (state.final) return shingler.length
-    const units = shingler.units
-    const latest = state.winnow.selectedIndex
-    const quiet = latest >= 0 && state.foreignShingle !== latest
-    const held = Math.min(quiet ? this.quietHoldBack : this.holdBack, units)
-    const safe = held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
+    // Stricter than the proof needs (the latest window alone): a shorter quote of another tenant,
+    // which no hold guarantees to catch, close before a long one keeps the long hold as before. With
+    // the latest window alone, the detection bench's stale pages let 8 words of one such quote out.
+    const foreign = state.foreignShingle
+    const quiet = foreign < 0 || foreign < state.shingler.units - this.holdBack
+    const safe = this.heldFrom(state, quiet ? this.quietHoldBack : this.holdBack)
     if (safe > state.safe) state.safe = safe
     return state.safe
+  }
+
+  /**
+   * Where the last {@link holdBackUnits} complete units (and any open one) of the channel start: the
+   * text a match in which may still grow into evidence with what follows, whatever {@link safeFrom}
+   * lets out. All of it once final.
+   *
+   * @example
+   * const matchedLately = watch.foreignEnd('reasoning') > watch.longHoldFrom('reasoning')
+   */
+  longHoldFrom(channel: string): number {
+    const state = this.channels.get(channel)
+    if (state === undefined) return 0
+    return state.final ? state.shingler.length : this.heldFrom(state, this.holdBack)
+  }
+
+  /** Where the channel's last `units` complete units (and any open one) start. */
+  private heldFrom(state: ChannelState, units: number): number {
+    const shingler = state.shingler
+    const held = Math.min(units, shingler.units)
+    return held === 0 ? shingler.pendingStart() : shingler.unitStart(held)!
   }
 
   /**

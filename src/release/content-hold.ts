@@ -81,8 +81,8 @@ export class ContentHold {
    * token of this request's own starts in the channel (its canary, its prefix marker), already read:
    * no other tenant's prompt holds it, so no other tenant's text runs across it, and every span of
    * the text before it that could be another tenant's has been read whole and judged. What lies
-   * before it may leave without waiting for the units held after it — unless anything held matched
-   * another tenant's prompt at all (then what comes after the barrier may still make that evidence,
+   * before it may leave without waiting for the units held after it — unless anything in the last
+   * `holdBackUnits` matched another tenant's prompt at all (then what comes after the barrier may still make that evidence,
    * and the text waits as it would without one).
    *
    * @example
@@ -94,8 +94,9 @@ export class ContentHold {
     if (piece.closed) return piece.length
     const judged = piece.base + this.#watch.safeFrom(piece.key)
     if (barrier <= judged) return judged
+    // A match within the last 21 units (not only within what is held now) may still grow.
     const foreign = this.#watch.foreignEnd(piece.key)
-    if (foreign >= 0 && piece.base + foreign > judged) return judged
+    if (foreign >= 0 && foreign > this.#watch.longHoldFrom(piece.key)) return judged
     return Math.min(barrier, piece.length)
   }
 

@@ -14,7 +14,7 @@ import { withTenantA as withTenantAOf } from '../support/tenant-a'
 
 /**
  * The foreign-content hold-back keeps a channel's last units until a span of 22 of them could be
- * judged (9 while the latest winnowing window matched no other tenant, 21 otherwise). A whole token of this request's own (its canary, restated by a reasoning model as it
+ * judged (9 while none of the last 21 matched another tenant, 21 otherwise). A whole token of this request's own (its canary, restated by a reasoning model as it
  * starts) is text no other tenant's prompt holds: another tenant's text cannot run across it, so what
  * lies before it leaves once it is read — the first byte of a restating model's stream then waits
  * for the canary, not for 9 more words. Never when anything held matched another tenant's prompt,

@@ -7,8 +7,8 @@ import { chat, sseText } from '../support/prompts'
 import { withTenantA } from '../support/tenant-a'
 
 /**
- * The foreign-content hold-back is 9 units while the latest winnowing window matched no other tenant,
- * 21 otherwise. The short hold must never let out a word of another tenant's span of 22 words or
+ * The foreign-content hold-back is 9 units while none of the last 21 matched another tenant, 21
+ * otherwise. The short hold must never let out a word of another tenant's span of 22 words or
  * more, wherever the span begins: right after clean words, after fragments of that tenant's text too
  * short to be evidence, at any split of the events.
  */
@@ -71,7 +71,7 @@ describe('the short foreign-content hold', () => {
     }
   })
 
-  it('should hold 21 words while the latest window matched another tenant, 9 otherwise', async () => {
+  it('should hold 21 words while any of the last 21 matched another tenant, 9 otherwise', async () => {
     const guard = await withTenantA({ secret: SECRET, models }, A_TEXT)
     /** Content of `words` (one event each) into an open stream: the words the client has so far. */
     const open = async (words: string[]) => {
@@ -102,14 +102,17 @@ describe('the short foreign-content hold', () => {
     const quiet = await open(clean.slice(0, 12))
     expect(await quiet.received()).toEqual(clean.slice(0, 3))
     quiet.upstream.close(['data: [DONE]\n\n'])
-    // Twelve of A's words (its latest window matches A, no evidence yet): nothing is out.
+    // Twelve of A's words (they match A, no evidence yet): nothing is out.
     const fragment = A_WORDS.slice(900, 912)
     const loud = await open(fragment)
     expect(await loud.received()).toEqual([])
-    // Twelve clean words after them: the latest window is clean again, all but the last 9 are out.
+    // Twelve clean words after them: A's words are still among the last 21, so 21 are held.
     loud.upstream.send(clean.slice(0, 12).map((word) => chunk({ content: `${word} ` })))
-    expect(await loud.received()).toEqual([...fragment, ...clean.slice(0, 3)])
+    expect(await loud.received()).toEqual(fragment.slice(0, 3))
+    // Eighteen more: A's last match is over 21 units back, all but the last 9 are out.
+    loud.upstream.send(clean.slice(12, 30).map((word) => chunk({ content: `${word} ` })))
+    expect(await loud.received()).toEqual([...fragment, ...clean.slice(0, 21)])
     loud.upstream.close(['data: [DONE]\n\n'])
-    expect(await loud.received()).toEqual([...fragment, ...clean.slice(0, 12)])
+    expect(await loud.received()).toEqual([...fragment, ...clean])
   })
 })

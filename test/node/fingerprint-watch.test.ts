@@ -169,7 +169,7 @@ describe('foreign-content watch', () => {
     expect(watch.safeFrom('reasoning')).toBe(0)
   })
 
-  it('should hold back holdBackUnits units while the latest window matched another tenant', () => {
+  it('should hold back holdBackUnits units while any of the last ones matched another tenant', () => {
     // Twelve units of acme's prompt (a whole window: it matches, but is no evidence), then ours.
     const quoted = span(secret, 40, 12)
     const tail = english(13, 400)
@@ -178,7 +178,7 @@ describe('foreign-content watch', () => {
     const u = units(answer)
     const quotedEnd = answer.indexOf(quoted) + quoted.length
     const after = u.findIndex((unit) => unit.start >= quotedEnd)
-    // Read 3 units past the quote: the latest window's selection is still one of its shingles.
+    // Read 3 units past the quote: its matches are among the last 21 units.
     const cut = u[after + 3]!.start
     const watch = new ContentWatch(options(table, 'b'))
     watch.push('content', answer.slice(0, cut), false)
@@ -186,8 +186,8 @@ describe('foreign-content watch', () => {
     expect(watch.evidence()).toBeUndefined()
     const complete = u.filter((unit) => unit.end < cut).length
     expect(watch.safeFrom('content')).toBe(u[complete - holdBackUnits(PARAMS)]!.start)
-    // Once the latest window has moved past the quote, the short hold applies again.
-    const later = u[after + 12]!.start
+    // Once its last match is 21 units back, the short hold applies again.
+    const later = u[after + 20]!.start
     watch.push('content', answer.slice(cut, later), false)
     const completeLater = u.filter((unit) => unit.end < later).length
     expect(watch.safeFrom('content')).toBe(u[completeLater - quietHoldBackUnits(PARAMS)]!.start)
