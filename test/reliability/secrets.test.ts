@@ -245,6 +245,9 @@ describe('constant-time key comparison', () => {
     expect(timingSafeEqual('a\u0000', 'a')).toBe(false)
     // Same characters, different bytes: é precomposed vs e + combining accent.
     expect(timingSafeEqual('\u00e9', 'e\u0301')).toBe(false)
+    // Two different lone surrogates: as UTF-8 both become U+FFFD, as code units they differ.
+    expect(timingSafeEqual('key-\ud800', 'key-\udc00')).toBe(false)
+    expect(timingSafeEqual('key-\ud800', 'key-\ufffd')).toBe(false)
   })
 })
 
