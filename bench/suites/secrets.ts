@@ -123,6 +123,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         'restore (answer = whole substituted prompt)': async () =>
           (await book.restore(sent)).text.length,
         'restore (answer of look-alikes)': async () => (await book.restore(lookAlikes)).text.length,
+        // The common answer: the text alone, no secret in it, so no stand-in and few candidates.
+        'restore (answer without secrets)': async () => (await book.restore(base)).text.length,
       }
       const runs =
         target <= 1_000 ? (quick ? 30 : 200) : target <= 32_000 ? (quick ? 8 : 40) : quick ? 3 : 10
@@ -148,7 +150,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         `  ${name.padEnd(7)} ${String(tokens).padStart(7)} tok, ${String(secrets).padStart(4)} secrets: ` +
           `canary scan ${ms(baseline)}, detect ${ms(medianMs.detect!)}, substitute ${ms(medianMs.substitute!)}, ` +
           `restore ${ms(medianMs['restore (answer = whole substituted prompt)']!)}, both ${ms(total)}, ` +
-          `look-alike answer ${ms(medianMs['restore (answer of look-alikes)']!)}`,
+          `look-alike answer ${ms(medianMs['restore (answer of look-alikes)']!)}, ` +
+          `answer without secrets ${ms(medianMs['restore (answer without secrets)']!)}`,
       )
     }
   }
@@ -163,7 +166,9 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       'and every stand-in candidate of the answer checked for another request (an HMAC each), with ' +
       'the whole substituted prompt as the answer (the worst case: a model that repeats everything); ' +
       'answer of look-alikes = as many characters of 40-character tokens and 16-digit numbers, none ' +
-      'a stand-in (the most candidates an answer can hold).',
+      'a stand-in (the most candidates an answer can hold); answer without secrets = the text before ' +
+      'its secret lines were added (the common answer: no stand-in, and runs of key characters only ' +
+      'where the text has them, so most kinds are not searched at all).',
     rows,
   })
   console.log(`  wrote ${path}`)

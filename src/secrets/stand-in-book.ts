@@ -16,7 +16,13 @@ import {
   standInHmac,
 } from './stand-in-codec'
 import { StandInIndex } from './stand-in-index'
-import { classShape, MAX_STAND_IN_LENGTH, SHAPES, type StandInShape } from './stand-in-shapes'
+import {
+  classShape,
+  MAX_STAND_IN_LENGTH,
+  runFacts,
+  SHAPES,
+  type StandInShape,
+} from './stand-in-shapes'
 
 /** How many secrets of one kind a call replaced or restored. */
 export interface KindCount {
@@ -148,11 +154,16 @@ export class StandInBook {
   #ids: Promise<{ nonce: Uint8Array; tag: Uint8Array }> | undefined
   readonly #detectors: readonly SecretDetector[]
   readonly #shapes: Map<string, StandInShape>
-  /** Whether every recognised kind is built in (their candidates' shapes are known: see `mayHoldCandidate`). */
+  /** Whether every recognised kind is built in (no operator pattern's candidate may hold whitespace). */
   readonly #builtInOnly: boolean
   readonly #longestCandidate: number
-  /** Each kind's candidate pattern, global, made once (its `lastIndex` is set before each use). */
-  readonly #candidates: [string, RegExp][] = []
+  /**
+   * Each kind's candidate pattern, global, made once (its `lastIndex` is set before each use), with
+   * what a text must hold for the pattern to be worth running (see {@link StandInShape.gate}).
+   */
+  readonly #candidates: [string, RegExp, StandInShape['gate']][] = []
+  /** The largest run any gate asks for: a text known to hold one (and a digit) passes them all. */
+  readonly #longestGate: number
   readonly #byValue = new Map<string, string>()
   readonly #byStandIn = new Map<string, { kind: string; value: string }>()
   readonly #index = new StandInIndex()
@@ -175,9 +186,10 @@ export class StandInBook {
       if (this.#shapes.has(detector.kind)) continue
       const shape = SHAPES[detector.kind] ?? classShape(detector.pattern ?? /(?!)/g)
       this.#shapes.set(detector.kind, shape)
-      this.#candidates.push([detector.kind, candidatePattern(shape.candidates)])
+      this.#candidates.push([detector.kind, candidatePattern(shape.candidates), shape.gate])
     }
     this.#builtInOnly = [...this.#shapes.keys()].every((kind) => Object.hasOwn(SHAPES, kind))
+    this.#longestGate = Math.max(0, ...this.#candidates.map(([, , gate]) => gate?.minRun ?? 0))
     this.#longestCandidate = Math.max(
       MAX_STAND_IN_LENGTH,
       ...[...detectors, ...recognised].map((d) => d.longest ?? 0),
@@ -365,10 +377,7 @@ export class StandInBook {
       }
     }
     const exact = hits.filter((r) => r.start < to)
-    const candidates =
-      this.#builtInOnly && !mayHoldCandidate(text, from)
-        ? []
-        : this.#candidatesIn(text, hits, from, to)
+    const candidates = this.#candidatesIn(text, hits, from, to)
     if (candidates.length === 0) return { own: exact, foreign: [] }
     return this.#inspect(candidates).then(({ foreign, rewritten }) => {
       if (rewritten.length === 0) return { own: exact, foreign }
@@ -416,7 +425,10 @@ export class StandInBook {
   /** Candidates of every recognised kind starting in [from, to), outside the spans found exactly. */
   #candidatesIn(text: string, own: readonly SecretSpan[], from: number, to: number): Candidate[] {
     const candidates: Candidate[] = []
-    for (const [kind, re] of this.#candidates) {
+    // A candidate starting at or after `from` lies in text[from..], so that part's facts bound it.
+    const facts = runFacts(text, from, this.#longestGate)
+    for (const [kind, re, gate] of this.#candidates) {
+      if (gate && (gate.minRun > facts.longestRun || (gate.digit && !facts.digit))) continue
       re.lastIndex = from
       for (let m = re.exec(text); m !== null && m.index < to; m = re.exec(text)) {
         const start = m.index
@@ -490,23 +502,6 @@ export class StandInBook {
     }
     return { foreign, rewritten }
   }
-}
-
-/**
- * Whether a built-in kind's candidate could start at or after `from`: every one holds a digit, or a
- * run of at least 20 characters without whitespace (the shortest, an AWS key id), or `-----` (a PEM
- * block). Most words of prose hold none of these, so a stream's next words cost one pass over their
- * characters instead of a regular expression per kind.
- */
-function mayHoldCandidate(text: string, from: number): boolean {
-  let run = 0
-  for (let i = from; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (c >= 48 && c <= 57) return true
-    if (c === 32 || (c >= 9 && c <= 13)) run = 0
-    else if (++run >= 20) return true
-  }
-  return text.includes('-----', from)
 }
 
 /**

@@ -23,6 +23,68 @@ export interface StandInShape {
   fix?(standIn: string): string
   /** Finds stand-in candidates of this kind in an answer (global). */
   candidates: RegExp
+  /**
+   * What every candidate holds, so a text without it is not searched (most prose holds no run of 24
+   * key characters): a run of at least `minRun` {@link RUN_CHARACTERS}, and a digit when `digit`.
+   * Absent (operator kinds): always searched. Each built-in claim is tested against its pattern.
+   */
+  gate?: { minRun: number; digit?: true }
+}
+
+/**
+ * The characters a candidate's run is counted in: every character a built-in kind's pattern matches
+ * outside a PEM block's spaces, an IBAN's or a card's group separators and a JWT's dots.
+ */
+export const RUN_CHARACTERS = /[A-Za-z0-9_+/-]/
+
+/**
+ * The longest run of {@link RUN_CHARACTERS} in text[from..], and whether it holds a digit: one pass
+ * over the characters, which spares most prose every kind's regular expression (a stream's next
+ * words, a whole answer's sentences). It stops once a run of `enough` and a digit are seen (no gate
+ * asks more), so the reported run is then at least `enough`, not always the longest.
+ *
+ * @example
+ * runFacts('see sk_live_ab, 42') // { longestRun: 11, digit: true }
+ */
+export function runFacts(
+  text: string,
+  from = 0,
+  enough = Number.POSITIVE_INFINITY,
+): { longestRun: number; digit: boolean } {
+  let longestRun = 0
+  let run = 0
+  let digit = false
+  for (let i = from; i < text.length; i++) {
+    // [A-Za-z0-9_+/-], the commonest first: lower 97–122, upper 65–90, '_' 95, digits 48–57,
+    // '+' 43, '-' 45, '/' 47.
+    const c = text.charCodeAt(i)
+    if (c >= 97) {
+      if (c <= 122) {
+        run++
+        continue
+      }
+    } else if (c >= 65) {
+      if (c <= 90 || c === 95) {
+        run++
+        continue
+      }
+    } else if (c >= 48) {
+      if (c <= 57) {
+        run++
+        digit = true
+        continue
+      }
+    } else if (c === 43 || c === 45 || c === 47) {
+      run++
+      continue
+    }
+    if (run > longestRun) {
+      longestRun = run
+      if (digit && longestRun >= enough) return { longestRun, digit }
+    }
+    run = 0
+  }
+  return { longestRun: Math.max(longestRun, run), digit }
 }
 
 const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
@@ -110,6 +172,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
       `${KEY_BOUNDARY}sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{40,220}${KEY_END}`,
       'g',
     ),
+    gate: { minRun: 43 },
   },
   'anthropic-key': {
     template: (v) => v,
@@ -119,6 +182,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
       `${KEY_BOUNDARY}sk-ant-[a-z]+\\d\\d-[A-Za-z0-9_-]{80,120}AA${KEY_END}`,
       'g',
     ),
+    gate: { minRun: 93, digit: true },
   },
   'github-token': {
     template: (v) => v,
@@ -129,6 +193,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     fix: wrongGithubChecksum,
     candidates:
       /(?<![A-Za-z0-9_])(?:(?:gh[pousr]|npm)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?![A-Za-z0-9_])/g,
+    gate: { minRun: 40 },
   },
   'stripe-key': {
     template: (v) => v,
@@ -138,6 +203,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     // and would fall back to the compact layout; base62 holds 143.
     alphabet: BASE62,
     candidates: /(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9_])/g,
+    gate: { minRun: 32 },
   },
   'slack-token': {
     template: (v) => v,
@@ -145,12 +211,14 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: fixed(0),
     candidates:
       /(?<![A-Za-z0-9-])xox[abposr]-(?:\d{1,15}-){1,4}[A-Za-z0-9]{16,64}(?![A-Za-z0-9-])/g,
+    gate: { minRun: 23, digit: true },
   },
   'google-api-key': {
     template: (v) => v,
     keep: fixed(4),
     keepEnd: fixed(0),
     candidates: new RegExp(`${KEY_BOUNDARY}AIza[0-9A-Za-z_-]{35}${KEY_END}`, 'g'),
+    gate: { minRun: 39 },
   },
   'aws-access-key-id': {
     template: (v) => v,
@@ -158,18 +226,21 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: fixed(0),
     alphabet: BASE32,
     candidates: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])/g,
+    gate: { minRun: 20 },
   },
   'aws-secret-access-key': {
     template: (v) => v,
     keep: fixed(0),
     keepEnd: fixed(0),
     candidates: /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
+    gate: { minRun: 40 },
   },
   'cloudflare-api-token': {
     template: (v) => v,
     keep: fixed(0),
     keepEnd: fixed(0),
     candidates: new RegExp(`${KEY_BOUNDARY}[A-Za-z0-9_-]{40}${KEY_END}`, 'g'),
+    gate: { minRun: 40 },
   },
   'private-key': {
     // One line of 64 base64 characters between the original BEGIN and END lines: the model sees a
@@ -186,6 +257,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     alphabet: BASE64,
     candidates:
       /-----BEGIN (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:\n|\\n|\\\\n)[A-Za-z0-9+/]{64}(?:\n|\\n|\\\\n)-----END (?:[A-Z0-9]{1,16} ){0,3}PRIVATE KEY(?: BLOCK)?-----/g,
+    gate: { minRun: 64 },
   },
   jwt: {
     // The header is kept (the algorithm is not secret, and the model may reason about it) up to
@@ -202,6 +274,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     alphabet: BASE64URL,
     candidates:
       /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,97}\.eyJyZWRhY3RlZCI6dHJ1ZX0\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g,
+    gate: { minRun: 43 },
   },
   'url-password': {
     // Passwords have no format to keep; 24 base62 characters carry a full payload.
@@ -210,6 +283,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: fixed(0),
     alphabet: BASE62,
     candidates: /(?<![A-Za-z0-9])[A-Za-z0-9]{24}(?![A-Za-z0-9])/g,
+    gate: { minRun: 24 },
   },
   'card-number': {
     // The first digit (the brand family: 4 Visa, 5 Mastercard, 3 Amex/JCB/Diners, 6 Discover), the
@@ -220,6 +294,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     fix: (s) => wrongLuhn(s, (d) => d),
     candidates:
       /(?<![0-9A-Za-z.,_-])[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\1[0-9]{4}(?:\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\2[0-9]{4,5})(?![0-9A-Za-z_]|[.,-][0-9])/g,
+    gate: { minRun: 4, digit: true },
   },
   iban: {
     // The country (and so the length and the BBAN's letter/digit layout) is kept; the check digits
@@ -229,6 +304,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: fixed(0),
     fix: wrongIbanCheck,
     candidates: /(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])/g,
+    gate: { minRun: 4, digit: true },
   },
   'no-fodselsnummer': {
     // Nothing of the date is kept (a birth date is personal data); the second control digit is wrong.
@@ -237,6 +313,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: fixed(1),
     fix: wrongFnr,
     candidates: /(?<![0-9A-Za-z+.,-])[0-9]{6} ?[0-9]{5}(?![0-9A-Za-z]|[.,-][0-9])/g,
+    gate: { minRun: 6, digit: true },
   },
   'se-personnummer': {
     template: (v) => v,
@@ -245,6 +322,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     fix: (s) => wrongLuhn(s, (d) => (d.length === 12 ? d.slice(2) : d)),
     candidates:
       /(?<![0-9A-Za-z+.,-])(?:(?:19|20)[0-9]{6}-?|[0-9]{6}[-+])[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+    gate: { minRun: 11, digit: true },
   },
   'us-ssn': {
     // Area 666 is never issued: a stand-in is never a real number.
@@ -253,6 +331,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: fixed(0),
     fix: (s) => `666${s.slice(3)}`,
     candidates: /(?<![0-9A-Za-z.,-])666-[0-9]{2}-[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+    gate: { minRun: 11, digit: true },
   },
 }
 
