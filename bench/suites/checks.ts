@@ -1,15 +1,17 @@
 /**
- * @module Benchmark: what the guard Worker's checks cost a 1k-token request in workerd, paired. The
- * reading proxy and the guard Worker — default, and with each switch the Worker has turned off — run
- * in one workerd isolate (bench/support/checks-worker.ts) in front of one simulator process, with
- * Portkey's gateway beside them. Two phases, each of rounds that send the same request to each of
- * its targets in a fresh seeded order; a figure is the median of per-round differences:
- *  - peers: the simulator, Portkey, the reading proxy and the default guard, one request each a
- *    round, so that each process sees the same share of the traffic;
- *  - switches: the default guard, a second copy of it (the pairing's own noise) and each variant.
- * Not one phase of all nine: with six guard variants in every round, the guard's code and data stay
- * in the CPU's caches while Portkey's are evicted between its requests, which put the guard ahead of
- * Portkey where a fair mix puts it behind (docs/streaming.md, session 15).
+ * @module Benchmark: what the guard Worker's checks cost a 1k-token request in workerd, next to
+ * Portkey's gateway. The reading proxy and the guard Worker — default, and with each switch the Worker
+ * has turned off — run in one workerd isolate (bench/support/checks-worker.ts) in front of one
+ * simulator process, with Portkey beside them. Each guard variant is measured in rounds of its own,
+ * each round one request to the simulator, Portkey, the reading proxy and that variant in a fresh
+ * seeded order, so every variant's code is as cold as Portkey's is between its requests; variants
+ * take turns in blocks of rounds, so the host's drift over the run falls on each alike. A figure is
+ * a median of per-round differences.
+ *
+ * One variant a round, not all of them: with six guard variants in every round, the guard's code and
+ * data stay in the CPU's caches while Portkey's are evicted, which put the guard ahead of Portkey
+ * where a fair mix puts it behind (docs/streaming.md, session 15); and switches measured in such warm
+ * rounds cost a third of what they cost in fair ones (session 20).
  */
 import {
   machineInfo,
@@ -31,26 +33,32 @@ import { BENCH_SECRET, MODEL } from '../support/prompts'
 import { type RunningWorker, startWorker } from '../support/workerd'
 import { english, rng } from '../texts'
 
+type Variant = keyof typeof CHECK_VARIANTS
+
 type Target = 'direct' | 'portkey' | CheckVariant
 
-type Phase = 'peers' | 'switches'
+const VARIANTS = Object.keys(CHECK_VARIANTS) as Variant[]
 
-/** Each phase's targets; `direct` is every round's baseline. */
-const PHASES: Record<Phase, Target[]> = {
-  peers: ['direct', 'portkey', 'reading proxy', 'guard'],
-  switches: ['direct', ...(Object.keys(CHECK_VARIANTS) as CheckVariant[])],
-}
+/** Rounds of one variant in a row before the next variant's turn. */
+const BLOCK = 10
 
 interface Row {
   workload: string
-  phase: Phase
+  /** The guard variant whose rounds measured this row. */
+  rounds: Variant
   target: Target
   /** Median of per-round (target − direct), ms. */
   added: number
-  /** Median of per-round (target − default guard), ms. */
+  /** Median of per-round (target − reading proxy), ms, and its middle half ([25th, 75th]). */
+  overProxy: number
+  overProxyIqr: [number, number]
+  /**
+   * Target − default guard, ms: for Portkey and the reading proxy the median of per-round differences
+   * in the default guard's rounds (with its middle half); for a variant the difference of its
+   * `overProxy` from the default's, each from its own rounds (the second copy's is the noise).
+   */
   vsGuard: number
-  /** The middle half of per-round (target − default guard): [25th, 75th] percentile, ms. */
-  vsGuardIqr: [number, number]
+  vsGuardIqr?: [number, number]
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
@@ -93,34 +101,15 @@ async function run({ quick }: SuiteOptions): Promise<void> {
           throw new Error(`checks: ${target} answered ${r.status} on ${workload}`)
         return r.totalMs
       }
-      for (const phase of Object.keys(PHASES) as Phase[]) {
-        // Portkey 1.15.2 fails every stream of this simulator (500, "TypeError: immutable": see the
-        // peer suite's failures), so streams compare the Workers alone.
-        const targets = PHASES[phase].filter((t) => !(stream && t === 'portkey'))
-        const perRound = await timeRounds(
-          targets,
-          send,
-          rounds,
-          quick ? 10 : 40,
-          rng(stream ? 2 : 1),
+      // Portkey 1.15.2 fails every stream of this simulator (500, "TypeError: immutable": see the
+      // peer suite's failures), so streams compare the Workers alone.
+      const peers: Target[] = stream ? ['reading proxy'] : ['portkey', 'reading proxy']
+      const times = await timeVariants(peers, send, rounds, quick ? 10 : 40, rng(stream ? 2 : 1))
+      for (const row of rowsOf(workload, peers, times)) {
+        rows.push(row)
+        console.log(
+          `  ${workload.padEnd(17)} ${row.rounds.padEnd(20)} ${row.target.padEnd(20)} added ${signed(row.added).padStart(9)}  over proxy ${signed(row.overProxy).padStart(9)}  vs guard ${signed(row.vsGuard).padStart(9)}`,
         )
-        const guard = perRound.get('guard')!
-        for (const target of targets) {
-          const added = perRound.get(target)!
-          const diff = added.map((v, i) => v - guard[i]!)
-          const row: Row = {
-            workload,
-            phase,
-            target,
-            added: median(added),
-            vsGuard: median(diff),
-            vsGuardIqr: [percentile(diff, 25), percentile(diff, 75)],
-          }
-          rows.push(row)
-          console.log(
-            `  ${workload.padEnd(17)} ${phase.padEnd(8)} ${target.padEnd(21)} added ${signed(row.added).padStart(9)}  vs guard ${signed(row.vsGuard).padStart(9)}`,
-          )
-        }
       }
     }
     const path = await writeResult('checks', {
@@ -129,8 +118,9 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       quick,
       machine: machineInfo(),
       rounds,
+      block: BLOCK,
       variants: CHECK_VARIANTS,
-      note: "Times in ms. added = median of per-round (target − direct); vsGuard = median of per-round (target − default guard), with its interquartile range, both within the row's phase: peers (direct, Portkey, reading proxy, guard: one request each a round) or switches (direct, the guard, a second copy and each variant). The reading proxy and every guard variant run in one workerd isolate; Portkey and the simulator in their own Node processes.",
+      note: "Times in ms. Each guard variant's rounds: one request each to the simulator (direct), Portkey (whole answers only), the reading proxy and that variant, in a fresh order; variants take turns in blocks of `block` rounds. added = median of per-round (target − direct); overProxy = median of per-round (target − reading proxy) with its interquartile range; vsGuard = Portkey's or the reading proxy's per-round difference from the default guard in the default guard's rounds (with its interquartile range), or a variant's overProxy minus the default guard's. The reading proxy and every guard variant run in one workerd isolate; Portkey and the simulator in their own Node processes.",
       rows,
     })
     const updated = await updateReadmeTable(
@@ -144,25 +134,69 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   }
 }
 
+/** One round's times, ms, by target. */
+type Round = Map<Target, number>
+
 /**
- * `rounds` rounds (after `warm` untimed ones) of one request to each target in a fresh order; each
- * target's per-round time minus that round's `direct`.
+ * `rounds` timed rounds per guard variant (after `warm` untimed ones in all): each round one request
+ * to the simulator, each of `peers` and the variant, in a fresh order; the variants take turns in
+ * blocks of {@link BLOCK} rounds.
  */
-async function timeRounds(
-  targets: readonly Target[],
+async function timeVariants(
+  peers: readonly Target[],
   send: (target: Target) => Promise<number>,
   rounds: number,
   warm: number,
   random: () => number,
-): Promise<Map<Target, number[]>> {
-  const perRound = new Map<Target, number[]>(targets.map((t) => [t, []]))
-  for (let round = 0; round < rounds + warm; round++) {
-    const took = new Map<Target, number>()
-    for (const t of shuffled(targets, random)) took.set(t, await send(t))
-    if (round < warm) continue
-    for (const t of targets) perRound.get(t)!.push(took.get(t)! - took.get('direct')!)
+): Promise<Map<Variant, Round[]>> {
+  const times = new Map<Variant, Round[]>(VARIANTS.map((v) => [v, []]))
+  const round = async (variant: Variant): Promise<Round> => {
+    const took: Round = new Map()
+    for (const t of shuffled<Target>(['direct', ...peers, variant], random))
+      took.set(t, await send(t))
+    return took
   }
-  return perRound
+  for (let i = 0; i < warm; i++) await round(VARIANTS[i % VARIANTS.length]!)
+  for (let done = 0; done < rounds; done += BLOCK) {
+    for (const variant of VARIANTS) {
+      for (let i = 0; i < Math.min(BLOCK, rounds - done); i++) {
+        times.get(variant)!.push(await round(variant))
+      }
+    }
+  }
+  return times
+}
+
+/** The peers' rows from the default guard's rounds, then one row per variant from its own. */
+function rowsOf(workload: string, peers: readonly Target[], times: Map<Variant, Round[]>): Row[] {
+  const over = (rounds: readonly Round[], target: Target, base: Target) =>
+    rounds.map((r) => r.get(target)! - r.get(base)!)
+  const guardRounds = times.get('guard')!
+  const guardOverProxy = median(over(guardRounds, 'guard', 'reading proxy'))
+  const row = (rounds: Variant, target: Target, list: readonly Round[]) => {
+    const overProxy = over(list, target, 'reading proxy')
+    return {
+      workload,
+      rounds,
+      target,
+      added: median(over(list, target, 'direct')),
+      overProxy: median(overProxy),
+      overProxyIqr: [percentile(overProxy, 25), percentile(overProxy, 75)] as [number, number],
+    }
+  }
+  const rows: Row[] = peers.map((target) => {
+    const vsGuard = over(guardRounds, target, 'guard')
+    return {
+      ...row('guard', target, guardRounds),
+      vsGuard: median(vsGuard),
+      vsGuardIqr: [percentile(vsGuard, 25), percentile(vsGuard, 75)],
+    }
+  })
+  for (const variant of VARIANTS) {
+    const own = row(variant, variant, times.get(variant)!)
+    rows.push({ ...own, vsGuard: own.overProxy - guardOverProxy })
+  }
+  return rows
 }
 
 /**
@@ -195,31 +229,25 @@ function table(rows: readonly Row[], rounds: number, quick: boolean): string {
     'memo off': 'guard Worker, `GUARD_TEXT_MEMO_BYTES=0`',
     'secrets and echo off': 'guard Worker, secrets and echo off',
   }
-  const section = (phase: Phase) =>
-    rows
-      .filter((r) => r.phase === phase && r.target !== 'direct')
-      .map(
-        (r) =>
-          `| ${r.workload} | ${label[r.target]} | ${signed(r.added)} | ${r.target === 'guard' ? '—' : signed(r.vsGuard)} | ${r.target === 'guard' ? '—' : `${signed(r.vsGuardIqr[0])} … ${signed(r.vsGuardIqr[1])}`} |`,
-      )
-  const head = [
-    '| workload | target | added (median) | vs guard (median) | vs guard, middle half |',
+  const range = ([low, high]: readonly [number, number]) => `${signed(low)} … ${signed(high)}`
+  const line = (r: Row) => {
+    const overProxy =
+      r.target === 'reading proxy' ? '—' : `${signed(r.overProxy)} (${range(r.overProxyIqr)})`
+    const vsGuard =
+      r.target === 'guard'
+        ? '—'
+        : `${signed(r.vsGuard)}${r.vsGuardIqr ? ` (${range(r.vsGuardIqr)})` : ''}`
+    return `| ${r.workload} | ${label[r.target]} | ${signed(r.added)} | ${overProxy} | ${vsGuard} |`
+  }
+  return [
+    `What the guard Worker's checks cost one 1k-token request (${m.cpu}, ${m.cores} cores, Node ${m.node}; ${rounds} rounds per guard variant${quick ? ', quick run' : ''}). Each variant is measured in rounds of its own: one request each to the simulator, Portkey (whole answers: Portkey fails this simulator's streams), the reading proxy and that variant, in a fresh order, with the variants taking turns every ${BLOCK} rounds. So each sees the same share of the traffic and runs as cold as Portkey does (in rounds of every variant at once, the guard's code stayed in the CPU's caches and the switches measured a third of these figures). The reading proxy and every guard variant run in **one workerd isolate**; Portkey and the simulator in their own processes. Medians of per-round differences, with the middle half in brackets.`,
+    '',
+    "**added**: over the simulator direct. **over the reading proxy**: what the guard's own code costs beyond a Worker that only parses and re-serialises. **vs default guard**: for Portkey and the reading proxy, their difference from the default guard in the same rounds; for a variant, its figure over the reading proxy minus the default guard's, each from its own rounds (the second copy's row is how far two identical variants land apart).",
+    '',
+    '| workload | target | added (median) | over the reading proxy | vs default guard |',
     '|---|---|---|---|---|',
-  ]
-  const lines = [
-    `What the guard Worker's checks cost one 1k-token request (${m.cpu}, ${m.cores} cores, Node ${m.node}; ${rounds} rounds a phase${quick ? ', quick run' : ''}). The reading proxy and every guard variant run in **one workerd isolate**, so they share the runtime and differ only in code; Portkey and the simulator run in their own processes. **vs guard**: median of each round's difference from the default guard in the same phase, with its middle half.`,
-    '',
-    "**Peers** — each round one request to the simulator, Portkey, the reading proxy and the default guard, so each process sees the same share of the traffic (with the six guard variants in the same rounds, the guard's code stays in the CPU's caches and Portkey's does not: Portkey measured ~1 ms slower and the guard 0.3 ms faster).",
-    '',
-    ...head,
-    ...section('peers'),
-    '',
-    "**Switches** — each round the default guard, a second copy of it (the pairing's own noise) and the guard with each of the Worker's switches off. Read the differences: every request here runs the guard's code, which stays warm, so the added figures are lower than in the peers' rounds.",
-    '',
-    ...head,
-    ...section('switches'),
-  ]
-  return lines.join('\n')
+    ...rows.map(line),
+  ].join('\n')
 }
 
 const suite: Suite = { name: 'checks', run }
