@@ -101,13 +101,18 @@ export function maxEstimateWithin(ceiling: number, drift: number, overhead: numb
  * caller (calibration or options), so it throws rather than guessing.
  */
 function charges(margins: Margins): Float64Array {
-  return Float64Array.from(SCRIPT_CLASSES, (name) => {
+  // A loop, not `Float64Array.from(SCRIPT_CLASSES, …)`: that iterates through the generic protocol,
+  // 12 µs a request in a profile of 1k-token requests (Node).
+  const charge = new Float64Array(SCRIPT_CLASSES.length)
+  for (let c = 0; c < SCRIPT_CLASSES.length; c++) {
+    const name = SCRIPT_CLASSES[c]!
     const margin = margins(name)
     if (!Number.isFinite(margin) || margin < 0) {
       throw new RangeError(`margin for ${name} must be a finite number ≥ 0, got ${margin}`)
     }
-    return 1 + margin
-  })
+    charge[c] = 1 + margin
+  }
+  return charge
 }
 
 /** Σ over classes of `ceil(figure × charge)`. */
@@ -127,10 +132,14 @@ function driversOf(
   classes: Partial<Record<ScriptClass, ClassFigures>>,
   charge: Float64Array,
 ): ScriptClass[] {
-  const charged = SCRIPT_CLASSES.map((name, c) => ({
-    name,
-    tokens: Math.ceil((classes[name]?.bound ?? 0) * (charge[c] ?? 1)),
-  })).filter((entry) => entry.tokens > 0)
+  const charged: { name: ScriptClass; tokens: number }[] = []
+  for (let c = 0; c < SCRIPT_CLASSES.length; c++) {
+    const name = SCRIPT_CLASSES[c]!
+    const bound = classes[name]?.bound
+    if (bound === undefined) continue
+    const tokens = Math.ceil(bound * (charge[c] ?? 1))
+    if (tokens > 0) charged.push({ name, tokens })
+  }
   const total = charged.reduce((sum, entry) => sum + entry.tokens, 0)
   charged.sort((a, b) => b.tokens - a.tokens)
   const named = charged.filter((entry, i) => i === 0 || entry.tokens >= total * DRIVER_SHARE)
