@@ -10,8 +10,7 @@
  *
  * One variant a round, not all of them: with six guard variants in every round, the guard's code and
  * data stay in the CPU's caches while Portkey's are evicted, which put the guard ahead of Portkey
- * where a fair mix puts it behind (docs/streaming.md, session 15); and switches measured in such warm
- * rounds cost a third of what they cost in fair ones (session 20).
+ * where a fair mix puts it behind (docs/streaming.md, session 15).
  */
 import {
   machineInfo,
@@ -240,7 +239,7 @@ function table(rows: readonly Row[], rounds: number, quick: boolean): string {
     return `| ${r.workload} | ${label[r.target]} | ${signed(r.added)} | ${overProxy} | ${vsGuard} |`
   }
   return [
-    `What the guard Worker's checks cost one 1k-token request (${m.cpu}, ${m.cores} cores, Node ${m.node}; ${rounds} rounds per guard variant${quick ? ', quick run' : ''}). Each variant is measured in rounds of its own: one request each to the simulator, Portkey (whole answers: Portkey fails this simulator's streams), the reading proxy and that variant, in a fresh order, with the variants taking turns every ${BLOCK} rounds. So each sees the same share of the traffic and runs as cold as Portkey does (in rounds of every variant at once, the guard's code stayed in the CPU's caches and the switches measured a third of these figures). The reading proxy and every guard variant run in **one workerd isolate**; Portkey and the simulator in their own processes. Medians of per-round differences, with the middle half in brackets.`,
+    `What the guard Worker's checks cost one 1k-token request (${m.cpu}, ${m.cores} cores, Node ${m.node}; ${rounds} rounds per guard variant${quick ? ', quick run' : ''}). Each variant is measured in rounds of its own: one request each to the simulator, Portkey (whole answers: Portkey fails this simulator's streams), the reading proxy and that variant, in a fresh order, with the variants taking turns every ${BLOCK} rounds. So each sees the same share of the traffic and runs as cold as Portkey does (in rounds of every variant at once, the guard's code stayed in the CPU's caches and Portkey's did not). The reading proxy and every guard variant run in **one workerd isolate**; Portkey and the simulator in their own processes. Medians of per-round differences, with the middle half in brackets.`,
     '',
     "**added**: over the simulator direct. **over the reading proxy**: what the guard's own code costs beyond a Worker that only parses and re-serialises. **vs default guard**: for Portkey and the reading proxy, their difference from the default guard in the same rounds; for a variant, its figure over the reading proxy minus the default guard's, each from its own rounds (the second copy's row is how far two identical variants land apart).",
     '',
