@@ -327,8 +327,9 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       'read-ahead). The guard releases nothing — reasoning included — until its canary has shown up: at the ' +
       'start of the content (the echo), so the first byte waits for the whole reasoning, or restated in the ' +
       'reasoning by a model that restates its instructions (“restating”), released from there; after that the ' +
-      'foreign-content check holds back the last 21 words of a channel until it has judged them, so the ' +
-      'first content words wait for about 21 more (a quote-heavy answer: more tokens per word). Under the ' +
+      'foreign-content check holds back the last 9 words of a channel until it has judged them (21 while ' +
+      'any of the last 21 matched another tenant), so the first content words wait for about 9 more (a ' +
+      'quote-heavy answer: more tokens per word). Under the ' +
       'opt-in `async` policy the stream is released as soon as its first token is timed and the ' +
       'foreign-canary scan passed, with no foreign-content hold-back: the proof and the evidence are ' +
       'checked as the text leaves, and a failure ends the stream in-stream (detection matrix: what that ' +
