@@ -236,6 +236,30 @@ describe('windowed stand-in judgement', () => {
   })
 })
 
+describe('what books under one policy share', () => {
+  // A book's kinds are derived once per (detectors, recognised) pair of lists: books that share the
+  // substituted list but recognise different kinds must each keep their own, in either order.
+  it('should keep the kinds of each recognised list apart when the substituted list is the same', async () => {
+    const detectors = builtInDetectors()
+    const acme = [operatorDetector({ name: 'acme-account', pattern: 'ACME-[0-9]{8}-[A-Z]{4}' })]
+    const plain = await StandInBook.open(key, { requestId: 'k-1', tenant: 'acme' }, detectors, [])
+    const wide = await StandInBook.open(key, { requestId: 'k-2', tenant: 'acme' }, detectors, acme)
+    const again = await StandInBook.open(key, { requestId: 'k-3', tenant: 'acme' }, detectors, acme)
+    const issuer = await StandInBook.open(key, { requestId: 'k-4', tenant: 'globex' }, acme)
+    expect([plain.recognisesPatterns, wide.recognisesPatterns, again.recognisesPatterns]).toEqual([
+      false,
+      true,
+      true,
+    ])
+    const { text: leaked } = await issuer.substitute('account ACME-87654321-WXYZ ok')
+    const kinds = async (book: StandInBook) =>
+      (await book.locate(leaked)).foreign.map((f) => f.kind)
+    expect(await kinds(plain)).toEqual([])
+    expect(await kinds(wide)).toEqual(['acme-account'])
+    expect(await kinds(again)).toEqual(['acme-account'])
+  })
+})
+
 describe('windowed stand-in judgement: regressions', () => {
   // A Stripe key may be 8 + 247 characters and its stand-in keeps its length; formingFrom allowed for
   // 234 only: once 234 characters of a longer foreign stand-in had arrived, the window passed its
