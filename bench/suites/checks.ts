@@ -2,7 +2,7 @@
  * @module Benchmark: what the guard Worker's checks cost a 1k-token request in workerd, next to
  * Portkey's gateway. The reading proxy and the guard Worker — default, and with each switch the Worker
  * has turned off — run in one workerd isolate (bench/support/checks-worker.ts) in front of one
- * simulator process, with Portkey beside them. Each guard variant is measured in rounds of its own,
+ * simulator process, with Portkey beside them (its default config, and its regex guardrails on). Each guard variant is measured in rounds of its own,
  * each round one request to the simulator, Portkey, the reading proxy and that variant in a fresh
  * seeded order, so every variant's code is as cold as Portkey's is between its requests; variants
  * take turns in blocks of rounds, so the host's drift over the run falls on each alike. A figure is
@@ -26,7 +26,7 @@ import {
 import { CHECK_VARIANTS, type CheckVariant } from '../support/checks-worker'
 import { timedFetch } from '../support/http'
 import { PEER_KEY } from '../support/peer-env'
-import { startPortkey, startSimulator } from '../support/peers'
+import { portkeyGuardrails, startPortkey, startSimulator } from '../support/peers'
 import type { Child } from '../support/processes'
 import { BENCH_SECRET, MODEL } from '../support/prompts'
 import { type RunningWorker, startWorker } from '../support/workerd'
@@ -34,7 +34,7 @@ import { english, rng } from '../texts'
 
 type Variant = keyof typeof CHECK_VARIANTS
 
-type Target = 'direct' | 'portkey' | CheckVariant
+type Target = 'direct' | 'portkey' | 'portkey guardrails' | CheckVariant
 
 const VARIANTS = Object.keys(CHECK_VARIANTS) as Variant[]
 
@@ -75,6 +75,23 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       GUARD_SECRET: BENCH_SECRET,
       TENANT_KEYS: JSON.stringify({ [PEER_KEY]: 'bench' }),
     })
+    const urlOf = (target: Target) =>
+      target === 'direct' ? simUrl : target.startsWith('portkey') ? portkey.url : worker!.url
+    const headersOf = (target: Target): Record<string, string> => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' }
+      if (target === 'portkey') {
+        headers['x-portkey-provider'] = 'openai'
+        headers['x-portkey-custom-host'] = `${simUrl}/v1`
+      } else if (target === 'portkey guardrails') {
+        headers['x-portkey-config'] = portkeyGuardrails(`${simUrl}/v1`)
+      } else if (target !== 'direct') {
+        headers['x-bench-variant'] = target
+      }
+      const guarded = urlOf(target) === worker!.url && target !== 'reading proxy'
+      headers.authorization = `Bearer ${guarded ? PEER_KEY : 'worker'}`
+      return headers
+    }
+    await confirmGuardrailsRun(`${urlOf('portkey guardrails')}/v1/chat/completions`, headersOf)
     const text = english(11, 1_000 * 4.1)
     const rounds = quick ? 60 : 800
     const rows: Row[] = []
@@ -86,23 +103,20 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         ...(stream ? { stream: true } : {}),
       })
       const send = async (target: Target): Promise<number> => {
-        const url = target === 'direct' ? simUrl : target === 'portkey' ? portkey.url : worker!.url
-        const headers: Record<string, string> = { 'content-type': 'application/json' }
-        if (target === 'portkey') {
-          headers['x-portkey-provider'] = 'openai'
-          headers['x-portkey-custom-host'] = `${simUrl}/v1`
-        }
-        const guarded = target !== 'direct' && target !== 'portkey' && target !== 'reading proxy'
-        headers.authorization = `Bearer ${guarded ? PEER_KEY : 'worker'}`
-        if (target !== 'direct' && target !== 'portkey') headers['x-bench-variant'] = target
-        const r = await timedFetch(`${url}/v1/chat/completions`, { method: 'POST', headers, body })
+        const r = await timedFetch(`${urlOf(target)}/v1/chat/completions`, {
+          method: 'POST',
+          headers: headersOf(target),
+          body,
+        })
         if (r.status !== 200)
           throw new Error(`checks: ${target} answered ${r.status} on ${workload}`)
         return r.totalMs
       }
       // Portkey 1.15.2 fails every stream of this simulator (500, "TypeError: immutable": see the
       // peer suite's failures), so streams compare the Workers alone.
-      const peers: Target[] = stream ? ['reading proxy'] : ['portkey', 'reading proxy']
+      const peers: Target[] = stream
+        ? ['reading proxy']
+        : ['portkey', 'portkey guardrails', 'reading proxy']
       const times = await timeVariants(peers, send, rounds, quick ? 10 : 40, rng(stream ? 2 : 1))
       for (const row of rowsOf(workload, peers, times)) {
         rows.push(row)
@@ -119,7 +133,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       rounds,
       block: BLOCK,
       variants: CHECK_VARIANTS,
-      note: "Times in ms. Each guard variant's rounds: one request each to the simulator (direct), Portkey (whole answers only), the reading proxy and that variant, in a fresh order; variants take turns in blocks of `block` rounds. added = median of per-round (target − direct); overProxy = median of per-round (target − reading proxy) with its interquartile range; vsGuard = Portkey's or the reading proxy's per-round difference from the default guard in the default guard's rounds (with its interquartile range), or a variant's overProxy minus the default guard's. The reading proxy and every guard variant run in one workerd isolate; Portkey and the simulator in their own Node processes.",
+      note: "Times in ms. Each guard variant's rounds: one request each to the simulator (direct), Portkey and Portkey with its regex guardrails (whole answers only), the reading proxy and that variant, in a fresh order; variants take turns in blocks of `block` rounds. added = median of per-round (target − direct); overProxy = median of per-round (target − reading proxy) with its interquartile range; vsGuard = a peer's (Portkey, with guardrails, the reading proxy) per-round difference from the default guard in the default guard's rounds (with its interquartile range), or a variant's overProxy minus the default guard's. The reading proxy and every guard variant run in one workerd isolate; Portkey and the simulator in their own Node processes.",
       rows,
     })
     const updated = await updateReadmeTable(
@@ -131,6 +145,27 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     await worker?.dispose()
     for (const child of children.reverse()) await child.stop()
   }
+}
+
+/**
+ * Portkey's guardrails must really run, or their row measures nothing: a prompt carrying an AWS key
+ * id is denied (446), the same prompt without it is answered.
+ */
+async function confirmGuardrailsRun(
+  url: string,
+  headersOf: (target: Target) => Record<string, string>,
+): Promise<void> {
+  const status = async (content: string) =>
+    (
+      await timedFetch(url, {
+        method: 'POST',
+        headers: headersOf('portkey guardrails'),
+        body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }] }),
+      })
+    ).status
+  const [clean, secret] = [await status('Say hi.'), await status('My key is AKIAIOSFODNN7EXAMPLE.')]
+  if (clean !== 200 || secret !== 446)
+    throw new Error(`checks: Portkey's guardrails answered ${clean} (clean) and ${secret} (a key)`)
 }
 
 /** One round's times, ms, by target. */
@@ -220,6 +255,7 @@ function table(rows: readonly Row[], rounds: number, quick: boolean): string {
   const label: Record<Target, string> = {
     direct: 'direct (simulator)',
     portkey: 'Portkey gateway (Node)',
+    'portkey guardrails': 'Portkey gateway (Node), regex guardrails on prompt and answer',
     'reading proxy': 'reading proxy Worker',
     guard: 'guard Worker (default)',
     'guard again': 'guard Worker (default), a second copy',
@@ -239,9 +275,9 @@ function table(rows: readonly Row[], rounds: number, quick: boolean): string {
     return `| ${r.workload} | ${label[r.target]} | ${signed(r.added)} | ${overProxy} | ${vsGuard} |`
   }
   return [
-    `What the guard Worker's checks cost one 1k-token request (${m.cpu}, ${m.cores} cores, Node ${m.node}; ${rounds} rounds per guard variant${quick ? ', quick run' : ''}). Each variant is measured in rounds of its own: one request each to the simulator, Portkey (whole answers: Portkey fails this simulator's streams), the reading proxy and that variant, in a fresh order, with the variants taking turns every ${BLOCK} rounds. So each sees the same share of the traffic and runs as cold as Portkey does (in rounds of every variant at once, the guard's code stayed in the CPU's caches and Portkey's did not). The reading proxy and every guard variant run in **one workerd isolate**; Portkey and the simulator in their own processes. Medians of per-round differences, with the middle half in brackets.`,
+    `What the guard Worker's checks cost one 1k-token request (${m.cpu}, ${m.cores} cores, Node ${m.node}; ${rounds} rounds per guard variant${quick ? ', quick run' : ''}). Each variant is measured in rounds of its own: one request each to the simulator, Portkey twice — its default config, and its in-process guardrails nearest the guard's checks (five secret formats matched by regex on the prompt and on the answer, denying on a match, and a word-count bound on the prompt; it has nothing like a canary or a timing check) — (whole answers: Portkey fails this simulator's streams), the reading proxy and that variant, in a fresh order, with the variants taking turns every ${BLOCK} rounds. So each sees the same share of the traffic and runs as cold as Portkey does (in rounds of every variant at once, the guard's code stayed in the CPU's caches and Portkey's did not). The reading proxy and every guard variant run in **one workerd isolate**; Portkey and the simulator in their own processes. Medians of per-round differences, with the middle half in brackets.`,
     '',
-    "**added**: over the simulator direct. **over the reading proxy**: what the guard's own code costs beyond a Worker that only parses and re-serialises. **vs default guard**: for Portkey and the reading proxy, their difference from the default guard in the same rounds; for a variant, its figure over the reading proxy minus the default guard's, each from its own rounds (the second copy's row is how far two identical variants land apart).",
+    "**added**: over the simulator direct. **over the reading proxy**: what the guard's own code costs beyond a Worker that only parses and re-serialises. **vs default guard**: for Portkey, Portkey with guardrails and the reading proxy, their difference from the default guard in the same rounds; for a variant, its figure over the reading proxy minus the default guard's, each from its own rounds (the second copy's row is how far two identical variants land apart).",
     '',
     '| workload | target | added (median) | over the reading proxy | vs default guard |',
     '|---|---|---|---|---|',

@@ -38,6 +38,37 @@ export async function startSimulator(): Promise<{ child: Child; url: string }> {
 }
 
 /**
+ * Portkey's in-process guardrails nearest to the guard's own checks, as a `x-portkey-config` header
+ * value: on the prompt and on the answer, five `default.regexMatch` checks for the best-known secret
+ * formats (OpenAI, GitHub/npm, AWS key id, Google, PEM private keys) that deny on a match, and on the
+ * prompt a `default.wordCount` bound (Portkey has no tokenizer: the nearest thing to a ceiling). It
+ * has nothing like a canary or a prefill timing, so it checks less than the guard does.
+ *
+ * @example
+ * headers['x-portkey-config'] = portkeyGuardrails(`${sim.url}/v1`)
+ */
+export function portkeyGuardrails(customHost: string): string {
+  const rules = [
+    String.raw`(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,220}`,
+    String.raw`(?<![A-Za-z0-9_])(?:gh[pousr]|npm)_[A-Za-z0-9]{36}`,
+    String.raw`(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}`,
+    String.raw`AIza[0-9A-Za-z_-]{35}`,
+    String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----`,
+  ]
+  const secrets = Object.fromEntries(
+    rules.map((rule, i) => [`secret${i}`, { id: 'default.regexMatch', rule, not: true }]),
+  )
+  const words = { id: 'default.wordCount', minWords: 1, maxWords: 500_000 }
+  return JSON.stringify({
+    provider: 'openai',
+    custom_host: customHost,
+    api_key: 'bench',
+    input_guardrails: [{ ...secrets, words, deny: true }],
+    output_guardrails: [{ ...secrets, deny: true }],
+  })
+}
+
+/**
  * Portkey's gateway, default config. It takes its port on the command line: a few in the ephemeral
  * range are tried.
  *
