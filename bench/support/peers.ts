@@ -49,11 +49,11 @@ export async function startSimulator(): Promise<{ child: Child; url: string }> {
  */
 export function portkeyGuardrails(customHost: string): string {
   const rules = [
-    String.raw`(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,220}`,
-    String.raw`(?<![A-Za-z0-9_])(?:gh[pousr]|npm)_[A-Za-z0-9]{36}`,
-    String.raw`(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}`,
-    String.raw`AIza[0-9A-Za-z_-]{35}`,
-    String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----`,
+    '(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,220}',
+    '(?<![A-Za-z0-9_])(?:gh[pousr]|npm)_[A-Za-z0-9]{36}',
+    '(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}',
+    'AIza[0-9A-Za-z_-]{35}',
+    '-----BEGIN [A-Z ]*PRIVATE KEY-----',
   ]
   const secrets = Object.fromEntries(
     rules.map((rule, i) => [`secret${i}`, { id: 'default.regexMatch', rule, not: true }]),
