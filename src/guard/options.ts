@@ -30,6 +30,9 @@ export type EchoPolicy = 'require' | 'scan-only' | 'off'
  */
 export type CacheIsolation = 'salt' | 'prefix' | 'off'
 
+/** The isolations a model gets by its name alone: `off` is only ever the operator's choice. */
+export type DefaultCacheIsolation = Exclude<CacheIsolation, 'off'>
+
 /** What is known about one model's deployment. Every figure is a safety input: err on the safe side. */
 export interface ModelProfile {
   /** The context window the provider advertises, in tokens. */
@@ -103,7 +106,7 @@ export const BUILTIN_PROFILES: Readonly<Record<string, Readonly<ModelProfile>>> 
  * defaultCacheIsolation('@cf/zai-org/glm-5.3') // 'prefix'
  * defaultCacheIsolation('zai-org/GLM-5.3') // 'salt'
  */
-export function defaultCacheIsolation(model: string): CacheIsolation {
+export function defaultCacheIsolation(model: string): DefaultCacheIsolation {
   return /^@(cf|hf)\//.test(model) ? 'prefix' : 'salt'
 }
 
@@ -307,12 +310,11 @@ export interface VerdictContext {
  * The `defaultProfile` resolved twice: the cache-isolation default depends on the model's name, and
  * a fallback profile serves names of both kinds.
  */
-export interface FallbackProfiles {
-  /** For Workers AI catalogue names (`@cf/…`, `@hf/…`). */
-  catalogue: ModelProfile
-  /** For every other name. */
-  other: ModelProfile
-}
+/**
+ * The profile for unknown models, one per isolation a name can default to: keyed by
+ * {@link defaultCacheIsolation}'s answer, so the pick cannot disagree with the name's default.
+ */
+export type FallbackProfiles = Readonly<Record<DefaultCacheIsolation, ModelProfile>>
 
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions {
@@ -458,8 +460,8 @@ function resolveProfiles(
   return {
     profiles,
     fallbackProfiles: {
-      catalogue: validateProfile('defaultProfile', fallback, 'prefix'),
-      other: validateProfile('defaultProfile', fallback, 'salt'),
+      prefix: validateProfile('defaultProfile', fallback, 'prefix'),
+      salt: validateProfile('defaultProfile', fallback, 'salt'),
     },
   }
 }
@@ -474,9 +476,7 @@ export function fallbackProfile(
   options: Pick<ResolvedOptions, 'fallbackProfiles'>,
   model: string,
 ): ModelProfile | undefined {
-  const fallbacks = options.fallbackProfiles
-  if (!fallbacks) return undefined
-  return defaultCacheIsolation(model) === 'off' ? fallbacks.catalogue : fallbacks.other
+  return options.fallbackProfiles?.[defaultCacheIsolation(model)]
 }
 
 function resolveTimeouts(timeouts: GuardOptions['timeouts']): ResolvedOptions['timeouts'] {

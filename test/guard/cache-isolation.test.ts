@@ -12,7 +12,7 @@ import {
 import { openAiHttpUpstream } from '../../src/adapters'
 import type { AiRunner } from '../../src/call/upstream'
 import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/canary'
-import { resolveOptions } from '../../src/guard/options'
+import { fallbackProfile, resolveOptions } from '../../src/guard/options'
 import { chat, directiveCanary, document, sseText } from '../support/prompts'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
@@ -166,8 +166,44 @@ describe('cacheIsolation: the profile option', () => {
     expect(isolation('zai-org/GLM-5.3')).toBe('off')
     // The built-in Workers AI profile keeps prefix when other figures are overridden.
     expect(isolation('@cf/zai-org/glm-5.3')).toBe('prefix')
-    expect(options.fallbackProfiles?.other.cacheIsolation).toBe('salt')
-    expect(options.fallbackProfiles?.catalogue.cacheIsolation).toBe('prefix')
+    expect(options.fallbackProfiles?.salt.cacheIsolation).toBe('salt')
+    expect(options.fallbackProfiles?.prefix.cacheIsolation).toBe('prefix')
+  })
+
+  it('should pick the fallback profile by the name: prefix for an unknown @cf/ model, else salt', () => {
+    const options = resolveOptions({
+      secret: SECRET,
+      unknownModels: 'default-profile',
+      defaultProfile: PROFILE,
+    })
+    expect(fallbackProfile(options, '@cf/meta/llama-4-scout-17b-16e-instruct')?.cacheIsolation).toBe(
+      'prefix',
+    )
+    expect(fallbackProfile(options, '@hf/mistral/mistral-7b-instruct-v0.2')?.cacheIsolation).toBe(
+      'prefix',
+    )
+    expect(fallbackProfile(options, 'vllm/unknown-model')?.cacheIsolation).toBe('salt')
+    expect(fallbackProfile(resolveOptions({ secret: SECRET }), '@cf/x/y')).toBeUndefined()
+  })
+
+  it('should send an unknown @cf/ model no cache_salt, and start its prompt with the marker', async () => {
+    const clock = new VirtualClock()
+    const engine = new SimEngine(SIM, { clock })
+    const received: Record<string, unknown>[] = []
+    const ai = createGuard({
+      secret: SECRET,
+      unknownModels: 'default-profile',
+      defaultProfile: PROFILE,
+      now: () => clock.now(),
+    }).wrap(recording(engine.binding('gateway'), received), { tenant: 'tenant-a' })
+    const model = '@cf/meta/llama-4-scout-17b-16e-instruct'
+    const out = (await ai.run(model, chat('Say hello.'))) as { response?: string }
+    const sent = received.at(-1)!
+    expect(sent).not.toHaveProperty('cache_salt')
+    const marker = await prefixMarker(await importCanaryKey(SECRET), 'tenant-a')
+    const first = (sent.messages as { content: string }[])[0]!.content
+    expect(first.startsWith(`${marker} `)).toBe(true)
+    expect(JSON.stringify(out)).not.toMatch(/cnry_/i)
   })
 
   it('should refuse an unknown value, naming the option', () => {
