@@ -176,9 +176,9 @@ describe('cacheIsolation: the profile option', () => {
       unknownModels: 'default-profile',
       defaultProfile: PROFILE,
     })
-    expect(fallbackProfile(options, '@cf/meta/llama-4-scout-17b-16e-instruct')?.cacheIsolation).toBe(
-      'prefix',
-    )
+    expect(
+      fallbackProfile(options, '@cf/meta/llama-4-scout-17b-16e-instruct')?.cacheIsolation,
+    ).toBe('prefix')
     expect(fallbackProfile(options, '@hf/mistral/mistral-7b-instruct-v0.2')?.cacheIsolation).toBe(
       'prefix',
     )
