@@ -2,8 +2,9 @@
  * @module The answer side: scans one answer's channels (reasoning, content, tool arguments), streamed
  * or whole, for winnowed shingles that another tenant sent recently and this request's own prompt
  * does not contain. Each channel is shingled and winnowed like a prompt, so a leaked span shares with
- * its source every window that lies inside it. Evidence is a **run**: k consecutive fingerprints of
- * the answer's own selection, all distinct and all sent by one other tenant. A span of
+ * its source every window that lies inside it. Evidence is a **run**: k distinct fingerprints of the
+ * answer's own selection, all sent by one other tenant, with nothing but common text (several
+ * senders', public, the model's own words) between them. A span of
  * {@link minimumSpan} units always makes one (the selections of windows inside a shared span are
  * consecutive: no other selection falls between them); matches scattered over an answer — chance
  * n-grams, or phrases a tenant stuffed into its prompts hoping another's answer uses them — do not.
@@ -126,9 +127,29 @@ interface ChannelState {
   foreignShingle: number
   /** The furthest {@link ContentWatch.safeFrom} so far: a later match does not take back a release. */
   safe: number
-  /** Per tenant, the distinct fingerprints of its current run (the last selections, all its). */
-  runs: Map<string, Set<number>>
+  /** Per tenant, its current run: its distinct fingerprints since the run began, and where it began. */
+  runs: Map<string, Run>
 }
+
+/**
+ * One tenant's run in a channel: the distinct fingerprints of its selections since the run began
+ * (only common text between them), and where the first of those shingles starts in the text.
+ */
+interface Run {
+  prints: Set<number>
+  from: number
+}
+
+/**
+ * A selection that is common text — sent by several tenants, declared public, or said by the model to
+ * others: it neither counts for a run nor ends one. Templated private text (rows, logs, forms) is
+ * common words around private values; the values' selections keep one run across the common words
+ * between them.
+ */
+const COMMON = Symbol('common')
+
+/** A selection nobody else sent, or this request's own text: it ends every run. */
+const NOBODY: readonly string[] = []
 
 /**
  * Watches one answer.
@@ -243,7 +264,10 @@ export class ContentWatch {
     // the latest window alone, the detection bench's stale pages let 8 words of one such quote out.
     const foreign = state.foreignShingle
     const quiet = foreign < 0 || foreign < state.shingler.units - this.holdBack
-    const safe = this.heldFrom(state, quiet ? this.quietHoldBack : this.holdBack)
+    let safe = this.heldFrom(state, quiet ? this.quietHoldBack : this.holdBack)
+    // A run under way may still become evidence across the common text that follows it: none of it
+    // leaves meanwhile (however long the common stretch), so a templated leak is withheld whole.
+    for (const run of state.runs.values()) if (run.from < safe) safe = run.from
     if (safe > state.safe) state.safe = safe
     return state.safe
   }
@@ -260,6 +284,18 @@ export class ContentWatch {
     const state = this.channels.get(channel)
     if (state === undefined) return 0
     return state.final ? state.shingler.length : this.heldFrom(state, this.holdBack)
+  }
+
+  /**
+   * Whether a run of another tenant's fingerprints is under way in the channel (not yet ended by a
+   * selection that is not that tenant's or common): what follows may still extend it.
+   *
+   * @example
+   * if (watch.running('content')) hold()
+   */
+  running(channel: string): boolean {
+    const state = this.channels.get(channel)
+    return state !== undefined && !state.final && state.runs.size > 0
   }
 
   /** Where the channel's last `units` complete units (and any open one) start. */
@@ -292,30 +328,47 @@ export class ContentWatch {
   }
 
   private check(state: ChannelState, channel: string): void {
-    const { own, key, table, model, tenant, now, answers, publicPrints } = this.options
+    const { key, tenant } = this.options
     const hash = state.winnow.selectedHash
     const fingerprint = fingerprintOf(key, hash)
     if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
-    let sources: readonly string[] = []
-    if (!own.contains(hash) && !publicPrints?.has(fingerprint)) {
-      const at = typeof now === 'number' ? now : this.clock(now)
-      const owners = table.lookup(model, fingerprint, at)
-      if (owners !== undefined && !owners.common) sources = owners.tenants
-      if (sources.length > 0 && answers !== undefined) {
-        // Said by the model to someone other than the source: its words, not the source's pages.
-        const said = table.lookup(answers, fingerprint, at)
-        if (said !== undefined) {
-          sources = sources.filter((s) => !said.common && said.tenants.every((t) => t === s))
-        }
-      }
-    }
-    // A selection that is not a given tenant's ends that tenant's run (own text and boilerplate too).
+    const sources = this.sourcesOf(hash, fingerprint, state.runs.size > 0)
+    if (sources === COMMON) return
+    // A selection that is not a given tenant's ends that tenant's run (own text, text nobody sent).
     for (const source of state.runs.keys()) {
       if (!sources.includes(source)) state.runs.delete(source)
     }
     for (const source of sources) {
       if (source !== tenant) this.count(state, source, fingerprint, channel)
     }
+  }
+
+  /**
+   * What one selection is to the runs: common text, or the tenants whose prompts sent it (none for
+   * this request's own text or text nobody sent). Own text that is also common only matters while a
+   * run is under way (it then bridges, as common text does): otherwise no lookup is made for it.
+   */
+  private sourcesOf(
+    hash: number,
+    fingerprint: number,
+    running: boolean,
+  ): readonly string[] | typeof COMMON {
+    const { own, table, model, now, answers, publicPrints } = this.options
+    const mine = own.contains(hash)
+    if (mine && !running) return NOBODY
+    if (publicPrints?.has(fingerprint)) return COMMON
+    const at = typeof now === 'number' ? now : this.clock(now)
+    const owners = table.lookup(model, fingerprint, at)
+    if (owners === undefined) return NOBODY
+    if (owners.common) return COMMON
+    if (mine) return NOBODY
+    if (answers === undefined) return owners.tenants
+    // Said by the model to someone other than the source: its words, not the source's pages.
+    const said = table.lookup(answers, fingerprint, at)
+    if (said === undefined) return owners.tenants
+    if (said.common) return COMMON
+    const sources = owners.tenants.filter((s) => said.tenants.every((t) => t === s))
+    return sources.length > 0 ? sources : COMMON
   }
 
   private clock(now: () => number): number {
@@ -332,10 +385,12 @@ export class ContentWatch {
     state.foreignShingle = state.winnow.selectedIndex
     let run = state.runs.get(source)
     if (run === undefined) {
-      run = new Set()
+      // The selected shingle's first unit: n + w − 1 units back at most, within the starts kept.
+      const back = state.shingler.units - state.winnow.selectedIndex
+      run = { prints: new Set(), from: state.shingler.unitStart(back) ?? state.safe }
       state.runs.set(source, run)
     }
-    run.add(fingerprint)
+    run.prints.add(fingerprint)
     let all = this.matched.get(source)
     if (all === undefined) {
       all = new Set()
@@ -345,9 +400,9 @@ export class ContentWatch {
     const best = this.best
     if (best?.source === source) {
       best.matches = all.size
-      if (run.size > best.run) Object.assign(best, { run: run.size, channel })
-    } else if (best === undefined || run.size > best.run) {
-      this.best = { source, run: run.size, matches: all.size, channel }
+      if (run.prints.size > best.run) Object.assign(best, { run: run.prints.size, channel })
+    } else if (best === undefined || run.prints.size > best.run) {
+      this.best = { source, run: run.prints.size, matches: all.size, channel }
     }
   }
 }

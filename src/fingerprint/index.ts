@@ -46,8 +46,11 @@ export const FINGERPRINT_DEFAULTS = {
   n: 7,
   /** Winnowing window, in shingles: 2/(w + 1) = 40% of shingles are stored. */
   w: 4,
-  /** Consecutive distinct foreign fingerprints that make evidence: spans of 22 units always do. */
-  k: 4,
+  /**
+   * Distinct foreign fingerprints in a run that make evidence: spans of 30 units always do, and
+   * shorter text that models write by themselves (stock phrases, code preambles) mostly does not.
+   */
+  k: 6,
   budgetBytes: 16 * 1024 * 1024,
   ttlMs: 3_600_000,
   commonAt: 2,

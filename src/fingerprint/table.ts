@@ -1,7 +1,7 @@
 /**
  * @module The bounded index of recent prompt fingerprints: fingerprint → the tenants that sent it, per
  * model, in a fixed memory budget. Two generations of open-addressing typed arrays: new fingerprints
- * go to the current one; when it is full, or older than ttl/2, the older generation is dropped whole
+ * go to the current one; when it is full, or older than the ttl, the older generation is dropped whole
  * and the current one takes its place. Each entry also keeps the second it was last sent, so nothing
  * older than the ttl is ever visible, whatever the rotations.
  *
@@ -296,7 +296,9 @@ export class FingerprintTable implements FingerprintLookup {
       this.current = new Generation(this.capacity, this.ownerSlots, at)
       return this.current
     }
-    const old = at - current.startedAt >= this.ttlMs / 2
+    // At the ttl, not before: the generation it turns into is cleared a ttl later at the soonest, so
+    // whatever went in stays visible its whole ttl (at half the ttl, some lived only half of it).
+    const old = at - current.startedAt >= this.ttlMs
     if (old || current.size >= this.maxEntries || !this.roomForName(current, tenant)) {
       return this.rotate(at)
     }

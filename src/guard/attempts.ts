@@ -13,7 +13,7 @@ import type { AiRunner } from '../call/upstream'
 import { cacheSalt, injectCanary, mintCanary, prefixMarker, prependMarker } from '../canary'
 import { assembleAnswer } from '../format/assemble'
 import type { PrefixLookup, RequestPlan } from '../plan/plan'
-import { promptTexts } from '../plan/prompt-texts'
+import { assistantTexts, promptTexts } from '../plan/prompt-texts'
 import { cutOffError } from '../quarantine/withhold'
 import { verifyStreamedAnswer } from '../verify/streamed-answer'
 import { verifyWholeAnswer } from '../verify/whole-answer'
@@ -174,7 +174,14 @@ function promptPrint(
   if (!book) return { sent: () => {}, content: async () => undefined }
   let printed: (() => PrintedPrompt) | undefined
   const register = () =>
-    book.print(plan.model, plan.tenant, () => promptTexts(plan.inputs), hooks.waitUntil, plan.memo)
+    book.print(
+      plan.model,
+      plan.tenant,
+      () => promptTexts(plan.inputs),
+      hooks.waitUntil,
+      plan.memo,
+      () => assistantTexts(plan.inputs),
+    )
   return {
     sent: () => {
       printed ??= register()

@@ -84,6 +84,9 @@ export class FingerprintBook {
    * With the request's `memo`, a text of the tenant's that was printed before is taken from there
    * (once the memo is ready: a print forced before that is made afresh, which is slower and the same).
    *
+   * `said` gives the request's assistant turns: its own text for the answer's check, never the
+   * tenant's in the table.
+   *
    * @example
    * await book.ready()
    * const printed = book.print(model, tenant, () => promptTexts(inputs), ctx.waitUntil, memo)
@@ -96,6 +99,7 @@ export class FingerprintBook {
     texts: () => readonly string[],
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
     memo?: RequestMemo,
+    said: () => readonly string[] = () => [],
   ): () => PrintedPrompt {
     const key = this.#printKey
     if (key === undefined) throw new Error('FingerprintBook: print before ready()')
@@ -110,7 +114,14 @@ export class FingerprintBook {
       if (printed) return printed
       const { print, at, added } = local()
       this.#share(model, tenant, added, at, waitUntil)
-      printed = this.#printed(key, model, tenant, print, read, waitUntil)
+      printed = this.#printed(
+        key,
+        model,
+        tenant,
+        ownText(key, print, said(), this.#settings),
+        read,
+        waitUntil,
+      )
       return printed
     }
   }
@@ -150,7 +161,7 @@ export class FingerprintBook {
     key: FingerprintKey,
     model: string,
     tenant: string,
-    own: PromptPrint,
+    own: Pick<PromptPrint, 'contains'>,
     read: Promise<unknown>,
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
   ): PrintedPrompt {
@@ -245,4 +256,19 @@ export class FingerprintBook {
       }),
     )
   }
+}
+
+/**
+ * What an answer may quote as its own: the prompt's texts, and what the model said earlier in the
+ * conversation (never stored, so printed apart and only for its shingles).
+ */
+function ownText(
+  key: FingerprintKey,
+  print: PromptPrint,
+  said: readonly string[],
+  settings: ResolvedForeignContent,
+): Pick<PromptPrint, 'contains'> {
+  if (said.length === 0) return print
+  const earlier = printPrompt(key, said, settings.params)
+  return { contains: (hash) => print.contains(hash) || earlier.contains(hash) }
 }

@@ -97,6 +97,7 @@ export class ContentHold {
     // A match within the last 21 units (not only within what is held now) may still grow.
     const foreign = this.#watch.foreignEnd(piece.key)
     if (foreign >= 0 && foreign > this.#watch.longHoldFrom(piece.key)) return judged
+    if (this.#watch.running(piece.key)) return judged
     return Math.min(barrier, piece.length)
   }
 

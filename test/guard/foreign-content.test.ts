@@ -92,6 +92,37 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
     expect(verdicts.events.map((v) => v.action)).toEqual(['release', 'release'])
   }, 60_000)
 
+  it('should release an answer restating its own earlier tool-call arguments, even if another tenant sent them', async () => {
+    const guard = createGuard({ secret: SECRET, models: { [MODEL]: PROFILE } })
+    const engine = new SimEngine(SIM, { clock: new VirtualClock() })
+    const a = privateText(1, 6)
+    await guard.wrap(engine.binding('gateway'), { tenant: 'tenant-a' }).run(MODEL, chat(a))
+    // B's conversation: its model called a tool with A's words (say, from a shared document), and
+    // now restates those arguments. B's own conversation holds them: no other tenant's pages.
+    const args = JSON.stringify({ note: a.slice(0, 700) })
+    const restating: AiRunner = {
+      run: async (_model, inputs) => ({
+        response: `${directiveCanary(inputs)}\nYou asked me to save: ${a.slice(0, 700)}`,
+      }),
+    }
+    const inputs = {
+      messages: [
+        { role: 'user', content: 'Save the note I gave you, then tell me what it says.' },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'save', arguments: args } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'saved' },
+        { role: 'user', content: 'What did you save?' },
+      ],
+    }
+    const out = await guard.wrap(restating, { tenant: 'tenant-b' }).run(MODEL, inputs)
+    expect((out as { response: string }).response).toContain(a.slice(0, 700))
+  }, 60_000)
+
   it('should not count text two tenants sent (the same licence, the same public document)', async () => {
     const licence = privateText(9, 3)
     // A model that recites the licence from memory to B, whose prompt does not hold it.
@@ -142,10 +173,12 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
       }
       return undefined
     }
-    // A cold isolate: the model has told nobody those words yet. The first ordinary answer that uses
-    // them is indistinguishable from a leak of C's prompt: withheld, naming C (the stated limit).
+    // A cold isolate: the model has told nobody those words yet. Its stock sentences are each far
+    // shorter than the span evidence needs (30 units), with the answer's own words between them: the
+    // ordinary answers that use them are released. (Only a verbatim run of 30 units the stuffer
+    // predicted is indistinguishable from a leak: test/node/fingerprint-watch.test.ts.)
     await send('tenant-c', stock.repeat(40), false)
-    expect((await ordinary())?.reasons).toEqual(['foreign_content'])
+    expect(await ordinary()).toBeUndefined()
     // Once the model has said them in a released answer to someone, they are its words: C's stuffing
     // weighs nothing, for every tenant.
     const warm = setup()

@@ -113,7 +113,7 @@ describe('text memo: a resent prompt is as protected as a new one', () => {
     const { engine, send, lastIncident, clock } = setup({ foreignContent: { ttlMs: 60_000 } })
     const a = privateText(5)
     expect((await send('tenant-a', turn(a, [], 'First?'))).error).toBeUndefined()
-    // Resent 25 s later, within one table generation (they rotate at ttl / 2).
+    // Resent 25 s later, within one table generation (they rotate at the ttl).
     clock.advance(25_000)
     expect((await send('tenant-a', turn(a, ['Answer.'], 'Second?'))).error).toBeUndefined()
     // 70 s after the first send, 45 s after the last: visible only if the resend moved its time.

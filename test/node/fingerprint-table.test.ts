@@ -95,11 +95,28 @@ describe('fingerprint table', () => {
     const table = new FingerprintTable({ budgetBytes: MIB, ttlMs: HOUR })
     const [h] = hashes(4, 1) as [number]
     table.add(MODEL, 'a', [h], 0)
-    // Past ttl/2 the next add rotates: h now lives in the previous generation.
     table.add(MODEL, 'b', [h], HOUR / 2 + 1000)
     expect(table.lookup(MODEL, h, HOUR / 2 + 2000)).toEqual({ tenants: [], common: true })
+    // Past the ttl the next add rotates: h now lives in the previous generation.
+    const rotations = table.rotations
     table.add(MODEL, 'z', hashes(5, 10), HOUR + 1000)
+    expect(table.rotations).toBe(rotations + 1)
     expect(table.lookup(MODEL, h, HOUR + 1000)).toEqual({ tenants: [], common: true })
+  })
+
+  it('should keep every fingerprint visible for its whole ttl, however the generations rotate', () => {
+    const table = new FingerprintTable({ budgetBytes: MIB, ttlMs: HOUR })
+    const [h] = hashes(6, 1) as [number]
+    // Sent at 0.4 of the ttl into a generation begun at 0; others keep sending every minute.
+    table.add(MODEL, 'x', hashes(7, 10), 0)
+    table.add(MODEL, 'a', [h], 0.4 * HOUR)
+    for (let at = 0.4 * HOUR; at <= 1.39 * HOUR; at += 60_000) {
+      table.add(MODEL, 'x', hashes(Math.round(at), 10), at)
+    }
+    expect(table.rotations).toBeGreaterThan(0)
+    expect(table.lookup(MODEL, h, 1.39 * HOUR)).toEqual({ tenants: ['a'], common: false })
+    // And not a second past it.
+    expect(table.lookup(MODEL, h, 1.4 * HOUR + 1000)).toBeUndefined()
   })
 
   it('should never exceed its budget, whatever is sent', () => {
@@ -125,7 +142,7 @@ describe('fingerprint table', () => {
       hashes: hashes(100 + i, 2000),
     }))
     for (const v of victims) table.add(MODEL, v.tenant, v.hashes, 0)
-    // One tenant sends two million fingerprints, in prompts spread over the half-ttl.
+    // One tenant sends two million fingerprints, in prompts spread over a generation's time.
     for (let i = 0; i < 20; i++) table.add(MODEL, 'flood', hashes(10_000 + i, 100_000), i * 5000)
     const stats = table.stats()
     expect(stats.dropped).toBeGreaterThan(1_800_000) // all but its third of a generation

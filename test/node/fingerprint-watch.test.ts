@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
@@ -178,7 +179,7 @@ describe('foreign-content watch', () => {
     const u = units(answer)
     const quotedEnd = answer.indexOf(quoted) + quoted.length
     const after = u.findIndex((unit) => unit.start >= quotedEnd)
-    // Read 3 units past the quote: its matches are among the last 21 units.
+    // Read 3 units past the quote: its matches are among the last holdBackUnits units.
     const cut = u[after + 3]!.start
     const watch = new ContentWatch(options(table, 'b'))
     watch.push('content', answer.slice(0, cut), false)
@@ -186,8 +187,8 @@ describe('foreign-content watch', () => {
     expect(watch.evidence()).toBeUndefined()
     const complete = u.filter((unit) => unit.end < cut).length
     expect(watch.safeFrom('content')).toBe(u[complete - holdBackUnits(PARAMS)]!.start)
-    // Once its last match is 21 units back, the short hold applies again.
-    const later = u[after + 20]!.start
+    // Once its last match is holdBackUnits units back, the short hold applies again.
+    const later = u[after + holdBackUnits(PARAMS) - 1]!.start
     watch.push('content', answer.slice(cut, later), false)
     const completeLater = u.filter((unit) => unit.end < later).length
     expect(watch.safeFrom('content')).toBe(u[completeLater - quietHoldBackUnits(PARAMS)]!.start)
@@ -226,5 +227,120 @@ describe('foreign-content watch against a tenant that stuffs its prompts', () =>
     const predicted = span(stuffed[0]!, 0, SPAN)
     const answer = `${honest.slice(0, 500)} ${predicted}`
     expect(scanAnswer(options(table, 'victim'), { content: answer })?.source).toBe('mallory')
+  })
+})
+
+/**
+ * Templated private text: exported rows, logs and forms whose words are one template shared by many
+ * senders (so common in the table) and whose values — ids, amounts, names, keys — are each sender's.
+ * A quote of it is a run of the values' selections with nothing but common words between them.
+ */
+describe('foreign-content watch on templated private text', () => {
+  type Kind = 'rows' | 'logs' | 'forms' | 'sparse'
+  const NAMES = ['Ingrid Dahl', 'Omar Haddad', 'Mei Lin', 'Lars Berg', 'Ana Souza', 'Ravi Nair']
+  /** One record of a template, with the sender's values drawn from `next`. */
+  const record = (kind: Kind, next: () => number, filler: string): string => {
+    const id = () =>
+      Math.floor(next() * 36 ** 8)
+        .toString(36)
+        .padStart(8, '0')
+    const amount = () => (next() * 100_000).toFixed(2)
+    const name = () => NAMES[Math.floor(next() * NAMES.length)]!
+    switch (kind) {
+      case 'rows':
+        return `${id()},${name()},${amount()},EUR,active,${id()}\n`
+      case 'logs':
+        return `2026-09-01T10:${id().slice(0, 2)}Z INFO request ${id()} user ${id()} status 200 in ${amount()} ms\n`
+      case 'forms':
+        return `Policy number: ${id()}. Insured: ${name()}. Sum insured: ${amount()} EUR. Claim ref ${id()}.\n`
+      case 'sparse':
+        // A unique record id every ~200 words of the shared template text.
+        return `Record ${id()}. ${filler}\n`
+    }
+  }
+  const FILLER = english(31, 1_200)
+  /** Each tenant's export: the same template, its own values. */
+  const exportOf = (kind: Kind, seed: number, records: number) => {
+    const next = prng(seed)
+    return Array.from({ length: records }, () => record(kind, next, FILLER)).join('')
+  }
+  const KINDS: Kind[] = ['rows', 'logs', 'forms', 'sparse']
+
+  it('should withhold a quote of 30 units of dense templated text, or of 6 sparse ids, whole or streamed', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...KINDS),
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.integer({ min: 0, max: 20 }),
+        fc.integer({ min: 1, max: 40 }),
+        (kind, seed, where, extra, chunk) => {
+          const records = kind === 'sparse' ? 12 : 40
+          const docs = [0, 1, 2].map((i) => exportOf(kind, seed * 3 + i, records))
+          const table = tableOf({ acme: [docs[0]!], globex: [docs[1]!], initech: [docs[2]!] })
+          const u = units(docs[0]!)
+          // Sparse: from one record's id to the sixth id after it; dense: 30 units or more.
+          const starts = u.flatMap((unit, i) => (unit.text === 'record' ? [i + 1] : []))
+          const length = kind === 'sparse' ? starts[5]! - starts[0]! + 1 + extra : SPAN + extra
+          const first =
+            kind === 'sparse'
+              ? starts[Math.floor(where * (starts.length - 6))]!
+              : Math.floor(where * (u.length - length))
+          const quote = span(docs[0]!, first, length)
+          const answer = `${english(seed, 300)} “${quote}” ${english(seed + 1, 300)}`
+          expect(scanAnswer(options(table, 'umbrella'), { content: answer })?.source).toBe('acme')
+          // Streamed: the evidence comes before any of acme's values in the quote is released but
+          // its first, which may leave before anything it is in is attributed (docs/fingerprints.md).
+          const values = new Set(
+            units(quote)
+              .map((unit) => unit.text)
+              .filter((t) => /\d/.test(t))
+              .slice(1),
+          )
+          const watch = new ContentWatch(options(table, 'umbrella'))
+          let released = ''
+          for (let at = 0; at < answer.length && !watch.evidence(); at += chunk) {
+            watch.push('content', answer.slice(at, at + chunk), false)
+            if (!watch.evidence()) released = answer.slice(0, watch.safeFrom('content'))
+          }
+          if (!watch.evidence()) watch.push('content', '', true)
+          expect(watch.evidence()?.source).toBe('acme')
+          const out = units(released.slice(released.indexOf('“') + 1)).map((unit) => unit.text)
+          expect(out.filter((t) => values.has(t))).toEqual([])
+        },
+      ),
+      { numRuns: 120, seed: 45 },
+    )
+  })
+
+  it('should not flag the template itself, nor the template filled with the reader’s own values', () => {
+    for (const kind of KINDS) {
+      const docs = [0, 1, 2].map((i) => exportOf(kind, 900 + i, 30))
+      const table = tableOf({ acme: [docs[0]!], globex: [docs[1]!], initech: [docs[2]!] })
+      const own = exportOf(kind, 990, 30)
+      const ownAnswer = `Here is your export:\n${own.slice(0, 1_500)}`
+      expect(scanAnswer(options(table, 'umbrella', [own]), { content: ownAnswer }), kind).toBe(
+        undefined,
+      )
+      // The words every sender shares, without anyone's values: common text, never evidence.
+      const template = kind === 'sparse' ? FILLER : docs[0]!.replace(/[^\s,.:]*\d[^\s,.:]*/g, '')
+      expect(scanAnswer(options(table, 'umbrella'), { content: template }), kind).toBeUndefined()
+    }
+  })
+
+  it('should not join a stuffer’s phrases across the reader’s own words', () => {
+    // Mallory stuffs phrases a model writes; an honest answer uses two of them with its own text
+    // between: the text between ends the run, so the phrases never add up to evidence.
+    const phrases = [
+      'Please let me know if you have any questions or need any further assistance',
+      'I hope this helps you get started with the project and the tools it needs',
+    ]
+    const table = tableOf({ mallory: Array.from({ length: 50 }, () => phrases.join(' ')) })
+    for (let i = 0; i < 50; i++) {
+      const answer = `${phrases[0]}. ${english(40_000 + i, 200)} ${phrases[1]}.`
+      expect(scanAnswer(options(table, `reader${i}`), { content: answer }), `answer ${i}`).toBe(
+        undefined,
+      )
+    }
   })
 })
