@@ -23,6 +23,7 @@ export {
   printPrompt,
   type TextPrint,
 } from './prompt-print'
+export { PUBLIC_BACKGROUND } from './public-background'
 export { type Shingle, Shingler, type ShinglerOptions } from './shingler'
 export {
   type FingerprintLookup,

@@ -4,7 +4,7 @@
 import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
-import { FINGERPRINT_DEFAULTS, type FingerprintStore } from '../fingerprint'
+import { FINGERPRINT_DEFAULTS, type FingerprintStore, PUBLIC_BACKGROUND } from '../fingerprint'
 import type { QuarantineStore } from '../quarantine/store'
 import { type ResolvedSecrets, resolveSecrets, type SecretsOptions } from '../secrets/policy'
 
@@ -242,13 +242,14 @@ export interface ForeignContentOptions {
   ttlMs?: number
   /** From how many distinct tenants a fingerprint is boilerplate, never evidence (2 to 4). @default 2 */
   commonAt?: number
-  /** Consecutive fingerprints of one other tenant that make evidence (at least the default). */
+  /** Distinct fingerprints of one other tenant in a run that make evidence (at least the default, 6). */
   run?: number
   /**
    * Texts your tenants commonly send that are public anyway — the licences, documents or system
    * prompts of your app: never evidence, even before two tenants have sent them (a model reciting a
    * public text that only one tenant sent recently is otherwise indistinguishable from a leak of that
-   * tenant's prompt). At most 4 MiB in all.
+   * tenant's prompt). At most 4 MiB in all. The common open-source licences are built in
+   * (`PUBLIC_BACKGROUND`).
    */
   publicTexts?: readonly string[]
 }
@@ -430,7 +431,8 @@ function resolveForeignContent(
   const d = FINGERPRINT_DEFAULTS
   return {
     store,
-    publicTexts: resolvePublicTexts(o.publicTexts),
+    // The built-in background first: licences are public whoever pastes them.
+    publicTexts: [...PUBLIC_BACKGROUND, ...resolvePublicTexts(o.publicTexts)],
     table: {
       budgetBytes: integer('foreignContent.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
       ttlMs: integer('foreignContent.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),

@@ -4,6 +4,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
+import { PUBLIC_BACKGROUND } from '../../src/fingerprint'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { drainText } from '../support/open-stream'
@@ -158,6 +159,31 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
     expect(await reciting(['tenant-a'])).toBeInstanceOf(GuardError)
     // …unless the operator declared it public.
     expect(await reciting(['tenant-a'], [licence])).toContain('The licence reads:')
+  }, 60_000)
+
+  it('should not count a licence one tenant pasted (built in as public), but still its private text', async () => {
+    const mit = PUBLIC_BACKGROUND[0]!
+    const guard = createGuard({ secret: SECRET, models: { [MODEL]: PROFILE } })
+    const engine = new SimEngine(SIM, { clock: new VirtualClock() })
+    const secret = privateText(31, 2)
+    const pasted = `MIT License\n\nCopyright (c) 2024 Fjordline Widgets AS\n\n${mit}\n${secret}`
+    await guard.wrap(engine.binding('gateway'), { tenant: 'tenant-a' }).run(MODEL, chat(pasted))
+    const answering = (text: string): AiRunner => ({
+      run: async (_model, inputs) => ({ response: `${directiveCanary(inputs)}\n${text}` }),
+    })
+    const ask = (text: string) =>
+      guard
+        .wrap(answering(text), { tenant: 'tenant-b' })
+        .run(MODEL, chat('Write me an MIT licence for my project.'))
+        .then(
+          (out) => (out as { response: string }).response,
+          (error: unknown) => error,
+        )
+    // The model writes the licence from memory: released, though only A sent it in the last hour.
+    const recited = `MIT License\n\nCopyright (c) 2026 Your Name\n\n${mit}`
+    expect(await ask(recited)).toContain('Permission is hereby granted')
+    // A's own words inside the same licence are still A's: withheld.
+    expect(await ask(`${recited}\n${secret.slice(0, 400)}`)).toBeInstanceOf(GuardError)
   }, 60_000)
 
   it('should let no tenant get another’s ordinary answers flagged by stuffing its prompts', async () => {
