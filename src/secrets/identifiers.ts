@@ -6,7 +6,14 @@
  * SSA's structure rules only: no check digit exists, so medium).
  */
 import { fnrControl, ibanRemainder, luhnValid } from './checksums'
-import { regexDetector, type SecretDetector } from './detector'
+import {
+  NATIONAL_START,
+  NUMBER_END,
+  NUMBER_START,
+  regexDetector,
+  type SecretDetector,
+  tokenStart,
+} from './detector'
 
 /** Card issuer ranges: [low prefix, high prefix, lengths issued]. Prefixes compare as numbers of equal width. */
 const IIN: readonly [string, string, readonly number[]][] = [
@@ -56,11 +63,21 @@ export function knownIssuer(digits: string): boolean {
 const card = regexDetector(
   'card-number',
   'high',
-  /(?<![0-9A-Za-z.,_-])[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\1[0-9]{4}(?:\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\2[0-9]{4,5})(?![0-9A-Za-z_]|[.,-][0-9])/g,
+  new RegExp(
+    `${NUMBER_START}[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\\1[0-9]{4}(?:\\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\\2[0-9]{4,5})${NUMBER_END}`,
+    'g',
+  ),
   (m) => {
-    const digits = m[0].replace(/[ -]/g, '')
     if (m[1] !== undefined && /[ -][0-9]{1,3}[ -]/.test(m[0])) return false // a short inner group
-    return knownIssuer(digits) && luhnValid(digits)
+    const digits = m[0].replace(/[ -]/g, '')
+    if (knownIssuer(digits) && luhnValid(digits)) return true
+    // Grouped by spaces, the pattern takes a short group of digits written after the card
+    // (`… 4242 09/29`, `… 4242 123`): the card is what is left without it. A full group of four
+    // after it is not dropped: that is one longer number grouped in fours, not a card.
+    const cut = m[0].lastIndexOf(' ')
+    if (m[1] !== ' ' || m[0].length - cut - 1 > 3) return false
+    const card = digits.slice(0, digits.length - (m[0].length - cut - 1))
+    return knownIssuer(card) && luhnValid(card) && m.index + cut
   },
 )
 
@@ -102,7 +119,7 @@ function ibanEnd(text: string, start: number, length: number): number {
 const iban = regexDetector(
   'iban',
   'high',
-  /(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}/g,
+  new RegExp(`${tokenStart()}[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}`, 'g'),
   (m, text) => {
     const length = IBAN_LENGTHS[m[0].slice(0, 2)]
     if (length === undefined) return false
@@ -153,7 +170,7 @@ export function validFodselsnummer(digits: string): boolean {
 const fodselsnummer = regexDetector(
   'no-fodselsnummer',
   'high',
-  /(?<![0-9A-Za-z+.,-])[0-9]{6} ?[0-9]{5}(?![0-9A-Za-z]|[.,-][0-9])/g,
+  new RegExp(`${NATIONAL_START}[0-9]{6} ?[0-9]{5}${NUMBER_END}`, 'g'),
   (m) => validFodselsnummer(m[0].replace(' ', '')),
 )
 
@@ -183,7 +200,7 @@ export function validPersonnummer(text: string): boolean {
 const personnummer = regexDetector(
   'se-personnummer',
   'medium',
-  /(?<![0-9A-Za-z+.,-])(?:(?:19|20)[0-9]{6}-?|[0-9]{6}[-+])[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+  new RegExp(`${NATIONAL_START}(?:(?:19|20)[0-9]{6}-?|[0-9]{6}[-+])[0-9]{4}${NUMBER_END}`, 'g'),
   (m) => validPersonnummer(m[0]),
 )
 
@@ -197,7 +214,7 @@ const SSN_EXAMPLES = new Set(['078-05-1120', '219-09-9999', '123-45-6789', '111-
 const ssn = regexDetector(
   'us-ssn',
   'medium',
-  /(?<![0-9A-Za-z.,-])[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+  new RegExp(`${NUMBER_START}[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}${NUMBER_END}`, 'g'),
   (m) => {
     const [area, group, serial] = m[0].split('-') as [string, string, string]
     return (

@@ -5,13 +5,32 @@
  * formats that are just 40 random characters (Cloudflare API tokens, AWS secret access keys).
  */
 import { githubChecksum } from './checksums'
-import { keywordDetector, mixedClasses, regexDetector, type SecretDetector } from './detector'
+import {
+  KEY_RUN,
+  keywordDetector,
+  mixedClasses,
+  regexDetector,
+  type SecretDetector,
+  TOKEN_RUN,
+  tokenEnd,
+  tokenStart,
+} from './detector'
+
+/**
+ * A prefixed key's pattern: it starts on the shared token boundary (so after `_`, `-`, a comma, a
+ * quote or an escape as after a space: the prefix is what makes it a key) and does not run on into
+ * `run`, its own alphabet — base64url for most; letters and digits for the kinds whose body holds
+ * no `_` (GitHub, Stripe, AWS key ids), so `ghp_…_` or `AKIA…_old` still end the key at the `_`.
+ */
+function prefixed(body: string, run: string = KEY_RUN): RegExp {
+  return new RegExp(`${tokenStart()}${body}${tokenEnd(run)}`, 'g')
+}
 
 /** OpenAI: `sk-`, `sk-proj-`, `sk-svcacct-`, `sk-admin-` keys carry `T3BlbkFJ` in the middle. */
 const openAi = regexDetector(
   'openai-key',
   'high',
-  /(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{40,220}(?![A-Za-z0-9_-])/g,
+  prefixed('sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{40,220}'),
   (m) => m[0].includes('T3BlbkFJ'),
 )
 
@@ -19,7 +38,7 @@ const openAi = regexDetector(
 const anthropic = regexDetector(
   'anthropic-key',
   'high',
-  /(?<![A-Za-z0-9_-])sk-ant-(?:api|admin|oat)\d\d-[A-Za-z0-9_-]{80,120}AA(?![A-Za-z0-9_-])/g,
+  prefixed('sk-ant-(?:api|admin|oat)\\d\\d-[A-Za-z0-9_-]{80,120}AA'),
 )
 
 /**
@@ -29,7 +48,7 @@ const anthropic = regexDetector(
 const github = regexDetector(
   'github-token',
   'high',
-  /(?<![A-Za-z0-9_])(?:gh[pousr]|npm)_[A-Za-z0-9]{36}(?![A-Za-z0-9_])/g,
+  prefixed('(?:gh[pousr]|npm)_[A-Za-z0-9]{36}', TOKEN_RUN),
   (m) => githubChecksum(m[0].slice(4, 34)) === m[0].slice(34),
 )
 
@@ -37,14 +56,14 @@ const github = regexDetector(
 const githubPat = regexDetector(
   'github-token',
   'high',
-  /(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}(?![A-Za-z0-9_])/g,
+  prefixed('github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}', TOKEN_RUN),
 )
 
 /** Stripe secret and restricted keys, live and test (publishable `pk_` keys are public). */
 const stripe = regexDetector(
   'stripe-key',
   'high',
-  /(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9_])/g,
+  prefixed('(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}', TOKEN_RUN),
   (m) => mixedClasses(m[0].slice(8)),
 )
 
@@ -52,21 +71,17 @@ const stripe = regexDetector(
 const slack = regexDetector(
   'slack-token',
   'high',
-  /(?<![A-Za-z0-9-])xox[abposr]-(?:\d{1,15}-){1,4}[A-Za-z0-9]{16,64}(?![A-Za-z0-9-])/g,
+  prefixed('xox[abposr]-(?:\\d{1,15}-){1,4}[A-Za-z0-9]{16,64}', `${TOKEN_RUN}-`),
 )
 
 /** Google API keys: `AIza` + 35 base64url characters. */
-const google = regexDetector(
-  'google-api-key',
-  'high',
-  /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])/g,
-)
+const google = regexDetector('google-api-key', 'high', prefixed('AIza[0-9A-Za-z_-]{35}'))
 
 /** AWS access key ids (`AKIA` long-term, `ASIA` temporary): 16 more characters of base32. */
 const awsKeyId = regexDetector(
   'aws-access-key-id',
   'high',
-  /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])/g,
+  prefixed('(?:AKIA|ASIA)[A-Z2-7]{16}', TOKEN_RUN),
 )
 
 /** `aws` as a word (not inside a random string), `secret access`, or a key id. */

@@ -8,6 +8,15 @@
  * Kinds with no check (API keys) get 128+ random-looking bits: equal to a real key with odds 2^-128.
  */
 import { BASE62, base62, crc32, fnrControl, ibanCheckDigits, luhnCheckDigit } from './checksums'
+import {
+  KEY_RUN,
+  NATIONAL_START,
+  NUMBER_END,
+  NUMBER_START,
+  TOKEN_RUN,
+  tokenEnd,
+  tokenStart,
+} from './detector'
 
 /** How one kind's stand-in is built from a secret (or a candidate) of that kind. */
 export interface StandInShape {
@@ -154,8 +163,11 @@ function wrongLuhn(text: string, tenDigits: (digits: string) => string): string 
 // (a model quoting a JSON-escaped key inside a JSON string writes `\\n`).
 const pemHeader = prefixOf(/^-----BEGIN [^-]+-----(?:\n|\\n|\\\\n)/)
 
-const KEY_BOUNDARY = '(?<![A-Za-z0-9_-])'
-const KEY_END = '(?![A-Za-z0-9_-])'
+// The detectors' own token boundaries (src/secrets/detector.ts): a stand-in sits wherever its
+// secret sat — after a comma, an `_`, an escape — and must be found there again.
+const KEY_BOUNDARY = tokenStart()
+const KEY_END = tokenEnd(KEY_RUN)
+const ALNUM_END = tokenEnd(TOKEN_RUN)
 
 /**
  * The built-in kinds' shapes. Operator kinds use {@link classShape}.
@@ -191,8 +203,10 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keepEnd: (t) => (t.startsWith('github_pat_') ? 0 : 6),
     alphabet: BASE62,
     fix: wrongGithubChecksum,
-    candidates:
-      /(?<![A-Za-z0-9_])(?:(?:gh[pousr]|npm)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?![A-Za-z0-9_])/g,
+    candidates: new RegExp(
+      `${KEY_BOUNDARY}(?:(?:gh[pousr]|npm)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})${ALNUM_END}`,
+      'g',
+    ),
     gate: { minRun: 40 },
   },
   'stripe-key': {
@@ -202,15 +216,20 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     // Base62 at every position: with classes kept, the shortest keys (24 characters) hold ~105 bits
     // and would fall back to the compact layout; base62 holds 143.
     alphabet: BASE62,
-    candidates: /(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}(?![A-Za-z0-9_])/g,
+    candidates: new RegExp(
+      `${KEY_BOUNDARY}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{24,247}${ALNUM_END}`,
+      'g',
+    ),
     gate: { minRun: 32 },
   },
   'slack-token': {
     template: (v) => v,
     keep: fixed(5),
     keepEnd: fixed(0),
-    candidates:
-      /(?<![A-Za-z0-9-])xox[abposr]-(?:\d{1,15}-){1,4}[A-Za-z0-9]{16,64}(?![A-Za-z0-9-])/g,
+    candidates: new RegExp(
+      `${KEY_BOUNDARY}xox[abposr]-(?:\\d{1,15}-){1,4}[A-Za-z0-9]{16,64}${tokenEnd(`${TOKEN_RUN}-`)}`,
+      'g',
+    ),
     gate: { minRun: 23, digit: true },
   },
   'google-api-key': {
@@ -225,7 +244,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(4),
     keepEnd: fixed(0),
     alphabet: BASE32,
-    candidates: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z2-7]{16}(?![A-Za-z0-9])/g,
+    candidates: new RegExp(`${KEY_BOUNDARY}(?:AKIA|ASIA)[A-Z2-7]{16}${ALNUM_END}`, 'g'),
     gate: { minRun: 20 },
   },
   'aws-secret-access-key': {
@@ -239,7 +258,8 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     template: (v) => v,
     keep: fixed(0),
     keepEnd: fixed(0),
-    candidates: new RegExp(`${KEY_BOUNDARY}[A-Za-z0-9_-]{40}${KEY_END}`, 'g'),
+    // As its keyword detector's tokens: a whole run of the alphabet (no prefix to start on).
+    candidates: /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{40}(?![A-Za-z0-9_-])/g,
     gate: { minRun: 40 },
   },
   'private-key': {
@@ -272,8 +292,10 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: (t) => t.lastIndexOf('.') + 1,
     keepEnd: fixed(0),
     alphabet: BASE64URL,
-    candidates:
-      /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,97}\.eyJyZWRhY3RlZCI6dHJ1ZX0\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g,
+    candidates: new RegExp(
+      `${KEY_BOUNDARY}eyJ[A-Za-z0-9_-]{8,97}\\.eyJyZWRhY3RlZCI6dHJ1ZX0\\.[A-Za-z0-9_-]{43}${KEY_END}`,
+      'g',
+    ),
     gate: { minRun: 43 },
   },
   'url-password': {
@@ -292,8 +314,10 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(1),
     keepEnd: fixed(1),
     fix: (s) => wrongLuhn(s, (d) => d),
-    candidates:
-      /(?<![0-9A-Za-z.,_-])[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\1[0-9]{4}(?:\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\2[0-9]{4,5})(?![0-9A-Za-z_]|[.,-][0-9])/g,
+    candidates: new RegExp(
+      `${NUMBER_START}[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\\1[0-9]{4}(?:\\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\\2[0-9]{4,5})${NUMBER_END}`,
+      'g',
+    ),
     gate: { minRun: 4, digit: true },
   },
   iban: {
@@ -303,7 +327,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(4),
     keepEnd: fixed(0),
     fix: wrongIbanCheck,
-    candidates: /(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])/g,
+    candidates: new RegExp(`${KEY_BOUNDARY}[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}${ALNUM_END}`, 'g'),
     gate: { minRun: 4, digit: true },
   },
   'no-fodselsnummer': {
@@ -312,7 +336,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(0),
     keepEnd: fixed(1),
     fix: wrongFnr,
-    candidates: /(?<![0-9A-Za-z+.,-])[0-9]{6} ?[0-9]{5}(?![0-9A-Za-z]|[.,-][0-9])/g,
+    candidates: new RegExp(`${NATIONAL_START}[0-9]{6} ?[0-9]{5}${NUMBER_END}`, 'g'),
     gate: { minRun: 6, digit: true },
   },
   'se-personnummer': {
@@ -320,8 +344,10 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: prefixOf(/^(?=[0-9]{8}-?[0-9]{4}$)(?:19|20)/),
     keepEnd: fixed(1),
     fix: (s) => wrongLuhn(s, (d) => (d.length === 12 ? d.slice(2) : d)),
-    candidates:
-      /(?<![0-9A-Za-z+.,-])(?:(?:19|20)[0-9]{6}-?|[0-9]{6}[-+])[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+    candidates: new RegExp(
+      `${NATIONAL_START}(?:(?:19|20)[0-9]{6}-?|[0-9]{6}[-+])[0-9]{4}${NUMBER_END}`,
+      'g',
+    ),
     gate: { minRun: 11, digit: true },
   },
   'us-ssn': {
@@ -330,7 +356,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(3),
     keepEnd: fixed(0),
     fix: (s) => `666${s.slice(3)}`,
-    candidates: /(?<![0-9A-Za-z.,-])666-[0-9]{2}-[0-9]{4}(?![0-9A-Za-z]|[.,-][0-9])/g,
+    candidates: new RegExp(`${NUMBER_START}666-[0-9]{2}-[0-9]{4}${NUMBER_END}`, 'g'),
     gate: { minRun: 11, digit: true },
   },
 }

@@ -3,7 +3,14 @@
  * BEGIN to END), JSON Web Tokens (three base64url parts whose header decodes to a JSON object with an
  * `alg`), and the password of a URL's `user:password@` part.
  */
-import { regexDetector, type SecretDetector, type SecretSpan } from './detector'
+import {
+  KEY_RUN,
+  regexDetector,
+  type SecretDetector,
+  type SecretSpan,
+  tokenEnd,
+  tokenStart,
+} from './detector'
 
 /** The largest PEM block taken whole (an RSA-8192 key is ~6.5 KB; longer is not one key). */
 const MAX_PEM = 16_384
@@ -106,7 +113,10 @@ function jsonObject(text: string | undefined): Record<string, unknown> | undefin
 const jwt = regexDetector(
   'jwt',
   'high',
-  /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,2000}\.[A-Za-z0-9_-]{2,8000}\.[A-Za-z0-9_-]{0,2000}(?![A-Za-z0-9_-])/g,
+  new RegExp(
+    `${tokenStart()}eyJ[A-Za-z0-9_-]{8,2000}\\.[A-Za-z0-9_-]{2,8000}\\.[A-Za-z0-9_-]{0,2000}${tokenEnd(KEY_RUN)}`,
+    'g',
+  ),
   (m) => {
     const [header, payload, signature] = m[0].split('.') as [string, string, string]
     const alg = jsonObject(decodeBase64Url(header))?.alg
@@ -139,12 +149,18 @@ const urlCredentials = regexDetector(
   },
 )
 
-/** Whether a URL scheme (a letter, then up to 15 of letters, digits, `+ . -`) ends at `offset`. */
+/**
+ * Whether a URL scheme (a letter, then up to 15 of letters, digits, `+ . -`) ends at `offset`. It
+ * may follow anything, an escape ending in a letter or digit included (`\npostgres://`,
+ * `%3Dpostgres://`): any letter of the run before `://` can start one.
+ */
 function schemeBefore(text: string, offset: number): boolean {
-  let i = offset
-  while (i > 0 && offset - i < 16 && /[A-Za-z0-9+.-]/.test(text[i - 1]!)) i--
-  if (i === offset || !/[A-Za-z]/.test(text[i]!)) return false
-  return i === 0 || !/[A-Za-z0-9+.-]/.test(text[i - 1]!)
+  for (let i = offset - 1; i >= 0 && offset - i <= 16; i--) {
+    const c = text[i]!
+    if (/[A-Za-z]/.test(c)) return true
+    if (!/[0-9+.-]/.test(c)) return false
+  }
+  return false
 }
 
 /** The URL detector matched `://user:password@`; its span is narrowed to the password. */

