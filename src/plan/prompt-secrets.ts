@@ -275,7 +275,10 @@ async function rewriteArguments(args: string, rewrite: Rewrite): Promise<string>
     const value = await rewriteJson(parsed, rewrite, { detected: false, substituted: false })
     return JSON.stringify(value)
   }
-  // Then its strings decoded: a secret that only escapes hid from the raw text (`\u0073k-…`).
+  // Then its strings decoded: a secret that only escapes hid from the raw text (`\u0073k-…`). They
+  // hold the stand-ins the first pass issued; the book takes no stand-in of its own, nor any part of
+  // one, as a secret again (an IBAN's stand-in holding a card-like run stays whole), so this pass
+  // only ever replaces original text and restoration is one level deep.
   const value = await rewriteJson(decoded, rewrite, { detected: false, substituted: true })
   return value === decoded ? raw : JSON.stringify(value)
 }

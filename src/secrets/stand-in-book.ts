@@ -233,14 +233,20 @@ export class StandInBook {
    * const { text, replaced } = await book.substitute('key: ghp_…') // replaced: [{ kind: 'github-token', count: 1 }]
    */
   async substitute(text: string): Promise<Substitution> {
-    const spans = findSecrets(text, this.#detectors)
+    // A stand-in this book issued is never a candidate again, nor is any part of it: an IBAN's
+    // stand-in may hold a Luhn-valid run of 16 digits in a card range, and a text scanned a second
+    // time (tool-call arguments: as written, then their decoded strings) had that run replaced by a
+    // card's stand-in — which restoration undid one level, returning the IBAN's stand-in as the IBAN.
+    const issued = this.#byStandIn.size === 0 ? [] : this.#index.find(text)
+    const spans = findSecrets(text, this.#detectors).filter(
+      (span) => !overlaps(issued, span.start, span.end),
+    )
     const replaced = new Map<string, number>()
     const skipped = new Map<string, number>()
     let out = ''
     let at = 0
     for (const span of spans) {
       const value = text.slice(span.start, span.end)
-      if (this.#byStandIn.has(value)) continue // already one of ours
       const standIn = await this.#standInFor(span, value)
       if (standIn === undefined) {
         bump(skipped, span.kind)
@@ -278,7 +284,16 @@ export class StandInBook {
   #remember(kind: string, value: string, standIn: string): void {
     this.#byValue.set(`${kind}\0${value}`, standIn)
     this.#byStandIn.set(standIn, { kind, value })
-    this.#index.add({ standIn, kind, value })
+    // A PEM stand-in found as it was sent carries its own line break too: in a JSON channel a `\n`
+    // it was written with is a newline once decoded, so its value (taken from a JSON text as
+    // written, escapes and all) must go back decoded and escaped once — not escaped a second time.
+    const sentBreak = kind === 'private-key' ? PEM_BREAK.exec(standIn)?.[1] : undefined
+    this.#index.add({
+      standIn,
+      kind,
+      value,
+      ...(sentBreak === undefined ? {} : { lineBreak: sentBreak }),
+    })
     this.#longest = Math.max(this.#longest, standIn.length)
     if (kind === 'private-key') {
       // The same block with its line breaks the other way (real ↔ JSON-escaped): what a stand-in sent
@@ -610,7 +625,11 @@ interface Candidate {
 }
 
 /** Whether [start, end) overlaps a span of `sorted` (in order, non-overlapping). */
-function overlaps(sorted: readonly SecretSpan[], start: number, end: number): boolean {
+function overlaps(
+  sorted: readonly Pick<SecretSpan, 'start' | 'end'>[],
+  start: number,
+  end: number,
+): boolean {
   const next = sorted[firstEndingAfter(sorted, start)]
   return next !== undefined && next.start < end
 }
