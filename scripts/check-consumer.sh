@@ -4,7 +4,8 @@
 # `<!-- consumer:install -->`, the package name replaced by the tarball), add examples/consumer, then
 # type-check it, build it for deploy, and run it under `wrangler dev` in front of the simulator: one
 # guarded request per surface (guard.wrap, guardAi, aiGuard) must answer from its own text with no
-# canary left, and a body that is not JSON must answer 400.
+# canary left and no piece of 8 characters of the tenant's prefix marker (recomputed here from the
+# example's dev secret, as the guard mints it), and a body that is not JSON must answer 400.
 #
 # Usage: scripts/check-consumer.sh [--keep]   (--keep leaves the temporary project for inspection)
 # Quiet on success (a few lines); on failure, the step that failed and its log.
@@ -122,7 +123,25 @@ ask() {
     -H 'content-type: application/json' --data-binary "$2"
 }
 
-# One guarded request: 200, the answer quotes the request's own text, and carries no canary.
+# Every 8-character piece of alice's prefix marker, one a line, in $work/marker-pieces: the marker opens
+# each of her prompts (glm-5.3 is prefix-isolated) and a quote of the prompt's start must not carry any
+# of it, prefix or not (issue 45). Minted by the repository's own code under the example's dev secret.
+marker_pieces() {
+  local secret
+  secret=$(sed -nE 's/^GUARD_SECRET *= *"(.*)"$/\1/p' "$root/examples/consumer/wrangler.dev.toml") ||
+    return 1
+  [ -n "$secret" ] || { echo 'no GUARD_SECRET in examples/consumer/wrangler.dev.toml'; return 1; }
+  (cd "$root" && GUARD_SECRET=$secret npx tsx -e "
+    import('./src/canary/token.ts').then(async ({ importCanaryKey, prefixMarker }) => {
+      const marker = await prefixMarker(await importCanaryKey(process.env.GUARD_SECRET), 'alice')
+      for (let i = 0; i + 8 <= marker.length; i++) console.log(marker.slice(i, i + 8))
+    })
+  ") >"$work/marker-pieces" || return 1
+  [ "$(wc -l <"$work/marker-pieces")" = 22 ] || { echo 'expected 22 pieces of the marker'; return 1; }
+}
+
+# One guarded request: 200, the answer quotes the request's own text, and carries no canary and no
+# piece of the tenant's marker (in any case).
 expect_guarded() {
   local path=$1 body=$2 needle=$3 out status
   out=$(ask "$path" "$body") || return 1
@@ -131,7 +150,11 @@ expect_guarded() {
   echo "$path -> $status $out"
   [ "$status" = 200 ] || { echo "expected 200"; return 1; }
   grep -qF "$needle" <<<"$out" || { echo "the answer does not quote '$needle'"; return 1; }
-  if grep -q 'cnry_' <<<"$out"; then echo "a canary reached the client"; return 1; fi
+  if grep -qi 'cnry_' <<<"$out"; then echo "a canary reached the client"; return 1; fi
+  if grep -qiF -f "$work/marker-pieces" <<<"$out"; then
+    echo "a piece of the tenant's prefix marker reached the client"
+    return 1
+  fi
 }
 
 requests() {
@@ -140,6 +163,11 @@ requests() {
     return 1
   expect_guarded /chat '{"messages":[{"role":"user","content":"Summarise the HONO-2290 ledger."}]}' \
     'HONO-2290 ledger' || return 1
+  # A first line longer than a quote: the simulator quotes it from a few characters in, so from
+  # inside the marker that opens it (issue 45's `nry_y5np…`).
+  expect_guarded /ask "{\"question\":\"$(printf 'Summarise the LONG-4410 ledger of %s.' \
+    'the quarter, every account and every entry, with totals by region and by month')\"}" \
+    'LONG-4410 ledger' || return 1
   local out status
   out=$(ask /chat '{"messages": [') || return 1
   status=${out##*$'\n'}
@@ -148,6 +176,7 @@ requests() {
   grep -q invalid_request <<<"$out" || { echo "expected code invalid_request"; return 1; }
 }
 
+step "the tenant's marker pieces" marker_pieces
 step 'npm pack (prepack build)' pack
 step 'install with the README commands' install
 installed=$(cd "$app" && node -p "['wrangler','@cloudflare/workers-types','typescript','hono'].map(p=>p+'@'+require('./node_modules/'+p+'/package.json').version).join(' ')")
@@ -158,5 +187,6 @@ step 'guarded requests' requests
 stop_wrangler
 echo "check-consumer: ok in $((SECONDS - started)) s (node $(node --version); $installed)"
 echo "  packed, installed by the README's commands, type-checked, built, and served under wrangler dev:"
-echo "  /ask (guard.wrap), /ask-once (guardAi), /chat (aiGuard) answered from their own text, no canary;"
+echo "  /ask (guard.wrap), /ask-once (guardAi), /chat (aiGuard) answered from their own text, no canary"
+echo "  and no piece of 8 characters of alice's prefix marker;"
 echo "  a malformed JSON body to /chat answered 400 invalid_request"

@@ -11,6 +11,8 @@ export {
   matchEchoSpan,
   matchJsonEcho,
 } from './json-echo'
+export { type BookEntry, FOREIGN_ANCHOR, MarkerBook } from './marker-book'
+export { PIECE_LENGTH, type PieceCut, PieceCutter, type PieceScan } from './pieces'
 export { prependMarker } from './prefix'
 export {
   type Classification,
@@ -33,6 +35,7 @@ export {
   contentSeed,
   importCanaryKey,
   inspectCanary,
+  markerBook,
   mintCanary,
   prefixMarker,
   tenantTag,

@@ -9,7 +9,8 @@
  * a way to replay another tenant's canary.
  */
 import type { Channel } from '../format/frames'
-import { CANARY_LENGTH, CANARY_PREFIX, type CanaryKey, inspectCanary } from './token'
+import { PieceCutter } from './pieces'
+import { CANARY_LENGTH, CANARY_PREFIX, type CanaryKey, inspectCanary, markerBook } from './token'
 
 /** A canary-shaped token in the output that is not this request's own canary. */
 export interface Finding {
@@ -20,6 +21,11 @@ export interface Finding {
   tenantTag?: string
   /** The nonce (hex) of a foreign canary: which request leaked (re-derivable from its request id). */
   nonce?: string
+  /**
+   * Set when the finding is a piece of another tenant's prefix marker, not a whole canary (see
+   * ./marker-book.ts): its tag is the marker's, and it has no nonce.
+   */
+  piece?: true
 }
 
 const START = /cnry_/gi
@@ -167,8 +173,9 @@ export function cutRanges(
 }
 
 /**
- * One-shot scan of a whole (non-stream) text: own canary stripped, foreign canaries withheld and
- * reported, look-alikes reported and kept.
+ * One-shot scan of a whole (non-stream) text: own canary and every piece of it (and of the prefix
+ * marker) stripped, foreign canaries and pieces of other tenants' markers withheld and reported,
+ * look-alikes reported and kept. `tenant` is whose request it is: its own marker is never foreign.
  *
  * @example
  * const { text, findings } = await scanText(key, canary, 'content', answer.response)
@@ -178,18 +185,25 @@ export async function scanText(
   own: OwnTokens,
   channel: Channel,
   text: string,
+  tenant?: string,
 ): Promise<{ text: string; findings: Finding[] }> {
   const mine = ownList(own)
   if (!mine.every((token) => EXACT.test(token))) {
     throw new Error('own must be a canary minted by mintCanary')
   }
-  const { cuts, findings } = await classify(key, mine, channel, text, true)
-  return {
-    text: cutRanges(
-      text,
-      0,
-      cuts.map(([start, end]) => ({ start, end })),
-    ),
-    findings,
+  const [{ cuts, findings }, book] = await Promise.all([
+    classify(key, mine, channel, text, true),
+    markerBook(key),
+  ])
+  const whole = cutRanges(
+    text,
+    0,
+    cuts.map(([start, end]) => ({ start, end })),
+  )
+  // Then every piece of ours, read over what is left: text either side of a cut cannot join into one.
+  const pieces = new PieceCutter(mine, book, tenant).feed(whole, 0)
+  if (pieces.foreign) {
+    findings.push({ kind: 'foreign', channel, tenantTag: pieces.foreign.tenantTag, piece: true })
   }
+  return { text: pieces.cuts.length > 0 ? cutRanges(whole, 0, pieces.cuts) : whole, findings }
 }

@@ -38,6 +38,7 @@
  */
 import { constantTimeEqual, toHex } from '../crypto/bytes'
 import { hmacOf, importHmacSecret } from '../crypto/hmac'
+import { MarkerBook } from './marker-book'
 
 /**
  * Every canary starts with this.
@@ -313,10 +314,53 @@ export async function mintCanary(
  * @example
  * const marker = await prefixMarker(key, 'acme') // 'cnry_…', stable for acme
  */
-export function prefixMarker(key: CanaryKey, tenant: string): Promise<string> {
-  return perTenant(MARKERS, key, tenant, () =>
-    mintCanary(key, { requestId: `cache-prefix\0${tenant}`, tenant }),
-  )
+export async function prefixMarker(key: CanaryKey, tenant: string): Promise<string> {
+  const [marker, book] = await Promise.all([
+    perTenant(MARKERS, key, tenant, () =>
+      mintCanary(key, { requestId: `cache-prefix\0${tenant}`, tenant }),
+    ),
+    markerBook(key),
+  ])
+  // Kept in the book while the tenant is served: a piece of it in another tenant's answer is a leak.
+  if (!book.touch(tenant)) book.add(tenant, marker, markerTag(marker))
+  return marker
+}
+
+/** The tenant tag (hex) a canary-shaped token carries, read from its body without verifying it. */
+function markerTag(marker: string): string {
+  const body = decodeBase32(marker.toLowerCase().slice(CANARY_PREFIX.length))
+  return body ? toHex(body.slice(NONCE_BYTES, NONCE_BYTES + TAG_BYTES)) : ''
+}
+
+/** Marker books by key fingerprint: guards under one secret (one per option set) share one book. */
+const BOOKS = new Map<string, MarkerBook>()
+/** Distinct secrets an isolate keeps books for (a deployment has one or two; tests have many). */
+const BOOK_KEYS = 16
+const BOOK_OF = new WeakMap<CanaryKey, Promise<MarkerBook>>()
+
+/**
+ * The prefix markers minted in this isolate under `key`'s secret (see ./marker-book.ts): where a
+ * piece of another tenant's marker is looked up.
+ *
+ * @example
+ * const entry = (await markerBook(key)).find(gram)
+ */
+export function markerBook(key: CanaryKey): Promise<MarkerBook> {
+  let book = BOOK_OF.get(key)
+  if (!book) {
+    book = keyFingerprint(key).then((fingerprint) => {
+      let found = BOOKS.get(fingerprint)
+      if (!found) {
+        found = new MarkerBook(TAG_CACHE_SIZE)
+        BOOKS.set(fingerprint, found)
+        if (BOOKS.size > BOOK_KEYS) BOOKS.delete(BOOKS.keys().next().value!)
+      }
+      return found
+    })
+    book.catch(() => BOOK_OF.delete(key))
+    BOOK_OF.set(key, book)
+  }
+  return book
 }
 
 /**

@@ -6,11 +6,28 @@
  * with nothing to strip reaches the client byte for byte as the upstream sent it. An event is held while
  * any channel's text in it could still be the start of a canary; a completed foreign canary ends the
  * stream with a quarantine before its event (or anything after it) is released.
+ *
+ * Pieces of our own canary and marker (src/canary/pieces.ts) start anywhere, not only at `cnry_`: each
+ * channel's text is also read by a piece cutter, which cuts every run of 8 characters of either and
+ * holds back the longest suffix of 2 to 7 characters that could still grow into one. Why that bound:
+ * a piece can only form with the next event if the text so far ends in its first k < 8 characters,
+ * each a substring of a secret; holding that suffix (and the 28-character canary context the scan
+ * re-reads) keeps every such start until it is known. A lone last character is not held (see
+ * `HELD_FROM` there); the cutter never cuts what has left, so no 8 characters ever do. A piece of
+ * another tenant's marker ends the stream like a foreign canary.
  */
 
 import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { Usage } from '../call/upstream'
-import { CANARY_LENGTH, classify, cutOff, quickHold } from '../canary'
+import {
+  CANARY_LENGTH,
+  classify,
+  cutOff,
+  type MarkerBook,
+  markerBook,
+  PieceCutter,
+  quickHold,
+} from '../canary'
 import { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
 import { type Channel, type Frame, withTexts } from '../format/frames'
@@ -65,6 +82,13 @@ interface ChannelState {
   from: number
   /** Absolute position from which the text may still be held back (set by each scan). */
   safe: number
+  /**
+   * Every piece of our own canary and marker, wherever it starts (see src/canary/pieces.ts): cut as
+   * it is read; undefined when nothing is scanned.
+   */
+  pieces: PieceCutter | undefined
+  /** Where a piece of ours could still be forming: held from there (set by each scan). */
+  pieceHold: number
   /** Our canary to cut, and this request's stand-ins to replace with their values. */
   strips: Edit[]
   /** The channel's last {@link CONTEXT} characters: where a canary may still be forming. */
@@ -189,6 +213,8 @@ export class Release {
   readonly #standIns: StandInJudge | undefined
   /** The channel of the latest text: any other channel with text pending has paused. */
   #latest: Channel | undefined
+  /** The isolate's prefix markers (see src/canary/marker-book.ts), read once `begin` has run. */
+  #book: MarkerBook | undefined
   /** What was seen so far, made safe to store: read only when a foreign stand-in ends the stream. */
   readonly #seenNow = (): Record<string, string> => redactCanaries(this.#seen)
 
@@ -209,6 +235,11 @@ export class Release {
         text: '',
         from: 0,
         safe: 0,
+        pieces:
+          this.#own.length > 0
+            ? new PieceCutter(this.#own, this.#book, this.#ctx.tenant)
+            : undefined,
+        pieceHold: 0,
         strips,
         tail: '',
         marker: -1,
@@ -223,6 +254,7 @@ export class Release {
   /** The frames held while the answer was verified, as far as they may leave now. */
   async begin(): Promise<Released> {
     const held = this.#start.held
+    if (this.#own.length > 0) this.#book = await markerBook(await this.#ctx.services.key())
     let out = ''
     // In batches, as if they came so: a head of 15,000 events queued at once kept every one of them
     // (and what the stage makes of it) alive through the young generation's collections.
@@ -333,9 +365,17 @@ export class Release {
     for (const [name, state] of this.#channels) {
       if (!final && !state.dirty) continue
       state.dirty = false
-      if (this.#own.length === 0) {
+      if (this.#own.length === 0 || !state.pieces) {
         state.safe = endOf(state)
+        state.pieceHold = endOf(state)
         continue
+      }
+      const foreign = this.#cutPieces(state, final)
+      if (foreign !== undefined) {
+        // A piece of another tenant's marker: a leak, ended before the event that carries it.
+        return this.#start.onForeign(name, foreign, redactCanaries(this.#seen)).then((error) => {
+          throw error
+        })
       }
       // A `cnry_` in what a scan reads needs the full classification; otherwise only the tail can
       // still be forming one (the same answer as `quickHold` over the whole text, without reading it).
@@ -344,6 +384,18 @@ export class Release {
       else state.safe = Math.max(state.base, endOf(state) - state.tail.length + quick)
     }
     return slow.length === 0 ? undefined : this.#classify(slow, final)
+  }
+
+  /**
+   * Reads a channel's new text for pieces of our own secrets: cuts them, and holds back where one could
+   * still be forming. Returns the tenant tag of another tenant's marker a piece of which it read.
+   */
+  #cutPieces(state: ChannelState, final: boolean): string | undefined {
+    const cutter = state.pieces!
+    const found = cutter.feed(state.text.slice(cutter.end - state.from), state.base)
+    for (const cut of found.cuts) state.strips.push(cut)
+    state.pieceHold = final ? endOf(state) : cutter.holdFrom(state.base)
+    return found.foreign?.tenantTag
   }
 
   /**
@@ -402,7 +454,8 @@ export class Release {
     const echo = this.#start.contentEcho
     if (name === 'content' && echo && !echo.settled) return this.#channel(name).base
     const judged = this.#standIns ? this.#standIns.judgedTo(name) : Number.POSITIVE_INFINITY
-    const canary = Math.min(this.#channel(name).safe, judged)
+    const state = this.#channel(name)
+    const canary = Math.min(state.safe, state.pieceHold, judged)
     if (this.#start.contentHoldBack === false) return canary
     const barrier = this.#channel(name).barrier
     const content = this.#start.content?.safeFrom(name, barrier) ?? Number.POSITIVE_INFINITY
@@ -515,6 +568,9 @@ export class Release {
     for (const { name } of blocked) {
       const state = this.#channel(name)
       state.safe = endOf(state)
+      // A possible start of a piece of ours leaves too (at most PIECE_LENGTH − 1 characters): should
+      // the channel resume with the rest, the cutter reads them as released and cuts the rest.
+      state.pieceHold = endOf(state)
     }
     return true
   }

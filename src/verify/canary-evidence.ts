@@ -7,7 +7,10 @@ import { CANARY_PATTERN, type Finding, scanText } from '../canary'
 import type { Channel } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
 
-/** Scans every channel for canaries; returns the texts with our own canary removed, and the findings. */
+/**
+ * Scans every channel for canaries; returns the texts with our own canary and every piece of our
+ * secrets removed, and the findings.
+ */
 export async function scanChannels(
   ctx: AttemptContext,
   texts: Partial<Record<Channel, string>>,
@@ -18,7 +21,7 @@ export async function scanChannels(
   const out: Partial<Record<Channel, string>> = {}
   const findings: Finding[] = []
   for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
-    const scanned = await scanText(key, own, channel, text)
+    const scanned = await scanText(key, own, channel, text, ctx.tenant)
     out[channel] = scanned.text
     findings.push(...scanned.findings)
   }

@@ -52,12 +52,13 @@ describe('scanText: the whole-answer cut', () => {
     await expect(scanText(key, 'not-a-canary', 'content', 'text')).rejects.toThrow(/own/)
   })
 
-  it('should report look-alikes and keep them', async () => {
+  it('should report look-alikes and keep them (but for a piece of ours they hold)', async () => {
     const lookalike = `cnry_${'7'.repeat(24)}`
     const mutated = own.slice(0, -1) + (own.endsWith('0') ? '1' : '0')
     const text = `see ${lookalike} and ${mutated}!`
     const { text: out, findings } = await scanText(key, own, 'tool:1', text)
-    expect(out).toBe(text)
+    // The mutated canary's first 28 characters are a piece of ours (issue 45): cut.
+    expect(out).toBe(`see ${lookalike} and ${mutated.slice(-1)}!`)
     expect(findings).toEqual([
       { kind: 'lookalike', channel: 'tool:1' },
       { kind: 'lookalike', channel: 'tool:1' },
