@@ -2,15 +2,21 @@ import { describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
 import type { GuardError } from '../../src'
+import {
+  FINGERPRINT_DEFAULTS,
+  holdBackUnits,
+  minimumSpan,
+  quietHoldBackUnits,
+} from '../../src/fingerprint'
 import { chatChunk as chunk, drainText, openStream } from '../support/open-stream'
 import { chat, sseText } from '../support/prompts'
 import { withTenantA } from '../support/tenant-a'
 
 /**
- * The foreign-content hold-back is 9 units while none of the last 21 matched another tenant, 21
- * otherwise. The short hold must never let out a word of another tenant's span of 22 words or
- * more, wherever the span begins: right after clean words, after fragments of that tenant's text too
- * short to be evidence, at any split of the events.
+ * The foreign-content hold-back is 9 units while none of the last 29 matched another tenant, 29
+ * otherwise (holdBackUnits at the defaults). The short hold must never let out a word of another
+ * tenant's span of 30 words or more (minimumSpan), wherever the span begins: right after clean words,
+ * after fragments of that tenant's text too short to be evidence, at any split of the events.
  */
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'quiet-hold-test-secret-0123456789abcdef'
@@ -18,6 +24,9 @@ const models = { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } }
 const A_WORDS = english(51, 20_000).split(/\s+/)
 const A_TEXT = A_WORDS.join(' ')
 const CLEAN_WORDS = english(52, 12_000).split(/\s+/)
+const SPAN = minimumSpan(FINGERPRINT_DEFAULTS)
+const LONG = holdBackUnits(FINGERPRINT_DEFAULTS)
+const QUIET = quietHoldBackUnits(FINGERPRINT_DEFAULTS)
 
 /** `words` as content events of 1 to 4 words each, split as `next` decides. */
 function events(words: string[], next: () => number): string[] {
@@ -45,7 +54,7 @@ describe('the short foreign-content hold', () => {
           ...A_WORDS.slice(from, from + 4 + Math.floor(next() * 8)),
         )
       }
-      const length = 22 + Math.floor(next() * 6)
+      const length = SPAN + Math.floor(next() * 6)
       const first = 600 + Math.floor(next() * 1_500)
       const leaked = A_WORDS.slice(first, first + length)
       const after = CLEAN_WORDS.slice(1_800, 1_830)
@@ -71,7 +80,7 @@ describe('the short foreign-content hold', () => {
     }
   })
 
-  it('should hold 21 words while any of the last 21 matched another tenant, 9 otherwise', async () => {
+  it('should hold 29 words while any of the last 29 matched another tenant, 9 otherwise', async () => {
     const guard = await withTenantA({ secret: SECRET, models }, A_TEXT)
     /** Content of `words` (one event each) into an open stream: the words the client has so far. */
     const open = async (words: string[]) => {
@@ -97,21 +106,21 @@ describe('the short foreign-content hold', () => {
       }
       return { upstream, received }
     }
-    const clean = CLEAN_WORDS.slice(0, 30)
+    const clean = CLEAN_WORDS.slice(0, LONG + 20)
     // Twelve clean words: all but the last 9 are out.
     const quiet = await open(clean.slice(0, 12))
-    expect(await quiet.received()).toEqual(clean.slice(0, 3))
+    expect(await quiet.received()).toEqual(clean.slice(0, 12 - QUIET))
     quiet.upstream.close(['data: [DONE]\n\n'])
     // Twelve of A's words (they match A, no evidence yet): nothing is out.
     const fragment = A_WORDS.slice(900, 912)
     const loud = await open(fragment)
     expect(await loud.received()).toEqual([])
-    // Twelve clean words after them: A's words are still among the last 21, so 21 are held.
-    loud.upstream.send(clean.slice(0, 12).map((word) => chunk({ content: `${word} ` })))
-    expect(await loud.received()).toEqual(fragment.slice(0, 3))
-    // Eighteen more: A's last match is over 21 units back, all but the last 9 are out.
-    loud.upstream.send(clean.slice(12, 30).map((word) => chunk({ content: `${word} ` })))
-    expect(await loud.received()).toEqual([...fragment, ...clean.slice(0, 21)])
+    // Twenty clean words after them: A's words are still among the last 29, so 29 are held.
+    loud.upstream.send(clean.slice(0, 20).map((word) => chunk({ content: `${word} ` })))
+    expect(await loud.received()).toEqual(fragment.slice(0, 12 + 20 - LONG))
+    // 29 more: A's last match is over 29 units back, all but the last 9 are out.
+    loud.upstream.send(clean.slice(20).map((word) => chunk({ content: `${word} ` })))
+    expect(await loud.received()).toEqual([...fragment, ...clean.slice(0, clean.length - QUIET)])
     loud.upstream.close(['data: [DONE]\n\n'])
     expect(await loud.received()).toEqual([...fragment, ...clean])
   })
