@@ -18,7 +18,8 @@
  * (d) adversary: a tenant stuffs its prompts with phrases assistants commonly write; how often does an
  *     ordinary answer that uses them get flagged as that tenant's text.
  *
- * Run: `npx tsx scripts/measure-fingerprints.ts [--quick]` (about 4 minutes; `--quick` about 1).
+ * Run: `npx tsx scripts/measure-fingerprints.ts [--quick] [--params n,w,k]` (about 2 minutes; `--quick`
+ * about 1; `--params` measures that setting rather than the one the rule picks).
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -40,6 +41,11 @@ import {
 import { udhrText } from '../test/node/ceiling-corpus'
 
 const QUICK: boolean = process.argv.includes('--quick')
+/** `--params n,w,k`: measure these (the defaults, say) instead of the setting the rule picks. */
+const FORCED: number[] | undefined = process.argv
+  .find((arg, i, all) => all[i - 1] === '--params')
+  ?.split(',')
+  .map(Number)
 const ROOT = 'node_modules'
 const KEY: FingerprintKey = fingerprintKey(new Uint8Array(32).map((_, i) => (i * 37 + 11) & 255))
 const TENANTS = 400
@@ -543,10 +549,18 @@ function maxDensity(): number {
 }
 
 /**
+ * The shortest span that may be evidence at all. Models write sentences of 14–25 units by themselves
+ * — stock phrases, sign-offs, code preambles (the adversary table (d); issue 45's real traffic) — and a
+ * verbatim run that long is rare text only from about 30 units on.
+ */
+const MIN_EVIDENCE_SPAN = 30
+
+/**
  * Per (n, w): the smallest k at which no answer's evidence came from coincidences (runs of matches
  * in text sharing no 10-unit run with the source), plus one for margin (each step of k divided the
- * coincidences by 5 to 30 here); then the shortest guaranteed span among those within the density
- * the default table can hold.
+ * coincidences by 5 to 30 here), and at least the k whose guaranteed span reaches
+ * {@link MIN_EVIDENCE_SPAN}; then the shortest guaranteed span among those within the density the
+ * default table can hold, and of those the largest k.
  */
 function choose(rows: FalseEvidence[]) {
   const limit = maxDensity()
@@ -555,8 +569,9 @@ function choose(rows: FalseEvidence[]) {
       const kinds = Object.values(r.withBoilerplateRule)
       let k = 1
       while (k <= 6 && kinds.some((c) => c.coincidence[k - 1]! > 0)) k++
-      // One step of margin: the smallest k at which nothing fired, plus one.
-      const margin = k + 1
+      // One step of margin: the smallest k at which nothing fired, plus one; and no span under the floor.
+      const floor = Math.ceil((MIN_EVIDENCE_SPAN - r.n + 1) / r.w)
+      const margin = Math.max(k + 1, floor)
       return {
         n: r.n,
         w: r.w,
@@ -567,7 +582,9 @@ function choose(rows: FalseEvidence[]) {
       }
     })
     .filter((c) => c.density <= limit)
-    .sort((a, b) => a.span - b.span || a.density - b.density)
+    // At equal spans the setting that needs the most selections: a span shorter than the guaranteed
+    // one holds k selections ever more rarely as k grows, so stock phrases flag least (table (d)).
+    .sort((a, b) => a.span - b.span || b.k - a.k || a.density - b.density)
 }
 
 async function main(): Promise<void> {
@@ -606,7 +623,8 @@ async function report(
   started: number,
 ): Promise<void> {
   const chosen = ranked[0]!
-  const params: FingerprintParams = { n: chosen.n, w: chosen.w, k: chosen.k }
+  const [n, w, k] = FORCED ?? [chosen.n, chosen.w, chosen.k]
+  const params: FingerprintParams = { n: n!, w: w!, k: k! }
   const span = minimumSpan(params)
   console.log('ranked:', ranked.slice(0, 8))
   const sources = data.prompts.filter((p) => p.doc.kind === 'prose').map((p) => p.doc)
@@ -634,6 +652,8 @@ async function report(
     },
     chosen: {
       ...params,
+      // Given with --params rather than picked by the rule (ranked[0] is the rule's pick).
+      forced: FORCED !== undefined,
       minimumSpan: span,
       holdBackUnits: span - 1,
       maxDensity: round(maxDensity()),
