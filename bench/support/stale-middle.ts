@@ -257,9 +257,9 @@ export const RUN_BUCKETS = [
   { label: `< ${LEAK_RUN}`, below: LEAK_RUN },
   { label: `${LEAK_RUN}–11`, below: 12 },
   { label: '12–15', below: 16 },
-  { label: `16–${MIN_SPAN - 1}`, below: MIN_SPAN },
-  { label: `${MIN_SPAN}–29`, below: 30 },
-  { label: '≥ 30', below: Number.POSITIVE_INFINITY },
+  { label: '16–21', below: 22 },
+  { label: `22–${MIN_SPAN - 1}`, below: MIN_SPAN },
+  { label: `≥ ${MIN_SPAN}`, below: Number.POSITIVE_INFINITY },
 ] as const
 
 function bucketOf(run: number): string {
