@@ -10,6 +10,7 @@ import {
   type ExactPassage,
   exactPassages,
   type ForeignContentEvidence,
+  guaranteedSpan,
   type OwnMask,
   ownMask,
   scanForeign,
@@ -39,6 +40,8 @@ export interface JudgeContext {
   settings: SignalSettings
   coverage: Record<CheckName, CheckCoverage>
   index: ContentIndex
+  /** Answers' fingerprints (common at three principals): the model's own phrasing. */
+  answers: ContentIndex
   key: FingerprintKey
   refs: Map<string, number>
   sourceWindowMs: number
@@ -52,16 +55,30 @@ export interface Candidate {
   answer: Record<string, string>
   mask: OwnMask
   evidence: ForeignContentEvidence[]
-  /** Best exact passage per source request (filled by the exact pass). */
-  exact: Map<number, ExactPassage>
+  /**
+   * Per source request (filled by the exact pass): its passage with the most private units, and
+   * its longest passage.
+   */
+  exact: Map<number, { private: ExactPassage; any: ExactPassage }>
   /** Whether the exact pass may judge it (false once the candidate budget is spent). */
   verify: boolean
 }
 
 /** Answer characters the exact pass may hold (beyond, candidates are judged by the run rule only). */
 const CANDIDATE_CHARS = 32 * 1024 * 1024
-/** An exact passage of at least this many units from one other request is evidence. */
-export const MIN_PASSAGE_UNITS = 10
+/**
+ * A passage of one other request with at least this many private units (consecutive units of its
+ * prompt, less those of common text) is proof: the span the live guard guarantees to catch
+ * (k·w + n − 1 of FINGERPRINT_DEFAULTS), one source of truth.
+ * Shorter shared runs are everyday coincidences on real text — stock sign-offs of 10–15 words, code
+ * preambles of 17–22 units, 11–13-character runs of legal Japanese and Chinese (docs/audit.md).
+ */
+export const PROOF_UNITS = guaranteedSpan(FINGERPRINT_DEFAULTS)
+/**
+ * A passage this long names a source for an answer already proved by another signal (over the pool,
+ * an impossible prefill, an undercount): there the leak is known, the passage says whose data it is.
+ */
+export const SOURCE_UNITS = 10
 
 /** One record's finding (undefined when nothing is suspicious), or a candidate for the exact pass. */
 export async function judge(
@@ -189,8 +206,10 @@ export async function verifyCandidates(
   sources: readonly LogSource[],
   candidates: readonly Candidate[],
   index: ContentIndex,
+  answers: ContentIndex,
   key: FingerprintKey,
 ): Promise<void> {
+  const ctx = { index, answers, key, params: FINGERPRINT_DEFAULTS }
   const wanted = new Map<string, { ref: number; candidates: Candidate[] }>()
   for (const candidate of candidates) {
     if (!candidate.verify) continue
@@ -217,40 +236,66 @@ export async function verifyCandidates(
       if (entry === undefined) continue
       const print = printPrompt(key, promptTexts(record.inputs), FINGERPRINT_DEFAULTS)
       for (const candidate of entry.candidates) {
-        const [best] = exactPassages(
-          index,
-          key,
-          FINGERPRINT_DEFAULTS,
+        const passages = exactPassages(
+          ctx,
           candidate.answer,
           candidate.mask,
           entry.ref,
           print,
-          MIN_PASSAGE_UNITS,
+          SOURCE_UNITS,
         )
-        if (best) candidate.exact.set(entry.ref, best)
+        const [best] = passages
+        if (best === undefined) continue
+        const any = passages.reduce((a, b) => (b.units > a.units ? b : a))
+        candidate.exact.set(entry.ref, { private: best, any })
       }
     }
   }
 }
 
-/** A candidate's finding: its foreign sources that meet either rule, with the other signals. */
+/**
+ * A candidate's finding. Proof: a passage of one source request with {@link PROOF_UNITS} private
+ * units.
+ * Indications: a passage of {@link SOURCE_UNITS} or more (any kind) when another signal already
+ * proves the answer was not built from its own prompt (it names whose data it carries), or the
+ * guard's run rule for a candidate the exact pass could not verify (its budget was spent). A shorter
+ * or common passage alone is nothing: on real traffic it is what models, code and CJK share by chance.
+ */
 export function concludeCandidate(
   candidate: Candidate,
   index: ContentIndex,
   excerpts: boolean,
 ): Finding | undefined {
   const { finding } = candidate
+  const proved = finding.signals.some((s) => s.certain)
   for (const evidence of candidate.evidence) {
-    let best: { ref: number; passage: ExactPassage } | undefined
+    let proof: { ref: number; passage: ExactPassage } | undefined
+    let any: { ref: number; passage: ExactPassage } | undefined
     for (const { ref } of evidence.sources) {
-      const passage = candidate.exact.get(ref)
-      if (passage && (best === undefined || passage.units > best.passage.units))
-        best = { ref, passage }
+      const found = candidate.exact.get(ref)
+      const own = found?.private
+      if (
+        own &&
+        own.privateUnits >= PROOF_UNITS &&
+        (proof === undefined || own.privateUnits > proof.passage.privateUnits)
+      )
+        proof = { ref, passage: own }
+      if (found?.any && (any === undefined || found.any.units > any.passage.units))
+        any = { ref, passage: found.any }
     }
-    if (!evidence.guardRule && best === undefined) continue
+    let certain: boolean
+    let best: { ref: number; passage: ExactPassage } | undefined
+    if (proof) {
+      certain = true
+      best = proof
+    } else if (proved && any) {
+      certain = false
+      best = any
+    } else if (!candidate.verify && evidence.guardRule) certain = false
+    else continue
     const source = describe(evidence, best, index, candidate.answer, excerpts)
     finding.foreign.push(source)
-    finding.signals.push(foreignSignal(source))
+    finding.signals.push(foreignSignal(source, certain))
   }
   if (finding.signals.length === 0) return undefined
   finding.signals.sort(
@@ -290,7 +335,10 @@ function describe(
     matches: evidence.matches,
     channel: place.channel,
   }
-  if (best) out.span = best.passage.units
+  if (best) {
+    out.span = best.passage.units
+    out.privateSpan = best.passage.privateUnits
+  }
   if (excerpts) {
     const text = (answer[place.channel] ?? '').slice(place.start, place.end)
     out.excerpt = text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text
@@ -298,7 +346,7 @@ function describe(
   return out
 }
 
-function foreignSignal(source: ForeignSource): Signal {
+function foreignSignal(source: ForeignSource, certain: boolean): Signal {
   const first = source.requests[0]
   const named = first
     ? `request ${first.id} (${first.where}${first.tenant ? `, tenant ${first.tenant}` : ''})`
@@ -311,12 +359,15 @@ function foreignSignal(source: ForeignSource): Signal {
       : `a passage of the prompt of ${named}${more} (a run of ${source.run} fingerprints)`
   return {
     check: 'foreign_content',
-    certain: true,
-    evidence: `the ${source.channel} quotes ${quote}, text its own prompt does not contain`,
+    certain,
+    evidence: certain
+      ? `the ${source.channel} quotes ${quote}, text its own prompt does not contain`
+      : `the ${source.channel} shares ${quote}, text its own prompt does not contain (too short or too common to prove a leak alone)`,
     figures: {
       source: first?.id ?? '',
       sourcePrincipal: source.principal,
       ...(source.span !== undefined ? { spanUnits: source.span } : {}),
+      ...(source.privateSpan !== undefined ? { privateUnits: source.privateSpan } : {}),
       run: source.run,
       matches: source.matches,
     },

@@ -53,6 +53,10 @@ Judgement
   --usage-floor <fraction>    reported prompt tokens under this share of the estimate (default 0.8)
   --min-timing-ms <ms>        judge timing only when an honest prefill takes this long (default 200)
   --source-window <duration>  a leaked prompt is at most this much older than the answer (default: any)
+  --public-text <file>        a text that is public (your app's documents, licences, templates): never
+                              evidence of a leak; repeatable. Beside the built-in background of common
+                              public text (licences, compiler helpers, README boilerplate)
+  --no-background             without the built-in background
 
 Period
   --since <time>              judge only requests from this time on (ISO, e.g. 2026-08-27); earlier ones
@@ -73,6 +77,8 @@ class UsageError extends Error {}
 
 interface Parsed {
   files: string[]
+  /** Files of public text (`--public-text`), read before the audit. */
+  publicFiles: string[]
   output: 'text' | 'json' | 'csv'
   options: AuditOptions
   help: boolean
@@ -203,6 +209,13 @@ function applyOption(
       else parsed.options.untilMs = ms
       break
     }
+    case 'public-text':
+      parsed.publicFiles.push(value())
+      break
+    case 'no-background':
+      flag()
+      parsed.options.background = false
+      break
     case 'index-mb':
       parsed.options.indexBudgetBytes = Math.floor(number(name, value(), 1, 1 << 20) * 1024 * 1024)
       break
@@ -212,7 +225,7 @@ function applyOption(
 }
 
 function parseArgs(args: readonly string[]): Parsed {
-  const parsed: Parsed = { files: [], output: 'text', options: {}, help: false }
+  const parsed: Parsed = { files: [], publicFiles: [], output: 'text', options: {}, help: false }
   const models: Record<string, Partial<ModelProfile>> = {}
   const signals: NonNullable<AuditOptions['signals']> = {}
   const rest = [...args]
@@ -276,6 +289,21 @@ export async function auditCommand(args: readonly string[], io: AuditIo): Promis
       )
     }
   }
+  const publicTexts: string[] = []
+  for (const file of parsed.publicFiles) {
+    try {
+      const lines: string[] = []
+      for await (const line of (await io.open(file)).lines()) lines.push(line)
+      publicTexts.push(lines.join('\n'))
+    } catch (error) {
+      return failure(
+        io,
+        new Error(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`),
+        false,
+      )
+    }
+  }
+  if (publicTexts.length > 0) parsed.options.publicTexts = publicTexts
   const bar = progressBar(io)
   let report: Awaited<ReturnType<typeof runAudit>>
   try {

@@ -11,6 +11,7 @@ import {
   FINGERPRINT_DEFAULTS,
   type FingerprintKey,
   fingerprintKey,
+  PUBLIC_BACKGROUND,
   printPrompt,
 } from '../fingerprint'
 import { BUILTIN_PROFILES, type ModelProfile } from '../guard/options'
@@ -22,6 +23,8 @@ import {
   judge,
   verifyCandidates,
 } from './assess'
+import { BACKGROUND_TEXTS } from './background'
+import { answerSelections } from './content'
 import { ContentIndex } from './content-index'
 import type {
   AuditOptions,
@@ -83,6 +86,8 @@ interface Run {
   sources: readonly LogSource[]
   key: FingerprintKey
   index: ContentIndex
+  /** Fingerprints of the answers (less their own prompts'), common once three answers hold them. */
+  answers: ContentIndex
   profileOf: (model: string | undefined) => ModelProfile | undefined
   /** Bytes of all sources, for progress. */
   total: number
@@ -102,14 +107,25 @@ export async function runAudit(
   options: AuditOptions = {},
 ): Promise<AuditReport> {
   const settings: SignalSettings = { ...SIGNAL_DEFAULTS, ...options.signals }
+  const budget = options.indexBudgetBytes ?? 256 * 1024 * 1024
   const run: Run = {
     options,
     sources,
     key: fingerprintKey(options.seed ?? crypto.getRandomValues(new Uint8Array(32))),
-    index: new ContentIndex(options.indexBudgetBytes ?? 256 * 1024 * 1024),
+    index: new ContentIndex(budget),
+    // Answers are model output, a small share of the logs' text: an eighth of the bound, beside it.
+    answers: new ContentIndex(Math.max(1024 * 1024, budget / 8), 'answers'),
     profileOf: profileResolver(options.models),
     total: sources.reduce((sum, s) => sum + (s.size ?? 0), 0),
     refs: new Map(),
+  }
+  // Public text is common before anyone sends it: a model reciting a licence or a compiler's helper
+  // that one other tenant pasted is not that tenant's data.
+  const builtIn = options.background === false ? [] : [...PUBLIC_BACKGROUND, ...BACKGROUND_TEXTS]
+  const publicTexts = [...builtIn, ...(options.publicTexts ?? [])]
+  for (const text of publicTexts) {
+    for (const fp of printPrompt(run.key, [text], FINGERPRINT_DEFAULTS).selected)
+      run.index.markCommon(fp)
   }
   const indexed = await indexPass(run)
   const judged = await judgePass(run, settings)
@@ -127,7 +143,7 @@ export async function runAudit(
 async function indexPass(
   run: Run,
 ): Promise<{ files: FileReport[]; records: number; models: Map<string, number> }> {
-  const { index, key, refs, options } = run
+  const { index, answers, key, refs, options } = run
   const files: FileReport[] = []
   const models = new Map<string, number>()
   let records = 0
@@ -141,6 +157,7 @@ async function indexPass(
       records++
       countGaps(file, record, run.profileOf(record.model))
       models.set(record.model ?? '(none)', (models.get(record.model ?? '(none)') ?? 0) + 1)
+      let print: ReturnType<typeof printPrompt> | undefined
       if (record.inputs) {
         const ref = index.addRequest({
           id: record.id,
@@ -152,9 +169,15 @@ async function indexPass(
         })
         if (ref >= 0) {
           refs.set(placeKey(record), ref)
-          const print = printPrompt(key, promptTexts(record.inputs), FINGERPRINT_DEFAULTS)
+          print = printPrompt(key, promptTexts(record.inputs), FINGERPRINT_DEFAULTS)
           for (const fp of print.selected) index.add(fp, ref)
         }
+      }
+      if (record.answer && !(record.status !== undefined && record.status >= 400)) {
+        // What an answer quotes of its own prompt says nothing about the model's phrasing.
+        const endMs = (record.startMs ?? Number.NaN) + (record.durationMs ?? 0)
+        const selected = answerSelections(key, FINGERPRINT_DEFAULTS, record.answer, print)
+        for (const fp of new Set(selected)) answers.add(fp, -1, endMs)
       }
       if (records % 256 === 0) progress(options, 1, source.name, read, run.total, records, 0)
     }
@@ -175,7 +198,7 @@ async function judgePass(
   coverage: Record<CheckName, CheckCoverage>
   outsidePeriod: number
 }> {
-  const { options, index, key } = run
+  const { options, index, answers, key } = run
   const max = options.maxFindings ?? 10_000
   const findings: Finding[] = []
   const candidates: Candidate[] = []
@@ -189,6 +212,7 @@ async function judgePass(
     settings,
     coverage,
     index,
+    answers,
     key,
     refs: run.refs,
     sourceWindowMs: options.sourceWindowMs ?? Number.POSITIVE_INFINITY,
@@ -214,7 +238,7 @@ async function judgePass(
       }
     }
   }
-  await verifyCandidates(run.sources, candidates, index, key)
+  await verifyCandidates(run.sources, candidates, index, answers, key)
   for (const candidate of candidates) {
     const finding = concludeCandidate(candidate, index, options.excerpts !== false)
     if (finding) keep(finding)

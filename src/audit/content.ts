@@ -4,10 +4,10 @@
  * and runs of consecutive selections sent by one other principal (tenant, or request when the log
  * names no tenant) are collected with the requests they came from and the quoted text.
  *
- * Every principal with at least one matched selection is returned: the live guard's rule (a run of
- * k) is one kind of evidence; offline, the audit also verifies candidates exactly against the source
- * request's whole prompt ({@link exactPassages}), which catches sentence-sized quotes (a 90-character
- * quote is 13–15 units, under the 22 a run of 4 guarantees).
+ * Every principal with at least one matched selection is returned, as a candidate: a run of
+ * selections is not proof (k consecutive selections can sit in a span much shorter than the
+ * {@link minimumSpan} they guarantee), so the audit verifies candidates exactly against the source
+ * request's whole prompt ({@link exactPassages}) and measures the passage in units.
  */
 import {
   type FingerprintKey,
@@ -53,7 +53,7 @@ export interface ForeignContentEvidence {
   matches: number
   /** The longest run's place. */
   longest: QuotedRun
-  /** The live guard's rule holds: a run of at least k (a single quote of 22 units always makes one). */
+  /** The live guard's rule holds: a run of at least k (a single quote of minimumSpan units always makes one). */
   guardRule: boolean
 }
 
@@ -198,10 +198,11 @@ function sourceOf(
 }
 
 /**
- * The shortest single quote sure to be evidence at these parameters (the guard's figure).
+ * The shortest single quote sure to be evidence at these parameters (the guard's figure, k·w + n − 1),
+ * and the audit's floor for proof.
  *
  * @example
- * guaranteedSpan(FINGERPRINT_DEFAULTS) // 22
+ * guaranteedSpan({ n: 7, w: 4, k: 6 }) // 30
  */
 export function guaranteedSpan(params: FingerprintParams): number {
   return minimumSpan(params)
@@ -212,6 +213,11 @@ export interface ExactPassage {
   channel: string
   /** Units shared, consecutive. */
   units: number
+  /**
+   * Of them, the units of no common text: not sent by another principal too, not public background,
+   * not the model's own phrasing (written in three answers, or before the source was sent).
+   */
+  privateUnits: number
   start: number
   end: number
 }
@@ -244,65 +250,120 @@ export function ownMask(
 }
 
 /**
+ * The winnowed fingerprints of an answer's channels that its own prompt does not hold (`own`: every
+ * shingle of it): what the audit's answer index counts, so that text a model writes to many
+ * principals is known as its own phrasing, and an answer quoting its own prompt adds nothing.
+ *
+ * @example
+ * for (const fp of answerSelections(key, params, answer, print)) answers.add(fp, ref)
+ */
+export function answerSelections(
+  key: FingerprintKey,
+  params: FingerprintParams,
+  answer: Readonly<Record<string, string>>,
+  own: { contains(hash: number): boolean } | undefined,
+): number[] {
+  const out: number[] = []
+  for (const text of Object.values(answer)) {
+    const shingler = new Shingler(key, { n: params.n })
+    const winnow = new Winnower(params.w)
+    const select = (): void => {
+      const hash = winnow.selectedHash
+      if (own?.contains(hash) !== true) out.push(fingerprintOf(key, hash))
+    }
+    shingler.read(text, true, (hash, _start, _end, i) => {
+      if (winnow.push(hash, i)) select()
+    })
+    if (winnow.end()) select()
+  }
+  return out
+}
+
+/** What {@link exactPassages} measures against. */
+export interface PassageContext {
+  /** The prompts' index: selections of the source request anchor a passage, common ones cut it. */
+  index: ContentIndex
+  /**
+   * The answers' index (timed, common at three answers): text the model wrote in three answers,
+   * or before the source was sent, makes a passage not private.
+   */
+  answers?: ContentIndex
+  key: FingerprintKey
+  params: FingerprintParams
+}
+
+/**
  * The passages of an answer that occur verbatim in a source prompt (`source.contains`: every shingle
  * of it) and not in the answer's own prompt, with at least `minUnits` units. A passage counts only
  * when a winnowed selection inside it is attributed to `ref` in the index (it is anchored on the
- * evidence that made the request a candidate) and none inside it is common (boilerplate that other
- * principals sent too is never evidence).
+ * evidence that made the request a candidate). Each passage says how many of its units are private:
+ * the units of a selection common in the prompts' index (sent by two principals, or public
+ * background) or in the answers' index (the model's own phrasing) are not, so common words around
+ * private values (a shared template's rows, a stock phrase beside a quote) leave the values' count.
  *
  * @example
- * const passages = exactPassages(index, key, params, answer, mask, ref, printPrompt(key, texts, params), 10)
+ * const passages = exactPassages(ctx, answer, mask, ref, printPrompt(key, texts, params), 10)
  */
 export function exactPassages(
-  index: ContentIndex,
-  key: FingerprintKey,
-  params: FingerprintParams,
+  ctx: PassageContext,
   answer: Readonly<Record<string, string>>,
   mask: OwnMask,
   ref: number,
   source: { contains(hash: number): boolean },
   minUnits: number,
 ): ExactPassage[] {
+  const { index, answers, key, params } = ctx
+  const sourceStartMs = index.requests[ref]?.startMs ?? Number.NaN
   const out: ExactPassage[] = []
   for (const [channel, text] of Object.entries(answer)) {
     const own = mask[channel]
     const shingler = new Shingler(key, { n: params.n })
     const winnow = new Winnower(params.w)
-    let first = -1
-    let start = 0
-    let end = 0
-    let anchored = false
-    let common = false
-    const close = (last: number): void => {
-      if (first >= 0 && anchored && !common && last - first + params.n >= minUnits) {
-        out.push({ channel, units: last - first + params.n, start, end })
-      }
-      first = -1
-      anchored = false
-      common = false
-    }
-    const select = (last: number): void => {
+    const shared: boolean[] = []
+    const starts: number[] = []
+    const ends: number[] = []
+    const anchors: number[] = []
+    const commons: number[] = []
+    const select = (): void => {
       const at = winnow.selectedIndex
-      if (first < 0 || at < first || at > last) return
       const fp = fingerprintOf(key, winnow.selectedHash)
       const owners = index.sampled(fp) ? index.lookup(fp) : undefined
-      if (owners?.common) common = true
-      else if (owners && (owners.first === ref || owners.second === ref)) anchored = true
+      const written = answers?.sampled(fp) ? answers.lookup(fp) : undefined
+      // The model's own phrasing: written in three answers, or written before the source was sent.
+      const phrasing =
+        written !== undefined && (written.common || written.earliestMs < sourceStartMs)
+      if (owners?.common || phrasing) commons.push(at)
+      else if (owners && (owners.first === ref || owners.second === ref)) anchors.push(at)
     }
-    let previous = -1
     shingler.read(text, true, (hash, s, e, i) => {
-      const shared = own?.[i] !== 1 && source.contains(hash)
-      if (shared && first < 0) {
-        first = i
-        start = s
-      }
-      if (winnow.push(hash, i)) select(shared ? i : previous)
-      if (shared) end = e
-      else if (first >= 0) close(previous)
-      previous = i
+      shared[i] = own?.[i] !== 1 && source.contains(hash)
+      starts[i] = s
+      ends[i] = e
+      if (winnow.push(hash, i)) select()
     })
-    if (winnow.end()) select(previous)
-    close(previous)
+    if (winnow.end()) select()
+    // Units (by index: shingle i covers units i … i + n − 1) of common selections.
+    const common = new Uint8Array(shared.length + params.n)
+    for (const at of commons) common.fill(1, at, at + params.n)
+    const anchored = new Uint8Array(shared.length)
+    for (const at of anchors) anchored[at] = 1
+    let first = -1
+    let hasAnchor = false
+    for (let i = 0; i <= shared.length; i++) {
+      if (i < shared.length && shared[i]) {
+        if (first < 0) first = i
+        if (anchored[i] === 1) hasAnchor = true
+        continue
+      }
+      const units = i - 1 - first + params.n
+      if (first >= 0 && hasAnchor && units >= minUnits) {
+        let privateUnits = 0
+        for (let u = first; u < first + units; u++) if (common[u] !== 1) privateUnits++
+        out.push({ channel, units, privateUnits, start: starts[first]!, end: ends[i - 1]! })
+      }
+      first = -1
+      hasAnchor = false
+    }
   }
-  return out.sort((a, b) => b.units - a.units)
+  return out.sort((a, b) => b.privateUnits - a.privateUnits || b.units - a.units)
 }

@@ -43,6 +43,16 @@ export interface AuditOptions {
   onProgress?: (progress: AuditProgress) => void
   /** 32 bytes for the fingerprint key. @default random */
   seed?: Uint8Array
+  /**
+   * Public texts your tenants send or your model recites (your app's documents, licences, templates):
+   * never evidence, as text two senders sent is not. Added to the built-in background.
+   */
+  publicTexts?: readonly string[]
+  /**
+   * The built-in background of common public text (src/audit/background.ts: licences, compiler and
+   * bundler helpers, README boilerplate mined from npm packages). @default true
+   */
+  background?: boolean
 }
 
 /** Progress of a run. */
@@ -108,8 +118,13 @@ export interface ForeignSource {
   passages: number
   matches: number
   channel: string
-  /** Units of the longest passage found verbatim in the source request's prompt (exact pass). */
+  /** Units of the passage found verbatim in the source request's prompt (exact pass). */
   span?: number
+  /**
+   * Of them, units of no common text (another sender's too, public background, the model's own
+   * phrasing): proof from 30 (the guaranteed span, PROOF_UNITS).
+   */
+  privateSpan?: number
   /** The answer's text of that passage, or of the longest run (absent with `excerpts: false`). */
   excerpt?: string
 }

@@ -2,6 +2,7 @@
  * @module `workers-ai-guard audit`: find the KV-cache incident's signature in exported request logs
  * (docs/audit.md). Pure apart from `nodeLogSource` (the Node file adapter).
  */
+export { PROOF_UNITS, SOURCE_UNITS } from './assess'
 export { runAudit } from './audit'
 export { AUDIT_USAGE, type AuditIo, auditCommand, auditProgressLine } from './audit-command'
 export { ContentIndex, type ContentIndexStats } from './content-index'

@@ -40,6 +40,12 @@ export interface SimCall {
   sim: SimRequestRecord
 }
 
+/** What the writers need of a call (the real-text log set's calls have it too). */
+export type LoggedCall = Pick<
+  SimCall,
+  'id' | 'tenant' | 'model' | 'startMs' | 'ttftMs' | 'durationMs' | 'inputs' | 'output'
+>
+
 /** A log set: calls in time order, and which of them are the leaks. */
 export interface LogSet {
   calls: SimCall[]
@@ -47,8 +53,13 @@ export interface LogSet {
   honest: SimCall[]
 }
 
-/** A small seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
+/**
+ * A small seeded PRNG (mulberry32).
+ *
+ * @example
+ * const random = rng(19)
+ */
+export function rng(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) | 0
@@ -319,7 +330,7 @@ const iso = (ms: number): string => new Date(ms).toISOString()
  * @example
  * await writeFile('app.jsonl', openAiLines(set.calls).join('\n'))
  */
-export function openAiLines(calls: readonly SimCall[]): string[] {
+export function openAiLines(calls: readonly LoggedCall[]): string[] {
   return calls.map((c, i) =>
     JSON.stringify(
       i % 2 === 0
@@ -346,7 +357,7 @@ export function openAiLines(calls: readonly SimCall[]): string[] {
 }
 
 /** An AI Gateway list-API record with the bodies fetched per log id merged in. */
-function gatewayRecord(c: SimCall): Record<string, unknown> {
+function gatewayRecord(c: LoggedCall): Record<string, unknown> {
   return {
     id: c.id,
     created_at: iso(c.startMs),
@@ -371,7 +382,7 @@ function gatewayRecord(c: SimCall): Record<string, unknown> {
  * @example
  * await writeFile('gateway.jsonl', gatewayLines(set.calls).join('\n'))
  */
-export function gatewayLines(calls: readonly SimCall[]): string[] {
+export function gatewayLines(calls: readonly LoggedCall[]): string[] {
   return calls.map((c) => JSON.stringify(gatewayRecord(c)))
 }
 
@@ -381,7 +392,7 @@ export function gatewayLines(calls: readonly SimCall[]): string[] {
  * @example
  * await writeFile('page-1.json', gatewayPage(set.calls))
  */
-export function gatewayPage(calls: readonly SimCall[]): string {
+export function gatewayPage(calls: readonly LoggedCall[]): string {
   const result = [...calls].reverse().map(gatewayRecord)
   return JSON.stringify(
     {

@@ -10,6 +10,7 @@ import {
   ContentIndex,
   linesOf,
   nodeLogSource,
+  PROOF_UNITS,
   runAudit,
 } from '../../src/audit'
 import { runAuditCommand } from '../audit/run'
@@ -34,8 +35,10 @@ function app(id: string, tenant: string, user: string, answer: string, extra = {
   })
 }
 
+// 36 words: a quote is proof only from the span the guard guarantees (PROOF_UNITS, 30 units at
+// k = 6); the 25 words this was before made a 25-unit passage, which real traffic shares by chance.
 const SECRET =
-  'The merger of Northwind and Contoso closes on the ninth of October at a price of forty one crowns per share pending the board vote'
+  'The merger of Northwind and Contoso closes on the ninth of October at a price of forty one crowns per share pending the board vote, and the press release goes out at seven the next morning from Oslo'
 
 const run = runAuditCommand
 
@@ -154,6 +157,45 @@ describe('audit inputs', () => {
     )
     expect(during.code).toBe(1)
     expect((await run(path('truncated.jsonl'), '--since', 'yesterday')).code).toBe(2)
+  })
+
+  it('should prove a leak only with a private passage of the guaranteed span', async () => {
+    // Words of the UDHR's article 19, then article 20 — a passage of `units` of them is quoted.
+    const words =
+      'Everyone has the right to freedom of opinion and expression this right includes freedom to hold opinions without interference and to seek receive and impart information and ideas through any media and regardless of frontiers Everyone has the right to freedom of peaceful assembly and association No one may be compelled to belong to an association'.split(
+        ' ',
+      )
+    const quoting = async (units: number, signOff = ''): Promise<number> => {
+      const lines = [
+        app('a1', 'acme', `Notes: ${words.join(' ')}${signOff}`, 'Noted.'),
+        app('b1', 'globex', 'hello there', `Well: ${words.slice(3, 3 + units).join(' ')}!`),
+      ]
+      await writeFile(path('span.jsonl'), `${lines.join('\n')}\n`)
+      return (await run(path('span.jsonl'))).code
+    }
+    expect(PROOF_UNITS).toBeGreaterThanOrEqual(30)
+    // Fails on the 10-unit rule: a 29-word run of one other tenant's prompt is not proof alone.
+    expect(await quoting(PROOF_UNITS - 1)).toBe(0)
+    expect(await quoting(PROOF_UNITS)).toBe(1)
+    // A model's stock sign-off that one other tenant pasted, written in three answers: never proof.
+    const phrase = 'Please let me know if you have any questions or need any further assistance.'
+    const lines = [app('a1', 'acme', `Draft reply: thanks for the order. ${phrase}`, 'Sent.')]
+    for (const [id, tenant] of [
+      ['b1', 'globex'],
+      ['c1', 'initech'],
+      ['d1', 'umbrella'],
+    ]) {
+      lines.push(
+        app(
+          id!,
+          tenant!,
+          'Is the parcel late?',
+          `It left on Monday and arrives on Friday, with the invoice in the box and the tracking number sent to your inbox. ${phrase}`,
+        ),
+      )
+    }
+    await writeFile(path('stock.jsonl'), `${lines.join('\n')}\n`)
+    expect((await run(path('stock.jsonl'))).code).toBe(0)
   })
 
   it('should judge with a profile given on the command line', async () => {

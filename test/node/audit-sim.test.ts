@@ -16,7 +16,7 @@ import {
   type TimedVerdict,
   verdictLines,
 } from '../audit/logset'
-import { runAuditCommand } from '../audit/run'
+import { auditJson, promptWords, runAuditCommand, words } from '../audit/run'
 
 // The incident's traffic: four tenants' honest requests (short chats, documents, 100k–250k-token
 // prompts, later turns, retries hitting the prefix cache, a shared system prompt) with five prompts
@@ -33,25 +33,7 @@ const files: Record<string, string> = {}
 
 const audit = runAuditCommand
 
-async function auditJson(...args: string[]): Promise<{ code: number; report: AuditReport }> {
-  const run = await audit(...args, '--json')
-  return { code: run.code, report: JSON.parse(run.stdout) as AuditReport }
-}
-
-/** Words of a text, lower-cased, joined by single spaces (how a quote is compared with a prompt). */
-const words = (text: string): string =>
-  text
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim()
-
-const promptOf = (call: SimCall): string =>
-  words(
-    (call.inputs.messages as { role: string; content: string }[])
-      .filter((m) => m.role !== 'assistant')
-      .map((m) => m.content)
-      .join('\n'),
-  )
+const promptOf = (call: SimCall): string => promptWords(call.inputs)
 
 const answerOf = (call: SimCall): string => {
   const message = call.output.choices[0]!.message
