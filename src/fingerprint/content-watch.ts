@@ -53,10 +53,12 @@ export interface ContentWatchOptions {
    */
   answers?: string
   /**
-   * Fingerprints of texts the operator declared public (licences, published documents): never
-   * evidence, whoever sent them (see `printPrompt(…).selected` of those texts).
+   * Fingerprints of public texts (the built-in background, the operator's `publicTexts`): never
+   * evidence, whoever sent them (see `printPrompt(…).selected` of those texts). Asked only about a
+   * selection another tenant sent, or while a run is under way, so a set printed on first use costs
+   * nothing to answers that match nobody.
    */
-  publicPrints?: ReadonlySet<number>
+  publicPrints?: Pick<ReadonlySet<number>, 'has'>
 }
 
 /**
@@ -125,6 +127,11 @@ interface ChannelState {
   foreignEnd: number
   /** The shingle index of the latest selection that matched another tenant's prompt; −1: none yet. */
   foreignShingle: number
+  /**
+   * Where the first shingle of the latest episode of matches starts (matches each within the long
+   * hold of the one before): held whole while the episode lasts; −1: none yet.
+   */
+  episodeFrom: number
   /** The furthest {@link ContentWatch.safeFrom} so far: a later match does not take back a release. */
   safe: number
   /** Per tenant, its current run: its distinct fingerprints since the run began, and where it began. */
@@ -195,6 +202,7 @@ export class ContentWatch {
         lastEnd: 0,
         foreignEnd: -1,
         foreignShingle: -1,
+        episodeFrom: -1,
         safe: 0,
         runs: new Map(),
       }
@@ -265,6 +273,11 @@ export class ContentWatch {
     const foreign = state.foreignShingle
     const quiet = foreign < 0 || foreign < state.shingler.units - this.holdBack
     let safe = this.heldFrom(state, quiet ? this.quietHoldBack : this.holdBack)
+    // While matches keep coming, nothing since the episode's first leaves: a shorter quote of another
+    // tenant (too short for evidence alone) just before a long one waits for the long one's evidence.
+    // With the long hold alone, the detection bench's stale pages (a quote, a page junction, a longer
+    // quote) let the first quote's words out just before the second made evidence.
+    if (!quiet && state.episodeFrom >= 0 && state.episodeFrom < safe) safe = state.episodeFrom
     // A run under way may still become evidence across the common text that follows it: none of it
     // leaves meanwhile (however long the common stretch), so a templated leak is withheld whole.
     for (const run of state.runs.values()) if (run.from < safe) safe = run.from
@@ -356,11 +369,11 @@ export class ContentWatch {
     const { own, table, model, now, answers, publicPrints } = this.options
     const mine = own.contains(hash)
     if (mine && !running) return NOBODY
-    if (publicPrints?.has(fingerprint)) return COMMON
     const at = typeof now === 'number' ? now : this.clock(now)
     const owners = table.lookup(model, fingerprint, at)
-    if (owners === undefined) return NOBODY
-    if (owners.common) return COMMON
+    // Public text bridges a run like common text; with no run under way it changes nothing.
+    if (owners === undefined) return running && publicPrints?.has(fingerprint) ? COMMON : NOBODY
+    if (owners.common || publicPrints?.has(fingerprint)) return COMMON
     if (mine) return NOBODY
     if (answers === undefined) return owners.tenants
     // Said by the model to someone other than the source: its words, not the source's pages.
@@ -381,13 +394,16 @@ export class ContentWatch {
   }
 
   private count(state: ChannelState, source: string, fingerprint: number, channel: string): void {
+    const selected = state.winnow.selectedIndex
+    // The selected shingle's first unit: n + w − 1 units back at most, within the starts kept.
+    const from = state.shingler.unitStart(state.shingler.units - selected) ?? state.safe
+    const previous = state.foreignShingle
+    if (previous < 0 || previous < state.shingler.units - this.holdBack) state.episodeFrom = from
     state.foreignEnd = state.lastEnd
-    state.foreignShingle = state.winnow.selectedIndex
+    state.foreignShingle = selected
     let run = state.runs.get(source)
     if (run === undefined) {
-      // The selected shingle's first unit: n + w − 1 units back at most, within the starts kept.
-      const back = state.shingler.units - state.winnow.selectedIndex
-      run = { prints: new Set(), from: state.shingler.unitStart(back) ?? state.safe }
+      run = { prints: new Set(), from }
       state.runs.set(source, run)
     }
     run.prints.add(fingerprint)
