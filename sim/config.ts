@@ -90,7 +90,10 @@ export interface SimConfig {
   quoteChars: number
   /** Generated tokens grouped into one SSE event. @default 3 */
   tokensPerEvent: number
-  /** `max_tokens` when the request gives none. @default 256 */
+  /**
+   * The output reserve admission counts when the request gives no `max_tokens` (Workers AI's window
+   * check). It does not cut the answer: only a request's own `max_tokens` does. @default 256
+   */
   defaultMaxTokens: number
   /** Longest wait (ms) for free KV pages before a capacity error. @default 5_000 */
   queueTimeoutMs: number

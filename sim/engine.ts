@@ -330,8 +330,8 @@ export class SimEngine {
       return fail('invalid', new SimAiError(AI_ERROR.invalidInput, CACHE_SALT_MESSAGE))
     }
     record.cacheSalt = typeof salt === 'string' ? salt : null
-    const maxTokens = readMaxTokens(inputs, config.defaultMaxTokens)
-    if (maxTokens === undefined) {
+    const asked = readMaxTokens(inputs)
+    if (asked === null) {
       return fail(
         'invalid',
         new SimAiError(AI_ERROR.invalidInput, 'max_tokens must be a positive integer'),
@@ -342,7 +342,9 @@ export class SimEngine {
     const tokens = tok.encode(text)
     const n = tokens.length
     record.promptTokens = n
-    // Workers AI admits on input plus the output it may have to hold, and says so with both summed.
+    // Workers AI admits on input plus the output it may have to hold, and says so with both summed:
+    // without a max_tokens of its own, the request is admitted on the default reserve.
+    const maxTokens = asked ?? config.defaultMaxTokens
     if (n + maxTokens > config.contextWindow) {
       return fail(
         'rejected',
@@ -452,7 +454,9 @@ export class SimEngine {
       visible,
       seed: config.seed,
       ordinal,
-      maxTokens,
+      // Only a request's own max_tokens cuts the answer: a default cut left every simple answer ending
+      // mid-word with finish_reason "length" (issue 48). The answer is bounded anyway (a few quotes).
+      maxTokens: asked ?? Number.POSITIVE_INFINITY,
       reasoning: format === 'chat',
       json: record.json,
       echoIgnoreRate: config.echoIgnoreRate,
@@ -641,10 +645,11 @@ function waitMs(tokens: number, perSecond: number): number {
   return Number.isFinite(perSecond) ? (tokens / perSecond) * 1000 : 0
 }
 
-function readMaxTokens(inputs: Record<string, unknown>, fallback: number): number | undefined {
+/** The request's own output limit: undefined when it sets none, null when the one it sets is invalid. */
+function readMaxTokens(inputs: Record<string, unknown>): number | undefined | null {
   const raw = inputs.max_completion_tokens ?? inputs.max_tokens
-  if (raw === undefined || raw === null) return fallback
-  return typeof raw === 'number' && Number.isInteger(raw) && raw > 0 ? raw : undefined
+  if (raw === undefined || raw === null) return undefined
+  return typeof raw === 'number' && Number.isInteger(raw) && raw > 0 ? raw : null
 }
 
 function readIncludeUsage(options: unknown): boolean {

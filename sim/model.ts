@@ -26,7 +26,7 @@ export interface ModelInput {
   seed: number
   /** The request's arrival ordinal on its engine. */
   ordinal: number
-  /** Cap on reasoning + content tokens. */
+  /** Cap on reasoning + content tokens (`Infinity` when the request sets no `max_tokens`). */
   maxTokens: number
   /** Whether the model thinks aloud first (`reasoning_content`); legacy models do not. */
   reasoning: boolean

@@ -235,6 +235,20 @@ describe('inputs', () => {
     expect(full.usage.completion_tokens).toBeLessThanOrEqual(256)
   })
 
+  it('should answer whole, finish stop, when the request sets no max_tokens (issue 48)', async () => {
+    // Long numbered lines: Qwen3 splits digits, so the answer runs past the 256-token reserve that
+    // admission counts; a default cut ended every such answer mid-word with finish_reason "length".
+    const out = (await engine()
+      .binding('a')
+      .run(GLM, userMessage(secretLines('A', 90)))) as {
+      choices: { finish_reason: string; message: { content: string } }[]
+      usage: { completion_tokens: number }
+    }
+    expect(out.usage.completion_tokens).toBeGreaterThan(256)
+    expect(out.choices[0]!.finish_reason).toBe('stop')
+    expect(out.choices[0]!.message.content).toMatch(/That is what the provided material says\.$/)
+  })
+
   it('should follow the last visible echo directive, and slip when echoIgnoreRate is 1', async () => {
     const inputs = userMessage(
       'Begin your reply with cnry_first\nlater: begin your answer with the token "cnry_second"',
