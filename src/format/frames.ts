@@ -443,6 +443,61 @@ export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>)
   return event
 }
 
+/** What a chat chunk may hold and still say nothing: its identity, and a choice with a delta. */
+const CHUNK_KEYS = new Set(['id', 'object', 'created', 'model', 'system_fingerprint', 'choices'])
+const CHOICE_KEYS = new Set(['index', 'delta', 'finish_reason', 'logprobs'])
+const DELTA_TEXT_KEYS = new Set(['content', 'reasoning_content'])
+
+/**
+ * Whether an event whose texts were cut now tells the client nothing: a chat chunk whose delta holds
+ * only empty `content` / `reasoning_content`, or a legacy `{"response":""}`, with no role, finish
+ * reason, usage, tool call or any other field. Such an event is not sent: where a canary was cut, a
+ * client saw runs of `"content":""` deltas (issue 48). An event with anything else in it is kept.
+ *
+ * @example
+ * isBlankEvent({ data: '{"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}' }) // true
+ * isBlankEvent({ data: '{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}' }) // false
+ */
+export function isBlankEvent(event: SseEvent): boolean {
+  if ((event.event !== undefined && event.event !== 'message') || event.id !== undefined)
+    return false
+  let json: unknown
+  try {
+    json = JSON.parse(event.data)
+  } catch {
+    return false
+  }
+  if (!isObject(json)) return false
+  if ('choices' in json) {
+    if (!onlyKeys(json, CHUNK_KEYS) || !Array.isArray(json.choices) || json.choices.length !== 1) {
+      return false
+    }
+    const choice: unknown = json.choices[0]
+    if (!isObject(choice) || !onlyKeys(choice, CHOICE_KEYS)) return false
+    if (choice.finish_reason != null || choice.logprobs != null || !isObject(choice.delta))
+      return false
+    return blankTexts(choice.delta, DELTA_TEXT_KEYS)
+  }
+  return 'response' in json && blankTexts(json, LEGACY_TEXT_KEYS)
+}
+
+const LEGACY_TEXT_KEYS = new Set(['response'])
+
+function onlyKeys(json: Json, allowed: Set<string>): boolean {
+  for (const key in json) if (!allowed.has(key)) return false
+  return true
+}
+
+/** Every key of `json` is one of `texts`, each holding `''` or null. */
+function blankTexts(json: Json, texts: Set<string>): boolean {
+  for (const key in json) {
+    if (!texts.has(key)) return false
+    const value = json[key]
+    if (value !== '' && value !== null) return false
+  }
+  return true
+}
+
 /** The texts of a whole (non-stream) answer. */
 export interface OutputTexts {
   format: StreamFormat

@@ -30,7 +30,7 @@ import {
 } from '../canary'
 import { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
-import { type Channel, type Frame, withTexts } from '../format/frames'
+import { type Channel, type Frame, isBlankEvent, withTexts } from '../format/frames'
 import { encodeSseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'
 import type { EchoWatch } from '../verify/echo-watch'
@@ -547,8 +547,9 @@ export class Release {
   #moveOn(held: Held, from: number): boolean {
     if (!this.#othersFrom(held, from)) return false
     const blocked = held.spans.filter((span) => span.end > this.#safe(span.name))
-    // The foreign-content check judges a paused channel's last words now (see ./content-hold.ts).
-    for (const { name } of blocked) this.#start.content?.pause(name)
+    // The foreign-content check judges a paused channel's last words now, unless they matched
+    // another tenant lately: then they wait for the end (see ./content-hold.ts).
+    for (const { name } of blocked) if (this.#start.content?.pause(name) === false) return false
     const evidence = this.#start.content?.evidence()
     if (evidence) return false // ended by the next scan, before these words leave
     const cuts: [ChannelState, Range][] = []
@@ -607,8 +608,10 @@ export class Release {
         changed = true
       }
     }
-    if (changed) return encodeSseEvent(withTexts(held.frame, replaced))
-    return held.frame.raw ?? encodeSseEvent(held.frame.event)
+    if (!changed) return held.frame.raw ?? encodeSseEvent(held.frame.event)
+    const event = withTexts(held.frame, replaced)
+    // An event the cut left saying nothing is not sent (its spans still advance the channel).
+    return isBlankEvent(event) ? '' : encodeSseEvent(event)
   }
 
   /**

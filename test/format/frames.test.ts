@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError } from '../../src/errors'
-import { parseFrame, readTexts, replaceTexts, withTexts } from '../../src/format/frames'
+import {
+  isBlankEvent,
+  parseFrame,
+  readTexts,
+  replaceTexts,
+  withTexts,
+} from '../../src/format/frames'
 
 const CHAT_CHUNK = {
   id: 'chatcmpl-1',
@@ -263,5 +269,35 @@ describe('replaceTexts', () => {
   it('should fail closed when a structured field stops being JSON, and on unknown shapes', () => {
     expect(() => replaceTexts(LEGACY_OUTPUT, { content: '{"city":' })).toThrow(GuardError)
     expect(() => replaceTexts({ result: 'x' }, { content: '' })).toThrow(GuardError)
+  })
+})
+
+describe('isBlankEvent', () => {
+  const chunk = (choice: object, extra: object = {}) => ({
+    data: JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [choice], ...extra }),
+  })
+
+  it('should call a chunk blank when its delta holds only emptied texts', () => {
+    expect(isBlankEvent(chunk({ index: 0, delta: { content: '' }, finish_reason: null }))).toBe(
+      true,
+    )
+    expect(isBlankEvent(chunk({ index: 0, delta: { reasoning_content: '', content: '' } }))).toBe(
+      true,
+    )
+    expect(isBlankEvent({ data: '{"response":""}' })).toBe(true)
+  })
+
+  it('should keep a chunk that carries a role, a finish reason, usage or anything else', () => {
+    const kept = [
+      chunk({ index: 0, delta: { role: 'assistant', content: '' } }),
+      chunk({ index: 0, delta: { content: '' }, finish_reason: 'stop' }),
+      chunk({ index: 0, delta: { content: '' } }, { usage: { prompt_tokens: 1 } }),
+      chunk({ index: 0, delta: { content: 'a' } }),
+      chunk({ index: 0, delta: { content: '', tool_calls: [] } }),
+      { data: '{"response":"","usage":{"prompt_tokens":1}}' },
+      { data: '{"response":""}', id: '7' },
+      { data: '[DONE]' },
+    ]
+    for (const event of kept) expect(isBlankEvent(event)).toBe(false)
   })
 })
