@@ -43,7 +43,7 @@ import { udhrText } from '../test/node/ceiling-corpus'
 const QUICK: boolean = process.argv.includes('--quick')
 /** `--params n,w,k`: measure these (the defaults, say) instead of the setting the rule picks. */
 const FORCED: number[] | undefined = process.argv
-  .find((arg, i, all) => all[i - 1] === '--params')
+  .find((arg: string, i: number, all: string[]) => all[i - 1] === '--params' && arg !== '')
   ?.split(',')
   .map(Number)
 const ROOT = 'node_modules'

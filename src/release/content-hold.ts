@@ -54,16 +54,23 @@ export class ContentHold {
   }
 
   /**
-   * Closes a channel's current piece: everything it holds is judged now and may be released.
+   * Closes a channel's current piece: everything it holds is judged now and may be released. Not
+   * while what it holds matched another tenant lately (false: left open, held to the answer's end):
+   * a quote the pause cut short may be the start of a leak the answer goes on with in another
+   * channel, where its run does not reach — at k = 6 the detection bench's stale pages let 19 words
+   * of reasoning out that way before the content's quote made evidence.
    *
    * @example
-   * hold.pause('reasoning') // content has started
+   * if (hold.pause('reasoning')) releaseReasoningTail() // content has started
    */
-  pause(channel: Channel): void {
+  pause(channel: Channel): boolean {
     const piece = this.#pieces.get(channel)
-    if (piece === undefined || piece.closed) return
-    this.#watch.push(piece.key, '', true)
-    piece.closed = true
+    if (piece === undefined || piece.closed) return true
+    const foreign = this.#watch.foreignEnd(piece.key)
+    const lately = foreign >= 0 && foreign > this.#watch.longHoldFrom(piece.key)
+    if (lately || this.#watch.running(piece.key)) return false
+    this.#close(piece)
+    return true
   }
 
   /**
@@ -73,7 +80,12 @@ export class ContentHold {
    * hold.end()
    */
   end(): void {
-    for (const channel of this.#pieces.keys()) this.pause(channel)
+    for (const piece of this.#pieces.values()) if (!piece.closed) this.#close(piece)
+  }
+
+  #close(piece: Piece): void {
+    this.#watch.push(piece.key, '', true)
+    piece.closed = true
   }
 
   /**

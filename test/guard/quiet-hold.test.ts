@@ -80,6 +80,38 @@ describe('the short foreign-content hold', () => {
     }
   })
 
+  it('should keep a paused channel’s quote of another tenant until the answer ends, not release it', async () => {
+    const guard = await withTenantA({ secret: SECRET, models }, A_TEXT)
+    const next = prng(23)
+    for (let trial = 0; trial < 12; trial++) {
+      // The reasoning ends on a quote of A too short for evidence; the content quotes A at length.
+      const first = 400 + trial * 120
+      const short = A_WORDS.slice(first, first + 12 + Math.floor(next() * 14))
+      const long = A_WORDS.slice(first + 60, first + 60 + SPAN + 5)
+      const upstream = openStream((own) => [
+        chunk({ role: 'assistant', reasoning_content: `${own} ` }),
+        ...CLEAN_WORDS.slice(0, 20).map((word) => chunk({ reasoning_content: `${word} ` })),
+        ...short.map((word) => chunk({ reasoning_content: `${word} ` })),
+        ...long.map((word) => chunk({ content: `${word} ` })),
+      ])
+      const out = (await guard
+        .wrap(upstream, { tenant: 'tenant-b' })
+        .run(MODEL, chat('Summarise.', { stream: true }))) as ReadableStream<Uint8Array>
+      const reader = out.getReader()
+      const firstRead = reader.read()
+      upstream.close(['data: [DONE]\n\n'])
+      const { text, error } = await drainText(reader, firstRead)
+      expect((error as GuardError).code, `trial ${trial}`).toBe('response_quarantined')
+      // None of A's words reached the client: only clean reasoning words, if any.
+      const received = text
+        .trim()
+        .split(/\s+/)
+        .filter((word) => word !== '')
+      const clean = CLEAN_WORDS.slice(0, 20)
+      expect(received, `trial ${trial}`).toEqual(clean.slice(0, received.length))
+    }
+  })
+
   it('should hold 29 words and the episode while any of the last 29 matched another tenant, 9 otherwise', async () => {
     const guard = await withTenantA({ secret: SECRET, models }, A_TEXT)
     /** Content of `words` (one event each) into an open stream: the words the client has so far. */
