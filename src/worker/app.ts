@@ -9,6 +9,7 @@ import { adminRoutes } from './admin'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'
 import type { Env } from './env'
+import { modelList, requireProfile } from './models'
 import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
 import { tenantFor } from './tenants'
 
@@ -28,8 +29,13 @@ export function createApp(): Hono<AppEnv> {
   // Every model route needs a tenant: the key alone decides it, never a header the client picks.
   app.use('/v1/*', requireTenant(OPENAI_UNAUTHORIZED))
   app.use('/ai/*', requireTenant(NATIVE_UNAUTHORIZED))
+  app.get('/v1/models', (c) => c.json(modelList(guardFor(c.env))))
   app.post('/v1/chat/completions', chatCompletions)
   app.post('/ai/run/*', runNative)
+  // A route called with another method is a 405 naming the one it takes, not a "Not found".
+  app.all('/v1/models', methodNotAllowed('GET'))
+  app.all('/v1/chat/completions', methodNotAllowed('POST'))
+  app.all('/ai/run/*', methodNotAllowed('POST'))
   app.route('/admin', adminRoutes())
   // The simulator's control routes (/sim/config, /sim/reset, /sim/stats) under `npm start`, where
   // wrangler.dev.toml binds it as SIM; production has no such binding, so they are not found there.
@@ -49,6 +55,17 @@ const NATIVE_UNAUTHORIZED = {
   errors: [{ code: 10000, message: 'Missing or unknown API key.' }],
 }
 
+/** A 405 with `Allow` and the OpenAI error body, for a route that answers only `allowed`. */
+function methodNotAllowed(allowed: 'GET' | 'POST'): (c: AppContext) => Response {
+  return function notAllowed(c) {
+    const body = refusalBody(
+      'method_not_allowed',
+      `${c.req.method} is not allowed on ${c.req.path}; use ${allowed}.`,
+    )
+    return c.json(body, 405, { allow: allowed })
+  }
+}
+
 /** Middleware: the tenant of the bearer key at `c.var.tenant`, or a 401 with the surface's body. */
 function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
   return async function tenant(c, next) {
@@ -62,6 +79,7 @@ function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
 /** `POST /v1/chat/completions`: an OpenAI chat body in, an OpenAI answer or chunk stream out. */
 async function chatCompletions(c: AppContext): Promise<Response> {
   const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, bodyLimit(c.env)))
+  requireProfile(guardFor(c.env), model)
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) {
     // Chat-format streams are already OpenAI chunks, sent as they are: only legacy events need rewriting.
@@ -74,6 +92,7 @@ async function chatCompletions(c: AppContext): Promise<Response> {
 async function runNative(c: AppContext): Promise<Response> {
   const model = modelFromPath(c.req.path)
   const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
+  requireProfile(guardFor(c.env), model)
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) return streamResponse(output)
   return c.json(output as Record<string, unknown>, 200, headersFor(output))

@@ -28,6 +28,7 @@ export function fromOpenAi(body: Record<string, unknown>): {
       param: 'messages',
     })
   }
+  checkRoles(inputs.messages)
   if (n !== undefined && n !== null && n !== 1) {
     throw new GuardError(
       'invalid_request',
@@ -38,6 +39,34 @@ export function fromOpenAi(body: Record<string, unknown>): {
     )
   }
   return { model, inputs }
+}
+
+/**
+ * The roles of OpenAI's chat API. Workers AI takes any role string and the chat template renders it
+ * as a turn of its own, so a typo (`"wizard"`) reached the model as a role it was never trained on;
+ * the OpenAI surface refuses it as OpenAI does. (`/ai/run/<model>` keeps Workers AI's own rule.)
+ */
+const OPENAI_ROLES: ReadonlySet<unknown> = new Set([
+  'system',
+  'developer',
+  'user',
+  'assistant',
+  'tool',
+  'function',
+])
+
+/** A 400 naming `messages[i].role` for the first message whose role OpenAI's API does not have. */
+function checkRoles(messages: unknown[]): void {
+  messages.forEach((message, i) => {
+    if (message === null || typeof message !== 'object') return // the prompt reader names it
+    const role = (message as { role?: unknown }).role
+    if (OPENAI_ROLES.has(role)) return
+    throw new GuardError(
+      'invalid_request',
+      `messages[${i}].role must be one of ${[...OPENAI_ROLES].join(', ')}.`,
+      { param: `messages[${i}].role` },
+    )
+  })
 }
 
 /**
@@ -240,6 +269,8 @@ export type RefusalCode =
   | 'forbidden'
   /** No such route, or no such incident. */
   | 'not_found'
+  /** A route that exists, called with a method it does not answer (the `Allow` header names it). */
+  | 'method_not_allowed'
 
 /**
  * The body of a refusal the Worker makes by itself (an unknown key, a missing route): the shape of

@@ -78,4 +78,14 @@ describe('the openai client against the Worker', () => {
     expectQuarantined(await apiError(ask(retrying, document('TENANT-B', 12_000), false)), [])
     expect((await sim.stats()).requests.total - before).toBeLessThanOrEqual(2)
   }, 30_000)
+
+  // Chat front-ends list models before anything else; the client's models.list() got a 404.
+  it('should list the guarded models through models.list()', async () => {
+    const ids: string[] = []
+    for await (const model of a.models.list()) ids.push(model.id)
+    expect(ids).toContain('@cf/zai-org/glm-5.3')
+    const one = (await a.models.list()).data[0]!
+    expect(one.object).toBe('model')
+    expect(typeof one.owned_by).toBe('string')
+  })
 })

@@ -2,9 +2,12 @@
  * @module What a user notices first (issue 48, point 5): the Worker's small surfaces behave as an
  * OpenAI-compatible endpoint's do.
  */
+import { env, SELF } from 'cloudflare:test'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { createApp } from '../../src/worker/app'
+import type { Env } from '../../src/worker/env'
 import { chat, document } from '../support/prompts'
-import { KEY_A, post, sim } from '../support/worker'
+import { get, KEY_A, post, sim } from '../support/worker'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 
@@ -47,4 +50,118 @@ describe('streamed deltas', () => {
     expect(events.some((e) => e.choices[0]?.finish_reason === 'stop')).toBe(true)
     expect(events.some((e) => e.usage !== undefined)).toBe(true)
   })
+})
+
+/** An OpenAI error body, as far as these tests read it. */
+interface ErrorReply {
+  error: { message: string; type: string; code: string; param: string | null }
+}
+
+/** The Worker's app over the test bindings with `vars` changed (a fresh guard: one per env object). */
+function fetchWith(vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> {
+  const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} }
+  const bindings = { ...(env as unknown as Env), ...vars }
+  return Promise.resolve(
+    createApp().fetch(
+      new Request(`http://guard.test${path}`, init),
+      bindings,
+      ctx as unknown as ExecutionContext,
+    ),
+  )
+}
+
+describe('GET /v1/models', () => {
+  it('should list the guarded models in OpenAI list shape, behind the tenant key', async () => {
+    expect((await get('/v1/models')).status).toBe(401)
+    const res = await get('/v1/models', KEY_A)
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as { object: string; data: Record<string, unknown>[] }
+    expect(body.object).toBe('list')
+    expect(body.data).toContainEqual({
+      id: MODEL,
+      object: 'model',
+      created: 0,
+      owned_by: 'zai-org',
+    })
+  })
+
+  it('should add the models GUARD_MODELS gives a profile', async () => {
+    const extra = '@cf/example/tiny-chat'
+    const models = JSON.stringify({
+      [extra]: {
+        contextWindow: 32_768,
+        kvPoolTokens: 32_768,
+        maxPrefillTokensPerSecond: 50_000,
+        tokenizerDrift: 0.1,
+        defaultOutputReserve: 1_024,
+      },
+    })
+    const res = await fetchWith({ GUARD_MODELS: models }, '/v1/models', {
+      headers: { authorization: `Bearer ${KEY_A}` },
+    })
+    const ids = ((await res.json()) as { data: { id: string }[] }).data.map((m) => m.id)
+    expect(ids).toContain(extra)
+    expect(ids).toContain(MODEL)
+  })
+})
+
+describe('wrong methods', () => {
+  for (const [method, path, allow] of [
+    ['GET', '/v1/chat/completions', 'POST'],
+    ['PUT', '/v1/chat/completions', 'POST'],
+    ['POST', '/v1/models', 'GET'],
+    ['GET', `/ai/run/${MODEL}`, 'POST'],
+  ] as const) {
+    it(`should answer ${method} ${path} with 405, Allow: ${allow} and an OpenAI error`, async () => {
+      const res = await SELF.fetch(`http://guard.test${path}`, {
+        method,
+        headers: { authorization: `Bearer ${KEY_A}` },
+      })
+      expect(res.status).toBe(405)
+      expect(res.headers.get('allow')).toBe(allow)
+      const body = (await res.json()) as ErrorReply
+      expect(body.error.code).toBe('method_not_allowed')
+      expect(body.error.type).toBe('invalid_request_error')
+      expect(body.error.message).toContain(allow)
+    })
+  }
+})
+
+describe('message roles', () => {
+  it('should refuse a role OpenAI does not have, naming messages[i].role, with no upstream call', async () => {
+    const before = (await sim.stats()).requests.total
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'wizard', content: 'hi' },
+    ]
+    const res = await post('/v1/chat/completions', { model: MODEL, messages }, KEY_A)
+    expect(res.status).toBe(400)
+    const body = (await res.json()) as ErrorReply
+    expect(body.error.code).toBe('invalid_request')
+    expect(body.error.param).toBe('messages[1].role')
+    expect(body.error.message).toContain('user')
+    expect((await sim.stats()).requests.total).toBe(before)
+  })
+
+  it('should take every OpenAI role', async () => {
+    const messages = ['system', 'developer', 'user'].map((role) => ({ role, content: 'hi' }))
+    const res = await post('/v1/chat/completions', { model: MODEL, messages }, KEY_A)
+    expect(res.status).toBe(200)
+  })
+})
+
+describe('an unknown model', () => {
+  for (const [path, body] of [
+    ['/v1/chat/completions', { model: '@cf/example/unknown', ...chat('hi') }],
+    ['/ai/run/@cf/example/unknown', chat('hi')],
+  ] as const) {
+    it(`should name GUARD_MODELS, the Worker's setting, not the library's option (${path})`, async () => {
+      const res = await post(path, body, KEY_A)
+      expect(res.status).toBe(400)
+      const reply = (await res.json()) as ErrorReply
+      expect(reply.error.param).toBe('model')
+      expect(reply.error.message).toContain('GUARD_MODELS')
+      expect(reply.error.message).not.toContain('"models" option')
+    })
+  }
 })
