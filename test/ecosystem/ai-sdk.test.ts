@@ -121,6 +121,31 @@ describe('Vercel AI SDK with the guarded binding', () => {
     expect((await quarantine.get(cause.incidentId!))?.tenant).toBe('tenant-b')
   }, 30_000)
 
+  // toTextStreamResponse() sends text parts only: a refused request is a 200 with an empty body
+  // (issue 48). docs/ecosystem.md gives the forms that carry the refusal; this pins both halves.
+  it('should carry a refusal in toUIMessageStreamResponse({ onError }), not in a text stream', async () => {
+    const { provider } = setup()
+    const refused = () =>
+      streamText({
+        model: provider('tenant-a'),
+        prompt: 'hi',
+        maxOutputTokens: 1_000_000,
+        onError: () => {},
+      })
+    const text = refused().toTextStreamResponse()
+    expect(text.status).toBe(200)
+    expect(await text.text()).toBe('')
+    const ui = refused().toUIMessageStreamResponse({
+      onError: (error) => {
+        const cause = error instanceof GuardError ? error : guardCause(error)
+        return `${cause.code}: ${cause.message}`
+      },
+    })
+    const body = await ui.text()
+    expect(body).toContain('"type":"error"')
+    expect(body).toContain('context_length_exceeded')
+  })
+
   it('should refuse binding members that would bypass the guard, naming them', () => {
     const binding = asAiBinding({ run: async () => ({}) })
     expect(() => binding.gateway('my-gateway')).toThrow(/gateway\(\).*without the guard/)
