@@ -83,6 +83,22 @@ describe('the README and docs agree with the code', () => {
     expect(missing).toEqual([])
   })
 
+  // npm links no package's own bin into its own node_modules/.bin: `npx workers-ai-guard` in this
+  // repository is "command not found" whatever was built (issue 48). In-repo commands are the scripts.
+  it('should not tell the reader to run the package bin inside this repository', async () => {
+    const wrong = /npx workers-ai-guard[^.;]*(?:in this repository|after `npm run build`)/i
+    const problems: string[] = []
+    for (const file of await markdownFiles()) {
+      // Per paragraph, lines joined: the claim was split over two lines.
+      for (const paragraph of (await read(file)).split(/\n\s*\n/)) {
+        const text = paragraph.replace(/\s+/g, ' ')
+        if (wrong.test(text)) problems.push(`${file}: ${wrong.exec(text)![0]}`)
+      }
+    }
+    expect(problems).toEqual([])
+    expect(JSON.parse(await read('package.json')).scripts.probe).toContain('src/cli.ts probe')
+  })
+
   it('should link only to files that exist', async () => {
     const broken: string[] = []
     for (const file of await markdownFiles()) {
