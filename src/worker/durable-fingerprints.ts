@@ -1,36 +1,166 @@
 /**
- * @module The Worker's fingerprint store: the FingerprintLog Durable Object, one instance per model.
+ * @module The Worker's fingerprint store: a model's log spread over `shards` FingerprintLog Durable
+ * Objects by tenant. A publish goes to its tenant's object; a read asks every object of the model at
+ * once, each read bounded in time, because a leak can come from any tenant (docs/fingerprints.md,
+ * "Sharding").
  */
 import type { FingerprintBatch, FingerprintStore } from '../fingerprint'
-import type { FingerprintLog } from './fingerprint-log'
+import type { FingerprintLog, RawBatch } from './fingerprint-log'
+import { BACKFILL_HASHES, joinChunks, PAGE_HASHES } from './fingerprint-log'
+
+/** Options of {@link DurableFingerprints}. */
+export interface DurableFingerprintsOptions {
+  /**
+   * Objects per model. Any value reads every batch ever published (a read asks all of them, and shard
+   * 0 is the object of the unsharded log), so it can be raised or lowered at any time. @default 1
+   */
+  shards?: number
+  /** How long one object's read may take before this read goes on without it, ms. @default 2000 */
+  readTimeoutMs?: number
+}
+
+/** A read that left out objects that failed or were too slow: which, so a caller can say so. */
+export interface ShardedRead {
+  batches: FingerprintBatch[]
+  cursor: string
+  /** Shards not read this time (their cursors stay: the next read catches up). Absent when none. */
+  unavailable?: number[]
+}
+
+/** Most objects per model: a read asks each of them. */
+export const MAX_SHARDS = 256
 
 /**
- * Publishes to and reads from the model's FingerprintLog; cursors are its sequence numbers.
+ * Publishes to and reads from a model's FingerprintLog objects; a cursor is their sequence numbers,
+ * comma-separated, shard 0 first (one number: the cursor of the unsharded log, still valid).
  *
  * @example
- * createGuard({ secret, foreignContent: { store: new DurableFingerprints(env.FINGERPRINTS) } })
+ * createGuard({ secret, foreignContent: { store: new DurableFingerprints(env.FINGERPRINTS, { shards: 8 }) } })
  */
 export class DurableFingerprints implements FingerprintStore {
   readonly #namespace: DurableObjectNamespace<FingerprintLog>
+  readonly #shards: number
+  readonly #timeoutMs: number
+  #warnedAt = Number.NEGATIVE_INFINITY
 
-  constructor(namespace: DurableObjectNamespace<FingerprintLog>) {
+  constructor(
+    namespace: DurableObjectNamespace<FingerprintLog>,
+    options: DurableFingerprintsOptions = {},
+  ) {
+    const shards = options.shards ?? 1
+    if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
+      throw new Error(`option "shards" must be an integer from 1 to ${MAX_SHARDS}`)
+    }
+    const timeout = options.readTimeoutMs ?? 2_000
+    if (!(timeout > 0)) throw new Error('option "readTimeoutMs" must be a positive number')
     this.#namespace = namespace
+    this.#shards = shards
+    this.#timeoutMs = timeout
   }
 
-  #stub(model: string) {
-    return this.#namespace.get(this.#namespace.idFromName(`model:${model}`))
+  /** Objects per model. */
+  get shards(): number {
+    return this.#shards
+  }
+
+  /** The object of `tenant`'s batches of `model`. */
+  shardOf(tenant: string): number {
+    return this.#shards === 1 ? 0 : fnv1a(tenant) % this.#shards
+  }
+
+  #stub(model: string, shard: number) {
+    // Shard 0 keeps the name of the unsharded log, so its stored batches stay read.
+    const name = shard === 0 ? `model:${model}` : `model:${model}#${shard}`
+    return this.#namespace.get(this.#namespace.idFromName(name))
   }
 
   async publish(batch: FingerprintBatch): Promise<void> {
-    await this.#stub(batch.model).publish(batch)
+    // Encoded here, not in the object: the object is what every isolate waits on.
+    const raw: RawBatch = {
+      tenant: batch.tenant,
+      at: batch.at,
+      hashes: Float64Array.from(batch.hashes).buffer,
+    }
+    await this.#stub(batch.model, this.shardOf(batch.tenant)).append([raw])
   }
 
-  async since(
-    model: string,
-    cursor: string | undefined,
-  ): Promise<{ batches: FingerprintBatch[]; cursor: string }> {
-    const after = cursor === undefined ? undefined : Number(cursor)
-    const read = await this.#stub(model).since(model, Number.isInteger(after) ? after : undefined)
-    return { batches: read.batches, cursor: String(read.cursor) }
+  async since(model: string, cursor: string | undefined): Promise<ShardedRead> {
+    const cursors = parseCursor(cursor, this.#shards)
+    // Each object returns its share of what one read may bring into the isolate's memory.
+    const limits = {
+      page: Math.ceil(PAGE_HASHES / this.#shards),
+      backfill: Math.ceil(BACKFILL_HASHES / this.#shards),
+    }
+    const reads = await Promise.allSettled(
+      cursors.map((after, shard) =>
+        withTimeout(this.#stub(model, shard).read(after ?? null, limits), this.#timeoutMs),
+      ),
+    )
+    const batches: FingerprintBatch[] = []
+    const unavailable: number[] = []
+    let firstError: unknown
+    const next = reads.map((read, shard) => {
+      if (read.status === 'rejected') {
+        unavailable.push(shard)
+        firstError ??= read.reason
+        return cursors[shard]
+      }
+      batches.push(...joinChunks(model, read.value.batches))
+      return read.value.cursor
+    })
+    // None read: the store is down, and the caller handles that as before (its own table, logged).
+    if (unavailable.length === this.#shards) throw firstError
+    if (unavailable.length > 0) this.#warn(model, unavailable, firstError)
+    return {
+      batches,
+      cursor: next.map((c) => (c === undefined ? '' : String(c))).join(','),
+      ...(unavailable.length > 0 ? { unavailable } : {}),
+    }
   }
+
+  /** Logs shards left out of a read, at most once a minute (a down object fails every read). */
+  #warn(model: string, shards: number[], error: unknown): void {
+    const now = Date.now()
+    if (now - this.#warnedAt < 60_000) return
+    this.#warnedAt = now
+    console.error(
+      JSON.stringify({
+        event: 'ai_guard_fingerprint_shards_unavailable',
+        model,
+        shards,
+        of: this.#shards,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    )
+  }
+}
+
+/** Per-shard sequence numbers from a cursor; `undefined` where there is none (a backfill). */
+export function parseCursor(cursor: string | undefined, shards: number): (number | undefined)[] {
+  const parts = cursor === undefined ? [] : cursor.split(',')
+  return Array.from({ length: shards }, (_, shard) => {
+    const part = parts[shard]
+    if (part === undefined || part === '') return undefined
+    const value = Number(part)
+    return Number.isInteger(value) && value >= 0 ? value : undefined
+  })
+}
+
+/** Rejects when `promise` takes longer than `ms`: a slow object must not hold every answer. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | null = null
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`fingerprint log read took over ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/** FNV-1a of a string's UTF-16 units: a stable spread of tenants over shards (not a secret). */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return hash >>> 0
 }

@@ -1,12 +1,19 @@
 /**
  * The FingerprintLog Durable Object (real, from miniflare) keeps what it promises as it fills: batches
  * past the ttl are gone, the oldest go first once the budget is exceeded, and the running total that
- * replaced a scan per publish agrees with what is stored.
+ * replaced a scan per publish agrees with what is stored. Sharded by tenant (DurableFingerprints), a
+ * read sees every tenant's batches, reads the unsharded log's, and goes on without a shard that is down.
  */
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import type { FingerprintBatch } from '../../src/fingerprint'
-import { type FingerprintLog, MAX_HASHES, TTL_MS } from '../../src/worker/fingerprint-log'
+import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
+import {
+  type FingerprintLog,
+  MAX_HASHES,
+  type RawBatch,
+  TTL_MS,
+} from '../../src/worker/fingerprint-log'
 
 const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
   .FINGERPRINTS
@@ -16,7 +23,10 @@ function log(name: string) {
   return namespace.get(namespace.idFromName(`test:${name}`))
 }
 
-/** Every batch stored, oldest first (read page by page from the start). */
+/**
+ * Every batch stored, oldest first (read page by page from the start). A batch larger than a page
+ * comes over several reads: its parts (same tenant and time, one after the other) are joined again.
+ */
 async function everything(
   stub: ReturnType<typeof log>,
   model: string,
@@ -26,7 +36,12 @@ async function everything(
   for (;;) {
     const page = await stub.since(model, cursor)
     if (page.batches.length === 0) return all
-    all.push(...page.batches)
+    for (const batch of page.batches) {
+      const last = all.at(-1)
+      if (last && last.tenant === batch.tenant && last.at === batch.at) {
+        for (const hash of batch.hashes) last.hashes.push(hash)
+      } else all.push(batch)
+    }
     cursor = page.cursor
   }
 }
@@ -70,5 +85,101 @@ describe('FingerprintLog', () => {
     expect((await everything(stub, 'm')).map((b) => b.tenant)).toEqual(['b', 'c', 'd', 'e'])
     await stub.publish(batch('f', size))
     expect((await everything(stub, 'm')).map((b) => b.tenant)).toEqual(['c', 'd', 'e', 'f'])
+  })
+})
+
+/** A namespace whose objects named in `broken` fail (or hang) on read: an object down or slow. */
+function failing(broken: Map<string, 'throw' | 'hang'>): DurableObjectNamespace<FingerprintLog> {
+  return new Proxy(namespace, {
+    get(target, property) {
+      if (property === 'idFromName') {
+        return (name: string) => ({ name, id: target.idFromName(name) })
+      }
+      if (property === 'get') {
+        return (handle: { name: string; id: DurableObjectId }) => {
+          const stub = target.get(handle.id)
+          const mode = broken.get(handle.name)
+          if (!mode) return stub
+          return {
+            append: (rows: RawBatch[]) => stub.append(rows),
+            read: () =>
+              mode === 'throw' ? Promise.reject(new Error('object down')) : new Promise(() => {}),
+          }
+        }
+      }
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  }) as unknown as DurableObjectNamespace<FingerprintLog>
+}
+
+describe('DurableFingerprints, sharded by tenant', () => {
+  const tenants = Array.from({ length: 24 }, (_, i) => `tenant-${i}`)
+
+  it('should spread tenants over the shards, and a read should see every one of them', async () => {
+    const store = new DurableFingerprints(namespace, { shards: 4 })
+    expect(new Set(tenants.map((t) => store.shardOf(t))).size).toBe(4)
+    const model = 'test:spread'
+    for (const [i, tenant] of tenants.entries()) {
+      await store.publish({ ...batch(tenant, 3, Date.now(), i * 10), model })
+    }
+    const first = await store.since(model, undefined)
+    expect(new Set(first.batches.map((b) => b.tenant))).toEqual(new Set(tenants))
+    // The cursor holds every shard's place: nothing again, then only what is new.
+    expect((await store.since(model, first.cursor)).batches).toEqual([])
+    await store.publish({ ...batch('late', 2), model })
+    const next = await store.since(model, first.cursor)
+    expect(next.batches.map((b) => b.tenant)).toEqual(['late'])
+  })
+
+  it('should read what the unsharded log stored, and its cursor', async () => {
+    const model = 'test:upgrade'
+    const before = new DurableFingerprints(namespace)
+    await before.publish({ ...batch('old', 3), model })
+    const { cursor } = await before.since(model, undefined)
+    await before.publish({ ...batch('old-2', 2), model })
+    const after = new DurableFingerprints(namespace, { shards: 8 })
+    // An isolate that read the old log goes on from its cursor: shard 0 is the old object.
+    const read = await after.since(model, cursor)
+    expect(read.batches.map((b) => b.tenant)).toEqual(['old-2'])
+    const fresh = await after.since(model, undefined)
+    expect(fresh.batches.map((b) => b.tenant).sort()).toEqual(['old', 'old-2'])
+  })
+
+  it('should go on without a shard that is down or slow, say which, and catch up after', async () => {
+    const model = 'test:degraded'
+    const healthy = new DurableFingerprints(namespace, { shards: 4 })
+    for (const tenant of tenants) await healthy.publish({ ...batch(tenant, 2), model })
+    const name = (shard: number) => (shard === 0 ? `model:${model}` : `model:${model}#${shard}`)
+    const broken = new Map<string, 'throw' | 'hang'>([
+      [name(1), 'throw'],
+      [name(2), 'hang'],
+    ])
+    const store = new DurableFingerprints(failing(broken), { shards: 4, readTimeoutMs: 200 })
+    const read = await store.since(model, undefined)
+    expect(read.unavailable).toEqual([1, 2])
+    const seen = new Set(read.batches.map((b) => b.tenant))
+    expect(seen).toEqual(new Set(tenants.filter((t) => ![1, 2].includes(store.shardOf(t)))))
+    // The missing shards' places stay empty: once they are back, their batches come.
+    broken.clear()
+    const later = await store.since(model, read.cursor)
+    expect(later.unavailable).toBeUndefined()
+    expect(new Set(later.batches.map((b) => b.tenant))).toEqual(
+      new Set(tenants.filter((t) => [1, 2].includes(store.shardOf(t)))),
+    )
+  })
+
+  it('should fail the read when every shard is down (the guard then keeps its own table)', async () => {
+    const model = 'test:down'
+    const broken = new Map<string, 'throw' | 'hang'>(
+      [0, 1].map((s) => [s === 0 ? `model:${model}` : `model:${model}#${s}`, 'throw']),
+    )
+    const store = new DurableFingerprints(failing(broken), { shards: 2 })
+    await expect(store.since(model, undefined)).rejects.toThrow('object down')
+  })
+
+  it('should refuse a shard count it cannot read', () => {
+    expect(() => new DurableFingerprints(namespace, { shards: 0 })).toThrow(/"shards"/)
+    expect(() => new DurableFingerprints(namespace, { shards: 1.5 })).toThrow(/"shards"/)
   })
 })
