@@ -1,5 +1,7 @@
 /**
  * @module The D1 quarantine store for the Worker: durable, queryable, withheld text encrypted at rest.
+ * Every value stays under D1's 2,000,000-byte limit whatever the answer: withheld ciphertext over
+ * 1 MiB goes in parts (`migrations/0005_incident_withheld_parts.sql`).
  */
 import { assertSecret } from '../crypto/secret'
 import { QUARANTINE_KEY_MESSAGE, seal, sealingKey, unseal } from './seal'
@@ -32,6 +34,12 @@ interface Row {
   withheld?: number[] | ArrayBuffer
 }
 
+/**
+ * Most bytes of ciphertext in one value: 1 MiB, half D1's 2,000,000-byte row limit
+ * (src/worker/platform-limits.ts, `SAFE_VALUE_BYTES`; not imported, the store takes no Worker code).
+ */
+export const WITHHELD_PART_BYTES = 1024 * 1024
+
 const SUMMARY_COLUMNS =
   'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at'
 
@@ -61,6 +69,10 @@ export class D1QuarantineStore implements QuarantineStore {
 
   async put(record: QuarantineRecord): Promise<void> {
     const sealed = await seal(await this.#key, JSON.stringify(record.withheld), record.id)
+    // Over a part's size the ciphertext goes to incident_withheld and the row keeps an empty BLOB
+    // (AES-GCM output is never empty: the tag alone is 16 bytes).
+    const parts = sealed.data.byteLength > WITHHELD_PART_BYTES ? split(sealed.data) : []
+    const expired = this.#now() - this.#retentionMs
     await this.#db.batch([
       this.#db
         .prepare(
@@ -80,12 +92,23 @@ export class D1QuarantineStore implements QuarantineStore {
           JSON.stringify(record.canaries),
           JSON.stringify(record.sourceTenants),
           sealed.iv,
-          sealed.data,
+          parts.length > 0 ? new Uint8Array(0) : sealed.data,
           record.count ?? 1,
           record.lastAt ?? null,
         ),
-      // Retention is enforced on write: expired records go in the same batch, by the `at` index.
-      this.#db.prepare('DELETE FROM incidents WHERE at < ?').bind(this.#now() - this.#retentionMs),
+      ...parts.map((data, part) =>
+        this.#db
+          .prepare('INSERT INTO incident_withheld (id, part, data) VALUES (?, ?, ?)')
+          .bind(record.id, part, data),
+      ),
+      // Retention is enforced on write: expired records go in the same batch, by the `at` index, their
+      // parts first (found through their records).
+      this.#db
+        .prepare(
+          'DELETE FROM incident_withheld WHERE id IN (SELECT id FROM incidents WHERE at < ?)',
+        )
+        .bind(expired),
+      this.#db.prepare('DELETE FROM incidents WHERE at < ?').bind(expired),
     ])
   }
 
@@ -95,12 +118,15 @@ export class D1QuarantineStore implements QuarantineStore {
       .bind(id)
       .first<Row>()
     if (!row?.withheld_iv || !row.withheld) return undefined
-    const plain = await unseal(
-      await this.#key,
-      new Uint8Array(row.withheld_iv),
-      new Uint8Array(row.withheld),
-      row.id,
-    )
+    let data = new Uint8Array(row.withheld)
+    if (data.byteLength === 0) {
+      const { results } = await this.#db
+        .prepare('SELECT data FROM incident_withheld WHERE id = ? ORDER BY part')
+        .bind(id)
+        .all<{ data: number[] | ArrayBuffer }>()
+      data = join(results.map((r) => new Uint8Array(r.data)))
+    }
+    const plain = await unseal(await this.#key, new Uint8Array(row.withheld_iv), data, row.id)
     return { ...summary(row), withheld: JSON.parse(plain) as Record<string, string> }
   }
 
@@ -144,6 +170,25 @@ export class D1QuarantineStore implements QuarantineStore {
       .run()
     return result.meta.changes > 0
   }
+}
+
+/** Ciphertext in parts of at most {@link WITHHELD_PART_BYTES}. */
+function split(data: Uint8Array): Uint8Array[] {
+  const parts: Uint8Array[] = []
+  for (let from = 0; from < data.byteLength; from += WITHHELD_PART_BYTES) {
+    parts.push(data.slice(from, from + WITHHELD_PART_BYTES))
+  }
+  return parts
+}
+
+function join(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0))
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.byteLength
+  }
+  return out
 }
 
 /** The WHERE clause (or '') and its arguments for a query's filters. */

@@ -5,8 +5,8 @@
  * "Sharding").
  */
 import type { FingerprintBatch, FingerprintStore } from '../fingerprint'
-import type { FingerprintLog, RawBatch } from './fingerprint-log'
-import { BACKFILL_HASHES, joinChunks, PAGE_HASHES } from './fingerprint-log'
+import { BACKFILL_HASHES, joinChunks, PAGE_HASHES, type RawBatch } from './fingerprint-chunks'
+import type { FingerprintLog } from './fingerprint-log'
 
 /** Options of {@link DurableFingerprints}. */
 export interface DurableFingerprintsOptions {

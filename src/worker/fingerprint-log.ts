@@ -21,28 +21,21 @@
  */
 import { DurableObject } from 'cloudflare:workers'
 import type { FingerprintBatch } from '../fingerprint'
-import { limitedSql, SAFE_VALUE_BYTES } from './platform-limits'
+import {
+  BACKFILL_HASHES,
+  CHUNK_HASHES,
+  joinChunks,
+  PAGE_HASHES,
+  type RawBatch,
+} from './fingerprint-chunks'
+import { limitedSql } from './platform-limits'
+
+export { BACKFILL_HASHES, CHUNK_HASHES, joinChunks, PAGE_HASHES, type RawBatch }
 
 /** Fingerprints kept per object, at most (8 bytes each: 32 MiB of storage). */
 export const MAX_HASHES = 4_000_000
-/** Fingerprints a reader with no cursor gets: the newest, about 2 MiB. */
-export const BACKFILL_HASHES = 250_000
-/** Fingerprints returned per read at most; a reader that is further behind catches up next time. */
-export const PAGE_HASHES = 500_000
 /** How long batches are kept, ms (the isolates' table ttl). */
 export const TTL_MS = 3_600_000
-/** Fingerprints per stored row at most: 1 MiB of float64, half the platform's value limit. */
-export const CHUNK_HASHES = SAFE_VALUE_BYTES / 8
-
-/** One prompt's fingerprints as the object stores them: float64s in an ArrayBuffer. */
-export interface RawBatch {
-  tenant: string
-  at: number
-  /** `Float64Array` bytes of the fingerprints (any length: stored in chunks). */
-  hashes: ArrayBuffer
-  /** In a read: more rows of this batch follow (it was stored in chunks). */
-  more?: true
-}
 
 /** What a reader asks of one object: how much at most (a sharded reader asks each for its share). */
 export interface ReadLimits {
@@ -204,27 +197,4 @@ export class FingerprintLog extends DurableObject {
     sql.exec('DELETE FROM batches WHERE seq <= ?', upTo)
     return dropped
   }
-}
-
-/**
- * Raw rows as batches of numbers, the chunks of one batch joined again (a batch cut by a page comes
- * whole up to the cut, the rest with the next read).
- *
- * @example
- * const batches = joinChunks(model, (await stub.read(cursor)).batches)
- */
-export function joinChunks(model: string, rows: readonly RawBatch[]): FingerprintBatch[] {
-  const batches: FingerprintBatch[] = []
-  let open: FingerprintBatch | undefined
-  for (const row of rows) {
-    const hashes = new Float64Array(row.hashes)
-    if (!open) {
-      open = { model, tenant: row.tenant, at: row.at, hashes: [] }
-      batches.push(open)
-    }
-    // Pushed one by one: a spread of a 131,072-element chunk overflows the call stack.
-    for (let i = 0; i < hashes.length; i++) open.hashes.push(hashes[i]!)
-    if (!row.more) open = undefined
-  }
-  return batches
 }
