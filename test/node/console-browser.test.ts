@@ -312,4 +312,70 @@ describe('the console in headless Chromium', () => {
     expect(detail).not.toMatch(/cnry_/i)
     await context.close()
   }, 60_000)
+
+  // At phone width the 720-unit charts were drawn at half scale: 11-unit labels painted at 5 px
+  // (issue 48). Every label a chart paints must be at least 10 CSS px and clear of its neighbours.
+  for (const width of [390, 1280]) {
+    it(`should paint every chart label readable and apart, ${width} px wide`, async () => {
+      const context = await browser!.createBrowserContext()
+      const page = await context.newPage()
+      await page.setViewport({ width, height: 844, deviceScaleFactor: 2, isMobile: width < 640 })
+      await page.setExtraHTTPHeaders({ authorization: `Bearer ${ADMIN}`, accept: 'text/html' })
+      await page.goto(`${base}/admin/`)
+      const labels = await page.evaluate(() => {
+        interface Box {
+          left: number
+          right: number
+          top: number
+          bottom: number
+          width: number
+          height: number
+        }
+        interface Painted {
+          textContent: string
+          getClientRects(): { length: number }
+          getBoundingClientRect(): Box
+          ownerSVGElement: { dataset: Record<string, string>; getScreenCTM(): { a: number } } | null
+        }
+        const doc = globalThis as unknown as {
+          document: { querySelectorAll(s: string): Iterable<Painted> }
+          getComputedStyle(e: Painted): { fontSize: string; display: string; visibility: string }
+        }
+        const out: { chart: string; text: string; px: number; box: Box }[] = []
+        for (const t of doc.document.querySelectorAll('svg.chart text')) {
+          const style = doc.getComputedStyle(t)
+          if (t.getClientRects().length === 0 || style.visibility === 'hidden') continue
+          const svg = t.ownerSVGElement!
+          const px = Number.parseFloat(style.fontSize) * svg.getScreenCTM().a
+          const b = t.getBoundingClientRect()
+          const box = {
+            left: b.left,
+            right: b.right,
+            top: b.top,
+            bottom: b.bottom,
+            width: b.width,
+            height: b.height,
+          }
+          out.push({ chart: svg.dataset.chart ?? '', text: t.textContent, px, box })
+        }
+        return out
+      })
+      expect(new Set(labels.map((l) => l.chart))).toEqual(new Set(['ttft', 'daily', 'refusals']))
+      const small = labels
+        .filter((l) => l.px < 10)
+        .map((l) => `${l.chart} "${l.text}" ${l.px.toFixed(1)}px`)
+      expect(small).toEqual([])
+      const overlaps: string[] = []
+      for (const [i, a] of labels.entries()) {
+        for (const b of labels.slice(i + 1)) {
+          if (a.chart !== b.chart) continue
+          const w = Math.min(a.box.right, b.box.right) - Math.max(a.box.left, b.box.left)
+          const h = Math.min(a.box.bottom, b.box.bottom) - Math.max(a.box.top, b.box.top)
+          if (w > 1 && h > 1) overlaps.push(`${a.chart}: "${a.text}" / "${b.text}"`)
+        }
+      }
+      expect(overlaps).toEqual([])
+      await context.close()
+    }, 30_000)
+  }
 })

@@ -3,7 +3,14 @@
  * cached for a year and still change the moment the CSS does (no CDN: the Worker works offline).
  */
 
-/** The stylesheet. Classes only: the CSP allows no inline `style` attributes or elements. */
+/**
+ * The stylesheet. Classes only: the CSP allows no inline `style` attributes or elements.
+ *
+ * Charts scale with their card, and SVG text with them: at phone width the 720-unit charts were drawn
+ * at under half size, their 11-unit labels painted at 5 px (issue 48). Below 640 px a chart keeps a
+ * minimum width (its card scrolls sideways), its labels are drawn larger in chart units, and the
+ * scatter's y title, which the larger tick labels would cross, gives way to the card's heading.
+ */
 export const CONSOLE_CSS = `
 :root{color-scheme:light;--fg:#1b1f24;--muted:#5b636e;--line:#d6dae0;--bg:#fff;--soft:#f4f6f8;--accent:#0072b2;--bad:#b42318}
 *{box-sizing:border-box}
@@ -59,6 +66,15 @@ dl.figures dd{margin:0;font-variant-numeric:tabular-nums}
 .login input{width:100%}
 .error{color:var(--bad);font-weight:600}
 .empty{color:var(--muted);font-style:italic}
+@media (max-width:640px){
+main{padding:12px 10px 32px}
+section.card{padding:10px;overflow-x:auto}
+.chart.scatter,.chart.bars{min-width:560px}
+.chart.rows,.chart.lines{min-width:460px}
+.chart.scatter .tick,.chart.bars .tick,.chart.bars .legend{font-size:14px}
+.chart.scatter .axis{font-size:15px}
+.chart .axis.y{display:none}
+}
 `
 
 /** FNV-1a, 32 bits: a cache-busting fingerprint, not a security property. */

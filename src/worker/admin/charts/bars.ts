@@ -15,6 +15,12 @@ export interface DayCounts {
 const W = 720
 const H = 200
 const M = { left: 40, right: 12, top: 12, bottom: 40 }
+/**
+ * Legend entries per row, and their spacing: three, so the longest reason (`echo_missing_repeatedly`)
+ * fits its slot at the larger size labels take at phone width (see ../style.ts).
+ */
+const LEGEND_COLUMNS = 3
+const LEGEND_STEP = Math.floor((W - M.left - M.right) / LEGEND_COLUMNS)
 
 /**
  * Incidents per day, stacked by reason, with a legend. Each segment is a `<rect>` with `data-day`,
@@ -29,7 +35,7 @@ export function dailyBars(days: DayCounts[]): HtmlEscapedString | Promise<HtmlEs
   const y = linearScale(0, Math.max(1, ...totals), H - M.bottom, M.top, true)
   const band = (W - M.left - M.right) / Math.max(1, days.length)
   const color = (reason: string) => PALETTE[reasons.indexOf(reason) % PALETTE.length]
-  return html`<svg class="chart bars" viewBox="0 0 ${W} ${H + 24 * Math.ceil(reasons.length / 4)}" role="img" aria-labelledby="bars-title" data-chart="daily">
+  return html`<svg class="chart bars" viewBox="0 0 ${W} ${H + 24 * Math.ceil(reasons.length / LEGEND_COLUMNS)}" role="img" aria-labelledby="bars-title" data-chart="daily">
 <title id="bars-title">Incidents per day by reason</title>
 ${y.ticks.map(
   (t) =>
@@ -50,7 +56,7 @@ ${days.map((d, i) => {
 })}
 ${reasons.map(
   (reason, i) =>
-    html`<rect x="${M.left + (i % 4) * 170}" y="${H - 8 + Math.floor(i / 4) * 22}" width="12" height="12" fill="${color(reason)}"/><text class="legend" x="${M.left + (i % 4) * 170 + 18}" y="${H + 2 + Math.floor(i / 4) * 22}">${reason}</text>`,
+    html`<rect x="${M.left + (i % LEGEND_COLUMNS) * LEGEND_STEP}" y="${H - 8 + Math.floor(i / LEGEND_COLUMNS) * 22}" width="12" height="12" fill="${color(reason)}"/><text class="legend" x="${M.left + (i % LEGEND_COLUMNS) * LEGEND_STEP + 18}" y="${H + 2 + Math.floor(i / LEGEND_COLUMNS) * 22}">${reason}</text>`,
 )}
 </svg>`
 }

@@ -38,7 +38,9 @@ export interface ScatterInput {
 
 const W = 720
 const H = 380
-const M = { left: 64, right: 16, top: 16, bottom: 44 }
+const M = { left: 64, right: 16, top: 16, bottom: 52 }
+/** The x tick labels' baseline below the plot: clear of the lowest y label at phone-width sizes. */
+const X_TICK_DY = 21
 
 /**
  * The scatter as inline SVG. Points carry `data-action`, `data-tokens`, `data-ttft-ms` and (quarantined)
@@ -80,14 +82,14 @@ export function ttftScatter(input: ScatterInput): HtmlEscapedString | Promise<Ht
 <title id="scatter-title">Time to first token against prompt tokens (log scales)</title>
 ${xs.ticks.map(
   (t) =>
-    html`<line class="grid" x1="${r(xs(t))}" x2="${r(xs(t))}" y1="${M.top}" y2="${H - M.bottom}"/><text class="tick" x="${r(xs(t))}" y="${H - M.bottom + 16}" text-anchor="middle">${compact(t)}</text>`,
+    html`<line class="grid" x1="${r(xs(t))}" x2="${r(xs(t))}" y1="${M.top}" y2="${H - M.bottom}"/><text class="tick" x="${r(xs(t))}" y="${H - M.bottom + X_TICK_DY}" text-anchor="middle">${compact(t)}</text>`,
 )}
 ${ys.ticks.map(
   (t) =>
     html`<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${r(ys(t))}" y2="${r(ys(t))}"/><text class="tick" x="${M.left - 6}" y="${r(ys(t)) + 4}" text-anchor="end">${msLabel(t)}</text>`,
 )}
-<text class="axis" x="${(M.left + W - M.right) / 2}" y="${H - 8}" text-anchor="middle">uncached prompt tokens charged</text>
-<text class="axis" x="14" y="${(M.top + H - M.bottom) / 2}" text-anchor="middle" transform="rotate(-90 14 ${(M.top + H - M.bottom) / 2})">time to first token</text>
+<text class="axis" x="${(M.left + W - M.right) / 2}" y="${H - 6}" text-anchor="middle">uncached prompt tokens charged</text>
+<text class="axis y" x="14" y="${(M.top + H - M.bottom) / 2}" text-anchor="middle" transform="rotate(-90 14 ${(M.top + H - M.bottom) / 2})">time to first token</text>
 ${
   physical && rate
     ? html`<line class="bound" data-line="physical" data-tokens-per-second="${rate}" x1="${r(xs(physical.ta))}" y1="${r(ys(clip(bound(physical.ta))))}" x2="${r(xs(physical.tb))}" y2="${r(ys(clip(bound(physical.tb))))}"><title>Physical bound: ${compact(rate)} tokens/s prefill</title></line>`
