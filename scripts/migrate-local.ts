@@ -45,7 +45,8 @@ export function summarize(output: string, database = 'QUARANTINE_DB'): string | 
   const applied = [...last.matchAll(/│\s*(\S+\.sql)\s*│\s*✅/g)].map((m) => m[1]!)
   const pending = [...last.matchAll(/│\s*(\S+\.sql)\s*│\s*(?!✅)\S/g)].map((m) => m[1]!)
   if (applied.length === 0 || pending.length > 0) return undefined
-  return `Local D1 (${database}): ${applied.length} migrations applied (${applied.join(', ')}).`
+  const count = applied.length === 1 ? '1 migration' : `${applied.length} migrations`
+  return `Local D1 (${database}): ${count} applied (${applied.join(', ')}).`
 }
 
 async function main(): Promise<void> {

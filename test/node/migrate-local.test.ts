@@ -29,6 +29,10 @@ describe('the local migrations prestart', () => {
     expect(summarize(TWO_STEPS)).toBe(
       'Local D1 (QUARANTINE_DB): 2 migrations applied (0001_incidents.sql, 0002_incident_counts.sql).',
     )
+    const one = TWO_STEPS.slice(TWO_STEPS.indexOf('🚣 2')).replace(/│ 0001[^\n]*\n├[^\n]*\n/, '')
+    expect(summarize(one)).toBe(
+      'Local D1 (QUARANTINE_DB): 1 migration applied (0002_incident_counts.sql).',
+    )
     expect(summarize('✅ No migrations to apply!')).toBe(
       'Local D1 (QUARANTINE_DB): no migrations to apply.',
     )
