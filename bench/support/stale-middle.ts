@@ -67,6 +67,12 @@ export interface StaleOutcome {
   answerCanary: boolean
   /** Longest verbatim run of A's document that reached B's client. */
   clientRun: number
+  /**
+   * Longest run of the client's text inside one of the answer's runs of A of at least MIN_SPAN
+   * units: what got out of a quote the check always catches (a shorter quote elsewhere in the same
+   * answer is not one).
+   */
+  longRunOut: number
   /** A canary reached B's client (the guard cuts B's own, so any is A's). */
   canary: boolean
   /** A's marker reached B's client. */
@@ -184,6 +190,13 @@ export async function staleSample(
       .sort((x, y) => y - x),
     answerCanary: answers.some(foreignCanary),
     clientRun: meter.longestRun(received),
+    longRunOut: Math.max(
+      0,
+      ...answers
+        .flatMap((text) => meter.spans(text))
+        .filter((span) => span.units.length >= MIN_SPAN)
+        .map((span) => new RunMeter(span.units.join(' ')).longestRun(received)),
+    ),
     canary: canary.test(received),
     marker: received.includes(aMarker),
   }
@@ -202,7 +215,7 @@ export interface StaleCell extends StaleCellKey {
   carriedLong: number
   /** B's client received a run of ≥ LEAK_RUN units of A's document, or a canary. */
   escapes: number
-  /** Escapes by the answer's longest run of A's text: below MIN_SPAN, or at least it. */
+  /** Escapes by what got out: pieces of shorter quotes only, or a piece of a quote of ≥ MIN_SPAN. */
   escapesShort: number
   escapesLong: number
   /** Escapes whose stream the guard then ended in-stream (the quarantine came after the words). */
@@ -280,7 +293,7 @@ function count(cell: StaleCell, o: StaleOutcome, seed: number): void {
     cell.escapes++
     if (o.endedInStream) cell.escapesThenEnded++
     else cell.escapesCompleted++
-    if (longest >= MIN_SPAN) {
+    if (o.longRunOut >= LEAK_RUN) {
       cell.escapesLong++
       const { answerRuns, clientRun, reasons } = o
       cell.longEscapes.push({
@@ -406,7 +419,7 @@ export function staleFailures(cells: StaleCell[]): string[] {
     .map(
       (c) =>
         `stale-middle ${c.fraction} q${c.quoteChars} ${c.stream ? 'stream' : 'whole'}: ` +
-        `${c.escapesLong} escapes of answers carrying ≥ ${MIN_SPAN} units (seeds ${c.longEscapes.map((e) => e.seed).join(', ')})`,
+        `${c.escapesLong} escapes of a piece of a quote of ≥ ${MIN_SPAN} units (seeds ${c.longEscapes.map((e) => e.seed).join(', ')})`,
     )
 }
 
@@ -505,12 +518,13 @@ export function staleTable(cells: StaleCell[], samples: number): string {
       `(recorded before the guard) holds a run of ≥ ${LEAK_RUN} consecutive units (≈ words) of A's document or A's canary; in brackets, ` +
       `answers whose longest such run is ≥ ${MIN_SPAN} units, the span the check always catches (k·w + n − 1 at n = ` +
       `${FINGERPRINT_DEFAULTS.n}, w = ${FINGERPRINT_DEFAULTS.w}, k = ${FINGERPRINT_DEFAULTS.k}). **Escape** = B's client received ` +
-      `≥ ${LEAK_RUN} consecutive units of A's document or a canary (bytes delivered before a stream was ended by an error count), split by the answer's ` +
-      `longest run: < ${MIN_SPAN} / ≥ ${MIN_SPAN}. **Max out** = the longest run of A's text any client of the cell received. ` +
+      `≥ ${LEAK_RUN} consecutive units of A's document or a canary (bytes delivered before a stream was ended by an error count), split by what got out: ` +
+      `only pieces of A's shorter quotes / a piece (≥ ${LEAK_RUN} units) of a quote of ≥ ${MIN_SPAN} units, which the check ` +
+      `promises to stop (a shorter quote elsewhere in the same answer is not promised). **Max out** = the longest run of A's text any client of the cell received. ` +
       `False Q = quarantines of answers that carried nothing of A's. Whole answers run once (the release policy does not apply ` +
       "to them) and are listed with the default policy, `verified` (each channel's last words held until the check has judged them).",
     '',
-    `| stale share | quote chars | stream | unguarded: carrying / leak | A via guard: carrying (≥ ${MIN_SPAN}) | escapes < ${MIN_SPAN} / ≥ ${MIN_SPAN} | max out | caught by | A direct: carrying (≥ ${MIN_SPAN}) | escapes | false Q |`,
+    `| stale share | quote chars | stream | unguarded: carrying / leak | A via guard: carrying (≥ ${MIN_SPAN}) | escapes: short quotes / long quotes | max out | caught by | A direct: carrying (≥ ${MIN_SPAN}) | escapes | false Q |`,
     '|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|',
     ...defaults.map(rowLine),
     '',
@@ -518,7 +532,7 @@ export function staleTable(cells: StaleCell[], samples: number): string {
       'the same seeds; the unguarded column is the same cell as above. **Ended / completed** = escapes whose stream the guard ' +
       'then ended in-stream / that completed.',
     '',
-    `| stale share | quote chars | unguarded: carrying / leak | A via guard: carrying (≥ ${MIN_SPAN}) | escapes < ${MIN_SPAN} / ≥ ${MIN_SPAN} | ended / completed | max out | caught by | A direct: carrying (≥ ${MIN_SPAN}) | escapes | ended / completed | false Q |`,
+    `| stale share | quote chars | unguarded: carrying / leak | A via guard: carrying (≥ ${MIN_SPAN}) | escapes: short quotes / long quotes | ended / completed | max out | caught by | A direct: carrying (≥ ${MIN_SPAN}) | escapes | ended / completed | false Q |`,
     '|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|',
     ...asyncRows.map(asyncLine),
     '',
@@ -528,9 +542,9 @@ export function staleTable(cells: StaleCell[], samples: number): string {
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...bucketRows(cells),
     '',
-    `Default policy, A via guard: **${longEscapes} escapes among ${sum(guardedDefault, (c) => c.carriedLong)} answers carrying a run of ≥ ${MIN_SPAN} units** ` +
-      `(${longStream} in streams), ${sum(guardedDefault, (c) => c.escapesShort)} among ${sum(guardedDefault, (c) => c.carried - c.carriedLong)} ` +
-      `carrying only shorter runs; no client received a run longer than ${maxOut} units. A direct: ` +
+    `Default policy, A via guard: **${longEscapes} pieces of a quote of ≥ ${MIN_SPAN} units out, among ${sum(guardedDefault, (c) => c.carriedLong)} answers carrying one** ` +
+      `(${longStream} in streams); ${sum(guardedDefault, (c) => c.escapesShort)} of ${sum(guardedDefault, (c) => c.carried)} carrying answers ` +
+      `let out pieces of shorter quotes only; no client received a run longer than ${maxOut} units. A direct: ` +
       `${sum(direct, (c) => c.escapes)} escapes among ${sum(direct, (c) => c.carried)} carrying answers (the guard never saw A's prompt). ` +
       `\`async\` streams, A via guard: **${asyncEscapes} escapes among ${sum(guardedAsync, (c) => c.carried)} carrying answers, ` +
       `${sum(guardedAsync, (c) => c.escapesLong)} of them carrying a run of ≥ ${MIN_SPAN} units** ` +

@@ -80,8 +80,15 @@ export class RunMeter {
    * longest match starting there, kept where it is not the tail of the run one position before.
    */
   runs(text: string): number[] {
+    return this.spans(text)
+      .map((span) => span.units.length)
+      .sort((a, b) => b - a)
+  }
+
+  /** The maximal runs of `text` found in the source (as {@link runs}), with their units, in order. */
+  spans(text: string): { units: string[] }[] {
     const answer = units(text).map((u) => u.text)
-    const found: number[] = []
+    const found: { units: string[] }[] = []
     let previous = 0
     for (let i = 0; i < answer.length; i++) {
       let best = 0
@@ -96,10 +103,10 @@ export class RunMeter {
         }
         if (length > best) best = length
       }
-      if (best > 0 && previous <= best) found.push(best)
+      if (best > 0 && previous <= best) found.push({ units: answer.slice(i, i + best) })
       previous = best
     }
-    return found.sort((a, b) => b - a)
+    return found
   }
 }
 
