@@ -27,6 +27,7 @@ import {
   printPrompt,
   type TextPrint,
 } from '../fingerprint'
+import { PUBLIC_UDHR } from '../fingerprint/public-udhr'
 import { memoSlot, type RequestMemo } from '../memo/text-memo'
 import type { ResolvedForeignContent } from './options'
 
@@ -217,12 +218,21 @@ export class FingerprintBook {
     return this.#fingerprintKey
   }
 
-  /** The operator's public texts as fingerprints, printed on first use. */
-  #publicPrints(key: FingerprintKey): ReadonlySet<number> {
-    this.#public ??= new Set(
-      printPrompt(key, this.#settings.publicTexts, this.#settings.params).selected,
-    )
-    return this.#public
+  /**
+   * The public texts as fingerprints: the operator's and the built-in licences (`publicTexts`) and the
+   * built-in UDHR. Printed when an answer first asks about a selection another tenant sent (300k
+   * characters, about 30 ms once per isolate), not before: answers that match nobody never pay it.
+   */
+  #publicPrints(key: FingerprintKey): Pick<ReadonlySet<number>, 'has'> {
+    return {
+      has: (fingerprint) => {
+        this.#public ??= new Set(
+          printPrompt(key, [...this.#settings.publicTexts, ...PUBLIC_UDHR], this.#settings.params)
+            .selected,
+        )
+        return this.#public.has(fingerprint)
+      },
+    }
   }
 
   /**
