@@ -14,6 +14,7 @@ import { type FingerprintKey, fingerprintOf } from './hash'
 import type { PrintParams, PromptPrint } from './prompt-print'
 import { Shingler } from './shingler'
 import type { FingerprintLookup } from './table'
+import { MIN_UNIT_WEIGHT, WORD_WEIGHT } from './units'
 import { Winnower } from './winnow'
 
 /** Shingle size, window, and the run of foreign fingerprints that makes evidence. */
@@ -93,9 +94,27 @@ export function minimumSpan(params: FingerprintParams): number {
 }
 
 /**
- * Complete units a stream must hold back (besides any unit still open) so that a span of
- * {@link minimumSpan} units reaches its evidence before its first unit is released: the evidence
- * comes with its last unit, when the other minimumSpan − 1 are still held.
+ * The least a run must cover, from its first selected shingle's first unit to its latest's last, to
+ * be evidence: (k − 2)·w + n + 1 units of a spaced script's weight (Han and kana characters weigh a
+ * half, other spaceless scripts' a third: `unitWeight`). A single span of {@link minimumSpan} units
+ * always covers it (its k windows' selections lie at most w − 1 shingles from either end), so the
+ * guarantee stands; what it removes is k chance or stock selections packed into a shorter phrase — a
+ * code preamble of 21 units that one tenant pasted, a 45-character Japanese sign-off — which the
+ * model then says to everyone and which, withheld each time, never becomes its known words.
+ *
+ * @example
+ * spanFloor({ n: 7, w: 4, k: 6 }) // 24
+ */
+export function spanFloor(params: FingerprintParams): number {
+  return Math.max(1, (params.k - 2) * params.w + params.n + 1)
+}
+
+/**
+ * Units a stream must hold back (besides any unit still open) so that a span of {@link minimumSpan}
+ * units reaches its evidence before its first unit is released: the evidence comes with its last
+ * unit, when the other minimumSpan − 1 are still held. Counted in weight (`unitWeight`): in Han or
+ * kana text twice as many characters, in Thai three times; a span of minimumSpan words' weight
+ * covers k windows and {@link spanFloor} whatever its scripts.
  *
  * @example
  * holdBackUnits({ n: 5, w: 6, k: 3 }) // 21
@@ -145,6 +164,10 @@ interface ChannelState {
 interface Run {
   prints: Set<number>
   from: number
+  /** The weight of the units before its first selected shingle (see `unitWeight`). */
+  fromWeight: number
+  /** The weight of the units from its first selected shingle to the end of its latest. */
+  span: number
 }
 
 /**
@@ -170,8 +193,13 @@ const NOBODY: readonly string[] = []
 export class ContentWatch {
   private readonly channels = new Map<string, ChannelState>()
   private readonly matched = new Map<string, Set<number>>()
-  private readonly holdBack: number
+  /** {@link minimumSpan} in weight (a word of a spaced script weighs `WORD_WEIGHT`). */
+  private readonly spanWeight: number
+  /** Unit starts a channel remembers: the most units a long hold can be, and a window before. */
+  private readonly keepStarts: number
   private readonly quietHoldBack: number
+  /** The least weight a run must cover to be evidence: see {@link spanFloor}. */
+  private readonly floor: number
   private readonly selected = new Set<number>()
   private best: ForeignContent | undefined
   /** The clock's last reading, and the lookups made with it (see {@link LOOKUPS_PER_CLOCK}). */
@@ -181,8 +209,11 @@ export class ContentWatch {
   constructor(private readonly options: ContentWatchOptions) {
     const { n, w, k } = options.params
     if (!Number.isInteger(k) || k < 1) throw new Error('ContentWatch: k must be a positive integer')
-    this.holdBack = holdBackUnits({ n, w, k })
-    this.quietHoldBack = Math.min(quietHoldBackUnits({ n, w }), this.holdBack)
+    const holdBack = holdBackUnits({ n, w, k })
+    this.spanWeight = minimumSpan({ n, w, k }) * WORD_WEIGHT
+    this.keepStarts = Math.ceil(this.spanWeight / MIN_UNIT_WEIGHT) + n + w
+    this.quietHoldBack = Math.min(quietHoldBackUnits({ n, w }), holdBack)
+    this.floor = spanFloor({ n, w, k }) * WORD_WEIGHT
   }
 
   /**
@@ -196,7 +227,7 @@ export class ContentWatch {
     if (state === undefined) {
       const { n, w } = this.options.params
       state = {
-        shingler: new Shingler(this.options.key, { n, keepStarts: this.holdBack }),
+        shingler: new Shingler(this.options.key, { n, keepStarts: this.keepStarts }),
         winnow: new Winnower(w),
         final: false,
         lastEnd: 0,
@@ -271,8 +302,9 @@ export class ContentWatch {
     // which no hold guarantees to catch, close before a long one keeps the long hold as before. With
     // the latest window alone, the detection bench's stale pages let 8 words of one such quote out.
     const foreign = state.foreignShingle
-    const quiet = foreign < 0 || foreign < state.shingler.units - this.holdBack
-    let safe = this.heldFrom(state, quiet ? this.quietHoldBack : this.holdBack)
+    const long = this.longHold(shingler)
+    const quiet = foreign < 0 || foreign < shingler.units - long
+    let safe = this.heldFrom(state, quiet ? this.quietHoldBack : long)
     // While matches keep coming, nothing since the episode's first leaves: a shorter quote of another
     // tenant (too short for evidence alone) just before a long one waits for the long one's evidence.
     // With the long hold alone, the detection bench's stale pages (a quote, a page junction, a longer
@@ -296,7 +328,8 @@ export class ContentWatch {
   longHoldFrom(channel: string): number {
     const state = this.channels.get(channel)
     if (state === undefined) return 0
-    return state.final ? state.shingler.length : this.heldFrom(state, this.holdBack)
+    if (state.final) return state.shingler.length
+    return this.heldFrom(state, this.longHold(state.shingler))
   }
 
   /**
@@ -309,6 +342,15 @@ export class ContentWatch {
   running(channel: string): boolean {
     const state = this.channels.get(channel)
     return state !== undefined && !state.final && state.runs.size > 0
+  }
+
+  /**
+   * The complete units of the long hold ({@link holdBackUnits}): the most that weigh less than a
+   * span of {@link minimumSpan} words does, so that any span reaching back before them weighs that
+   * much and has made its evidence by its last unit (29 units of English, 59 or so Han characters).
+   */
+  private longHold(shingler: Shingler): number {
+    return Math.min(shingler.unitsWeighing(this.spanWeight) - 1, shingler.units)
   }
 
   /** Where the channel's last `units` complete units (and any open one) start. */
@@ -384,6 +426,10 @@ export class ContentWatch {
     return sources.length > 0 ? sources : COMMON
   }
 
+  private get k(): number {
+    return this.options.params.k
+  }
+
   private clock(now: () => number): number {
     if (this.lookups >= LOOKUPS_PER_CLOCK) {
       this.at = now()
@@ -397,16 +443,23 @@ export class ContentWatch {
     const selected = state.winnow.selectedIndex
     // The selected shingle's first unit: n + w − 1 units back at most, within the starts kept.
     const from = state.shingler.unitStart(state.shingler.units - selected) ?? state.safe
+    const shingler = state.shingler
     const previous = state.foreignShingle
-    if (previous < 0 || previous < state.shingler.units - this.holdBack) state.episodeFrom = from
+    const long = this.longHold(shingler)
+    if (previous < 0 || previous < shingler.units - long) state.episodeFrom = from
     state.foreignEnd = state.lastEnd
     state.foreignShingle = selected
     let run = state.runs.get(source)
     if (run === undefined) {
-      run = { prints: new Set(), from }
+      run = { prints: new Set(), from, fromWeight: shingler.weightBefore(selected) ?? 0, span: 0 }
       state.runs.set(source, run)
     }
     run.prints.add(fingerprint)
+    const end = shingler.weightBefore(selected + this.options.params.n) ?? run.fromWeight
+    run.span = Math.max(run.span, end - run.fromWeight)
+    // k selections over less than the floor's weight are not yet evidence (a phrase shorter than any
+    // quote the guard must catch, or a CJK sentence counted in characters): at most k − 1 so far.
+    const size = run.span >= this.floor ? run.prints.size : Math.min(run.prints.size, this.k - 1)
     let all = this.matched.get(source)
     if (all === undefined) {
       all = new Set()
@@ -416,9 +469,9 @@ export class ContentWatch {
     const best = this.best
     if (best?.source === source) {
       best.matches = all.size
-      if (run.prints.size > best.run) Object.assign(best, { run: run.prints.size, channel })
-    } else if (best === undefined || run.prints.size > best.run) {
-      this.best = { source, run: run.prints.size, matches: all.size, channel }
+      if (size > best.run) Object.assign(best, { run: size, channel })
+    } else if (best === undefined || size > best.run) {
+      this.best = { source, run: size, matches: all.size, channel }
     }
   }
 }

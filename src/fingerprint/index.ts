@@ -13,6 +13,7 @@ export {
   minimumSpan,
   quietHoldBackUnits,
   scanAnswer,
+  spanFloor,
 } from './content-watch'
 export type { FingerprintBatch, FingerprintStore } from './fingerprint-store'
 export { type FingerprintKey, fingerprintKey, fingerprintOf } from './hash'
@@ -32,7 +33,7 @@ export {
   type FingerprintTableOptions,
   type FingerprintTableStats,
 } from './table'
-export { type Unit, UnitReader, units } from './units'
+export { type Unit, UnitReader, units, unitWeight, WORD_WEIGHT } from './units'
 
 /**
  * The defaults, chosen by scripts/measure-fingerprints.ts (figures in

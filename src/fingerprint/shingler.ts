@@ -4,7 +4,7 @@
  * word, a surrogate pair or a `\u00e9` escape — give the shingles of the whole text.
  */
 import { type FingerprintKey, rollPower, shingleHash, unitLanes } from './hash'
-import { UnitReader, type UnitSink } from './units'
+import { UnitReader, type UnitSink, unitWeight } from './units'
 
 /** n consecutive units: their keyed hash and `[start, end)` in the channel's text. */
 export interface Shingle {
@@ -45,6 +45,10 @@ export class Shingler {
   private readonly lanesA: Int32Array
   private readonly lanesB: Int32Array
   private readonly starts: Float64Array
+  /** Per remembered unit, the weight of every unit before it (ring like `starts`). */
+  private readonly before: Float64Array
+  /** The weight of every unit read (see `unitWeight`). */
+  private weighed = 0
   private sumA = 0
   private sumB = 0
   /** Units read so far. */
@@ -66,6 +70,7 @@ export class Shingler {
     this.lanesA = new Int32Array(n)
     this.lanesB = new Int32Array(n)
     this.starts = new Float64Array(Math.max(n, options.keepStarts ?? n, 1))
+    this.before = new Float64Array(this.starts.length)
   }
 
   /**
@@ -115,6 +120,35 @@ export class Shingler {
   }
 
   /**
+   * The weight of the units before the `i`-th (0 for the first; `units` for all read), if unit `i` is
+   * still remembered (see `unitWeight`).
+   *
+   * @example
+   * const span = shingler.weightBefore(last + n)! - shingler.weightBefore(first)!
+   */
+  weightBefore(i: number): number | undefined {
+    if (i === this.count) return this.weighed
+    if (i < 0 || i > this.count || this.count - i > this.starts.length) return undefined
+    return this.before[i % this.starts.length]
+  }
+
+  /**
+   * The fewest of the last complete units that weigh `weight` together; one more than are remembered
+   * when those weigh less.
+   *
+   * @example
+   * const held = shingler.unitsWeighing(30 * WORD_WEIGHT) - 1 // a span older than these weighs 30
+   */
+  unitsWeighing(weight: number): number {
+    const remembered = Math.min(this.count, this.starts.length)
+    const length = this.starts.length
+    for (let k = 1; k <= remembered; k++) {
+      if (this.weighed - this.before[(this.count - k) % length]! >= weight) return k
+    }
+    return remembered + 1
+  }
+
+  /**
    * Where text not yet in a complete unit starts (an open word, escape or surrogate pair), or the
    * length pushed so far.
    *
@@ -149,6 +183,8 @@ export class Shingler {
     this.lanesA[slot] = a
     this.lanesB[slot] = b
     this.starts[this.count % this.starts.length] = start
+    this.before[this.count % this.starts.length] = this.weighed
+    this.weighed += unitWeight(text.codePointAt(from)!)
     this.count++
     if (this.count < n) return
     const index = this.count - n

@@ -27,6 +27,45 @@ const COMBINING = /\p{M}/u
 const SPACELESS =
   /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}\p{sc=Tibetan}\p{sc=Yi}\p{sc=Tai_Tham}\p{sc=Tai_Le}\p{sc=New_Tai_Lue}\p{sc=Javanese}\p{sc=Balinese}]/u
 
+/**
+ * What one unit weighs toward a span's length, in sixths of a word: a word of a spaced script is
+ * {@link WORD_WEIGHT}; a Han or kana character about half a word (Chinese words average under two
+ * characters, Japanese two to three), a character of the other spaceless scripts (Thai, Lao, Khmer,
+ * Myanmar…) a third. A stock sentence of 40–55 characters is then 14–27 words' weight, as its words
+ * are, not 40–55 units.
+ */
+export const WORD_WEIGHT = 6
+/** The least a unit weighs ({@link unitWeight}). */
+export const MIN_UNIT_WEIGHT = 2
+const HALF_WORD = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}]/u
+/** Weights of the Basic Multilingual Plane from U+0E00 on, computed on first sight (0: not yet). */
+const WEIGHTS = new Uint8Array(0x10000)
+
+function computeWeight(codePoint: number): number {
+  const char = String.fromCodePoint(codePoint)
+  if (!SPACELESS.test(char)) return WORD_WEIGHT
+  return HALF_WORD.test(char) ? WORD_WEIGHT / 2 : WORD_WEIGHT / 3
+}
+
+/**
+ * The weight of a unit that starts with `codePoint` (see {@link WORD_WEIGHT}).
+ *
+ * @example
+ * unitWeight('a'.codePointAt(0)!) // 6
+ * unitWeight('人'.codePointAt(0)!) // 3
+ */
+export function unitWeight(codePoint: number): number {
+  // Below Thai, no script is spaceless: the common case, without a table read.
+  if (codePoint < 0x0e00) return WORD_WEIGHT
+  if (codePoint >= 0x10000) return computeWeight(codePoint)
+  let known = WEIGHTS[codePoint]!
+  if (known === 0) {
+    known = computeWeight(codePoint)
+    WEIGHTS[codePoint] = known
+  }
+  return known
+}
+
 /** Classes of the Basic Multilingual Plane, computed on first sight (0: not yet). */
 const BMP = new Uint8Array(0x10000)
 const ASTRAL = new Map<number, number>()
