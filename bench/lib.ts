@@ -1,6 +1,6 @@
 /**
  * @module Benchmark helpers: robust statistics, an alternating side-by-side runner, machine info, and
- * writers for `bench/results/*.json` and the README tables.
+ * writers for `bench/results/*.json` and the tables of `docs/benchmarks.md`.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
@@ -10,6 +10,8 @@ import { join } from 'node:path'
 export const ROOT: string = process.cwd()
 /** This folder. */
 export const BENCH_DIR = join(ROOT, 'bench')
+/** Where the suites' tables live (the README keeps only the key figures and links here). */
+export const BENCHMARKS_DOC: string = join(ROOT, 'docs', 'benchmarks.md')
 
 /** Options every suite receives from `bench/run.ts`. */
 export interface SuiteOptions {
@@ -21,7 +23,7 @@ export interface SuiteOptions {
 export interface Suite {
   /** Its name, used on the command line and as the results file name. */
   name: string
-  /** Runs it, writes its results, updates its README table. */
+  /** Runs it, writes its results, updates its table in `docs/benchmarks.md`. */
   run: (options: SuiteOptions) => Promise<void>
 }
 
@@ -166,8 +168,9 @@ export async function writeResult(name: string, json: unknown): Promise<string> 
 }
 
 /**
- * Replaces the text between `<!-- bench:<marker> -->` and `<!-- /bench:<marker> -->` in README.md.
- * A README without both markers is left untouched (returns false).
+ * Replaces the text between `<!-- bench:<marker> -->` and `<!-- /bench:<marker> -->` in
+ * `docs/benchmarks.md` (or the file given). A file without both markers is left untouched (returns
+ * false). The name is historical: the tables lived in the README until it became a landing page.
  *
  * @example
  * await updateReadmeTable('ceiling', '| size | decide | count |\n|---|---|---|\n…')
@@ -175,7 +178,7 @@ export async function writeResult(name: string, json: unknown): Promise<string> 
 export async function updateReadmeTable(
   marker: string,
   markdown: string,
-  readmePath = join(ROOT, 'README.md'),
+  readmePath = BENCHMARKS_DOC,
 ): Promise<boolean> {
   let readme: string
   try {
@@ -206,7 +209,7 @@ export function ms(value: number): string {
 }
 
 /**
- * The line under a README table that says how it was made and how to make it again.
+ * The line under a bench table that says how it was made and how to make it again.
  *
  * @example
  * await updateReadmeTable('peer', `${markdown}\n\n${reproduce('peer', quick, started)}`)
