@@ -189,7 +189,13 @@ function cause(turn: Turn, sentBy: Map<string, string[]>, source: string | undef
 interface Replay {
   honest: number
   streamed: number
-  falseQuarantines: { turn: number; tenant: string; reasons: string; cause: string }[]
+  falseQuarantines: {
+    turn: number
+    tenant: string
+    label: string
+    reasons: string
+    cause: string
+  }[]
   /** Honest streams that delivered bytes and then broke off (quarantined after release began). */
   afterBytes: number
   controls: { total: number; withheld: number; streamed: number; quoteEscaped: number }
@@ -248,6 +254,7 @@ async function replay(traffic: HonestTraffic): Promise<Replay> {
         out.falseQuarantines.push({
           turn: i,
           tenant: turn.tenant,
+          label: turn.label,
           reasons: verdict?.reasons.join(',') ?? String(got.error),
           cause: cause(turn, sentBy, verdict?.sourceTenants?.[0]),
         })
@@ -255,8 +262,9 @@ async function replay(traffic: HonestTraffic): Promise<Replay> {
       }
     }
     const texts = sentBy.get(turn.tenant) ?? []
-    for (const m of turn.inputs.messages as { content?: unknown }[]) {
-      if (typeof m.content === 'string') texts.push(m.content)
+    // What the guard remembers of a request: not its assistant turns (src/plan/prompt-texts.ts).
+    for (const m of turn.inputs.messages as { role: string; content?: unknown }[]) {
+      if (m.role !== 'assistant' && typeof m.content === 'string') texts.push(m.content)
     }
     sentBy.set(turn.tenant, texts)
   }
@@ -289,7 +297,7 @@ describe('honest multi-tenant traffic from real text, through one guard', () => 
     }, 120_000)
   }
 
-  it('should withhold only recitations outside the built-in UDHR, in translations it leaves out', async () => {
+  it('should withhold only UDHR answers, in translations the background leaves out', async () => {
     // The same traffic, its UDHR in six translations the background does not hold: a recitation that
     // exactly one other tenant pasted within the hour is indistinguishable from a leak of its prompt
     // (docs/fingerprints.md, limits). Measured, and nothing else may be withheld.
@@ -303,6 +311,6 @@ describe('honest multi-tenant traffic from real text, through one guard', () => 
     console.log(JSON.stringify({ heldOut: true, ...found, byCause: byCause(found) }))
     expect(found.controls.withheld).toBe(found.controls.total)
     expect(found.controls.quoteEscaped).toBe(0)
-    for (const q of found.falseQuarantines) expect(q.cause).toMatch(/^udhr /)
+    for (const q of found.falseQuarantines) expect(q.label).toBe('UDHR')
   }, 120_000)
 })

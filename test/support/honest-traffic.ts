@@ -10,7 +10,7 @@
  * Written here, as no public corpus holds them: system prompts, the questions' first words, the
  * model's stock phrases, and the names and ids in the tickets (private values in a shared template).
  */
-import { prng } from '../../sim/random'
+import { hashString as hash, prng } from '../../sim/random'
 import { units } from '../../src/fingerprint'
 import {
   type DocPage,
@@ -68,12 +68,6 @@ export interface Turn {
   control?: { source: string; quote: string }
   /** Seconds since the previous request (virtual time). */
   gapMs: number
-}
-
-function hash(text: string): number {
-  let h = 2166136261
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619)
-  return h >>> 0
 }
 
 const pick = <T>(random: () => number, items: readonly T[]): T =>
