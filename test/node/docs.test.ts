@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest'
 /**
  * The docs say what the code does. Each check here reads the source of truth (a type union, the
  * package scripts, the file tree) and the prose that describes it, so a new reason, error code, script
- * or moved file cannot leave the README behind without a red test.
+ * or moved file cannot leave the README behind without a red test. The README is a landing page
+ * (issue 48): the full tables live in docs/, and it links there.
  */
 const read = (path: string): Promise<string> => readFile(path, 'utf8')
 
@@ -19,7 +20,7 @@ async function unionMembers(path: string, name: string): Promise<string[]> {
   return members
 }
 
-/** The rows' first cells of the README table whose header starts with `first`. */
+/** The rows' first cells of the Markdown table whose header starts with `first`. */
 function tableKeys(markdown: string, first: string): string[] {
   const lines = markdown.split('\n')
   const header = lines.findIndex((l) => l.startsWith(`| ${first} |`))
@@ -43,23 +44,66 @@ async function markdownFiles(): Promise<string[]> {
   return files
 }
 
+/** GitHub's anchors of a Markdown file's headings (lower case, punctuation dropped, spaces → '-'). */
+async function anchors(path: string): Promise<Set<string>> {
+  const seen = new Map<string, number>()
+  const out = new Set<string>()
+  let fenced = false
+  for (const line of (await read(path)).split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced
+    const m = fenced ? null : line.match(/^#{1,6}\s+(.*?)\s*#*\s*$/)
+    if (!m) continue
+    const slug = m[1]!
+      .replace(/`/g, '')
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-')
+    const n = seen.get(slug) ?? 0
+    seen.set(slug, n + 1)
+    out.add(n === 0 ? slug : `${slug}-${n}`)
+  }
+  return out
+}
+
 describe('the README and docs agree with the code', () => {
   it('should explain every reason a verdict can give, in the incident reasons table', async () => {
     const reasons = await unionMembers('src/verify/verdict.ts', 'Reason')
-    const documented = tableKeys(await read('README.md'), 'reason')
+    const home = 'docs/incidents.md'
+    const documented = tableKeys(await read(home), 'reason')
     expect(reasons.filter((r) => !documented.includes(r))).toEqual([])
     // One table: a second copy elsewhere would fall behind (docs/ecosystem.md's did).
-    for (const file of (await markdownFiles()).filter((f) => f !== 'README.md')) {
+    for (const file of (await markdownFiles()).filter((f) => f !== home)) {
       expect((await read(file)).match(/^\| reason\s*\|/m), file).toBeNull()
     }
   })
 
   it('should say what to do for every error code, in Troubleshooting', async () => {
     const codes = await unionMembers('src/errors.ts', 'GuardErrorCode')
-    const readme = await read('README.md')
-    const troubleshooting = readme.slice(readme.indexOf('## Troubleshooting'))
-    expect(troubleshooting.startsWith('## Troubleshooting')).toBe(true)
+    const troubleshooting = await read('docs/troubleshooting.md')
+    expect(troubleshooting.startsWith('# Troubleshooting')).toBe(true)
     expect(codes.filter((c) => !tableKeys(troubleshooting, 'code').includes(c))).toEqual([])
+    // The README's own Troubleshooting section points there.
+    const readme = await read('README.md')
+    expect(readme.slice(readme.indexOf('## Troubleshooting'))).toContain(
+      '(docs/troubleshooting.md)',
+    )
+  })
+
+  it('should keep the README a landing page: at most 400 lines, the rest linked in docs/', async () => {
+    const readme = await read('README.md')
+    expect(readme.split('\n').length).toBeLessThanOrEqual(400)
+    // The suites write their tables to docs/benchmarks.md, never into the README.
+    expect(readme).not.toMatch(/<!-- bench:/)
+    expect(await read('docs/benchmarks.md')).toMatch(/<!-- bench:detection -->/)
+    for (const doc of [
+      'benchmarks',
+      'how-it-decides',
+      'limits',
+      'reliability',
+      'troubleshooting',
+    ]) {
+      expect(readme, doc).toContain(`](docs/${doc}.md`)
+    }
   })
 
   it('should state the licence in package.json, LICENSE and the README, and ship it', async () => {
@@ -99,18 +143,22 @@ describe('the README and docs agree with the code', () => {
     expect(JSON.parse(await read('package.json')).scripts.probe).toContain('src/cli.ts probe')
   })
 
-  it('should link only to files that exist', async () => {
+  it('should link only to files and headings that exist', async () => {
     const broken: string[] = []
     for (const file of await markdownFiles()) {
       const dir = file.includes('/') ? file.slice(0, file.lastIndexOf('/') + 1) : ''
       for (const m of (await read(file)).matchAll(/\]\(([^)\s]+)\)/g)) {
-        const target = m[1]!.split('#')[0]!
-        if (target === '' || /^[a-z]+:/.test(target)) continue
-        const exists = await stat(`${dir}${target}`).then(
+        const [target = '', anchor] = m[1]!.split('#')
+        if (/^[a-z]+:/.test(target)) continue
+        const path = target === '' ? file : `${dir}${target}`
+        const exists = await stat(path).then(
           () => true,
           () => false,
         )
         if (!exists) broken.push(`${file} → ${m[1]}`)
+        else if (anchor !== undefined && path.endsWith('.md')) {
+          if (!(await anchors(path)).has(anchor)) broken.push(`${file} → ${m[1]} (no such heading)`)
+        }
       }
       // A file named in prose (`sim/README.md`, INCIDENT.md, src/verify/verdict.ts) must exist too,
       // from the file or the root: moved code must not leave the docs pointing at nothing.
