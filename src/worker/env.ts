@@ -37,6 +37,11 @@ export interface Env {
   GUARD_TEXT_MEMO_BYTES?: string
   /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
+  /**
+   * Bytes the isolate's model requests in flight may reserve together (src/worker/admission.ts); over
+   * it a request gets 503 with `Retry-After`. @default 83886080 (80 MiB of the isolate's 128 MB)
+   */
+  GUARD_MEMORY_BUDGET_BYTES?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
   ADMIN_SECRET?: string
   /** D1 database of quarantined answers (schema in migrations/). In-memory per isolate when unbound. */
