@@ -43,6 +43,8 @@ export interface GuardErrorOptions {
   cause?: unknown
   /** `context_length_exceeded`: the script classes that drove the estimate (for the verdict log). */
   scripts?: readonly string[]
+  /** A refusal that passes when load does: sent as `Retry-After` (seconds). */
+  retryAfterSeconds?: number
 }
 
 /**
@@ -62,6 +64,8 @@ export class GuardError extends Error {
   readonly param?: string
   /** `context_length_exceeded`: the script classes that drove the estimate (logged, not sent). */
   readonly scripts?: readonly string[]
+  /** Seconds after which a retry may succeed (`Retry-After`), for refusals made under load. */
+  readonly retryAfterSeconds?: number
 
   constructor(code: GuardErrorCode, message: string, options: GuardErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
@@ -70,6 +74,7 @@ export class GuardError extends Error {
     if (options.incidentId !== undefined) this.incidentId = options.incidentId
     if (options.param !== undefined) this.param = options.param
     if (options.scripts !== undefined) this.scripts = options.scripts
+    if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds
   }
 
   /**
@@ -87,6 +92,8 @@ export function errorHeaders(error: GuardError): Record<string, string> {
   if (error.incidentId) headers['x-guard-incident-id'] = error.incidentId
   // Not transient: clients retry 5xx by default, and a retry re-sends the prompt to a leaking engine.
   if (error.code === 'response_quarantined') headers['x-should-retry'] = 'false'
+  if (error.retryAfterSeconds !== undefined)
+    headers['retry-after'] = String(error.retryAfterSeconds)
   return headers
 }
 

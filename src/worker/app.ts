@@ -6,6 +6,7 @@ import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
 import { guardInfo } from '../guard'
 import { adminRoutes } from './admin'
+import { type AdmissionVariables, admitMemory } from './admission'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'
 import type { Env } from './env'
@@ -13,7 +14,7 @@ import { modelList, requireProfile } from './models'
 import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
 import { tenantFor } from './tenants'
 
-type AppEnv = { Bindings: Env; Variables: { tenant: string } }
+type AppEnv = { Bindings: Env; Variables: { tenant: string } & AdmissionVariables }
 
 type AppContext = Context<AppEnv>
 
@@ -29,6 +30,9 @@ export function createApp(): Hono<AppEnv> {
   // Every model route needs a tenant: the key alone decides it, never a header the client picks.
   app.use('/v1/*', requireTenant(OPENAI_UNAUTHORIZED))
   app.use('/ai/*', requireTenant(NATIVE_UNAUTHORIZED))
+  // Before any body is read: concurrent long prompts share the isolate's 128 MB.
+  app.post('/v1/chat/completions', admitMemory())
+  app.post('/ai/run/*', admitMemory())
   app.get('/v1/models', (c) => c.json(modelList(guardFor(c.env))))
   app.post('/v1/chat/completions', chatCompletions)
   app.post('/ai/run/*', runNative)
@@ -78,7 +82,9 @@ function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
 
 /** `POST /v1/chat/completions`: an OpenAI chat body in, an OpenAI answer or chunk stream out. */
 async function chatCompletions(c: AppContext): Promise<Response> {
-  const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, bodyLimit(c.env)))
+  const { model, inputs } = fromOpenAi(
+    await readJsonObject(c.req.raw, bodyLimit(c.env), {}, (n) => c.var.admission.cover(n)),
+  )
   requireProfile(guardFor(c.env), model)
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) {
@@ -91,7 +97,9 @@ async function chatCompletions(c: AppContext): Promise<Response> {
 /** `POST /ai/run/<model>`: the Workers AI input and output shapes, as `env.AI.run` takes and returns them. */
 async function runNative(c: AppContext): Promise<Response> {
   const model = modelFromPath(c.req.path)
-  const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env))
+  const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env), {}, (n) =>
+    c.var.admission.cover(n),
+  )
   requireProfile(guardFor(c.env), model)
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) return streamResponse(output)

@@ -182,7 +182,8 @@ export class JsonShapeScanner {
  * as its bytes arrive, without building anything, and a body over the shape limits is refused with 400
  * before `JSON.parse` ever sees it. Invalid UTF-8 and malformed JSON are 400s. No copy of the bytes is
  * kept (each chunk is decoded as it arrives) and no array of parts is joined: the text is one rope of
- * decoded parts until `JSON.parse` flattens it.
+ * decoded parts until `JSON.parse` flattens it. `sized`, when given, hears the bytes read so far before
+ * each chunk is kept (memory admission: it throws to refuse a body the isolate cannot hold).
  *
  * @example
  * const body = await readJsonObject(c.req.raw, bodyLimit(c.env))
@@ -191,8 +192,9 @@ export async function readJsonObject(
   request: Request,
   limit: number,
   limits: Partial<JsonShapeLimits> = {},
+  sized?: (bytes: number) => void,
 ): Promise<Record<string, unknown>> {
-  const text = await readText(request, limit, limits)
+  const text = await readText(request, limit, limits, sized)
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -216,6 +218,7 @@ async function readText(
   request: Request,
   limit: number,
   limits: Partial<JsonShapeLimits>,
+  sized: ((bytes: number) => void) | undefined,
 ): Promise<string> {
   const declared = Number(request.headers.get('content-length') ?? Number.NaN)
   if (declared > limit) throw tooLarge(limit)
@@ -231,6 +234,7 @@ async function readText(
       const chunk = next.value
       size += chunk.byteLength
       if (size > limit) throw tooLarge(limit)
+      sized?.(size)
       shape.push(chunk)
       text += decode(decoder, chunk)
     }

@@ -1,0 +1,161 @@
+/**
+ * @module The guard Worker and the simulator in one workerd process whose V8 heap is capped as the
+ * platform caps an isolate (`--max-heap-size`, which Miniflare passes to workerd from
+ * `MINIFLARE_WORKERD_V8_FLAGS`), with the guard isolate's heap and ArrayBuffer bytes read over the
+ * inspector — so a test sees the 128 MB limit a local `wrangler dev` never enforces.
+ */
+
+import { join } from 'node:path'
+import { build } from 'esbuild'
+import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
+import { defaultTokenizerOnly } from '../../sim/bundle'
+
+const ROOT = decodeURIComponent(new URL('../..', import.meta.url).pathname)
+/** Inside the repository: workerd refuses module paths outside its root. */
+const CACHE = join(ROOT, 'node_modules', '.cache', 'workers-ai-guard')
+
+/** The guard isolate's memory at one instant: V8 heap and ArrayBuffer backing stores, bytes. */
+export interface IsolateMemory {
+  heap: number
+  buffers: number
+}
+
+/** A guard Worker in a heap-capped workerd. */
+export interface CappedWorker {
+  url: string
+  /** The guard isolate's memory now (after a full GC when `gc` is set), or undefined once it died. */
+  memory(gc?: boolean): Promise<IsolateMemory | undefined>
+  dispose(): Promise<void>
+}
+
+async function bundle(name: string, entry: string): Promise<string> {
+  const outfile = join(CACHE, `heap-capped-${name}.js`)
+  await build({
+    entryPoints: [join(ROOT, entry)],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    target: 'es2023',
+    external: ['cloudflare:*'],
+    logLevel: 'warning',
+    plugins: [defaultTokenizerOnly('test/support/heap-capped-worker.ts')],
+  })
+  return outfile
+}
+
+/**
+ * Starts the guard Worker (`src/worker/index.ts`, AI bound to the simulator's RPC entrypoint as in
+ * wrangler.dev.toml) with V8's heap capped at `heapMb` per isolate.
+ *
+ * @example
+ * const worker = await startCappedWorker(128, { GUARD_SECRET: secret, TENANT_KEYS: keys })
+ */
+export async function startCappedWorker(
+  heapMb: number,
+  bindings: Record<string, string>,
+): Promise<CappedWorker> {
+  const [guard, sim] = await Promise.all([
+    bundle('guard', 'src/worker/index.ts'),
+    bundle('sim', 'sim/worker.ts'),
+  ])
+  const previous = process.env.MINIFLARE_WORKERD_V8_FLAGS
+  process.env.MINIFLARE_WORKERD_V8_FLAGS = `--max-heap-size=${heapMb}`
+  const inspectorPort = 20_000 + Math.floor(Math.random() * 20_000)
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      inspectorPort,
+      handleStructuredLogs: () => {},
+      workers: [
+        {
+          name: 'guard',
+          modules: true,
+          scriptPath: guard,
+          compatibilityDate: '2026-11-01',
+          bindings,
+          serviceBindings: {
+            AI: { name: 'workers-ai-sim', entrypoint: 'SimulatedAi' },
+            SIM: 'workers-ai-sim',
+          },
+        },
+        { name: 'workers-ai-sim', modules: true, scriptPath: sim, compatibilityDate: '2026-11-01' },
+      ],
+    }),
+  )
+  let url: URL
+  try {
+    url = await mf.ready
+  } finally {
+    if (previous === undefined) delete process.env.MINIFLARE_WORKERD_V8_FLAGS
+    else process.env.MINIFLARE_WORKERD_V8_FLAGS = previous
+  }
+  const base = url.href.replace(/\/$/, '')
+  // workerd answers a collection request only when the isolate next runs: a request wakes it.
+  const wake = async () => void (await (await fetch(`${base}/health`)).arrayBuffer())
+  const inspector = await connectInspector(inspectorPort, 'guard', wake)
+  return {
+    url: base,
+    memory: (gc = false) => inspector.memory(gc),
+    async dispose() {
+      inspector.close()
+      await mf.dispose()
+    },
+  }
+}
+
+interface Inspector {
+  memory(gc: boolean): Promise<IsolateMemory | undefined>
+  close(): void
+}
+
+async function connectInspector(
+  port: number,
+  worker: string,
+  wake: () => Promise<void>,
+): Promise<Inspector> {
+  const list = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as {
+    id: string
+    title?: string
+    webSocketDebuggerUrl: string
+  }[]
+  const target = list.find((t) => t.id.endsWith(worker) || t.title?.includes(worker)) ?? list[0]
+  if (!target) throw new Error(`no inspector target for ${worker}`)
+  const socket = new WebSocket(target.webSocketDebuggerUrl)
+  await new Promise((resolve, reject) => {
+    socket.addEventListener('open', resolve, { once: true })
+    socket.addEventListener('error', reject, { once: true })
+  })
+  let next = 1
+  let dead = false
+  const pending = new Map<number, (result: unknown) => void>()
+  socket.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown }
+    if (message.id !== undefined) pending.get(message.id)?.(message.result)
+    pending.delete(message.id ?? -1)
+  })
+  socket.addEventListener('close', () => {
+    dead = true
+    for (const resolve of pending.values()) resolve(undefined)
+    pending.clear()
+  })
+  const call = (method: string): Promise<unknown> => {
+    if (dead) return Promise.resolve(undefined)
+    const id = next++
+    return new Promise((resolve) => {
+      pending.set(id, resolve)
+      socket.send(JSON.stringify({ id, method }))
+    })
+  }
+  return {
+    async memory(gc) {
+      if (gc) await Promise.all([call('HeapProfiler.collectGarbage'), wake().catch(() => {})])
+      const usage = (await call('Runtime.getHeapUsage')) as
+        | { usedSize: number; backingStorageSize?: number }
+        | undefined
+      if (!usage) return undefined
+      return { heap: usage.usedSize, buffers: usage.backingStorageSize ?? 0 }
+    },
+    close: () => socket.close(),
+  }
+}
