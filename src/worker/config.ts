@@ -58,7 +58,14 @@ export function guardFor(env: Env): Guard {
         ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
         // A leak of a prompt guarded in another isolate is caught here too.
         ...(env.FINGERPRINTS
-          ? { foreignContent: { store: new DurableFingerprints(env.FINGERPRINTS) } }
+          ? {
+              foreignContent: {
+                store: new DurableFingerprints(env.FINGERPRINTS, {
+                  shards: Number(env.FINGERPRINT_SHARDS ?? 1),
+                  replicas: Number(env.FINGERPRINT_REPLICAS ?? 1),
+                }),
+              },
+            }
           : {}),
         onVerdict: (event, context) => observeVerdict(env, event, context),
       })

@@ -1,8 +1,10 @@
 /**
- * @module The Worker's fingerprint store: a model's log spread over `shards` FingerprintLog Durable
- * Objects by tenant. A publish goes to its tenant's object; a read asks every object of the model at
- * once, each read bounded in time, because a leak can come from any tenant (docs/fingerprints.md,
- * "Sharding").
+ * @module The Worker's fingerprint store: a model's log spread over FingerprintLog Durable Objects in a
+ * grid of `shards` columns (by tenant) and `replicas` rows. A publish goes to its tenant's column, to
+ * every row of it; a read asks every column of one row (the isolate's, fixed by its cursor) at once,
+ * each read bounded in time, because a leak can come from any tenant. Every publish meets every read
+ * at one object, and an object sees 1/shards of the publishes and 1/replicas of the reads
+ * (docs/fingerprints.md, "Sharding").
  */
 import type { FingerprintBatch, FingerprintStore } from '../fingerprint'
 import { BACKFILL_HASHES, joinChunks, PAGE_HASHES, type RawBatch } from './fingerprint-chunks'
@@ -15,6 +17,11 @@ export interface DurableFingerprintsOptions {
    * 0 is the object of the unsharded log), so it can be raised or lowered at any time. @default 1
    */
   shards?: number
+  /**
+   * Copies of each column: a publish writes to each, a read asks one (each object then serves
+   * 1/replicas of the reads). Changing it starts the isolates on a row again (a backfill). @default 1
+   */
+  replicas?: number
   /** How long one object's read may take before this read goes on without it, ms. @default 2000 */
   readTimeoutMs?: number
 }
@@ -27,8 +34,10 @@ export interface ShardedRead {
   unavailable?: number[]
 }
 
-/** Most objects per model: a read asks each of them. */
+/** Most columns per model: a read asks each of them. */
 export const MAX_SHARDS = 256
+/** Most objects per model (columns × rows). */
+export const MAX_OBJECTS = 4096
 
 /**
  * Publishes to and reads from a model's FingerprintLog objects; a cursor is their sequence numbers,
@@ -40,6 +49,7 @@ export const MAX_SHARDS = 256
 export class DurableFingerprints implements FingerprintStore {
   readonly #namespace: DurableObjectNamespace<FingerprintLog>
   readonly #shards: number
+  readonly #replicas: number
   readonly #timeoutMs: number
   #warnedAt = Number.NEGATIVE_INFINITY
 
@@ -51,10 +61,17 @@ export class DurableFingerprints implements FingerprintStore {
     if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
       throw new Error(`option "shards" must be an integer from 1 to ${MAX_SHARDS}`)
     }
+    const replicas = options.replicas ?? 1
+    if (!Number.isInteger(replicas) || replicas < 1 || replicas * shards > MAX_OBJECTS) {
+      throw new Error(
+        `option "replicas" must be an integer from 1, with shards × replicas ≤ ${MAX_OBJECTS}`,
+      )
+    }
     const timeout = options.readTimeoutMs ?? 2_000
     if (!(timeout > 0)) throw new Error('option "readTimeoutMs" must be a positive number')
     this.#namespace = namespace
     this.#shards = shards
+    this.#replicas = replicas
     this.#timeoutMs = timeout
   }
 
@@ -68,10 +85,13 @@ export class DurableFingerprints implements FingerprintStore {
     return this.#shards === 1 ? 0 : fnv1a(tenant) % this.#shards
   }
 
-  #stub(model: string, shard: number) {
-    // Shard 0 keeps the name of the unsharded log, so its stored batches stay read.
-    const name = shard === 0 ? `model:${model}` : `model:${model}#${shard}`
-    return this.#namespace.get(this.#namespace.idFromName(name))
+  /** Copies of each column. */
+  get replicas(): number {
+    return this.#replicas
+  }
+
+  #stub(model: string, shard: number, replica: number) {
+    return this.#namespace.get(this.#namespace.idFromName(objectName(model, shard, replica)))
   }
 
   async publish(batch: FingerprintBatch): Promise<void> {
@@ -81,11 +101,18 @@ export class DurableFingerprints implements FingerprintStore {
       at: batch.at,
       hashes: Float64Array.from(batch.hashes).buffer,
     }
-    await this.#stub(batch.model, this.shardOf(batch.tenant)).append([raw])
+    const shard = this.shardOf(batch.tenant)
+    const rows = Array.from({ length: this.#replicas }, (_, replica) => replica)
+    // Every row gets it (a failed row is reported: its readers miss this batch, the others do not).
+    const written = await Promise.allSettled(
+      rows.map((replica) => this.#stub(batch.model, shard, replica).append([raw])),
+    )
+    const failed = written.find((w) => w.status === 'rejected')
+    if (failed) throw failed.reason
   }
 
   async since(model: string, cursor: string | undefined): Promise<ShardedRead> {
-    const cursors = parseCursor(cursor, this.#shards)
+    const { replica, seqs: cursors } = parseCursor(cursor, this.#shards, this.#replicas)
     // Each object returns its share of what one read may bring into the isolate's memory.
     const limits = {
       page: Math.ceil(PAGE_HASHES / this.#shards),
@@ -93,7 +120,7 @@ export class DurableFingerprints implements FingerprintStore {
     }
     const reads = await Promise.allSettled(
       cursors.map((after, shard) =>
-        withTimeout(this.#stub(model, shard).read(after ?? null, limits), this.#timeoutMs),
+        withTimeout(this.#stub(model, shard, replica).read(after ?? null, limits), this.#timeoutMs),
       ),
     )
     const batches: FingerprintBatch[] = []
@@ -113,7 +140,7 @@ export class DurableFingerprints implements FingerprintStore {
     if (unavailable.length > 0) this.#warn(model, unavailable, firstError)
     return {
       batches,
-      cursor: next.map((c) => (c === undefined ? '' : String(c))).join(','),
+      cursor: formatCursor(replica, next, this.#replicas),
       ...(unavailable.length > 0 ? { unavailable } : {}),
     }
   }
@@ -135,15 +162,52 @@ export class DurableFingerprints implements FingerprintStore {
   }
 }
 
-/** Per-shard sequence numbers from a cursor; `undefined` where there is none (a backfill). */
-export function parseCursor(cursor: string | undefined, shards: number): (number | undefined)[] {
-  const parts = cursor === undefined ? [] : cursor.split(',')
-  return Array.from({ length: shards }, (_, shard) => {
+/**
+ * The name of one object: column 0 of row 0 is the unsharded log's, and row 0 keeps the names of the
+ * log sharded without replicas, so stored batches stay read when either is added.
+ */
+export function objectName(model: string, shard: number, replica: number): string {
+  if (replica > 0) return `model:${model}#${shard}.${replica}`
+  return shard === 0 ? `model:${model}` : `model:${model}#${shard}`
+}
+
+/**
+ * A cursor's row and per-column sequence numbers (`undefined` where there is none: a backfill). The
+ * cursor is `row:seq,seq,…` with replicas, `seq,seq,…` without (one number: the unsharded log's). A
+ * reader with no cursor, or one of a row that no longer exists, starts on a row drawn at random: the
+ * isolates spread over the rows.
+ */
+export function parseCursor(
+  cursor: string | undefined,
+  shards: number,
+  replicas = 1,
+): { replica: number; seqs: (number | undefined)[] } {
+  let text = cursor ?? ''
+  let replica = 0
+  const colon = text.indexOf(':')
+  if (colon >= 0) {
+    replica = Number(text.slice(0, colon))
+    text = text.slice(colon + 1)
+  }
+  if (cursor === undefined || !Number.isInteger(replica) || replica < 0 || replica >= replicas) {
+    return {
+      replica: Math.floor(Math.random() * replicas),
+      seqs: new Array<undefined>(shards).fill(undefined),
+    }
+  }
+  const parts = text.split(',')
+  const seqs = Array.from({ length: shards }, (_, shard) => {
     const part = parts[shard]
     if (part === undefined || part === '') return undefined
     const value = Number(part)
     return Number.isInteger(value) && value >= 0 ? value : undefined
   })
+  return { replica, seqs }
+}
+
+function formatCursor(replica: number, seqs: (number | undefined)[], replicas: number): string {
+  const list = seqs.map((c) => (c === undefined ? '' : String(c))).join(',')
+  return replicas === 1 ? list : `${replica}:${list}`
 }
 
 /** Rejects when `promise` takes longer than `ms`: a slow object must not hold every answer. */

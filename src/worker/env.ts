@@ -63,8 +63,15 @@ export interface Env {
   VERDICT_TELEMETRY?: string
   /** Shared guard state (calibration, learned baselines) across isolates. */
   GUARD_STATE?: DurableObjectNamespace<GuardState>
-  /** Prompt fingerprints shared across isolates (foreign-content check), one object per model. */
+  /**
+   * Prompt fingerprints shared across isolates (foreign-content check): per model, a grid of
+   * `FINGERPRINT_SHARDS` × `FINGERPRINT_REPLICAS` objects (docs/fingerprints.md, "Sharding").
+   */
   FINGERPRINTS?: DurableObjectNamespace<FingerprintLog>
+  /** Columns of each model's fingerprint log, by tenant (1–256). @default 1 */
+  FINGERPRINT_SHARDS?: string
+  /** Rows of each model's fingerprint log: each read asks one row. @default 1 */
+  FINGERPRINT_REPLICAS?: string
   /**
    * Webhook alerted on every leak incident (https; plain http only to localhost/127.0.0.1). Off when
    * unset. Signed with `ALERT_WEBHOOK_SECRET`; never sent unsigned (docs/alerts.md).

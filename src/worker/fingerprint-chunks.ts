@@ -13,6 +13,9 @@ export const PAGE_HASHES = 500_000
 /** Fingerprints per stored row at most: 1 MiB of float64, half the platform's value limit. */
 export const CHUNK_HASHES = SAFE_VALUE_BYTES / 8
 
+/** The statement that stores one chunk (tenant, at, count, hashes, last). */
+export const INSERT = 'INSERT INTO batches (tenant, at, count, hashes, last) VALUES (?, ?, ?, ?, ?)'
+
 /** One prompt's fingerprints as the object stores them: float64s in an ArrayBuffer. */
 export interface RawBatch {
   tenant: string
@@ -44,4 +47,29 @@ export function joinChunks(model: string, rows: readonly RawBatch[]): Fingerprin
     if (!row.more) open = undefined
   }
   return batches
+}
+
+/** One stored row of a batch: at most {@link CHUNK_HASHES} fingerprints. */
+export interface StoredChunk {
+  count: number
+  hashes: ArrayBuffer
+  /** Whether it is its batch's last row (trimming drops whole batches). */
+  last: boolean
+}
+
+/**
+ * A batch's fingerprints as the rows the log stores: at most {@link CHUNK_HASHES} each, so no value is
+ * over 1 MiB whatever the prompt (production refuses 2 MB).
+ *
+ * @example
+ * for (const chunk of chunkBatch(Float64Array.from(print.selected).buffer)) insert(chunk)
+ */
+export function chunkBatch(hashes: ArrayBuffer): StoredChunk[] {
+  const count = Math.floor(hashes.byteLength / 8)
+  const chunks: StoredChunk[] = []
+  for (let from = 0; from < count; from += CHUNK_HASHES) {
+    const to = Math.min(count, from + CHUNK_HASHES)
+    chunks.push({ count: to - from, hashes: hashes.slice(from * 8, to * 8), last: to === count })
+  }
+  return chunks
 }

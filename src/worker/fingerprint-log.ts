@@ -24,6 +24,8 @@ import type { FingerprintBatch } from '../fingerprint'
 import {
   BACKFILL_HASHES,
   CHUNK_HASHES,
+  chunkBatch,
+  INSERT,
   joinChunks,
   PAGE_HASHES,
   type RawBatch,
@@ -96,20 +98,10 @@ export class FingerprintLog extends DurableObject {
     const sql = this.#schema()
     let total = this.#storedHashes(sql)
     for (const batch of batches) {
-      const count = Math.floor(batch.hashes.byteLength / 8)
-      if (count === 0) continue
-      for (let from = 0; from < count; from += CHUNK_HASHES) {
-        const to = Math.min(count, from + CHUNK_HASHES)
-        sql.exec(
-          'INSERT INTO batches (tenant, at, count, hashes, last) VALUES (?, ?, ?, ?, ?)',
-          batch.tenant,
-          batch.at,
-          to - from,
-          batch.hashes.slice(from * 8, to * 8),
-          to === count ? 1 : 0,
-        )
+      for (const chunk of chunkBatch(batch.hashes)) {
+        sql.exec(INSERT, batch.tenant, batch.at, chunk.count, chunk.hashes, chunk.last ? 1 : 0)
+        total += chunk.count
       }
-      total += count
     }
     for (const row of sql.exec<{ count: number }>(
       'DELETE FROM batches WHERE at < ? RETURNING count',
@@ -145,7 +137,7 @@ export class FingerprintLog extends DurableObject {
     let last = after
     let taken = 0
     for (const row of sql.exec<Row>(
-      'SELECT seq, tenant, at, count, hashes, last FROM batches WHERE seq > ? AND at >= ? ORDER BY seq',
+      'SELECT seq, tenant, at, count, hashes, last FROM batches WHERE seq > ? AND +at >= ? ORDER BY seq',
       after,
       Date.now() - TTL_MS,
     )) {

@@ -7,7 +7,7 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import type { FingerprintBatch } from '../../src/fingerprint'
-import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
+import { DurableFingerprints, objectName } from '../../src/worker/durable-fingerprints'
 import {
   type FingerprintLog,
   MAX_HASHES,
@@ -150,7 +150,7 @@ describe('DurableFingerprints, sharded by tenant', () => {
     const model = 'test:degraded'
     const healthy = new DurableFingerprints(namespace, { shards: 4 })
     for (const tenant of tenants) await healthy.publish({ ...batch(tenant, 2), model })
-    const name = (shard: number) => (shard === 0 ? `model:${model}` : `model:${model}#${shard}`)
+    const name = (shard: number) => objectName(model, shard, 0)
     const broken = new Map<string, 'throw' | 'hang'>([
       [name(1), 'throw'],
       [name(2), 'hang'],
@@ -172,14 +172,37 @@ describe('DurableFingerprints, sharded by tenant', () => {
   it('should fail the read when every shard is down (the guard then keeps its own table)', async () => {
     const model = 'test:down'
     const broken = new Map<string, 'throw' | 'hang'>(
-      [0, 1].map((s) => [s === 0 ? `model:${model}` : `model:${model}#${s}`, 'throw']),
+      [0, 1].map((s) => [objectName(model, s, 0), 'throw']),
     )
     const store = new DurableFingerprints(failing(broken), { shards: 2 })
     await expect(store.since(model, undefined)).rejects.toThrow('object down')
   })
 
+  it('should give every row of replicas every batch, and keep a reader on its row', async () => {
+    const model = 'test:replicas'
+    const store = new DurableFingerprints(namespace, { shards: 2, replicas: 3 })
+    for (const tenant of tenants) await store.publish({ ...batch(tenant, 2), model })
+    const rows = new Set<string>()
+    for (let i = 0; i < 12; i++) {
+      const read = await store.since(model, undefined)
+      expect(new Set(read.batches.map((b) => b.tenant))).toEqual(new Set(tenants))
+      rows.add(read.cursor.split(':')[0]!)
+      // From its cursor a reader stays on its row: it gets only what is new.
+      expect((await store.since(model, read.cursor)).batches).toEqual([])
+    }
+    expect(rows.size).toBeGreaterThan(1) // readers spread over the rows
+    // A row whose object is down fails only its own readers' share.
+    const broken = new Map<string, 'throw' | 'hang'>([[objectName(model, 1, 2), 'throw']])
+    const degraded = new DurableFingerprints(failing(broken), { shards: 2, replicas: 3 })
+    const onRow = (row: number) => degraded.since(model, `${row}:,`)
+    expect((await onRow(2)).unavailable).toEqual([1])
+    expect((await onRow(0)).unavailable).toBeUndefined()
+    expect(new Set((await onRow(1)).batches.map((b) => b.tenant))).toEqual(new Set(tenants))
+  })
+
   it('should refuse a shard count it cannot read', () => {
     expect(() => new DurableFingerprints(namespace, { shards: 0 })).toThrow(/"shards"/)
     expect(() => new DurableFingerprints(namespace, { shards: 1.5 })).toThrow(/"shards"/)
+    expect(() => new DurableFingerprints(namespace, { replicas: 0 })).toThrow(/"replicas"/)
   })
 })
