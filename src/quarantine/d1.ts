@@ -101,15 +101,17 @@ export class D1QuarantineStore implements QuarantineStore {
           .prepare('INSERT INTO incident_withheld (id, part, data) VALUES (?, ?, ?)')
           .bind(record.id, part, data),
       ),
-      // Retention is enforced on write: expired records go in the same batch, by the `at` index, their
-      // parts first (found through their records).
-      this.#db
-        .prepare(
-          'DELETE FROM incident_withheld WHERE id IN (SELECT id FROM incidents WHERE at < ?)',
-        )
-        .bind(expired),
+      // Retention is enforced on write: expired records go in the same batch, by the `at` index.
       this.#db.prepare('DELETE FROM incidents WHERE at < ?').bind(expired),
     ])
+    // Then the parts of records gone, apart: a database not yet migrated to 0005 has no parts table,
+    // and that must not cost the ordinary record (which needs none) its place.
+    await this.#db
+      .prepare('DELETE FROM incident_withheld WHERE id NOT IN (SELECT id FROM incidents)')
+      .run()
+      .catch((error: unknown) => {
+        if (!String(error).includes('no such table')) throw error
+      })
   }
 
   async get(id: string): Promise<QuarantineRecord | undefined> {
