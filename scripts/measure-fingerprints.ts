@@ -564,27 +564,29 @@ const MIN_EVIDENCE_SPAN = 30
  */
 function choose(rows: FalseEvidence[]) {
   const limit = maxDensity()
-  return rows
-    .map((r) => {
-      const kinds = Object.values(r.withBoilerplateRule)
-      let k = 1
-      while (k <= 6 && kinds.some((c) => c.coincidence[k - 1]! > 0)) k++
-      // One step of margin: the smallest k at which nothing fired, plus one; and no span under the floor.
-      const floor = Math.ceil((MIN_EVIDENCE_SPAN - r.n + 1) / r.w)
-      const margin = Math.max(k + 1, floor)
-      return {
-        n: r.n,
-        w: r.w,
-        density: r.density,
-        cleanAt: k,
-        k: margin,
-        span: margin * r.w + r.n - 1,
-      }
-    })
-    .filter((c) => c.density <= limit)
-    // At equal spans the setting that needs the most selections: a span shorter than the guaranteed
-    // one holds k selections ever more rarely as k grows, so stock phrases flag least (table (d)).
-    .sort((a, b) => a.span - b.span || b.k - a.k || a.density - b.density)
+  return (
+    rows
+      .map((r) => {
+        const kinds = Object.values(r.withBoilerplateRule)
+        let k = 1
+        while (k <= 6 && kinds.some((c) => c.coincidence[k - 1]! > 0)) k++
+        // One step of margin: the smallest k at which nothing fired, plus one; and no span under the floor.
+        const floor = Math.ceil((MIN_EVIDENCE_SPAN - r.n + 1) / r.w)
+        const margin = Math.max(k + 1, floor)
+        return {
+          n: r.n,
+          w: r.w,
+          density: r.density,
+          cleanAt: k,
+          k: margin,
+          span: margin * r.w + r.n - 1,
+        }
+      })
+      .filter((c) => c.density <= limit)
+      // At equal spans the setting that needs the most selections: a span shorter than the guaranteed
+      // one holds k selections ever more rarely as k grows, so stock phrases flag least (table (d)).
+      .sort((a, b) => a.span - b.span || b.k - a.k || a.density - b.density)
+  )
 }
 
 async function main(): Promise<void> {
