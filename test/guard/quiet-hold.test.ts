@@ -39,6 +39,28 @@ function events(words: string[], next: () => number): string[] {
   return out
 }
 
+/** B's streamed request over `events(own)`, the upstream closed at once: the words B received. */
+async function asB(
+  guard: Awaited<ReturnType<typeof withTenantA>>,
+  events: (own: string) => string[],
+) {
+  const upstream = openStream(events)
+  const out = (await guard
+    .wrap(upstream, { tenant: 'tenant-b' })
+    .run(MODEL, chat('Summarise.', { stream: true }))) as ReadableStream<Uint8Array>
+  const reader = out.getReader()
+  const firstRead = reader.read()
+  upstream.close(['data: [DONE]\n\n'])
+  const { text, error } = await drainText(reader, firstRead)
+  return {
+    received: text
+      .trim()
+      .split(/\s+/)
+      .filter((word) => word !== ''),
+    error,
+  }
+}
+
 describe('the short foreign-content hold', () => {
   it('should let out no word of another tenant’s span, wherever it starts after clean text', async () => {
     const guard = await withTenantA({ secret: SECRET, models }, A_TEXT)
@@ -58,23 +80,12 @@ describe('the short foreign-content hold', () => {
       const first = 600 + Math.floor(next() * 1_500)
       const leaked = A_WORDS.slice(first, first + length)
       const after = CLEAN_WORDS.slice(1_800, 1_830)
-      const upstream = openStream((own) => [
+      const { received, error } = await asB(guard, (own) => [
         chunk({ role: 'assistant', content: `${own}\n` }),
         ...events([...clean, ...leaked, ...after], next),
       ])
-      const out = (await guard
-        .wrap(upstream, { tenant: 'tenant-b' })
-        .run(MODEL, chat('Summarise.', { stream: true }))) as ReadableStream<Uint8Array>
-      const reader = out.getReader()
-      const firstRead = reader.read()
-      upstream.close(['data: [DONE]\n\n'])
-      const { text, error } = await drainText(reader, firstRead)
       expect((error as GuardError).code, `trial ${trial}`).toBe('response_quarantined')
       // Only clean words before the span left: the received text is a prefix of them.
-      const received = text
-        .trim()
-        .split(/\s+/)
-        .filter((word) => word !== '')
       expect(received.length, `trial ${trial}`).toBeLessThanOrEqual(clean.length)
       expect(received, `trial ${trial}`).toEqual(clean.slice(0, received.length))
     }
@@ -88,25 +99,14 @@ describe('the short foreign-content hold', () => {
       const first = 400 + trial * 120
       const short = A_WORDS.slice(first, first + 12 + Math.floor(next() * 14))
       const long = A_WORDS.slice(first + 60, first + 60 + SPAN + 5)
-      const upstream = openStream((own) => [
+      const { received, error } = await asB(guard, (own) => [
         chunk({ role: 'assistant', reasoning_content: `${own} ` }),
         ...CLEAN_WORDS.slice(0, 20).map((word) => chunk({ reasoning_content: `${word} ` })),
         ...short.map((word) => chunk({ reasoning_content: `${word} ` })),
         ...long.map((word) => chunk({ content: `${word} ` })),
       ])
-      const out = (await guard
-        .wrap(upstream, { tenant: 'tenant-b' })
-        .run(MODEL, chat('Summarise.', { stream: true }))) as ReadableStream<Uint8Array>
-      const reader = out.getReader()
-      const firstRead = reader.read()
-      upstream.close(['data: [DONE]\n\n'])
-      const { text, error } = await drainText(reader, firstRead)
       expect((error as GuardError).code, `trial ${trial}`).toBe('response_quarantined')
       // None of A's words reached the client: only clean reasoning words, if any.
-      const received = text
-        .trim()
-        .split(/\s+/)
-        .filter((word) => word !== '')
       const clean = CLEAN_WORDS.slice(0, 20)
       expect(received, `trial ${trial}`).toEqual(clean.slice(0, received.length))
     }
