@@ -90,6 +90,9 @@ export default defineConfig({
     // CI is a 2-core machine running both projects at once, and the first o200k load in workerd takes
     // seconds: per-test limits are generous; speed limits live in bench/, not here.
     testTimeout: 30_000,
+    // A dot per test and the failures in full: 1,300 tests in ~150 files made ~450 lines of progress
+    // on success that buried the figures the suites print. `--reporter=default` restores the list.
+    reporters: ['dot'],
     onConsoleLog: (log) => (onlyVerdicts(log) ? false : undefined),
     projects: [
       {
