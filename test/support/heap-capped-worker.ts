@@ -1,5 +1,5 @@
 /**
- * @module The guard Worker and the simulator in one workerd process whose V8 heap is capped as the
+ * @module The guard Worker in a workerd process whose V8 heap is capped as the
  * platform caps an isolate (`--max-heap-size`, which Miniflare passes to workerd from
  * `MINIFLARE_WORKERD_V8_FLAGS`), with the guard isolate's heap and ArrayBuffer bytes read over the
  * inspector — so a test sees the 128 MB limit a local `wrangler dev` never enforces.
@@ -9,6 +9,9 @@ import { join } from 'node:path'
 import { build } from 'esbuild'
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
 import { defaultTokenizerOnly } from '../../sim/bundle'
+import type { SimConfig } from '../../sim/config'
+import { SimEngine } from '../../sim/engine'
+import { simFetchHandler } from '../../sim/http'
 
 const ROOT = decodeURIComponent(new URL('../..', import.meta.url).pathname)
 /** Inside the repository: workerd refuses module paths outside its root. */
@@ -46,27 +49,32 @@ async function bundle(name: string, entry: string): Promise<string> {
 }
 
 /**
- * Starts the guard Worker (`src/worker/index.ts`, AI bound to the simulator's RPC entrypoint as in
- * wrangler.dev.toml) with V8's heap capped at `heapMb` per isolate.
+ * Starts the guard Worker (`src/worker/index.ts`) with V8's heap capped at `heapMb` per isolate, its
+ * `AI` binding a simulator configured with `sim` that runs in this Node process (./http-ai-worker.ts).
  *
  * @example
- * const worker = await startCappedWorker(128, { GUARD_SECRET: secret, TENANT_KEYS: keys })
+ * const worker = await startCappedWorker(128, { GUARD_SECRET: secret, TENANT_KEYS: keys }, { mode: 'fixed' })
  */
 export async function startCappedWorker(
   heapMb: number,
   bindings: Record<string, string>,
+  sim: Partial<SimConfig>,
 ): Promise<CappedWorker> {
-  const [guard, sim] = await Promise.all([
+  const [guard, httpAi] = await Promise.all([
     bundle('guard', 'src/worker/index.ts'),
-    bundle('sim', 'sim/worker.ts'),
+    bundle('http-ai', 'test/support/http-ai-worker.ts'),
   ])
+  const simulator = simFetchHandler(new SimEngine(sim))
   const previous = process.env.MINIFLARE_WORKERD_V8_FLAGS
   process.env.MINIFLARE_WORKERD_V8_FLAGS = `--max-heap-size=${heapMb}`
   const inspectorPort = 20_000 + Math.floor(Math.random() * 20_000)
   const mf = new Miniflare(
     convertV4MiniflareOptions({
       inspectorPort,
-      handleStructuredLogs: () => {},
+      // The guard logs a verdict line per request; only V8's dying words are printed.
+      handleStructuredLogs: ({ message }: { message: string }) => {
+        if (/heap limit|out of memory|fatal/i.test(message)) console.error(message.slice(0, 400))
+      },
       workers: [
         {
           name: 'guard',
@@ -74,12 +82,15 @@ export async function startCappedWorker(
           scriptPath: guard,
           compatibilityDate: '2026-11-01',
           bindings,
-          serviceBindings: {
-            AI: { name: 'workers-ai-sim', entrypoint: 'SimulatedAi' },
-            SIM: 'workers-ai-sim',
-          },
+          serviceBindings: { AI: { name: 'http-ai', entrypoint: 'HttpAi' } },
         },
-        { name: 'workers-ai-sim', modules: true, scriptPath: sim, compatibilityDate: '2026-11-01' },
+        {
+          name: 'http-ai',
+          modules: true,
+          scriptPath: httpAi,
+          compatibilityDate: '2026-11-01',
+          serviceBindings: { SIM_HTTP: (request: Request) => simulator(request) },
+        },
       ],
     }),
   )
