@@ -12,6 +12,7 @@ import {
   memoryLedger,
   SMALL_FLOOR_BYTES,
 } from '../../src/worker/admission'
+import { readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'
 
 const MB = 1024 * 1024
@@ -177,5 +178,41 @@ describe('admitMemory', () => {
     expect(memoryLedger(env).inFlight).toBe(0)
     // A declared size over the body limit is left for the reader's 413.
     expect((await post(a, 64 * MB)).status).toBe(200)
+  })
+})
+
+describe('readJsonObject with admission', () => {
+  it('should stop reading a body without Content-Length once its reservation is over budget', async () => {
+    const ledger = new MemoryLedger(80 * MB)
+    const held = ledger.reserve(2 * MB)
+    const reservation = ledger.reserve(0)
+    let pulled = 0
+    let cancelled = false
+    const chunk = new TextEncoder().encode(`"${'a'.repeat(64 * 1024)}",`)
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"messages":['))
+      },
+      pull(controller) {
+        pulled++
+        controller.enqueue(chunk)
+      },
+      cancel() {
+        cancelled = true
+      },
+    })
+    const request = new Request('http://guard/v1/chat/completions', {
+      method: 'POST',
+      body,
+      duplex: 'half',
+    } as RequestInit)
+    const read = readJsonObject(request, 16 * MB, {}, (n) => reservation.cover(n))
+    await expect(read).rejects.toMatchObject({ status: 503, retryAfterSeconds: 2 })
+    expect(cancelled).toBe(true)
+    // Refused at about (72 − 41) MiB / 20 of body, not at the 16 MiB limit.
+    expect(pulled * chunk.byteLength).toBeLessThan(2 * MB)
+    reservation.release()
+    held.release()
+    expect(ledger.reserved).toBe(0)
   })
 })
