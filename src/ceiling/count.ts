@@ -2,6 +2,8 @@
  * @module o200k_base token counting: loaded lazily, special-token text counted as plain text, and an
  * early exit whose cost is bounded by the limit, not by the prompt.
  */
+import { isMergeCore, pairMerge } from './bpe-merge'
+
 /**
  * Pre-tokens longer than this (in UTF-16 code units) are cut into chunks of at most this many units,
  * each merged on its own: gpt-tokenizer's merge loop is superlinear in a pre-token's length, and one
@@ -89,6 +91,10 @@ async function load(): Promise<PieceTokenizer> {
   // gpt-tokenizer keeps up to 100,000 merged pieces by default: tens of MB that every new prompt's
   // unseen pieces keep filling, in an isolate of 128 MB. A small cache keeps the common pieces.
   encoding.default.setMergeCacheSize(MERGE_CACHE_ENTRIES)
+  // The library's merge decodes every candidate pair's bytes: most of the CPU of Han, kana, Thai and
+  // Cyrillic prompts (docs/ceiling-design.md). This one gives the same ids from a table of pairs; it
+  // replaces the method on this instance only, under the library's own merge cache.
+  if (isMergeCore(core)) core.bytePairMerge = pairMerge(core)
   loaded = true
   if (isBpeCore(core)) {
     // The library's own countNative loop, minus special-token handling: exact by construction.

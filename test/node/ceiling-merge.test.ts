@@ -1,0 +1,105 @@
+/**
+ * @module The ceiling's pair-table merge (src/ceiling/bpe-merge.ts) against gpt-tokenizer's own merge,
+ * pre-token by pre-token, on UDHR prose in every translation the family bound is measured on, the
+ * generated kinds of text and random letters of every script block: the same token ids, so every
+ * count and family estimate built from them is the same.
+ */
+import o200k from 'gpt-tokenizer/encoding/o200k_base'
+import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
+import { describe, expect, it } from 'vitest'
+import { isMergeCore, type MergeCore, pairMerge } from '../../src/ceiling/bpe-merge'
+import { chunkEnd, LONG_PIECE_UNITS, loadTokenizer } from '../../src/ceiling/count'
+import {
+  GENERATED,
+  randomScript,
+  rng,
+  SCRIPT_BLOCKS,
+  sized,
+  UDHR_LANGUAGES,
+  udhrText,
+} from './ceiling-corpus'
+
+const encoder = new TextEncoder()
+
+function core(): MergeCore {
+  const value: unknown = Reflect.get(o200k, 'bytePairEncodingCoreProcessor')
+  if (!isMergeCore(value)) throw new Error('gpt-tokenizer has no bytePairMerge')
+  return value
+}
+
+/** The library's merge, from its prototype (the ceiling replaces it on the instance only). */
+function libraryMerge(of: MergeCore): (piece: Uint8Array) => number[] {
+  const proto: unknown = Object.getPrototypeOf(of)
+  if (!isMergeCore(proto)) throw new Error('gpt-tokenizer has no bytePairMerge')
+  return (piece) => proto.bytePairMerge.call(of, piece)
+}
+
+/** Every pre-token of `text` as the ceiling merges it: cut into chunks past LONG_PIECE_UNITS. */
+function* piecesOf(text: string): Generator<string> {
+  for (const [piece] of text.matchAll(O200K_TOKEN_SPLIT_REGEX)) {
+    if (piece.length <= LONG_PIECE_UNITS) yield piece
+    else {
+      for (let start = 0, end = 0; start < piece.length; start = end) {
+        end = chunkEnd(piece, start)
+        yield piece.slice(start, end)
+      }
+    }
+  }
+}
+
+/** Pieces whose merged ids differ between the two merges (at most the first 5). */
+function differences(texts: readonly string[], merge: (piece: Uint8Array) => number[]) {
+  const library = libraryMerge(core())
+  const out: { piece: string; ours: number[]; library: number[] }[] = []
+  let merged = 0
+  for (const text of texts) {
+    for (const piece of piecesOf(text)) {
+      const bytes = encoder.encode(piece)
+      if (bytes.length < 2) continue
+      merged++
+      const ours = merge(bytes)
+      const theirs = library(bytes)
+      if (ours.join() !== theirs.join() && out.length < 5)
+        out.push({ piece, ours, library: theirs })
+    }
+  }
+  return { merged, out }
+}
+
+describe('ceiling pair-table merge', () => {
+  it('should be what the ceiling loads in place of the library merge', async () => {
+    await loadTokenizer()
+    const of = core()
+    expect(of.bytePairMerge).not.toBe(Object.getPrototypeOf(of).bytePairMerge)
+  })
+
+  it('should merge UDHR prose of every measured language as the library does', () => {
+    const texts = UDHR_LANGUAGES.map(([code]) => udhrText(code))
+    const { merged, out } = differences(texts, pairMerge(core()))
+    expect(merged).toBeGreaterThan(50_000)
+    expect(out).toEqual([])
+  })
+
+  it('should merge generated kinds and random letters of every script block as the library does', () => {
+    const next = rng(46)
+    const texts = [
+      ...Object.values(GENERATED).map((make) => make(next, 20_000)),
+      ...Object.values(SCRIPT_BLOCKS).map((block) => randomScript(next, 20_000, block)),
+    ]
+    const { merged, out } = differences(texts, pairMerge(core()))
+    expect(merged).toBeGreaterThan(50_000)
+    expect(out).toEqual([])
+  })
+
+  it('should give the same ids after its pair table fills and is emptied', () => {
+    // Random Han text has far more distinct pairs than the table holds before it is emptied.
+    const next = rng(7)
+    const texts = [0, 1, 2, 3].map(() =>
+      randomScript(next, 150_000, SCRIPT_BLOCKS.hanCommon ?? [0, 0]),
+    )
+    texts.push(sized(udhrText('cmn_hans'), 50_000))
+    const { merged, out } = differences(texts, pairMerge(core()))
+    expect(merged).toBeGreaterThan(80_000)
+    expect(out).toEqual([])
+  })
+})
