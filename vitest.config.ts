@@ -3,7 +3,7 @@ import { build } from 'esbuild'
 import type { Plugin } from 'vite'
 import { defineConfig } from 'vitest/config'
 // With its extension: Vite's native config loader (its future default) resolves no bare specifiers.
-import { defaultTokenizerOnly } from './sim/bundle.ts'
+import { defaultTokenizerOnly, WORKER_BUNDLE } from './sim/bundle.ts'
 
 // The simulator runs as its own Worker beside the guard, exactly as under `npm start`. Miniflare's
 // auxiliary Workers take plain JavaScript, so bundle it once here when the config loads. Its code is
@@ -18,16 +18,10 @@ interface NodeFs {
   renameSync(from: string, to: string): void
 }
 const simBuild = await build({
+  ...WORKER_BUNDLE,
   entryPoints: ['sim/worker.ts'],
   outfile: SIM_BUNDLE,
   write: false,
-  bundle: true,
-  format: 'esm',
-  platform: 'neutral',
-  mainFields: ['module', 'main'],
-  target: 'es2023',
-  external: ['cloudflare:*'],
-  logLevel: 'warning',
   plugins: [defaultTokenizerOnly('vitest.config.ts')],
 })
 // Written whole, then renamed over the old one: two test runs starting at once (other suites, other

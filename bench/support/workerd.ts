@@ -7,7 +7,7 @@
 import { join } from 'node:path'
 import { build } from 'esbuild'
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
-import { defaultTokenizerOnly } from '../../sim/bundle'
+import { defaultTokenizerOnly, WORKER_BUNDLE } from '../../sim/bundle'
 import { ROOT } from '../lib'
 
 /** Where bundles go: inside the repository, because workerd refuses module paths outside its root. */
@@ -69,13 +69,7 @@ export async function bundleWorker(
 ): Promise<string> {
   const outfile = join(CACHE, `${name}.js`)
   await build({
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    target: 'es2023',
-    external: ['cloudflare:*'],
-    logLevel: 'warning',
+    ...WORKER_BUNDLE,
     ...options,
     outfile,
   })

@@ -8,7 +8,7 @@
 import { join } from 'node:path'
 import { build } from 'esbuild'
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
-import { defaultTokenizerOnly } from '../../sim/bundle'
+import { defaultTokenizerOnly, WORKER_BUNDLE } from '../../sim/bundle'
 import type { SimConfig } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
@@ -34,15 +34,9 @@ export interface CappedWorker {
 async function bundle(name: string, entry: string): Promise<string> {
   const outfile = join(CACHE, `heap-capped-${name}.js`)
   await build({
+    ...WORKER_BUNDLE,
     entryPoints: [join(ROOT, entry)],
     outfile,
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    mainFields: ['module', 'main'],
-    target: 'es2023',
-    external: ['cloudflare:*'],
-    logLevel: 'warning',
     plugins: [defaultTokenizerOnly('test/support/heap-capped-worker.ts')],
   })
   return outfile
