@@ -9,14 +9,12 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
-import { contentSeed, importCanaryKey } from '../../src/canary'
 import {
   ContentWatch,
   type ContentWatchOptions,
   FINGERPRINT_DEFAULTS,
   type FingerprintKey,
   FingerprintTable,
-  fingerprintKey,
   minimumSpan,
   printPrompt,
   scanAnswer,
@@ -25,6 +23,7 @@ import {
   unitWeight,
   WORD_WEIGHT,
 } from '../../src/fingerprint'
+import { span, testFingerprintKey } from '../support/fingerprint-fixtures'
 import { udhrText } from './ceiling-corpus'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -34,7 +33,7 @@ const NOW = 1_000_000
 
 let key: FingerprintKey
 beforeAll(async () => {
-  key = fingerprintKey(await contentSeed(await importCanaryKey('y'.repeat(32))))
+  key = await testFingerprintKey('y')
 })
 
 function options(sent: string[]): ContentWatchOptions {
@@ -49,12 +48,6 @@ function options(sent: string[]): ContentWatchOptions {
     now: NOW,
     params: PARAMS,
   }
-}
-
-/** `count` units of `text` from unit `first`, as written there. */
-function span(text: string, first: number, count: number): string {
-  const u = units(text)
-  return text.slice(u[first]!.start, u[first + count - 1]!.end)
 }
 
 /** The UDHR of a language as one line of text (its paragraphs joined by spaces). */

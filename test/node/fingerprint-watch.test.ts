@@ -2,14 +2,12 @@ import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
-import { contentSeed, importCanaryKey } from '../../src/canary'
 import {
   ContentWatch,
   type ContentWatchOptions,
   FINGERPRINT_DEFAULTS,
   type FingerprintKey,
   FingerprintTable,
-  fingerprintKey,
   holdBackUnits,
   minimumSpan,
   printPrompt,
@@ -17,6 +15,7 @@ import {
   scanAnswer,
   units,
 } from '../../src/fingerprint'
+import { span, testFingerprintKey } from '../support/fingerprint-fixtures'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const PARAMS = FINGERPRINT_DEFAULTS
@@ -25,7 +24,7 @@ const NOW = 1_000_000
 
 let key: FingerprintKey
 beforeAll(async () => {
-  key = fingerprintKey(await contentSeed(await importCanaryKey('x'.repeat(32))))
+  key = await testFingerprintKey('x')
 })
 
 /** A table where each tenant sent the given texts. */
@@ -47,12 +46,6 @@ function options(table: FingerprintTable, tenant: string, own: string[] = []): C
     now: NOW,
     params: PARAMS,
   }
-}
-
-/** `count` units of `text` from unit `first`, as written there. */
-function span(text: string, first: number, count: number): string {
-  const u = units(text)
-  return text.slice(u[first]!.start, u[first + count - 1]!.end)
 }
 
 const secret = english(11, 6000)
