@@ -43,6 +43,12 @@ const CLASS = new Uint8Array(128)
 for (const c of '0123456789abcdefghjkmnpqrstvwxyz') CLASS[c.charCodeAt(0)] = OWN | BODY
 CLASS['_'.charCodeAt(0)] = OWN
 
+/** The class of a UTF-16 code unit, upper case read as lower (0: in no secret). */
+function classOf(code: number): number {
+  const lower = code >= 65 && code <= 90 ? code | 32 : code
+  return lower < 128 ? CLASS[lower]! : 0
+}
+
 /** A half-open range of raw positions to cut. */
 export interface PieceCut {
   start: number
@@ -107,6 +113,17 @@ export class PieceCutter {
       let code = text.charCodeAt(i)
       if (code >= 65 && code <= 90) code |= 32
       const kind = code < 128 ? CLASS[code]! : 0
+      if (kind !== 0 && this.#run === '' && this.#piece === '') {
+        // A run of fewer than PIECE_LENGTH secret characters that ends inside this text is no piece
+        // and leaves nothing to hold (its end resets every state below): prose is mostly such runs,
+        // so they are stepped over whole rather than a character at a time.
+        let j = i + 1
+        while (j < text.length && j - i < PIECE_LENGTH && classOf(text.charCodeAt(j)) !== 0) j++
+        if (j < text.length && j - i < PIECE_LENGTH) {
+          i = j - 1
+          continue
+        }
+      }
       if (kind === 0) {
         this.#piece = ''
         this.#body = ''
