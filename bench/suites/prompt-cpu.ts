@@ -4,9 +4,13 @@
  * ceiling decision, fingerprint units and print, secrets scan), for English, Russian, Chinese and
  * Thai side by side in one run (issue 46, item 2).
  */
-import { isMergeCore, type MergeCore } from '../../src/ceiling/bpe-merge'
 import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import { countTokens, loadTokenizer, pieceTokenizer } from '../../src/ceiling/count'
+import {
+  countTokens,
+  loadTokenizer,
+  pieceTokenizer,
+  setMergeMemoEntries,
+} from '../../src/ceiling/count'
 import { estimateTexts } from '../../src/ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../../src/ceiling/prompt'
 import { addClassBytes, SCRIPT_CLASSES } from '../../src/ceiling/script'
@@ -25,22 +29,6 @@ import {
   writeResult,
 } from '../lib'
 import { english } from '../texts'
-
-/**
- * The tokenizer's merge cache size (the guard sets 10,000; 0 for the cold rows), and its merge: the
- * ceiling's pair-table merge (src/ceiling/bpe-merge.ts) or the library's own, from its prototype.
- */
-async function tokenizerState(cacheSize: number, merge: 'pair' | 'library'): Promise<void> {
-  const encoding = await import('gpt-tokenizer/encoding/o200k_base')
-  encoding.default.setMergeCacheSize(cacheSize)
-  const core: unknown = Reflect.get(encoding.default, 'bytePairEncodingCoreProcessor')
-  if (!isMergeCore(core)) throw new Error('gpt-tokenizer has no bytePairMerge')
-  pairMergeOf ??= core.bytePairMerge
-  const proto: unknown = Object.getPrototypeOf(core)
-  if (merge === 'pair') core.bytePairMerge = pairMergeOf
-  else if (isMergeCore(proto)) core.bytePairMerge = proto.bytePairMerge
-}
-let pairMergeOf: MergeCore['bytePairMerge'] | undefined
 
 /** glm-5.3's pool, a 4k output reserve and the recommended 3% drift: the ceiling suite's profile. */
 const CEILING = ceilingFor({ contextWindow: 1_048_576, kvPoolTokens: 681_280 }, 4_096)
@@ -117,36 +105,35 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     'secrets scan': (text) => findSecrets(text, detectors),
   }
   // A maximal prompt repeats its translation many times, so every pre-token after the first pass is
-  // found in the merge cache; novel text of a spaceless script (one pre-token per phrase) mostly is
-  // not. The tokenizer stages are timed again with the cache off: every pre-token merged.
-  // Each once with the library's merge (as before src/ceiling/bpe-merge.ts) and once with the ceiling's.
+  // found in the merge memo; novel text of a spaceless script (one pre-token per phrase) mostly is
+  // not. The tokenizer stages are timed again with the memo off: every pre-token merged. The
+  // 'per prompt' rows are what one maximal prompt costs the isolate: the ceiling decision, the
+  // fingerprint print and the secrets scan of the same text, run one after another.
+  const perPrompt = async (text: string) => {
+    await decideCeiling(piecesOf(text), CEILING, MARGINS)
+    await printPrompt(key, [text], FINGERPRINT_DEFAULTS)
+    return findSecrets(text, detectors)
+  }
+  const warm: Record<string, (text: string) => unknown> = { ...stages, 'per prompt': perPrompt }
   const cold: Record<string, (text: string) => unknown> = {
     'o200k count, cold': (text) => countTokens([text]),
     'family estimate, cold': (text) => estimateTexts([text]),
     'decideCeiling, cold': (text) => decideCeiling(piecesOf(text), CEILING, MARGINS),
-  }
-  const library = Object.fromEntries(
-    Object.entries(cold).map(([name, fn]) => [`${name}, library merge`, fn]),
-  )
-  const warmLibrary: Record<string, (text: string) => unknown> = {
-    'o200k count, library merge': (text) => countTokens([text]),
-    'decideCeiling, library merge': (text) => decideCeiling(piecesOf(text), CEILING, MARGINS),
+    'per prompt, cold': perPrompt,
   }
   const samples: Record<string, Record<string, number[]>> = {}
   for (const script of Object.keys(texts)) {
     samples[script] = Object.fromEntries(
-      [stages, cold, library, warmLibrary].flatMap((set) => Object.keys(set)).map((s) => [s, []]),
+      [warm, cold].flatMap((set) => Object.keys(set)).map((s) => [s, []]),
     )
   }
   // One warm-up round, then `runs` timed ones; each round goes through every script and stage, the
   // script order reversed every other round so drift falls on all alike.
-  for (const [set, size, merge] of [
-    [stages, 10_000, 'pair'],
-    [warmLibrary, 10_000, 'library'],
-    [cold, 0, 'pair'],
-    [library, 0, 'library'],
+  for (const [set, memo] of [
+    [warm, 10_000],
+    [cold, 0],
   ] as const) {
-    await tokenizerState(size, merge)
+    setMergeMemoEntries(memo)
     for (let round = 0; round <= runs; round++) {
       const order = Object.keys(texts)
       if (round % 2) order.reverse()
@@ -159,7 +146,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       }
     }
   }
-  await tokenizerState(10_000, 'pair')
+  setMergeMemoEntries(10_000)
   for (const [script, text] of Object.entries(texts)) {
     const decision = await decideCeiling(piecesOf(text), CEILING, MARGINS)
     let pieces = 0
@@ -184,6 +171,26 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       console.log(`    ${stage.padEnd(18)} ${ms(s.median).padStart(10)}`)
     }
   }
+  // Issue 46's line: each script's CPU per maximal prompt against English's, in this one run. Novel
+  // text is the case that counts (the memo off); the ceiling alone is shown beside it.
+  const median = (script: string, stage: string) =>
+    rows.find((r) => r.script === script)?.stages[stage]?.median ?? Number.NaN
+  const ratios = Object.fromEntries(
+    rows.map((r) => [
+      r.script,
+      {
+        perPromptCold: median(r.script, 'per prompt, cold') / median('english', 'per prompt, cold'),
+        decideCeilingCold:
+          median(r.script, 'decideCeiling, cold') / median('english', 'decideCeiling, cold'),
+      },
+    ]),
+  )
+  for (const [script, r] of Object.entries(ratios)) {
+    console.log(
+      `  ${script.padEnd(8)} × English per prompt (cold) ${r.perPromptCold.toFixed(2)}, ` +
+        `ceiling alone ${r.decideCeilingCold.toFixed(2)}`,
+    )
+  }
   const path = await writeResult(quick ? 'prompt-cpu-quick' : 'prompt-cpu', {
     suite: 'prompt-cpu',
     date: new Date().toISOString(),
@@ -192,8 +199,11 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     config: { ceiling: CEILING, margin: 0.03, fingerprint: FINGERPRINT_DEFAULTS },
     note:
       'Times in ms per maximal admissible prompt (the longest the ceiling admits, within 0.5%). ' +
-      'Stages are timed apart; decideCeiling includes the byte bound and the family estimate.',
+      'Stages are timed apart; decideCeiling includes the byte bound and the family estimate; ' +
+      '"per prompt" is the ceiling, the fingerprint print and the secrets scan in turn; "cold": ' +
+      'the merge memo off, every pre-token merged (novel text).',
     rows,
+    ratios,
   })
   console.log(`  wrote ${path}`)
 }

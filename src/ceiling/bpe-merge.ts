@@ -1,6 +1,8 @@
 /**
- * @module o200k's byte-pair merge with the rank of each adjacent pair looked up by the two parts'
- * ranks in a small table, instead of decoding the pair's bytes: the same merges, in the same order.
+ * @module o200k's byte-pair merge of one pre-token, straight from its string: UTF-8 written into a
+ * scratch buffer, parts in typed arrays, and the rank of each adjacent pair looked up by the two
+ * parts' ranks in a small table instead of by decoding the pair's bytes — the same merges, in the
+ * same order, as gpt-tokenizer's, without allocating per pre-token.
  */
 
 /** Slots of the pair table (a power of two): 3 Int32Arrays of this many, 1.5 MiB. */
@@ -10,6 +12,8 @@ const PAIR_BITS = 17
 const PAIR_FILL = PAIR_SLOTS >>> 1
 const EMPTY = -2
 const NO_RANK = -1
+/** A pair that is not a token: higher than any rank, so the minimum search passes it over. */
+const NEVER = 0x7fffffff
 
 /** The two methods of gpt-tokenizer 4's BPE core this merge replaces and uses. */
 export interface MergeCore {
@@ -23,7 +27,7 @@ export interface MergeCore {
  * Whether `value` has the two methods of {@link MergeCore}.
  *
  * @example
- * if (isMergeCore(core)) core.bytePairMerge = pairMerge(core)
+ * if (isMergeCore(core)) merger = pieceMerger(core)
  */
 export function isMergeCore(value: unknown): value is MergeCore {
   if (typeof value !== 'object' || value === null) return false
@@ -31,20 +35,35 @@ export function isMergeCore(value: unknown): value is MergeCore {
   return typeof core.bytePairMerge === 'function' && typeof core.getBpeRankFromBytes === 'function'
 }
 
+/** Merges one pre-token into o200k ids. */
+export interface PieceMerger {
+  /**
+   * Writes the ids of `piece` (a pre-token, or a chunk of one) into `out` from index 0 and returns
+   * how many; `out` must hold the piece's UTF-8 length. A lone surrogate is U+FFFD, as TextEncoder
+   * makes it.
+   */
+  merge(piece: string, out: Int32Array): number
+  /** The same for UTF-8 bytes (what gpt-tokenizer's own merge takes). */
+  mergeBytes(bytes: Uint8Array, out: Int32Array): number
+}
+
 /**
- * A merge that gives what `core.bytePairMerge` gives, faster on text whose pre-tokens are not single
- * tokens (Han, kana, Thai, Cyrillic words). The library finds the rank of each candidate pair by
+ * A merge that gives what `core.bytePairMerge` gives, several times faster on text whose pre-tokens
+ * are not single tokens (Han, kana, Thai, Cyrillic words). The library encodes each pre-token with a
+ * TextEncoder, keeps its parts in arrays it splices, and finds the rank of each candidate pair by
  * validating and decoding its bytes to a string (or a binary search, for bytes that are not UTF-8:
  * the first pairs of every multi-byte character), once per candidate and again after every merge
- * next to it. A pair's rank depends only on the ranks of its two parts (a rank is one byte string),
- * so it is remembered by those two numbers: the library's lookup runs once per distinct pair. The
- * merge order is the library's: the lowest rank first, the leftmost of equal ones.
+ * next to it. Here the bytes are written by hand into one buffer, parts are a linked list in typed
+ * arrays, and a pair's rank — which depends only on the ranks of its two parts, a rank being one
+ * byte string — is remembered by those two numbers, so the library's lookup runs once per distinct
+ * pair. The merge order is the library's: the lowest rank first, the leftmost of equal ones.
  *
  * @example
- * const merge = pairMerge(core)
- * merge(new TextEncoder().encode('人人生而自由')) // the ids core.bytePairMerge gives
+ * const merger = pieceMerger(core)
+ * const ids = new Int32Array(64)
+ * const n = merger.merge('人人生而自由', ids) // ids[0..n) are what core.bytePairMerge gives
  */
-export function pairMerge(core: MergeCore): (piece: Uint8Array) => number[] {
+export function pieceMerger(core: MergeCore): PieceMerger {
   const lookup = core.getBpeRankFromBytes.bind(core)
   const byteRank = new Int32Array(256)
   for (let b = 0; b < 256; b++) byteRank[b] = lookup(Uint8Array.of(b)) ?? NO_RANK
@@ -52,17 +71,36 @@ export function pairMerge(core: MergeCore): (piece: Uint8Array) => number[] {
   const right = new Int32Array(PAIR_SLOTS)
   const merged = new Int32Array(PAIR_SLOTS)
   let filled = 0
+  // Scratch, grown when a piece is longer than any before (pre-tokens are cut at 32 UTF-16 units,
+  // so at most 128 bytes, but nothing here depends on it).
+  let bytes = new Uint8Array(128)
+  let start = new Int32Array(129)
+  let rank = new Int32Array(128)
+  let pair = new Int32Array(128)
+  let next = new Int32Array(128)
+  let prev = new Int32Array(128)
+  const grow = (n: number) => {
+    if (n <= rank.length) return
+    const size = Math.max(n, rank.length * 2)
+    bytes = new Uint8Array(size)
+    start = new Int32Array(size + 1)
+    rank = new Int32Array(size)
+    pair = new Int32Array(size)
+    next = new Int32Array(size)
+    prev = new Int32Array(size)
+  }
 
-  /** The rank of parts `a` and `b` joined, the bytes `piece[from, to)` (NO_RANK: not a token). */
-  const pairRank = (a: number, b: number, piece: Uint8Array, from: number, to: number) => {
+  /** The rank of parts `a` and `b` joined, the bytes `[from, to)` of `source` (NEVER: no token). */
+  const pairRank = (a: number, b: number, source: Uint8Array, from: number, to: number) => {
     let slot = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> (32 - PAIR_BITS)
     for (;;) {
-      const at = left[slot] ?? EMPTY
+      const at = left[slot] as number
       if (at === EMPTY) break
-      if (at === a && right[slot] === b) return merged[slot] ?? NO_RANK
+      if (at === a && right[slot] === b) return merged[slot] as number
       slot = (slot + 1) & (PAIR_SLOTS - 1)
     }
-    const rank = lookup(piece.subarray(from, to)) ?? NO_RANK
+    const found = lookup(source.subarray(from, to))
+    const r = found === undefined ? NEVER : found
     if (filled >= PAIR_FILL) {
       left.fill(EMPTY)
       filled = 0
@@ -70,54 +108,118 @@ export function pairMerge(core: MergeCore): (piece: Uint8Array) => number[] {
     }
     left[slot] = a
     right[slot] = b
-    merged[slot] = rank
+    merged[slot] = r
     filled++
-    return rank
+    return r
   }
 
-  return (piece) => {
-    const n = piece.length
-    // Part i is piece[starts[i], starts[i + 1]) with rank ranks[i]; pairs[i] is the rank of parts
-    // i and i + 1 joined (Infinity when that is not a token). Parts are removed by splicing, as the
-    // library does: pre-tokens are at most 32 UTF-16 units (count.ts), so at most 128 bytes.
-    const starts: number[] = []
-    const ranks: number[] = []
+  /**
+   * Merges `n` bytes of `source` into `out`. Part i covers [start[i], start[next[i]]); pair[i] is
+   * the rank of part i joined with the part after it. A merged-away part leaves the list.
+   */
+  const run = (source: Uint8Array, n: number, out: Int32Array): number => {
+    if (n === 0) return 0
     for (let i = 0; i < n; i++) {
-      starts.push(i)
-      ranks.push(byteRank[piece[i] ?? 0] ?? NO_RANK)
+      start[i] = i
+      rank[i] = byteRank[source[i] as number] as number
+      next[i] = i + 1
+      prev[i] = i - 1
     }
-    starts.push(n)
-    const pairs: number[] = []
-    const rankOf = (i: number): number => {
-      if (i + 1 >= ranks.length) return Number.POSITIVE_INFINITY
-      const r = pairRank(
-        ranks[i] ?? NO_RANK,
-        ranks[i + 1] ?? NO_RANK,
-        piece,
-        starts[i] ?? 0,
-        starts[i + 2] ?? n,
-      )
-      return r === NO_RANK ? Number.POSITIVE_INFINITY : r
+    start[n] = n
+    const last = n - 1
+    for (let i = 0; i < last; i++) {
+      pair[i] = pairRank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
     }
-    for (let i = 0; i < n - 1; i++) pairs.push(rankOf(i))
-    while (ranks.length > 1) {
-      let lowest = Number.POSITIVE_INFINITY
+    pair[last] = NEVER
+    let parts = n
+    while (parts > 1) {
+      let lowest = NEVER
       let at = -1
-      for (let i = 0; i < pairs.length; i++) {
-        const r = pairs[i] ?? Number.POSITIVE_INFINITY
+      for (let i = 0; i !== n; i = next[i] as number) {
+        const r = pair[i] as number
         if (r < lowest) {
           lowest = r
           at = i
         }
       }
       if (at === -1) break
-      ranks[at] = lowest
-      ranks.splice(at + 1, 1)
-      starts.splice(at + 1, 1)
-      pairs.splice(at, 1)
-      if (at < pairs.length) pairs[at] = rankOf(at)
-      if (at > 0) pairs[at - 1] = rankOf(at - 1)
+      // Part `at` absorbs the part after it.
+      const gone = next[at] as number
+      const after = next[gone] as number
+      rank[at] = lowest
+      next[at] = after
+      if (after !== n) prev[after] = at
+      parts--
+      pair[at] =
+        after === n
+          ? NEVER
+          : pairRank(lowest, rank[after] as number, source, start[at] as number, end(after))
+      const before = prev[at] as number
+      if (before >= 0) {
+        pair[before] = pairRank(
+          rank[before] as number,
+          lowest,
+          source,
+          start[before] as number,
+          end(at),
+        )
+      }
     }
-    return ranks
+    let count = 0
+    for (let i = 0; i !== n; i = next[i] as number) out[count++] = rank[i] as number
+    return count
   }
+  /** Where part `i` ends: the start of the part after it. */
+  const end = (i: number): number => start[next[i] as number] as number
+
+  return {
+    merge(piece, out) {
+      grow(piece.length * 3)
+      const n = utf8Into(piece, bytes)
+      return run(bytes, n, out)
+    },
+    mergeBytes(source, out) {
+      grow(source.length)
+      return run(source, source.length, out)
+    },
+  }
+}
+
+/**
+ * Writes `text` as UTF-8 into `into` (which holds at least 3 bytes per UTF-16 unit) and returns the
+ * length. A lone surrogate becomes U+FFFD, as TextEncoder writes it. For pre-tokens of a few dozen
+ * units this is several times cheaper than a TextEncoder call.
+ */
+function utf8Into(text: string, into: Uint8Array): number {
+  let n = 0
+  const length = text.length
+  for (let i = 0; i < length; i++) {
+    let c = text.charCodeAt(i)
+    if (c < 0x80) {
+      into[n++] = c
+      continue
+    }
+    if (c < 0x800) {
+      into[n++] = 0xc0 | (c >> 6)
+      into[n++] = 0x80 | (c & 0x3f)
+      continue
+    }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const low = i + 1 < length ? text.charCodeAt(i + 1) : 0
+      if (c <= 0xdbff && low >= 0xdc00 && low <= 0xdfff) {
+        c = ((c - 0xd800) << 10) + (low - 0xdc00) + 0x10000
+        i++
+        into[n++] = 0xf0 | (c >> 18)
+        into[n++] = 0x80 | ((c >> 12) & 0x3f)
+        into[n++] = 0x80 | ((c >> 6) & 0x3f)
+        into[n++] = 0x80 | (c & 0x3f)
+        continue
+      }
+      c = 0xfffd
+    }
+    into[n++] = 0xe0 | (c >> 12)
+    into[n++] = 0x80 | ((c >> 6) & 0x3f)
+    into[n++] = 0x80 | (c & 0x3f)
+  }
+  return n
 }

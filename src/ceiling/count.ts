@@ -2,7 +2,7 @@
  * @module o200k_base token counting: loaded lazily, special-token text counted as plain text, and an
  * early exit whose cost is bounded by the limit, not by the prompt.
  */
-import { isMergeCore, pairMerge } from './bpe-merge'
+import { isMergeCore, type MergeCore, pieceMerger } from './bpe-merge'
 
 /**
  * Pre-tokens longer than this (in UTF-16 code units) are cut into chunks of at most this many units,
@@ -50,22 +50,21 @@ export interface PieceTokenizer {
   countPiece: (piece: string) => number
   /** The token id of a pre-token that is a single token, else undefined (no allocation). */
   singleToken: (piece: string) => number | undefined
-  /** The token ids of one pre-token. */
-  encodePiece: (piece: string) => readonly number[]
+  /**
+   * The token ids of one pre-token. The array may be shared with later calls (a scratch buffer or a
+   * remembered result): read it before the next call, never change it.
+   */
+  encodePiece: (piece: string) => ArrayLike<number> & Iterable<number>
 }
 
-/** The two methods of gpt-tokenizer 4's BPE core the library's own counting loop uses. */
-interface BpeCore {
+/** The method of gpt-tokenizer 4's BPE core that finds a pre-token that is one token. */
+interface RankCore {
   getBpeRankFromString: (piece: string) => number | undefined
-  bytePairEncode: (piece: string) => number[]
 }
 
-function isBpeCore(value: unknown): value is BpeCore {
+function isRankCore(value: unknown): value is RankCore {
   if (typeof value !== 'object' || value === null) return false
-  const core = value as Record<string, unknown>
-  return (
-    typeof core.getBpeRankFromString === 'function' && typeof core.bytePairEncode === 'function'
-  )
+  return typeof (value as Record<string, unknown>).getBpeRankFromString === 'function'
 }
 
 // An empty disallow list: `<|endoftext|>` and friends in user text are counted as the plain text
@@ -73,8 +72,24 @@ function isBpeCore(value: unknown): value is BpeCore {
 // them as text also errs high: as a special token the string would be a single token.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
-/** Merged pieces the tokenizer remembers (pieces are at most 32 units: about 2 MB). */
-const MERGE_CACHE_ENTRIES = 10_000
+/**
+ * Merged pre-tokens remembered, oldest dropped first. Pre-tokens are at most 32 units, so this is
+ * at most a few MB; it pays for text that repeats its words (code, tables, a pasted document twice).
+ */
+let mergeMemoEntries = 10_000
+
+/**
+ * Sets how many merged pre-tokens the isolate remembers (10,000 by default; 0 turns the memo off and
+ * empties it). Benchmarks turn it off to time text whose every pre-token is new.
+ *
+ * @example
+ * setMergeMemoEntries(0) // every pre-token merged from its bytes
+ */
+export function setMergeMemoEntries(entries: number): void {
+  mergeMemoEntries = Math.max(0, Math.floor(entries))
+  if (mergeMemoEntries === 0) clearMemo?.()
+}
+let clearMemo: (() => void) | undefined
 
 let loading: Promise<PieceTokenizer> | undefined
 let loaded = false
@@ -88,34 +103,51 @@ async function load(): Promise<PieceTokenizer> {
     import('gpt-tokenizer/encodingParams/constants'),
   ])
   const core: unknown = Reflect.get(encoding.default, 'bytePairEncodingCoreProcessor')
-  // gpt-tokenizer keeps up to 100,000 merged pieces by default: tens of MB that every new prompt's
-  // unseen pieces keep filling, in an isolate of 128 MB. A small cache keeps the common pieces.
-  encoding.default.setMergeCacheSize(MERGE_CACHE_ENTRIES)
-  // The library's merge decodes every candidate pair's bytes: most of the CPU of Han, kana, Thai and
-  // Cyrillic prompts (docs/ceiling-design.md). This one gives the same ids from a table of pairs; it
-  // replaces the method on this instance only, under the library's own merge cache.
-  if (isMergeCore(core)) core.bytePairMerge = pairMerge(core)
+  // gpt-tokenizer keeps up to 100,000 merged pieces by default: tens of MB, in an isolate of 128 MB.
+  // Nothing here goes through its cache (the merge below has its own, smaller one).
+  encoding.default.setMergeCacheSize(0)
   loaded = true
-  if (isBpeCore(core)) {
-    // The library's own countNative loop, minus special-token handling: exact by construction.
-    // (Ranks are o200k's token ids.)
-    return {
-      split: params.O200K_TOKEN_SPLIT_REGEX,
-      countPiece: (piece) =>
-        core.getBpeRankFromString(piece) === undefined ? core.bytePairEncode(piece).length : 1,
-      singleToken: (piece) => core.getBpeRankFromString(piece),
-      encodePiece: (piece) => {
-        const rank = core.getBpeRankFromString(piece)
-        return rank === undefined ? core.bytePairEncode(piece) : [rank]
-      },
-    }
-  }
+  if (isRankCore(core) && isMergeCore(core))
+    return fastTokenizer(params.O200K_TOKEN_SPLIT_REGEX, core)
   // A future gpt-tokenizer without that core: the public API, per piece (slower, same tokens).
   return {
     split: params.O200K_TOKEN_SPLIT_REGEX,
     countPiece: (piece) => encoding.countTokens(piece, PLAIN_TEXT),
     singleToken: () => undefined,
     encodePiece: (piece) => encoding.encode(piece, PLAIN_TEXT),
+  }
+}
+
+/**
+ * The library's own countNative loop, minus special-token handling, over the ceiling's merge
+ * (bpe-merge.ts: the library's ids, several times faster on Han, kana, Thai and Cyrillic, which the
+ * library merges slowly: docs/ceiling-design.md). Ranks are o200k's token ids.
+ */
+function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenizer {
+  const merger = pieceMerger(core)
+  let scratch = new Int32Array(128)
+  const memo = new Map<string, Int32Array>()
+  clearMemo = () => memo.clear()
+  const merge = (piece: string): Int32Array => {
+    const known = memo.get(piece)
+    if (known) return known
+    if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
+    const n = merger.merge(piece, scratch)
+    if (mergeMemoEntries === 0) return scratch.subarray(0, n)
+    const ids = scratch.slice(0, n)
+    if (memo.size >= mergeMemoEntries) memo.delete(memo.keys().next().value ?? '')
+    memo.set(piece, ids)
+    return ids
+  }
+  return {
+    split,
+    countPiece: (piece) =>
+      core.getBpeRankFromString(piece) === undefined ? merge(piece).length : 1,
+    singleToken: (piece) => core.getBpeRankFromString(piece),
+    encodePiece: (piece) => {
+      const rank = core.getBpeRankFromString(piece)
+      return rank === undefined ? merge(piece) : [rank]
+    },
   }
 }
 

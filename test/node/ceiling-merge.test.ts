@@ -1,14 +1,14 @@
 /**
- * @module The ceiling's pair-table merge (src/ceiling/bpe-merge.ts) against gpt-tokenizer's own merge,
- * pre-token by pre-token, on UDHR prose in every translation the family bound is measured on, the
+ * @module The ceiling's merge (src/ceiling/bpe-merge.ts), from the pre-token's string as the ceiling
+ * runs it, against gpt-tokenizer's own merge of its UTF-8 bytes, pre-token by pre-token, on UDHR prose in every translation the family bound is measured on, the
  * generated kinds of text and random letters of every script block: the same token ids, so every
  * count and family estimate built from them is the same.
  */
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
 import { describe, expect, it } from 'vitest'
-import { isMergeCore, type MergeCore, pairMerge } from '../../src/ceiling/bpe-merge'
-import { chunkEnd, LONG_PIECE_UNITS, loadTokenizer } from '../../src/ceiling/count'
+import { isMergeCore, type MergeCore, pieceMerger } from '../../src/ceiling/bpe-merge'
+import { chunkEnd, LONG_PIECE_UNITS, pieceTokenizer } from '../../src/ceiling/count'
 import {
   GENERATED,
   randomScript,
@@ -47,8 +47,15 @@ function* piecesOf(text: string): Generator<string> {
   }
 }
 
+/** The ceiling's merge of a pre-token's string, as an array. */
+function oursOf(of: MergeCore): (piece: string) => number[] {
+  const merger = pieceMerger(of)
+  const out = new Int32Array(512)
+  return (piece) => Array.from(out.subarray(0, merger.merge(piece, out)))
+}
+
 /** Pieces whose merged ids differ between the two merges (at most the first 5). */
-function differences(texts: readonly string[], merge: (piece: Uint8Array) => number[]) {
+function differences(texts: readonly string[], merge: (piece: string) => number[]) {
   const library = libraryMerge(core())
   const out: { piece: string; ours: number[]; library: number[] }[] = []
   let merged = 0
@@ -57,7 +64,7 @@ function differences(texts: readonly string[], merge: (piece: Uint8Array) => num
       const bytes = encoder.encode(piece)
       if (bytes.length < 2) continue
       merged++
-      const ours = merge(bytes)
+      const ours = merge(piece)
       const theirs = library(bytes)
       if (ours.join() !== theirs.join() && out.length < 5)
         out.push({ piece, ours, library: theirs })
@@ -67,15 +74,30 @@ function differences(texts: readonly string[], merge: (piece: Uint8Array) => num
 }
 
 describe('ceiling pair-table merge', () => {
-  it('should be what the ceiling loads in place of the library merge', async () => {
-    await loadTokenizer()
-    const of = core()
-    expect(of.bytePairMerge).not.toBe(Object.getPrototypeOf(of).bytePairMerge)
+  it('should be what the ceiling counts with: every pre-token as the library encodes it', async () => {
+    const { encodePiece } = await pieceTokenizer()
+    const text = [udhrText('cmn_hans'), udhrText('tha'), udhrText('rus')].join('\n')
+    let checked = 0
+    for (const piece of piecesOf(text)) {
+      const theirs = o200k.encode(piece, { disallowedSpecial: new Set() })
+      expect([...encodePiece(piece)], piece).toEqual(theirs)
+      checked++
+    }
+    expect(checked).toBeGreaterThan(2_000)
+  })
+
+  it('should write a lone surrogate as U+FFFD, as TextEncoder does', () => {
+    const merge = oursOf(core())
+    for (const piece of ['\ud800', 'a\udc00b', '\ud83d', '人\udfff生', '😀\ud83d']) {
+      expect(merge(piece), JSON.stringify(piece)).toEqual(
+        libraryMerge(core())(encoder.encode(piece)),
+      )
+    }
   })
 
   it('should merge UDHR prose of every measured language as the library does', () => {
     const texts = UDHR_LANGUAGES.map(([code]) => udhrText(code))
-    const { merged, out } = differences(texts, pairMerge(core()))
+    const { merged, out } = differences(texts, oursOf(core()))
     expect(merged).toBeGreaterThan(50_000)
     expect(out).toEqual([])
   })
@@ -86,7 +108,7 @@ describe('ceiling pair-table merge', () => {
       ...Object.values(GENERATED).map((make) => make(next, 20_000)),
       ...Object.values(SCRIPT_BLOCKS).map((block) => randomScript(next, 20_000, block)),
     ]
-    const { merged, out } = differences(texts, pairMerge(core()))
+    const { merged, out } = differences(texts, oursOf(core()))
     expect(merged).toBeGreaterThan(50_000)
     expect(out).toEqual([])
   })
@@ -98,7 +120,7 @@ describe('ceiling pair-table merge', () => {
       randomScript(next, 150_000, SCRIPT_BLOCKS.hanCommon ?? [0, 0]),
     )
     texts.push(sized(udhrText('cmn_hans'), 50_000))
-    const { merged, out } = differences(texts, pairMerge(core()))
+    const { merged, out } = differences(texts, oursOf(core()))
     expect(merged).toBeGreaterThan(80_000)
     expect(out).toEqual([])
   })
