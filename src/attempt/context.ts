@@ -7,7 +7,7 @@ import type { BaselineState } from '../calibration/baseline'
 import type { CalibrationStore } from '../calibration/learned'
 import type { CanaryKey } from '../canary'
 import type { GuardError } from '../errors'
-import type { ContentWatch } from '../fingerprint'
+import type { ContentWatch, StoreGap } from '../fingerprint'
 import type { StreamFormat } from '../format/frames'
 import type { ModelProfile, ResolvedOptions } from '../guard/options'
 import type { RequestPlan } from '../plan/plan'
@@ -37,6 +37,8 @@ export interface PrintedPrompt {
   watch(): Promise<ContentWatch>
   /** A released, echo-verified answer: its words become known as the model's (see `answersOf`). */
   learn(watch: ContentWatch): void
+  /** What this request's read of the shared store missed (said in the verdict, never excused). */
+  gap(): Promise<StoreGap>
 }
 
 /** Everything a verification step needs to know about the attempt it checks. */

@@ -64,124 +64,149 @@ export interface PieceMerger {
  * const n = merger.merge('人人生而自由', ids) // ids[0..n) are what core.bytePairMerge gives
  */
 export function pieceMerger(core: MergeCore): PieceMerger {
-  const lookup = core.getBpeRankFromBytes.bind(core)
-  const byteRank = new Int32Array(256)
-  for (let b = 0; b < 256; b++) byteRank[b] = lookup(Uint8Array.of(b)) ?? NO_RANK
-  const left = new Int32Array(PAIR_SLOTS).fill(EMPTY)
-  const right = new Int32Array(PAIR_SLOTS)
-  const merged = new Int32Array(PAIR_SLOTS)
-  let filled = 0
-  // Scratch, grown when a piece is longer than any before (pre-tokens are cut at 32 UTF-16 units,
-  // so at most 128 bytes, but nothing here depends on it).
-  let bytes = new Uint8Array(128)
-  let start = new Int32Array(129)
-  let rank = new Int32Array(128)
-  let pair = new Int32Array(128)
-  let next = new Int32Array(128)
-  let prev = new Int32Array(128)
-  const grow = (n: number) => {
-    if (n <= rank.length) return
-    const size = Math.max(n, rank.length * 2)
-    bytes = new Uint8Array(size)
-    start = new Int32Array(size + 1)
-    rank = new Int32Array(size)
-    pair = new Int32Array(size)
-    next = new Int32Array(size)
-    prev = new Int32Array(size)
+  return new StringMerger(core)
+}
+
+/**
+ * Ranks of joined pairs by the ranks of their two parts: open addressing in three Int32Arrays,
+ * emptied when half full so probes stay short. A miss asks the library once.
+ */
+class PairRanks {
+  readonly #lookup: (key: Uint8Array) => number | undefined
+  readonly #left = new Int32Array(PAIR_SLOTS).fill(EMPTY)
+  readonly #right = new Int32Array(PAIR_SLOTS)
+  readonly #merged = new Int32Array(PAIR_SLOTS)
+  #filled = 0
+
+  constructor(lookup: (key: Uint8Array) => number | undefined) {
+    this.#lookup = lookup
   }
 
   /** The rank of parts `a` and `b` joined, the bytes `[from, to)` of `source` (NEVER: no token). */
-  const pairRank = (a: number, b: number, source: Uint8Array, from: number, to: number) => {
+  rank(a: number, b: number, source: Uint8Array, from: number, to: number): number {
+    const left = this.#left
     let slot = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> (32 - PAIR_BITS)
     for (;;) {
       const at = left[slot] as number
       if (at === EMPTY) break
-      if (at === a && right[slot] === b) return merged[slot] as number
+      if (at === a && this.#right[slot] === b) return this.#merged[slot] as number
       slot = (slot + 1) & (PAIR_SLOTS - 1)
     }
-    const found = lookup(source.subarray(from, to))
+    const found = this.#lookup(source.subarray(from, to))
     const r = found === undefined ? NEVER : found
-    if (filled >= PAIR_FILL) {
+    if (this.#filled >= PAIR_FILL) {
       left.fill(EMPTY)
-      filled = 0
+      this.#filled = 0
       slot = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> (32 - PAIR_BITS)
     }
     left[slot] = a
-    right[slot] = b
-    merged[slot] = r
-    filled++
+    this.#right[slot] = b
+    this.#merged[slot] = r
+    this.#filled++
     return r
   }
+}
 
-  /**
-   * Merges `n` bytes of `source` into `out`. Part i covers [start[i], start[next[i]]); pair[i] is
-   * the rank of part i joined with the part after it. A merged-away part leaves the list.
-   */
-  const run = (source: Uint8Array, n: number, out: Int32Array): number => {
+/** {@link pieceMerger}'s merge: scratch arrays grown to the longest piece seen, never per piece. */
+class StringMerger implements PieceMerger {
+  readonly #pairs: PairRanks
+  readonly #byteRank = new Int32Array(256)
+  // Part i covers [start[i], start[next[i]]) with rank rank[i]; pair[i] is the rank of part i joined
+  // with the part after it. A merged-away part leaves the list (part 0 never does).
+  #bytes = new Uint8Array(128)
+  #start = new Int32Array(129)
+  #rank = new Int32Array(128)
+  #pair = new Int32Array(128)
+  #next = new Int32Array(128)
+  #prev = new Int32Array(128)
+
+  constructor(core: MergeCore) {
+    const lookup = core.getBpeRankFromBytes.bind(core)
+    for (let b = 0; b < 256; b++) this.#byteRank[b] = lookup(Uint8Array.of(b)) ?? NO_RANK
+    this.#pairs = new PairRanks(lookup)
+  }
+
+  merge(piece: string, out: Int32Array): number {
+    this.#grow(piece.length * 3)
+    return this.#run(this.#bytes, utf8Into(piece, this.#bytes), out)
+  }
+
+  mergeBytes(bytes: Uint8Array, out: Int32Array): number {
+    this.#grow(bytes.length)
+    return this.#run(bytes, bytes.length, out)
+  }
+
+  #grow(n: number): void {
+    if (n <= this.#rank.length) return
+    const size = Math.max(n, this.#rank.length * 2)
+    this.#bytes = new Uint8Array(size)
+    this.#start = new Int32Array(size + 1)
+    this.#rank = new Int32Array(size)
+    this.#pair = new Int32Array(size)
+    this.#next = new Int32Array(size)
+    this.#prev = new Int32Array(size)
+  }
+
+  /** Merges `n` bytes of `source` into `out`: the lowest pair first, the leftmost of equal ones. */
+  #run(source: Uint8Array, n: number, out: Int32Array): number {
     if (n === 0) return 0
+    const start = this.#start
+    const rank = this.#rank
+    const pair = this.#pair
+    const next = this.#next
+    const prev = this.#prev
+    const pairs = this.#pairs
     for (let i = 0; i < n; i++) {
       start[i] = i
-      rank[i] = byteRank[source[i] as number] as number
+      rank[i] = this.#byteRank[source[i] as number] as number
       next[i] = i + 1
       prev[i] = i - 1
     }
     start[n] = n
-    const last = n - 1
-    for (let i = 0; i < last; i++) {
-      pair[i] = pairRank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
+    for (let i = 0; i < n - 1; i++) {
+      pair[i] = pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
     }
-    pair[last] = NEVER
-    let parts = n
-    while (parts > 1) {
+    pair[n - 1] = NEVER
+    for (let parts = n; parts > 1; parts--) {
       let lowest = NEVER
       let at = -1
       for (let i = 0; i !== n; i = next[i] as number) {
-        const r = pair[i] as number
-        if (r < lowest) {
-          lowest = r
+        if ((pair[i] as number) < lowest) {
+          lowest = pair[i] as number
           at = i
         }
       }
       if (at === -1) break
-      // Part `at` absorbs the part after it.
-      const gone = next[at] as number
-      const after = next[gone] as number
+      // Part `at` absorbs the part after it; the pairs on either side are ranked again.
+      const after = next[next[at] as number] as number
       rank[at] = lowest
       next[at] = after
       if (after !== n) prev[after] = at
-      parts--
+      const from = start[at] as number
       pair[at] =
         after === n
           ? NEVER
-          : pairRank(lowest, rank[after] as number, source, start[at] as number, end(after))
+          : pairs.rank(
+              lowest,
+              rank[after] as number,
+              source,
+              from,
+              start[next[after] as number] as number,
+            )
       const before = prev[at] as number
       if (before >= 0) {
-        pair[before] = pairRank(
+        pair[before] = pairs.rank(
           rank[before] as number,
           lowest,
           source,
           start[before] as number,
-          end(at),
+          start[after] as number,
         )
       }
     }
     let count = 0
     for (let i = 0; i !== n; i = next[i] as number) out[count++] = rank[i] as number
     return count
-  }
-  /** Where part `i` ends: the start of the part after it. */
-  const end = (i: number): number => start[next[i] as number] as number
-
-  return {
-    merge(piece, out) {
-      grow(piece.length * 3)
-      const n = utf8Into(piece, bytes)
-      return run(bytes, n, out)
-    },
-    mergeBytes(source, out) {
-      grow(source.length)
-      return run(source, source.length, out)
-    },
   }
 }
 

@@ -28,8 +28,22 @@ export interface FingerprintBatch {
  */
 export interface FingerprintStore {
   publish(batch: FingerprintBatch): Promise<void>
-  since(
-    model: string,
-    cursor: string | undefined,
-  ): Promise<{ batches: FingerprintBatch[]; cursor: string }>
+  since(model: string, cursor: string | undefined): Promise<StoreRead>
 }
+
+/** One read of a {@link FingerprintStore}. */
+export interface StoreRead {
+  batches: FingerprintBatch[]
+  cursor: string
+  /**
+   * Parts of the store this read could not reach (a sharded store's shard numbers): their batches
+   * were not read, so an answer judged now cannot see them. Absent when everything was read.
+   */
+  unavailable?: number[]
+}
+
+/**
+ * What one request's read of the shared store missed: `down` (it failed: only this isolate's own
+ * table was used), the shards it left out, or nothing (`undefined`: all read, or no store).
+ */
+export type StoreGap = { down: true } | { shards: number[] } | undefined

@@ -15,7 +15,7 @@ export {
   scanAnswer,
   spanFloor,
 } from './content-watch'
-export type { FingerprintBatch, FingerprintStore } from './fingerprint-store'
+export type { FingerprintBatch, FingerprintStore, StoreGap, StoreRead } from './fingerprint-store'
 export { type FingerprintKey, fingerprintKey, fingerprintOf } from './hash'
 export {
   type KnownPrints,

@@ -25,6 +25,7 @@ import {
   fingerprintKey,
   type PromptPrint,
   printPrompt,
+  type StoreGap,
   type TextPrint,
 } from '../fingerprint'
 import { PUBLIC_UDHR } from '../fingerprint/public-udhr'
@@ -104,7 +105,9 @@ export class FingerprintBook {
   ): () => PrintedPrompt {
     const key = this.#printKey
     if (key === undefined) throw new Error('FingerprintBook: print before ready()')
-    const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))])
+    const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))]).then(
+      ([prompts, answers]) => joinGaps(prompts, answers),
+    )
     const local = this.table.defer(() => {
       const print = printPrompt(key, texts(), this.#settings.params, memo?.facts(PRINTS))
       const at = this.#now()
@@ -163,12 +166,13 @@ export class FingerprintBook {
     model: string,
     tenant: string,
     own: Pick<PromptPrint, 'contains'>,
-    read: Promise<unknown>,
+    read: Promise<StoreGap>,
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
   ): PrintedPrompt {
     const params = this.#settings.params
     const answers = answersOf(model)
     return {
+      gap: () => read,
       watch: async () => {
         await read
         return new ContentWatch({
@@ -242,15 +246,17 @@ export class FingerprintBook {
    * same batches twice, which adds nothing. Never rejects: a store that fails leaves this isolate's own
    * table (logged), because an outage of the shared log must not become an outage of every answer.
    */
-  async #readStore(model: string): Promise<void> {
+  async #readStore(model: string): Promise<StoreGap> {
     const { store } = this.#settings
-    if (!store) return
+    if (!store) return undefined
     try {
-      const { batches, cursor } = await store.since(model, this.#cursors.get(model))
+      const { batches, cursor, unavailable } = await store.since(model, this.#cursors.get(model))
       for (const batch of batches) this.table.add(batch.model, batch.tenant, batch.hashes, batch.at)
       this.#cursors.set(model, cursor)
+      return unavailable && unavailable.length > 0 ? { shards: unavailable } : undefined
     } catch (error) {
       this.#storeFailed('since', error)
+      return { down: true }
     }
   }
 
@@ -281,4 +287,12 @@ function ownText(
   if (said.length === 0) return print
   const earlier = printPrompt(key, said, settings.params)
   return { contains: (hash) => print.contains(hash) || earlier.contains(hash) }
+}
+
+/** One request's two reads (prompts, answers) as one gap: down if either was, else the shards missed. */
+function joinGaps(a: StoreGap, b: StoreGap): StoreGap {
+  if ((a && 'down' in a) || (b && 'down' in b)) return { down: true }
+  const of = (gap: StoreGap) => (gap && 'shards' in gap ? gap.shards : [])
+  const shards = [...new Set([...of(a), ...of(b)])].sort((x, y) => x - y)
+  return shards.length > 0 ? { shards } : undefined
 }

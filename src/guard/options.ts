@@ -289,6 +289,11 @@ export interface VerdictLog {
   /** `context_length_exceeded` refusals: the script classes that drove the estimate over the ceiling. */
   scripts?: string[]
   /**
+   * The shared fingerprint store could not be read for this answer: `down` (only this isolate's own
+   * table was compared) or the shard numbers left out. Absent when everything was read.
+   */
+  fingerprintStore?: { down: true } | { shardsUnread: number[] }
+  /**
    * Secrets in the prompt, per kind (never values): `substituted` were sent as stand-ins, `detected`
    * as they were (policy `detect`); `restored` (whole answers) put back in the answer;
    * quarantines name the kinds of another request's stand-ins found (`foreign`).

@@ -53,6 +53,7 @@ export class VerdictLogger {
           ? tokenFigures(outcome.figures)
           : promptFigures(plan.admission)),
         ...timingFigures(outcome.figures),
+        ...storeFigures(outcome.figures),
         ...(firstByteMs !== undefined ? { firstByteMs: Math.round(firstByteMs) } : {}),
         ...secretsFigures(plan.secrets, outcome),
       },
@@ -83,6 +84,7 @@ export class VerdictLogger {
         ...(incident.sourceTenants.length > 0 ? { sourceTenants: incident.sourceTenants } : {}),
         ...tokenFigures(outcome.figures),
         ...timingFigures(outcome.figures),
+        ...storeFigures(outcome.figures),
         ...secretsFigures(ctx.secrets, outcome),
       },
       ctx.waitUntil,
@@ -126,4 +128,11 @@ function timingFigures(f: Figures): Pick<VerdictLog, 'ttftMs' | 'expectedMinMs'>
   if (f.ttftMs !== undefined) out.ttftMs = Math.round(f.ttftMs)
   if (f.expectedMinMs !== undefined) out.expectedMinMs = Math.round(f.expectedMinMs)
   return out
+}
+
+/** What the answer's check could not read of the shared fingerprint store. */
+function storeFigures(f: Figures): Pick<VerdictLog, 'fingerprintStore'> {
+  if (f.fingerprintStoreDown) return { fingerprintStore: { down: true } }
+  const shards = f.fingerprintShardsUnread
+  return shards && shards.length > 0 ? { fingerprintStore: { shardsUnread: shards } } : {}
 }

@@ -30,6 +30,13 @@ export interface QuarantineRecord {
     contentRun?: number
     /** Foreign content: the source tenant's distinct fingerprints anywhere in the answer. */
     contentMatches?: number
+    /**
+     * The shared fingerprint store could not be read for this answer (only this isolate's own table
+     * was): prompts other isolates sent were not in the comparison.
+     */
+    fingerprintStoreDown?: boolean
+    /** Shards of the shared fingerprint store this answer's check could not read. */
+    fingerprintShardsUnread?: number[]
   }
   /** Canary findings: which other tenants' canaries appeared (tenant tags, never the tokens). */
   canaries: {

@@ -3,7 +3,7 @@
  * figures behind it, the texts a release may send, and what a withheld answer records.
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
-import type { ForeignContent } from '../fingerprint'
+import type { ForeignContent, StoreGap } from '../fingerprint'
 import { type Channel, channelEntries } from '../format/frames'
 import type { QuarantineRecord } from '../quarantine/store'
 import type { TimingSignal } from '../timing/prefill'
@@ -77,6 +77,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
       : { tokenBound: ctx.boundTokens }),
     ...(reported !== undefined ? { promptTokensReported: reported } : {}),
     ...(content ? { contentRun: content.run, contentMatches: content.matches } : {}),
+    ...gapFigures(await (await ctx.content())?.gap()),
   }
   return {
     verdict,
@@ -110,6 +111,15 @@ async function foreignContent(
   const watch = await printed.watch()
   for (const [channel, text] of channelEntries(evidence.texts)) watch.push(channel, text, true)
   return { found: watch.evidence(), learn: () => printed.learn(watch) }
+}
+
+/**
+ * What the shared store's read missed, for the record and the verdict line: an answer is judged on
+ * what could be read (never held or excused for what could not), and says so.
+ */
+function gapFigures(gap: StoreGap): QuarantineRecord['figures'] {
+  if (!gap) return {}
+  return 'down' in gap ? { fingerprintStoreDown: true } : { fingerprintShardsUnread: gap.shards }
 }
 
 /** Timing figures for a quarantine record. */

@@ -4,7 +4,11 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
-import { PUBLIC_BACKGROUND } from '../../src/fingerprint'
+import {
+  type FingerprintBatch,
+  type FingerprintStore,
+  PUBLIC_BACKGROUND,
+} from '../../src/fingerprint'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { drainText } from '../support/open-stream'
@@ -373,4 +377,52 @@ describe('foreign content across isolates', () => {
     expect(b).toBeInstanceOf(GuardError)
     expect((b as GuardError).code).toBe('response_quarantined')
   }, 60_000)
+})
+
+describe('foreign content: a shared store that cannot be read in full', () => {
+  /** A shared store whose every read leaves out shards 2 and 5 (`shards`) or fails (`down`). */
+  function store(gap: 'none' | 'shards' | 'down'): FingerprintStore {
+    const batches: FingerprintBatch[] = []
+    return {
+      publish: async (batch) => {
+        batches.push(batch)
+      },
+      since: async (model) => {
+        if (gap === 'down') throw new Error('fingerprint log unreachable')
+        return {
+          batches: batches.filter((b) => b.model === model),
+          cursor: String(batches.length),
+          ...(gap === 'shards' ? { unavailable: [2, 5] } : {}),
+        }
+      },
+    }
+  }
+
+  for (const [gap, said] of [
+    ['shards', { shardsUnread: [2, 5] }],
+    ['down', { down: true }],
+    ['none', undefined],
+  ] as const) {
+    it(`should say what it could not read (${gap}), withhold the leak it can see, release the rest`, async () => {
+      const { engine, send, record, verdicts } = setup({ foreignContent: { store: store(gap) } })
+      const quiet = vi.spyOn(console, 'error').mockImplementation(() => {})
+      const a = privateText(1, 24)
+      expect((await send('tenant-a', a, false)).error).toBeUndefined()
+      const released = verdicts.of('release')
+      expect(released).toHaveLength(1)
+      expect(released[0]?.fingerprintStore).toEqual(said)
+      // This isolate guarded A's prompt itself: a store that cannot be read weakens nothing here.
+      engine.configure({ staleRate: 1 })
+      const b = await send('tenant-b', privateText(2, 24), false)
+      quiet.mockRestore()
+      expect((b.error as GuardError).code).toBe('response_quarantined')
+      expect(leakedWords(b.delivered, a)).toBe(0)
+      const incident = await record()
+      expect(incident?.sourceTenants).toEqual(['tenant-a'])
+      expect(verdicts.of('quarantine')[0]?.fingerprintStore).toEqual(said)
+      if (gap === 'shards') expect(incident?.figures.fingerprintShardsUnread).toEqual([2, 5])
+      if (gap === 'down') expect(incident?.figures.fingerprintStoreDown).toBe(true)
+      if (gap === 'none') expect(incident?.figures).not.toHaveProperty('fingerprintStoreDown')
+    }, 60_000)
+  }
 })

@@ -21,6 +21,8 @@ const FIGURES: Record<keyof QuarantineRecord['figures'], string> = {
   score: 'Evidence score',
   contentRun: 'Longest run of the source’s fingerprints',
   contentMatches: 'Source fingerprints matched',
+  fingerprintStoreDown: 'Shared fingerprint store',
+  fingerprintShardsUnread: 'Fingerprint shards not read',
 }
 
 /**
@@ -32,7 +34,7 @@ const FIGURES: Record<keyof QuarantineRecord['figures'], string> = {
 export function incidentDetail(record: QuarantineRecord): Html {
   const figures = Object.entries(record.figures).filter(([, v]) => v !== undefined) as [
     keyof QuarantineRecord['figures'],
-    number,
+    number | boolean | number[],
   ][]
   return html`<section class="card">
 <dl class="figures" id="summary">
@@ -82,7 +84,9 @@ ${Object.keys(record.withheld).length === 0 ? html`<p class="empty">Nothing was 
 </section>`
 }
 
-function format(key: string, value: number): string {
+function format(key: string, value: number | boolean | number[]): string {
+  if (typeof value === 'boolean') return value ? 'down: not read for this answer' : 'read'
+  if (Array.isArray(value)) return value.join(', ')
   if (key === 'ttftMs' || key === 'expectedMinMs') {
     return `${(value >= 10 ? Math.round(value) : value).toLocaleString('en-US')} ms`
   }
