@@ -104,8 +104,9 @@ async function load(): Promise<PieceTokenizer> {
   ])
   const core: unknown = Reflect.get(encoding.default, 'bytePairEncodingCoreProcessor')
   // gpt-tokenizer keeps up to 100,000 merged pieces by default: tens of MB, in an isolate of 128 MB.
-  // Nothing here goes through its cache (the merge below has its own, smaller one).
-  encoding.default.setMergeCacheSize(0)
+  // The ceiling's merge below has its own memo; the library's cache serves other code of the isolate
+  // that encodes with it (the probe's prompt builder), kept as small.
+  encoding.default.setMergeCacheSize(10_000)
   loaded = true
   if (isRankCore(core) && isMergeCore(core))
     return fastTokenizer(params.O200K_TOKEN_SPLIT_REGEX, core)
