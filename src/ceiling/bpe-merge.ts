@@ -43,8 +43,6 @@ export interface PieceMerger {
    * makes it.
    */
   merge(piece: string, out: Int32Array): number
-  /** The same for UTF-8 bytes (what gpt-tokenizer's own merge takes). */
-  mergeBytes(bytes: Uint8Array, out: Int32Array): number
 }
 
 /**
@@ -129,11 +127,6 @@ class StringMerger implements PieceMerger {
   merge(piece: string, out: Int32Array): number {
     this.#grow(piece.length * 3)
     return this.#run(this.#bytes, utf8Into(piece, this.#bytes), out)
-  }
-
-  mergeBytes(bytes: Uint8Array, out: Int32Array): number {
-    this.#grow(bytes.length)
-    return this.#run(bytes, bytes.length, out)
   }
 
   #grow(n: number): void {
