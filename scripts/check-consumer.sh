@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# @module The consumer path, end to end, as a user takes it: pack the package (the real prepack build),
-# install it into a fresh project with the README's own install commands (the ```sh block after
-# `<!-- consumer:install -->`, the package name replaced by the tarball), add examples/consumer, then
-# type-check it, build it for deploy, and run it under `wrangler dev` in front of the simulator: one
-# guarded request per surface (guard.wrap, guardAi, aiGuard) must answer from its own text with no
-# canary left and no piece of 8 characters of the tenant's prefix marker (recomputed here from the
-# example's dev secret, as the guard mints it), and a body that is not JSON must answer 400.
+# @module The consumer path, end to end, as a user takes it from an empty folder: pack the package (the
+# real prepack build), then run the README's consumer blocks verbatim (the ```sh blocks after
+# `<!-- consumer:install -->` and `<!-- consumer:dev -->`), with only these changes: the package name
+# becomes the tarball (it is not on the registry yet, and this must test the code here); the
+# `node@22` line runs only where the system Node is older than 22.12, as its comment says; `npm run dev`
+# gets a free port and its own state folder; the curl goes to that port. No file of this repository is
+# copied in: the starter comes from the package, through `npx workers-ai-guard init`.
+# Then it builds for deploy and asks one guarded request per surface (guard.wrap, guardAi, aiGuard):
+# each must answer from its own text with no canary left and no piece of 8 characters of the tenant's
+# prefix marker (recomputed here from the example's dev secret, as the guard mints it), and a body that
+# is not JSON must answer 400.
+#
+# The consumer's commands run on the system's PATH (this repository's node_modules/.bin taken off it),
+# so on a machine with Node 20 this checks the README's Node 22 route too.
 #
 # Usage: scripts/check-consumer.sh [--keep]   (--keep leaves the temporary project for inspection)
 # Quiet on success (a few lines); on failure, the step that failed and its log.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-# As npm scripts do: the repository's Node 22 (the `node` devDependency) first on PATH, so npm, tsc and
-# wrangler run on Node 22 even where the system Node is older.
-export PATH="$root/node_modules/.bin:$PATH"
+# The consumer's PATH: the system's, without any node_modules/.bin an npm script may have put first.
+user_path=$(tr ':' '\n' <<<"$PATH" | grep -v '/node_modules/\.bin$' | paste -sd: -)
+# This repository's own steps (pack, the marker) as npm scripts run them: its Node 22 first on PATH.
+repo_path="$root/node_modules/.bin:$user_path"
+export PATH=$repo_path
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 # Locked versions are in npm's cache already; ask the registry only for what is not.
 export npm_config_prefer_offline=true
@@ -62,30 +71,39 @@ pack() {
   (cd "$root" && npm pack --silent --pack-destination "$work/pack") || return 1
 }
 
-# The README's install block, exactly, with `workers-ai-guard` as a package argument replaced by the
-# tarball (it is not on the registry yet, and this must test the code here).
-install_block() {
-  awk '/<!-- consumer:install -->/ { found = 1; next }
+# The ```sh block after the marker $1 in README.md.
+readme_block() {
+  awk -v marker="<!-- $1 -->" '$0 == marker { found = 1; next }
        found && /^```/ { if (inside) exit; inside = 1; next }
        inside { print }' "$root/README.md"
 }
 
+# Whether the system Node is older than 22.12 (wrangler's minimum).
+old_node() {
+  PATH=$user_path node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) ? 1 : 0)'
+}
+
 install() {
-  local tarball block
+  local tarball block line
   tarball=$(ls "$work"/pack/*.tgz) || return 1
-  block=$(install_block) || return 1
+  block=$(readme_block consumer:install) || return 1
   [ -n "$block" ] || { echo 'README.md has no ```sh block after <!-- consumer:install -->'; return 1; }
   grep -Eq '^npm i(nstall)? .*workers-ai-guard( |$)' <<<"$block" ||
     { echo "the install block does not install workers-ai-guard:"; echo "$block"; return 1; }
-  block=$(sed -E "/^npm /s#(^|[[:space:]])workers-ai-guard([[:space:]]|\$)#\\1$tarball\\2#" <<<"$block")
+  grep -q '^npx workers-ai-guard init' <<<"$block" ||
+    { echo "the install block does not run npx workers-ai-guard init:"; echo "$block"; return 1; }
+  block=$(sed -E "/^npm /s#(^|[[:space:]])workers-ai-guard([[:space:]]|\$)#\1$tarball\2#" <<<"$block")
+  if ! old_node; then block=$(grep -v '^npm i -D node@22 ' <<<"$block"); fi
   mkdir -p "$app" || return 1
-  cp -R "$root/examples/consumer/." "$app/" || return 1
-  rm -rf "$app/node_modules" "$app/.wrangler" "$app/worker-configuration.d.ts" || return 1
-  echo '{ "name": "consumer-check", "private": true, "type": "module" }' >"$app/package.json"
-  echo "$block"
-  (cd "$app" && bash -euo pipefail -c "$block") || return 1
+  echo "system node: $(PATH=$user_path node --version)"
+  while IFS= read -r line; do
+    echo "\$ $line"
+    (cd "$app" && PATH=$user_path bash -euo pipefail -c "$line") || return 1
+  done <<<"$block"
   grep -Eq '"workers-ai-guard": ?"file:' "$app/package.json" ||
     { echo "workers-ai-guard was not installed from the tarball"; cat "$app/package.json"; return 1; }
+  [ -f "$app/src/index.ts" ] && [ -f "$app/worker-configuration.d.ts" ] ||
+    { echo "the starter or its types are missing after the block"; ls -la "$app" "$app/src"; return 1; }
 }
 
 # A TCP port nobody listens on now.
@@ -95,26 +113,41 @@ free_port() {
 
 start_wrangler() {
   port=$(free_port) || return 1
-  local inspector
+  local inspector dev
   inspector=$(free_port) || return 1
   base=http://127.0.0.1:$port
+  dev=$(readme_block consumer:dev | grep -m1 '^npm run dev') ||
+    { echo 'README.md: no `npm run dev` in the block after <!-- consumer:dev -->'; return 1; }
+  dev=${dev%%#*}
   (
     cd "$app"
     # Its own dev registry, so another `wrangler dev` on this machine is never bound instead.
-    WRANGLER_REGISTRY_PATH=$work/registry exec setsid npx wrangler dev \
-      -c wrangler.dev.toml -c "$root/sim/wrangler.toml" \
+    PATH=$user_path WRANGLER_REGISTRY_PATH=$work/registry exec setsid $dev -- \
       --ip 127.0.0.1 --port "$port" --inspector-port "$inspector" \
       --persist-to "$work/state" --show-interactive-dev-session=false
   ) >"$work/wrangler.log" 2>&1 &
   wrangler_pid=$!
   for _ in $(seq 240); do
-    kill -0 "$wrangler_pid" 2>/dev/null || { echo "wrangler dev exited"; return 1; }
+    kill -0 "$wrangler_pid" 2>/dev/null || { echo "npm run dev exited"; return 1; }
     # 401: the Worker answers (no key), so both Workers are up.
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/ask")" = 401 ] && return 0
     sleep 0.25
   done
-  echo "wrangler dev did not come up in 60 s"
+  echo "npm run dev did not come up in 60 s"
   return 1
+}
+
+# The README's curl lines of the dev block, against this run's port: each must answer from its text.
+readme_requests() {
+  local line out
+  while IFS= read -r line; do
+    line=${line//localhost:8787/127.0.0.1:$port}
+    echo "\$ $line"
+    out=$(cd "$app" && bash -euo pipefail -c "$line") || return 1
+    echo "$out"
+    grep -qF 'Q3 plan' <<<"$out" || { echo "the answer does not quote the question"; return 1; }
+    if grep -qi 'cnry_' <<<"$out"; then echo "a canary reached the client"; return 1; fi
+  done < <(readme_block consumer:dev | grep '^curl ')
 }
 
 # POSTs $2 to path $1 with alice's key; prints the status line then the body.
@@ -178,15 +211,16 @@ requests() {
 
 step "the tenant's marker pieces" marker_pieces
 step 'npm pack (prepack build)' pack
-step 'install with the README commands' install
+step "the README's consumer:install block, from an empty folder" install
 installed=$(cd "$app" && node -p "['wrangler','@cloudflare/workers-types','typescript','hono'].map(p=>p+'@'+require('./node_modules/'+p+'/package.json').version).join(' ')")
-step 'tsc --noEmit' bash -c "cd '$app' && npx tsc --noEmit -p ."
-step 'wrangler deploy --dry-run' bash -c "cd '$app' && npx wrangler deploy --dry-run --outdir '$work/out'"
-step 'wrangler dev (consumer + simulator)' start_wrangler
+step 'wrangler deploy --dry-run' bash -c "cd '$app' && PATH='$user_path' npx wrangler deploy --dry-run --outdir '$work/out'"
+step "the README's npm run dev (consumer + the package's simulator)" start_wrangler
+step "the README's curl" readme_requests
 step 'guarded requests' requests
 stop_wrangler
-echo "check-consumer: ok in $((SECONDS - started)) s (node $(node --version); $installed)"
-echo "  packed, installed by the README's commands, type-checked, built, and served under wrangler dev:"
+echo "check-consumer: ok in $((SECONDS - started)) s (system node $(PATH=$user_path node --version), run on $(cd "$app" && PATH=$user_path npx node --version); $installed)"
+echo "  from an empty folder: packed, installed, started and type-checked by the README's blocks,"
+echo "  built for deploy, and served by its npm run dev in front of the package's simulator:"
 echo "  /ask (guard.wrap), /ask-once (guardAi), /chat (aiGuard) answered from their own text, no canary"
 echo "  and no piece of 8 characters of alice's prefix marker;"
 echo "  a malformed JSON body to /chat answered 400 invalid_request"

@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 /**
- * @module The `workers-ai-guard` bin (Node 22): `workers-ai-guard probe [options]` and
- * `workers-ai-guard audit <files…> [options]`. A thin adapter that hands argv, the environment, the
- * standard streams and (for audit) the file system to the command and exits with its code.
+ * @module The `workers-ai-guard` bin: `workers-ai-guard init` (writes a starter Worker; Node 20 too),
+ * `workers-ai-guard probe [options]` and `workers-ai-guard audit <files…> [options]` (Node 22). A thin
+ * adapter that hands argv, the environment, the standard streams and (for audit) the file system to
+ * the command and exits with its code.
  *
  * @example
+ * // npx workers-ai-guard init          # in a Worker project, after `npm i workers-ai-guard hono`
  * // npx workers-ai-guard probe --url http://localhost:8787/v1 --key dev-key-tenant-a --json
  * // npx workers-ai-guard audit gateway-logs/*.jsonl.gz app-log.jsonl --csv > suspicious.csv
  */
 import { auditCommand } from './audit/audit-command'
 import { nodeLogSource } from './audit/node-files'
+import { initCommand } from './init/init-command'
 import { type CommandIo, probeCommand } from './probe/command'
 
 // `process` is untyped here (the project has no @types/node): give its parts their types once.
@@ -24,6 +27,7 @@ interface NodeProcess {
   stdout: WritableTty
   stderr: WritableTty
   exitCode?: number
+  cwd(): string
 }
 
 const proc: NodeProcess = process
@@ -42,7 +46,11 @@ const io: CommandIo = {
 
 const argv = proc.argv.slice(2)
 // exitCode, not exit(): stdout may still be flushing a large JSON report into a pipe.
+// The starter `init` copies ships in the package beside dist/ (and sits beside src/ in the repository).
+const starter = new URL('../examples/consumer/', import.meta.url)
 proc.exitCode =
   argv[0] === 'audit'
     ? await auditCommand(argv.slice(1), { ...io, open: nodeLogSource })
-    : await probeCommand(argv, io)
+    : argv[0] === 'init'
+      ? await initCommand(argv.slice(1), { ...io, cwd: proc.cwd() }, starter)
+      : await probeCommand(argv, io)
