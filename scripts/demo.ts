@@ -1,11 +1,12 @@
 /**
  * @module `npm run demo`: replays the GLM-5.3 incident on one simulated engine and prints what each
  * tenant received, then causes it once more through a running guard Worker (`npm start`) and prints
- * the console URL of that incident. `--json` prints the same rows as JSON (and nothing else).
+ * what each tenant received there and the incident. `--json` prints the in-process rows as JSON (and
+ * nothing else); `--worker-only` (`npm run demo:worker`) runs the Worker part alone, `--json` too.
  */
 import { SimEngine } from '../sim/engine'
 import type { AiRunner } from '../src/call/upstream'
-import type { ModelProfile, VerdictLog } from '../src/guard/options'
+import { BUILTIN_PROFILES, type ModelProfile, type VerdictLog } from '../src/guard/options'
 import { guardAi } from '../src/surfaces/guard-ai'
 
 /** The model of the incident. */
@@ -203,6 +204,13 @@ function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 
+/** `header` and `body` as columns padded to their widest cell, joined by ` | `. */
+function aligned(header: readonly string[], body: readonly string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
+}
+
 /**
  * The rows as an aligned text table.
  *
@@ -228,9 +236,7 @@ export function formatTable(rows: readonly DemoRow[]): string {
     r.received,
     r.leaksSecretOf ? `YES (${r.leaksSecretOf})` : 'no',
   ])
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
+  return aligned(header, body)
 }
 
 /** What the guard did with one request, beside what its tenant received. */
@@ -315,22 +321,22 @@ function cell(c: GuardedCell): string {
 export function formatGuardTable(rows: readonly DemoReport[]): string {
   const header = ['request', 'tenant', 'guarded (pool 681,280)', 'guarded, pool wrongly = window']
   const body = rows.map((r) => [r.request, r.tenant, cell(r.guarded), cell(r.guardedWrongPool)])
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)].join('\n')
+  return aligned(header, body)
 }
 
 /** Where `npm start` serves the guard Worker. */
 export const DEFAULT_WORKER_URL = 'http://localhost:8787'
 
-/** The development tenant keys of wrangler.dev.toml. */
-const DEV_KEYS = { A: 'dev-key-tenant-a', B: 'dev-key-tenant-b' }
+/** The development tenant keys and admin secret of wrangler.dev.toml. */
+const DEV_KEYS: Record<string, string> = { A: 'dev-key-tenant-a', B: 'dev-key-tenant-b' }
+const DEV_ADMIN_SECRET = 'dev-only-admin-secret'
 
 /**
  * The incident scaled down for a running Worker (as test/support/leak-scenario.ts scales it): the
- * simulator's pool is 8,192 tokens, so B's ~12,000-token prompt passes the Worker's ceiling (its
- * profile believes the published 681,280) and meets the leak. Prefill at 10,000 tokens/s keeps A's
- * honest answer slower than any profile's physical bound, so only B's is withheld.
+ * simulator's pool is 8,192 of its tokens, so B's ~17,500-token prompt (in the simulator's tokens)
+ * passes the Worker's ceiling (its profile believes the published 681,280) and meets the leak. Prefill
+ * at 10,000 tokens/s keeps A's honest answer slower than any profile's physical bound, so only B's is
+ * withheld.
  */
 const WORKER_SIM = {
   mode: 'pd-abort-leak',
@@ -350,51 +356,351 @@ function payrollRows(count: number): Record<string, unknown> {
 }
 
 /**
- * Replays the leak through a running guard Worker with its simulator (`npm start`), restoring the
- * simulator's settings afterwards, and resolves with the console URL of the incident B's request
- * became — or `undefined` when no guard Worker with a simulator answers at `base`.
+ * What marks each tenant's data in a body: its secret, and its rows — a leak quotes stale pages from
+ * anywhere in a prompt, so a row may arrive without the secret that starts it.
+ */
+const DATA_MARKS: Record<string, readonly RegExp[]> = {
+  A: [/SECRET-A-PAYROLL/, /salary 61,\d{3} kr/],
+  B: [/SECRET-B-HARBOUR/, /crate \d+ of salmon/],
+}
+
+/**
+ * The tenants other than `tenant` whose data (secret or rows) is in `body`, or null when none is.
  *
  * @example
- * const url = await causeIncidentOnWorker('http://localhost:8787') // …/admin/incidents/inc_…
+ * dataOfOthers('B', '{"content":"… SECRET-A-PAYROLL-7Q2X9 employee 1038 …"}') // 'A'
  */
-export async function causeIncidentOnWorker(base: string): Promise<string | undefined> {
-  const call = (path: string, init: RequestInit = {}) =>
-    fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(60_000) })
-  const health = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) }).catch(
-    () => undefined,
+export function dataOfOthers(tenant: string, body: string): string | null {
+  const found = Object.keys(DATA_MARKS).filter(
+    (t) => t !== tenant && DATA_MARKS[t]!.some((mark) => mark.test(body)),
   )
-  const service = health?.ok ? ((await health.json()) as { service?: string }).service : undefined
-  if (service !== 'workers-ai-guard') return undefined
-  const stats = await call('/sim/stats')
-  if (!stats.ok) return undefined // a deployed Worker: no simulator to make leak
-  const { config } = (await stats.json()) as { config: Record<string, unknown> }
-  const json = (body: unknown, key?: string): RequestInit => ({
+  return found.length > 0 ? found.join(', ') : null
+}
+
+/** One request of the demo through the Worker, as printed. */
+export interface WorkerDemoRow {
+  request: string
+  tenant: string
+  /**
+   * The prompt as the simulator counted it (its tokenizer, over the prompt the guard sent: canary
+   * included), in its last record of this request (a guard's retry is another record, its fresh
+   * canary a token more or less), or null when the request never reached it.
+   */
+  simPromptTokens: number | null
+  /** What the simulator did: `served`, `placeholder` (over its pool: answered from stale pages), …. */
+  engine: string | null
+  /** The Worker's status, with its error code when it answered an error. */
+  status: string
+  /** The incident id the Worker answered with, when it withheld the answer. */
+  incidentId: string | null
+  /** Other tenants whose data is in the body this tenant received (its raw text), or null. */
+  receivedDataOf: string | null
+}
+
+/** The incident B's request became, as `GET /admin/incidents/<id>` returns it. */
+export interface WorkerDemoIncident {
+  id: string
+  /** The incident's page in the console. */
+  consoleUrl: string
+  reasons: string[]
+  sourceTenants: string[]
+  /** Tenants whose data is in the withheld text (kept in the store, never sent): the leak stopped. */
+  withheldDataOf: string | null
+}
+
+/** `npm run demo:worker`'s findings. Prompt sizes are the simulator's tokens; the ceiling is not. */
+export interface WorkerDemoReport {
+  worker: string
+  /** The simulator's tokenizer: the unit of every prompt size and of `simPoolTokens`. */
+  simTokenizer: string
+  /** The pool the demo set on the simulator for its requests (its settings are restored after). */
+  simPoolTokens: number
+  /** The pool the Worker states when it refuses an oversized `max_tokens`, or null if it stated none. */
+  workerPoolTokens: number | null
+  /**
+   * The Worker's prompt ceiling: its stated pool less the default output reserve. In the guard's own
+   * estimate (o200k family bound with margins), which counts more than the simulator's tokenizer.
+   */
+  workerCeilingTokens: number | null
+  rows: WorkerDemoRow[]
+  incident: WorkerDemoIncident | null
+}
+
+/** How the demo reaches a Worker (a fake one in tests). */
+export type Fetcher = (url: string, init?: RequestInit) => Promise<Response>
+
+/** Options of {@link runWorkerDemo}. */
+export interface WorkerDemoOptions {
+  /** @default globalThis.fetch */
+  fetch?: Fetcher
+  /** The Worker's `ADMIN_SECRET`. @default 'dev-only-admin-secret' (wrangler.dev.toml) */
+  adminSecret?: string
+}
+
+/** No guard Worker with a simulator answers where the demo looked; the message says what to run. */
+export class WorkerUnavailable extends Error {}
+
+type Call = (path: string, init?: RequestInit) => Promise<Response>
+
+/** The part of `/sim/stats` the demo reads. */
+interface SimStatsView {
+  config: Record<string, unknown> & { tokenizer: string }
+  requests: { total: number }
+  recent: { ordinal: number; promptTokens: number; outcome: string }[]
+}
+
+function post(body: unknown, key?: string): RequestInit {
+  return {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       ...(key ? { authorization: `Bearer ${key}` } : {}),
     },
     body: JSON.stringify(body),
+  }
+}
+
+async function simStats(call: Call): Promise<SimStatsView> {
+  return JSON.parse(await expectStatus(await call('/sim/stats'), 200, 'reading /sim/stats'))
+}
+
+/**
+ * How long `/health` may take: a refused connection fails at once, but `wrangler dev` answers its first
+ * request after a reload (an edit under src/) in seconds.
+ */
+const HEALTH_TIMEOUT_MS = 20_000
+
+/** Throws {@link WorkerUnavailable} unless a guard Worker with its simulator answers at `base`. */
+async function requireSimulatorWorker(fetcher: Fetcher, base: string): Promise<void> {
+  const health = await fetcher(`${base}/health`, {
+    signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+  }).catch(() => undefined)
+  const service = health?.ok
+    ? ((await health.json().catch(() => ({}))) as { service?: string }).service
+    : undefined
+  if (service !== 'workers-ai-guard') {
+    throw new WorkerUnavailable(
+      `No guard Worker answers at ${base}: run \`npm start\` in another shell, then \`npm run demo:worker\` again (--worker <url> or GUARD_URL for another address).`,
+    )
+  }
+  const stats = await fetcher(`${base}/sim/stats`, {
+    signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
   })
-  const chatBody = (inputs: Record<string, unknown>) => ({ model: DEMO_MODEL, ...inputs })
+  if (!stats.ok) {
+    // A deployed Worker: no simulator to make leak.
+    throw new WorkerUnavailable(
+      `The guard Worker at ${base} has no simulator (GET /sim/stats answered ${stats.status}): the demo needs \`npm start\`, which binds one; run it in another shell.`,
+    )
+  }
+}
+
+/**
+ * The pool the Worker states for the demo's model: it refuses a `max_tokens` of 2,000,000 before any
+ * upstream call, naming the tokens it can serve for prompt and output together.
+ */
+async function statedPool(call: Call): Promise<number | null> {
+  const body = {
+    model: DEMO_MODEL,
+    max_tokens: 2_000_000,
+    messages: [{ role: 'user', content: 'Hi' }],
+  }
+  const text = await (await call('/v1/chat/completions', post(body, DEV_KEYS.A))).text()
+  const figure = /can serve: ([\d,]+) tokens for prompt and output together/.exec(text)?.[1]
+  return figure === undefined ? null : Number(figure.replaceAll(',', ''))
+}
+
+interface WorkerStep {
+  request: string
+  tenant: string
+  inputs: Record<string, unknown>
+}
+
+/** Sends one step and reads what the simulator recorded of it and what the tenant received. */
+async function workerStep(call: Call, step: WorkerStep): Promise<WorkerDemoRow> {
+  const since = (await simStats(call)).requests.total
+  const res = await call(
+    '/v1/chat/completions',
+    post({ model: DEMO_MODEL, ...step.inputs }, DEV_KEYS[step.tenant]),
+  )
+  const body = await res.text()
+  const records = (await simStats(call)).recent.filter((r) => r.ordinal >= since)
+  let error: { code?: string; incident_id?: string } | undefined
+  try {
+    error = (JSON.parse(body) as { error?: typeof error }).error
+  } catch {
+    // A body that is not JSON carries no error code; it is still checked for other tenants' data.
+  }
+  return {
+    request: step.request,
+    tenant: step.tenant,
+    simPromptTokens: records.at(-1)?.promptTokens ?? null,
+    engine: records.length > 0 ? [...new Set(records.map((r) => r.outcome))].join(', ') : null,
+    status: error?.code ? `${res.status} ${error.code}` : String(res.status),
+    incidentId: error?.incident_id ?? null,
+    receivedDataOf: dataOfOthers(step.tenant, body),
+  }
+}
+
+async function readIncident(
+  call: Call,
+  base: string,
+  row: WorkerDemoRow & { incidentId: string },
+  adminSecret: string,
+): Promise<WorkerDemoIncident> {
+  const path = `/admin/incidents/${encodeURIComponent(row.incidentId)}`
+  const res = await call(path, { headers: { authorization: `Bearer ${adminSecret}` } })
+  const text = await expectStatus(res, 200, `GET ${path} (set ADMIN_SECRET to the Worker's)`)
+  const record = JSON.parse(text) as {
+    reasons?: string[]
+    sourceTenants?: string[]
+    withheld?: unknown
+  }
+  return {
+    id: row.incidentId,
+    consoleUrl: `${base}${path}`,
+    reasons: record.reasons ?? [],
+    sourceTenants: record.sourceTenants ?? [],
+    withheldDataOf: dataOfOthers(row.tenant, JSON.stringify(record.withheld ?? '')),
+  }
+}
+
+/**
+ * Replays the leak through a running guard Worker with its simulator (`npm start`): shrinks the
+ * simulator's pool to 8,192 of its tokens, sends B's short request, A's payroll prompt and B's
+ * over-pool prompt, checks each body received for the other tenant's data, reads the incident from the
+ * admin API, and restores the simulator's settings. Throws {@link WorkerUnavailable} when no guard
+ * Worker with a simulator answers at `base`.
+ *
+ * @example
+ * const report = await runWorkerDemo('http://localhost:8787')
+ * console.log(formatWorkerDemo(report))
+ */
+export async function runWorkerDemo(
+  base: string,
+  options: WorkerDemoOptions = {},
+): Promise<WorkerDemoReport> {
+  const fetcher = options.fetch ?? ((url, init) => fetch(url, init))
+  const call: Call = (path, init = {}) =>
+    fetcher(`${base}${path}`, { ...init, signal: AbortSignal.timeout(60_000) })
+  await requireSimulatorWorker(fetcher, base)
+  const { config } = await simStats(call)
   try {
     await expectStatus(
-      await call('/sim/config', json(WORKER_SIM)),
+      await call('/sim/config', post(WORKER_SIM)),
       200,
       'configuring the simulator',
     )
-    const a = await call('/v1/chat/completions', json(chatBody(payrollRows(200)), DEV_KEYS.A))
-    await expectStatus(a, 200, 'tenant A’s request')
-    const b = await call('/v1/chat/completions', json(chatBody(tenantBLong(800)), DEV_KEYS.B))
-    const text = await expectStatus(b, 502, 'tenant B’s over-pool request')
-    const id = (JSON.parse(text) as { error?: { incident_id?: string } }).error?.incident_id
-    if (!id) throw new Error(`tenant B’s request was withheld without an incident id: ${text}`)
-    return `${base}/admin/incidents/${encodeURIComponent(id)}`
+    const workerPoolTokens = await statedPool(call)
+    const reserve = BUILTIN_PROFILES[DEMO_MODEL]!.defaultOutputReserve
+    // B's short request first: sent just before the over-pool prompt, whose prefix it shares, its
+    // cached pages were what that prompt's stale pages held (measured: withheld only as
+    // echo_missing_repeatedly after three attempts, no canary of A's to name the source).
+    const steps: WorkerStep[] = [
+      { request: 'normal short request', tenant: 'B', inputs: tenantBShort() },
+      { request: 'long prompt with payroll secret', tenant: 'A', inputs: payrollRows(200) },
+      { request: 'over-pool prompt', tenant: 'B', inputs: tenantBLong(800) },
+    ]
+    const rows: WorkerDemoRow[] = []
+    for (const step of steps) rows.push(await workerStep(call, step))
+    const withheld = rows.find((r): r is WorkerDemoRow & { incidentId: string } => !!r.incidentId)
+    return {
+      worker: base,
+      simTokenizer: config.tokenizer,
+      simPoolTokens: WORKER_SIM.poolTokens,
+      workerPoolTokens,
+      workerCeilingTokens: workerPoolTokens === null ? null : workerPoolTokens - reserve,
+      rows,
+      incident: withheld
+        ? await readIncident(call, base, withheld, options.adminSecret ?? DEV_ADMIN_SECRET)
+        : null,
+    }
   } finally {
     // JSON has no Infinity: settings it turned into null are left as the demo set them.
     const restore = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== null))
-    await call('/sim/config', json(restore)).catch(() => undefined)
+    await call('/sim/config', post(restore)).catch(() => undefined)
   }
+}
+
+const fmt = (n: number | null) => (n === null ? '-' : n.toLocaleString('en-US'))
+
+/**
+ * The Worker demo as text: what was set, a row per request, and the incident's console URL and
+ * reasons.
+ *
+ * @example
+ * console.log(formatWorkerDemo(await runWorkerDemo('http://localhost:8787')))
+ */
+export function formatWorkerDemo(report: WorkerDemoReport): string {
+  const ceiling = report.workerCeilingTokens
+  const lines = [
+    `Through the guard Worker at ${report.worker}: the simulator's pool set to ${fmt(report.simPoolTokens)} of its tokens (${report.simTokenizer}) for these requests, its settings restored after.`,
+    ceiling === null
+      ? 'The Worker stated no pool for the model.'
+      : `The Worker's ceiling: ${fmt(ceiling)} tokens of the guard's own estimate (o200k family bound with margins), the ${fmt(report.workerPoolTokens)}-token pool it states less the ${fmt((report.workerPoolTokens ?? 0) - ceiling)}-token output reserve.`,
+    '',
+    aligned(
+      [
+        'request',
+        'tenant',
+        `prompt (${report.simTokenizer} tokens)`,
+        'sim pool',
+        'Worker ceiling',
+        'engine',
+        'status',
+        'received other tenant’s data',
+      ],
+      report.rows.map((r) => [
+        r.request,
+        r.tenant,
+        fmt(r.simPromptTokens),
+        fmt(report.simPoolTokens),
+        fmt(ceiling),
+        r.engine ?? '-',
+        r.status,
+        r.receivedDataOf ? `YES (${r.receivedDataOf})` : 'no',
+      ]),
+    ),
+  ]
+  const leaks = report.rows.filter((r) => r.receivedDataOf)
+  for (const r of leaks) {
+    lines.push('', `LEAK: tenant ${r.tenant} received ${r.receivedDataOf}'s data (${r.request}).`)
+  }
+  const incident = report.incident
+  if (incident) {
+    const withheld = incident.withheldDataOf
+      ? `its withheld text holds ${incident.withheldDataOf}'s data (kept in the quarantine store, never sent)`
+      : 'its withheld text holds no other tenant’s data'
+    lines.push(
+      '',
+      `Incident ${incident.id}: ${withheld}.`,
+      `  console:   ${incident.consoleUrl} (log in with ADMIN_SECRET; dev-only-admin-secret under npm start)`,
+      `  admin API: GET /admin/incidents/${incident.id} -> reasons ${incident.reasons.join(', ') || '-'}; source tenants ${incident.sourceTenants.join(', ') || '-'}`,
+    )
+  } else if (leaks.length === 0) {
+    lines.push('', 'No request was withheld: no incident.')
+  }
+  return lines.join('\n')
+}
+
+/**
+ * Causes the leak on a running guard Worker (see {@link runWorkerDemo}) and resolves with the console
+ * URL of the incident B's request became — or `undefined` when no guard Worker with a simulator answers.
+ *
+ * @example
+ * const url = await causeIncidentOnWorker('http://localhost:8787') // …/admin/incidents/inc_…
+ */
+export async function causeIncidentOnWorker(base: string): Promise<string | undefined> {
+  let report: WorkerDemoReport
+  try {
+    report = await runWorkerDemo(base)
+  } catch (error) {
+    if (error instanceof WorkerUnavailable) return undefined
+    throw error
+  }
+  if (!report.incident) {
+    throw new Error(`B's over-pool request was not withheld: ${JSON.stringify(report.rows)}`)
+  }
+  return report.incident.consoleUrl
 }
 
 /** The body of `res`, or an error naming the step when its status is not `status`. */
@@ -406,13 +712,32 @@ async function expectStatus(res: Response, status: number, step: string): Promis
   return text
 }
 
+type NodeProcess = { argv: string[]; env: Record<string, string | undefined>; exitCode?: number }
+const nodeProcess = (globalThis as { process?: NodeProcess }).process
+
 function workerUrl(argv: readonly string[]): string {
   const at = argv.indexOf('--worker')
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env
-  return (at >= 0 ? argv[at + 1] : undefined) ?? env?.GUARD_URL ?? DEFAULT_WORKER_URL
+  return (at >= 0 ? argv[at + 1] : undefined) ?? nodeProcess?.env.GUARD_URL ?? DEFAULT_WORKER_URL
+}
+
+/** `npm run demo:worker`: the Worker demo alone; exit code 1 when no Worker answers or data leaked. */
+async function mainWorker(base: string, json: boolean): Promise<void> {
+  let report: WorkerDemoReport
+  try {
+    report = await runWorkerDemo(base, { adminSecret: nodeProcess?.env.ADMIN_SECRET })
+  } catch (error) {
+    if (!(error instanceof WorkerUnavailable)) throw error
+    console.error(error.message)
+    if (nodeProcess) nodeProcess.exitCode = 1
+    return
+  }
+  console.log(json ? JSON.stringify(report, null, 2) : formatWorkerDemo(report))
+  if (report.rows.some((r) => r.receivedDataOf) && nodeProcess) nodeProcess.exitCode = 1
 }
 
 async function main(argv: readonly string[]): Promise<void> {
+  const base = workerUrl(argv)
+  if (argv.includes('--worker-only')) return mainWorker(base, argv.includes('--json'))
   const rows = await runDemo()
   if (argv.includes('--json')) {
     console.log(JSON.stringify(rows, null, 2))
@@ -425,22 +750,19 @@ async function main(argv: readonly string[]): Promise<void> {
   console.log(formatTable(rows))
   console.log('\nThe same requests through workers-ai-guard:\n')
   console.log(formatGuardTable(rows))
-  const base = workerUrl(argv)
-  const url = await causeIncidentOnWorker(base)
-  if (url) {
+  try {
+    const report = await runWorkerDemo(base, { adminSecret: nodeProcess?.env.ADMIN_SECRET })
+    console.log(`\nThe same leak through the guard Worker:\n\n${formatWorkerDemo(report)}`)
+  } catch (error) {
+    if (!(error instanceof WorkerUnavailable)) throw error
     console.log(
-      `\nThe same leak through the guard Worker at ${base} was withheld as an incident. Open it in the console (log in with ADMIN_SECRET; dev-only-admin-secret under npm start):\n\n  ${url}`,
-    )
-  } else {
-    console.log(
-      `\nNo guard Worker answers at ${base}. Start one with \`npm start\` and run the demo again: it then ends with the console URL of the incident it causes there (--worker <url> or GUARD_URL for another address).`,
+      `\nNo guard Worker answers at ${base}. Start one with \`npm start\` and run the demo again (or \`npm run demo:worker\`): it then ends with the same leak through the Worker and the console URL of the incident it causes there (--worker <url> or GUARD_URL for another address).`,
     )
   }
 }
-const argv = (globalThis as { process?: { argv: string[] } }).process?.argv ?? []
-if (/(^|[\\/])demo\.ts$/.test(argv[1] ?? '')) {
-  main(argv.slice(2)).catch((error: unknown) => {
+if (/(^|[\\/])demo\.ts$/.test(nodeProcess?.argv[1] ?? '')) {
+  main(nodeProcess!.argv.slice(2)).catch((error: unknown) => {
     console.error(error)
-    ;(globalThis as { process?: { exitCode?: number } }).process!.exitCode = 1
+    nodeProcess!.exitCode = 1
   })
 }
