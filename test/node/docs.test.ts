@@ -1,5 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
+import { STARTER_SCRIPTS } from '../../src/init/starter'
 
 /**
  * The docs say what the code does. Each check here reads the source of truth (a type union, the
@@ -115,9 +116,13 @@ describe('the README and docs agree with the code', () => {
   })
 
   it('should only name npm scripts that exist', async () => {
-    const scripts = Object.keys(
-      (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts,
-    )
+    // Those of this repository, and those `workers-ai-guard init` gives a consumer's project.
+    const scripts = [
+      ...Object.keys(
+        (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts,
+      ),
+      ...Object.keys(STARTER_SCRIPTS),
+    ]
     const missing: string[] = []
     for (const file of await markdownFiles()) {
       for (const m of (await read(file)).matchAll(/npm run (?:-s |--silent )?([a-z][\w:.-]*)/g)) {

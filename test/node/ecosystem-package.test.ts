@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { STARTER_FILES } from '../../src/init/starter'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
 
 /**
@@ -80,13 +81,22 @@ describe('npm pack', () => {
     }
   })
 
-  it('should ship nothing of the tests, the simulator, the bench, the examples or the sources', () => {
+  it('should ship nothing of the tests, the bench or the sources; the starter and simulator apart', () => {
     const allowed =
       /^(dist\/|migrations\/|package\.json$|README\.md$|CHANGELOG\.md$|LICENSE$|wrangler\.toml$)/
-    expect(files.filter((f) => !allowed.test(f))).toEqual([])
-    expect(files.filter((f) => /\.test\.|(^|\/)(test|sim|bench|examples)\//.test(f))).toEqual([])
+    const starter = STARTER_FILES.map((f) => `examples/consumer/${f}`)
+    expect(files.filter((f) => !allowed.test(f) && !starter.includes(f))).toEqual([])
+    expect(starter.filter((f) => !files.includes(f))).toEqual([])
+    expect(
+      files.filter((f) => /\.test\.|(^|\/)(test|sim|bench)\//.test(f.replace(/^dist\/sim\//, ''))),
+    ).toEqual([])
+    // The simulator ships as one built Worker for `npm run dev` (dist/sim), never inside the guard's code.
+    expect(files.filter((f) => f.startsWith('dist/sim/')).sort()).toEqual([
+      'dist/sim/worker.js',
+      'dist/sim/wrangler.toml',
+    ])
     const code = files
-      .filter((f) => f.endsWith('.js'))
+      .filter((f) => f.endsWith('.js') && !f.startsWith('dist/sim/'))
       .map((f) => host.read(host.join(dir, 'node_modules/workers-ai-guard', f)))
       .join('\n')
     expect(code).not.toMatch(/SimEngine|KvPool|pd-abort-leak/)

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { STARTER_SCRIPTS } from '../../src/init/starter'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
 
 /**
@@ -152,7 +153,12 @@ describe('README and docs snippets', () => {
     expect(block).toMatch(/^npm i workers-ai-guard /m)
     // Pinned ranges: on Node 20 a bare `wrangler` resolves to 4.86, which refuses the compatibility date.
     expect(block).toMatch(/wrangler@\^4\.1\d\d/)
-    expect(block).toContain('wrangler types')
+    // The starter from the package, then its scripts: `types` is `wrangler types`, `check` is tsc.
+    expect(block).toMatch(/^npx workers-ai-guard init/m)
+    expect(block).toMatch(/^npm run types/m)
+    expect(block).toMatch(/^npm run check/m)
+    expect(STARTER_SCRIPTS.types).toMatch(/^wrangler types /)
+    expect(STARTER_SCRIPTS.check).toMatch(/^tsc /)
   })
 
   it('should type-check the files the docs snippets are copied from', async () => {

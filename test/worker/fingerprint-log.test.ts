@@ -5,7 +5,7 @@
  * read sees every tenant's batches, reads the unsharded log's, and goes on without a shard that is down.
  */
 import { env } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { FingerprintBatch } from '../../src/fingerprint'
 import { DurableFingerprints, objectName } from '../../src/worker/durable-fingerprints'
 import {
@@ -156,8 +156,21 @@ describe('DurableFingerprints, sharded by tenant', () => {
       [name(2), 'hang'],
     ])
     const store = new DurableFingerprints(failing(broken), { shards: 4, readTimeoutMs: 200 })
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {})
     const read = await store.since(model, undefined)
+    const lines = logged.mock.calls.map((call) => JSON.parse(String(call[0])))
+    logged.mockRestore()
     expect(read.unavailable).toEqual([1, 2])
+    // The operator's line names the shards left out.
+    expect(lines).toEqual([
+      {
+        event: 'ai_guard_fingerprint_shards_unavailable',
+        model,
+        shards: [1, 2],
+        of: 4,
+        error: 'object down',
+      },
+    ])
     const seen = new Set(read.batches.map((b) => b.tenant))
     expect(seen).toEqual(new Set(tenants.filter((t) => ![1, 2].includes(store.shardOf(t)))))
     // The missing shards' places stay empty: once they are back, their batches come.
@@ -195,7 +208,11 @@ describe('DurableFingerprints, sharded by tenant', () => {
     const broken = new Map<string, 'throw' | 'hang'>([[objectName(model, 1, 2), 'throw']])
     const degraded = new DurableFingerprints(failing(broken), { shards: 2, replicas: 3 })
     const onRow = (row: number) => degraded.since(model, `${row}:,`)
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {})
     expect((await onRow(2)).unavailable).toEqual([1])
+    const warned = logged.mock.calls.length
+    logged.mockRestore()
+    expect(warned).toBe(1)
     expect((await onRow(0)).unavailable).toBeUndefined()
     expect(new Set((await onRow(1)).batches.map((b) => b.tenant))).toEqual(new Set(tenants))
   })

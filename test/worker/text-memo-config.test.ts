@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { GuardError } from '../../src/errors'
 import { guardFor } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'
@@ -39,6 +39,8 @@ describe('GUARD_TEXT_MEMO_BYTES', () => {
   }, 60_000)
 
   it('should refuse to start on a budget that is not a whole number of at least 64 KiB', () => {
+    // The Worker logs each refusal for its operator: one ai_guard_error line naming the setting.
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {})
     for (const value of ['lots', '', '1000', '-1', '100000.5']) {
       let error: unknown
       try {
@@ -49,6 +51,15 @@ describe('GUARD_TEXT_MEMO_BYTES', () => {
       expect(error, value).toBeInstanceOf(GuardError)
       expect((error as GuardError).code).toBe('guard_unavailable')
       expect((error as GuardError).message).toContain('textMemo.budgetBytes')
+    }
+    const lines = logged.mock.calls.map((call) => JSON.parse(String(call[0])) as { event: string })
+    logged.mockRestore()
+    expect(lines).toHaveLength(5)
+    for (const line of lines) {
+      expect(line).toMatchObject({
+        event: 'ai_guard_error',
+        error: expect.stringContaining('textMemo.budgetBytes'),
+      })
     }
   })
 })
