@@ -100,23 +100,37 @@ function missingAsUndefined(error: { code?: string }): undefined {
   throw error
 }
 
+interface ParseArgsConfig {
+  args: string[]
+  options: Record<string, { type: 'string' | 'boolean'; short?: string }>
+  allowPositionals: boolean
+}
+interface NodeUtil {
+  parseArgs(config: ParseArgsConfig): { values: Record<string, string | boolean | undefined> }
+}
+
 function parseInitArgs(
   args: readonly string[],
 ): { dir: string; force: boolean; help: boolean } | { error: string } {
-  let dir = '.'
-  let force = false
-  let help = false
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === '--force') force = true
-    else if (arg === '--help' || arg === '-h') help = true
-    else if (arg === '--dir') {
-      const value = args[++i]
-      if (value === undefined || value.startsWith('--')) return { error: '--dir needs a path' }
-      dir = value
-    } else return { error: `unknown argument ${arg}` }
+  const util = (
+    process as unknown as { getBuiltinModule(name: 'node:util'): NodeUtil }
+  ).getBuiltinModule('node:util')
+  try {
+    const { values } = util.parseArgs({
+      args: [...args],
+      options: {
+        dir: { type: 'string' },
+        force: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: false,
+    })
+    const dir = typeof values.dir === 'string' ? values.dir : '.'
+    if (dir === '') return { error: '--dir needs a path' }
+    return { dir, force: values.force === true, help: values.help === true }
+  } catch (error) {
+    return { error: (error as Error).message }
   }
-  return { dir, force, help }
 }
 
 function nextSteps(

@@ -92,9 +92,13 @@ describe('workers-ai-guard init', () => {
 
   it('should answer bad arguments with the usage and exit code 2', async () => {
     expect(await initCommand(['--dir'], io(), STARTER)).toBe(2)
-    expect(err).toContain('--dir needs a path')
+    expect(err).toMatch(/--dir.*argument missing/)
+    err = ''
     expect(await initCommand(['--overwrite'], io(), STARTER)).toBe(2)
-    expect(err).toContain('unknown argument --overwrite')
+    expect(err).toContain("Unknown option '--overwrite'")
+    err = ''
+    expect(await initCommand(['my-worker'], io(), STARTER)).toBe(2)
+    expect(err).toContain("Unexpected argument 'my-worker'")
     expect(await initCommand(['--help'], io(), STARTER)).toBe(0)
     expect(out).toContain('Usage: workers-ai-guard init')
   })
