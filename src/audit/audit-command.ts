@@ -3,6 +3,7 @@
  * all I/O injected (files, streams, terminal) so the command runs and is tested anywhere; `src/cli.ts`
  * hands it Node's.
  */
+import { type ArgKind, parseCommandLine, UsageError } from '../cli-args'
 import type { ModelProfile } from '../guard/options'
 import { runAudit } from './audit'
 import type { AuditOptions, AuditProgress, LogSource } from './findings'
@@ -71,9 +72,6 @@ Report
 Exit codes: 0 nothing found (or indications without proof), 1 signature found, 2 could not run (bad
 arguments, a file that cannot be opened, or no record of a known format in any file).
 `
-
-/** A command-line mistake: reported with the usage hint and exit code 2. */
-class UsageError extends Error {}
 
 interface Parsed {
   files: string[]
@@ -154,7 +152,7 @@ function addProfile(into: Record<string, Partial<ModelProfile>>, raw: string): v
   into[model] = { ...into[model], ...fields }
 }
 
-/** One option into the parsed settings (`flag` checks it took no value, `value` takes its value). */
+/** One option into the parsed settings (`value` is its value; flags have none). */
 function applyOption(
   parsed: Parsed,
   into: {
@@ -162,24 +160,20 @@ function applyOption(
     signals: NonNullable<AuditOptions['signals']>
   },
   name: string,
-  flag: () => void,
   value: () => string,
 ): void {
   const { models, signals } = into
   switch (name) {
     case 'json':
     case 'csv':
-      flag()
       if (parsed.output !== 'text' && parsed.output !== name)
         throw new UsageError('--json and --csv exclude each other')
       parsed.output = name
       break
     case 'help':
-      flag()
       parsed.help = true
       break
     case 'no-excerpts':
-      flag()
       parsed.options.excerpts = false
       break
     case 'max-findings':
@@ -213,45 +207,44 @@ function applyOption(
       parsed.publicFiles.push(value())
       break
     case 'no-background':
-      flag()
       parsed.options.background = false
       break
     case 'index-mb':
       parsed.options.indexBudgetBytes = Math.floor(number(name, value(), 1, 1 << 20) * 1024 * 1024)
       break
     default:
-      throw new UsageError(`unknown option --${name}`)
+      // parseCommandLine knows only AUDIT_OPTIONS: one listed there and missing here.
+      throw new Error(`audit option --${name} has no handler`)
   }
+}
+
+/** Every option of the audit and whether it takes a value. */
+const AUDIT_OPTIONS: Readonly<Record<string, ArgKind>> = {
+  json: 'boolean',
+  csv: 'boolean',
+  help: 'boolean',
+  'no-excerpts': 'boolean',
+  'no-background': 'boolean',
+  'max-findings': 'string',
+  'model-profile': 'string',
+  'usage-floor': 'string',
+  'min-timing-ms': 'string',
+  'source-window': 'string',
+  window: 'string',
+  since: 'string',
+  until: 'string',
+  'public-text': 'string',
+  'index-mb': 'string',
 }
 
 function parseArgs(args: readonly string[]): Parsed {
   const parsed: Parsed = { files: [], publicFiles: [], output: 'text', options: {}, help: false }
   const models: Record<string, Partial<ModelProfile>> = {}
   const signals: NonNullable<AuditOptions['signals']> = {}
-  const rest = [...args]
-  let onlyFiles = false
-  for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
-    if (onlyFiles || !arg.startsWith('--')) {
-      parsed.files.push(arg)
-      continue
-    }
-    if (arg === '--') {
-      onlyFiles = true
-      continue
-    }
-    const eq = arg.indexOf('=')
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
-    const flag = (): void => {
-      if (eq !== -1) throw new UsageError(`--${name} takes no value`)
-    }
-    const value = (): string => {
-      if (eq !== -1) return arg.slice(eq + 1)
-      const next = rest.shift()
-      if (next === undefined || next.startsWith('--'))
-        throw new UsageError(`--${name} needs a value`)
-      return next
-    }
-    applyOption(parsed, { models, signals }, name, flag, value)
+  const line = parseCommandLine(args, AUDIT_OPTIONS, true)
+  parsed.files.push(...line.positionals)
+  for (const { name, value } of line.options) {
+    applyOption(parsed, { models, signals }, name, () => value ?? '')
   }
   if (Object.keys(models).length > 0) parsed.options.models = models
   if (Object.keys(signals).length > 0) parsed.options.signals = signals

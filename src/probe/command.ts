@@ -3,6 +3,7 @@
  * injected so the command runs (and is tested) anywhere; `src/cli.ts` is its thin Node adapter.
  */
 
+import { type ArgKind, parseCommandLine, UsageError } from '../cli-args'
 import { planProbe, runProbe } from './probe'
 import { type ProbeProgress, progressLine } from './progress'
 import { renderDryRun, renderReport } from './render'
@@ -103,9 +104,6 @@ const SPEC: Record<string, { kind: Kind; key: string }> = {
   help: { kind: 'flag', key: 'help' },
 }
 
-/** A command-line mistake: reported with the usage hint and exit code 2. */
-class UsageError extends Error {}
-
 type Parsed = Record<string, string | number | boolean>
 
 function parseValue(name: string, kind: Kind, raw: string): string | number {
@@ -129,28 +127,13 @@ function parseValue(name: string, kind: Kind, raw: string): string | number {
 }
 
 function parseArgs(args: readonly string[]): Parsed {
+  const kinds = Object.fromEntries(
+    Object.entries(SPEC).map(([name, spec]) => [name, spec.kind === 'flag' ? 'boolean' : 'string']),
+  ) as Record<string, ArgKind>
   const out: Parsed = {}
-  const rest = [...args]
-  for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
-    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`)
-    const eq = arg.indexOf('=')
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
-    const spec = SPEC[name]
-    if (spec === undefined) throw new UsageError(`unknown option --${name}`)
-    if (spec.kind === 'flag') {
-      if (eq !== -1) throw new UsageError(`--${name} takes no value`)
-      out[spec.key] = true
-      continue
-    }
-    let raw: string
-    if (eq !== -1) raw = arg.slice(eq + 1)
-    else {
-      const next = rest.shift()
-      if (next === undefined || next.startsWith('--'))
-        throw new UsageError(`--${name} needs a value`)
-      raw = next
-    }
-    out[spec.key] = parseValue(name, spec.kind, raw)
+  for (const { name, value } of parseCommandLine(args, kinds, false).options) {
+    const spec = SPEC[name]!
+    out[spec.key] = value === undefined ? true : parseValue(name, spec.kind, value)
   }
   return out
 }

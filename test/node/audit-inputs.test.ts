@@ -133,7 +133,12 @@ describe('audit inputs', () => {
     expect(missing.code).toBe(2)
     expect(missing.stderr).toContain(`cannot open ${path('nope.jsonl')}`)
     expect((await run()).code).toBe(2)
-    expect((await run(path('clean.jsonl'), '--bogus')).stderr).toContain('unknown option --bogus')
+    expect((await run(path('clean.jsonl'), '--bogus')).stderr).toContain("Unknown option '--bogus'")
+    expect((await run(path('clean.jsonl'), '--json=yes')).stderr).toContain(
+      "Option '--json' does not take an argument",
+    )
+    // After `--`, everything is a file, even a name that looks like an option.
+    expect((await run('--', '--json')).stderr).toContain('cannot open --json')
     expect((await run(path('clean.jsonl'), '--json', '--csv')).code).toBe(2)
     expect((await run(path('clean.jsonl'), '--model-profile', 'x:kvPoolTokens=abc')).code).toBe(2)
     const clean = await run(path('clean.jsonl'))
