@@ -6,7 +6,10 @@ declare module 'node:fs/promises' {
   export function readFile(path: string | URL, encoding: 'utf8'): Promise<string>
   export function writeFile(path: string, data: string | Uint8Array): Promise<void>
   export function mkdtemp(prefix: string): Promise<string>
-  export function rm(path: string, options?: { recursive?: boolean; force?: boolean }): Promise<void>
+  export function rm(
+    path: string,
+    options?: { recursive?: boolean; force?: boolean },
+  ): Promise<void>
   export function mkdir(path: string, options?: { recursive?: boolean }): Promise<unknown>
   export function readdir(path: string, options?: { recursive?: boolean }): Promise<string[]>
   export function stat(path: string): Promise<{ isFile(): boolean }>
