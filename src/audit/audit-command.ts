@@ -152,6 +152,14 @@ function addProfile(into: Record<string, Partial<ModelProfile>>, raw: string): v
   into[model] = { ...into[model], ...fields }
 }
 
+/** A `--since`/`--until` time in ms. */
+function instant(name: string, text: string): number {
+  const ms = timeMs(text)
+  if (ms === undefined)
+    throw new UsageError(`--${name} must be a time, e.g. 2026-08-27 or 2026-08-27T00:00:00Z`)
+  return ms
+}
+
 /** One option into the parsed settings (`value` is its value; flags have none). */
 function applyOption(
   parsed: Parsed,
@@ -162,7 +170,6 @@ function applyOption(
   name: string,
   value: () => string,
 ): void {
-  const { models, signals } = into
   switch (name) {
     case 'json':
     case 'csv':
@@ -180,13 +187,13 @@ function applyOption(
       parsed.options.maxFindings = Math.floor(number(name, value(), 1))
       break
     case 'model-profile':
-      addProfile(models, value())
+      addProfile(into.models, value())
       break
     case 'usage-floor':
-      signals.usageFloor = number(name, value(), 0, 1)
+      into.signals.usageFloor = number(name, value(), 0, 1)
       break
     case 'min-timing-ms':
-      signals.minEvidenceMs = number(name, value(), 0)
+      into.signals.minEvidenceMs = number(name, value(), 0)
       break
     case 'source-window':
       parsed.options.sourceWindowMs = duration(name, value())
@@ -195,14 +202,11 @@ function applyOption(
       parsed.options.windowMs = duration(name, value())
       break
     case 'since':
-    case 'until': {
-      const ms = timeMs(value())
-      if (ms === undefined)
-        throw new UsageError(`--${name} must be a time, e.g. 2026-08-27 or 2026-08-27T00:00:00Z`)
-      if (name === 'since') parsed.options.sinceMs = ms
-      else parsed.options.untilMs = ms
+      parsed.options.sinceMs = instant(name, value())
       break
-    }
+    case 'until':
+      parsed.options.untilMs = instant(name, value())
+      break
     case 'public-text':
       parsed.publicFiles.push(value())
       break
@@ -271,30 +275,14 @@ export async function auditCommand(args: readonly string[], io: AuditIo): Promis
   }
   if (parsed.files.length === 0) return failure(io, new UsageError('no log files given'))
   const sources: LogSource[] = []
-  for (const file of parsed.files) {
-    try {
-      sources.push(await io.open(file))
-    } catch (error) {
-      return failure(
-        io,
-        new Error(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`),
-        false,
-      )
-    }
-  }
   const publicTexts: string[] = []
-  for (const file of parsed.publicFiles) {
-    try {
-      const lines: string[] = []
-      for await (const line of (await io.open(file)).lines()) lines.push(line)
-      publicTexts.push(lines.join('\n'))
-    } catch (error) {
-      return failure(
-        io,
-        new Error(`cannot read ${file}: ${error instanceof Error ? error.message : String(error)}`),
-        false,
-      )
+  try {
+    for (const file of parsed.files) sources.push(await named(file, 'open', () => io.open(file)))
+    for (const file of parsed.publicFiles) {
+      publicTexts.push(await named(file, 'read', () => wholeText(io, file)))
     }
+  } catch (error) {
+    return failure(io, error, false)
   }
   if (publicTexts.length > 0) parsed.options.publicTexts = publicTexts
   const bar = progressBar(io)
@@ -321,6 +309,24 @@ export async function auditCommand(args: readonly string[], io: AuditIo): Promis
     return 2
   }
   return report.exitCode
+}
+
+/** What `work` does with a file, or an error naming the file and what could not be done to it. */
+async function named<T>(file: string, verb: 'open' | 'read', work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    throw new Error(
+      `cannot ${verb} ${file}: ${error instanceof Error ? error.message : String(error)}`,
+    )
+  }
+}
+
+/** A whole file's text (a public text the audit must not count as anyone's). */
+async function wholeText(io: AuditIo, file: string): Promise<string> {
+  const lines: string[] = []
+  for await (const line of (await io.open(file)).lines()) lines.push(line)
+  return lines.join('\n')
 }
 
 function failure(io: AuditIo, error: unknown, usage = true): number {

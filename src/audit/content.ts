@@ -312,58 +312,87 @@ export function exactPassages(
   source: { contains(hash: number): boolean },
   minUnits: number,
 ): ExactPassage[] {
-  const { index, answers, key, params } = ctx
-  const sourceStartMs = index.requests[ref]?.startMs ?? Number.NaN
+  const sourceStartMs = ctx.index.requests[ref]?.startMs ?? Number.NaN
   const out: ExactPassage[] = []
   for (const [channel, text] of Object.entries(answer)) {
-    const own = mask[channel]
-    const shingler = new Shingler(key, { n: params.n })
-    const winnow = new Winnower(params.w)
-    const shared: boolean[] = []
-    const starts: number[] = []
-    const ends: number[] = []
-    const anchors: number[] = []
-    const commons: number[] = []
-    const select = (): void => {
-      const at = winnow.selectedIndex
-      const fp = fingerprintOf(key, winnow.selectedHash)
-      const owners = index.sampled(fp) ? index.lookup(fp) : undefined
-      const written = answers?.sampled(fp) ? answers.lookup(fp) : undefined
-      // The model's own phrasing: written in three answers, or written before the source was sent.
-      const phrasing =
-        written !== undefined && (written.common || written.earliestMs < sourceStartMs)
-      if (owners?.common || phrasing) commons.push(at)
-      else if (owners && (owners.first === ref || owners.second === ref)) anchors.push(at)
-    }
-    shingler.read(text, true, (hash, s, e, i) => {
-      shared[i] = own?.[i] !== 1 && source.contains(hash)
-      starts[i] = s
-      ends[i] = e
-      if (winnow.push(hash, i)) select()
-    })
-    if (winnow.end()) select()
-    // Units (by index: shingle i covers units i … i + n − 1) of common selections.
-    const common = new Uint8Array(shared.length + params.n)
-    for (const at of commons) common.fill(1, at, at + params.n)
-    const anchored = new Uint8Array(shared.length)
-    for (const at of anchors) anchored[at] = 1
-    let first = -1
-    let hasAnchor = false
-    for (let i = 0; i <= shared.length; i++) {
-      if (i < shared.length && shared[i]) {
-        if (first < 0) first = i
-        if (anchored[i] === 1) hasAnchor = true
-        continue
-      }
-      const units = i - 1 - first + params.n
-      if (first >= 0 && hasAnchor && units >= minUnits) {
-        let privateUnits = 0
-        for (let u = first; u < first + units; u++) if (common[u] !== 1) privateUnits++
-        out.push({ channel, units, privateUnits, start: starts[first]!, end: ends[i - 1]! })
-      }
-      first = -1
-      hasAnchor = false
-    }
+    const read = readChannel(ctx, text, mask[channel], { ref, source, sourceStartMs })
+    out.push(...sharedRuns(channel, read, ctx.params.n, minUnits))
   }
   return out.sort((a, b) => b.privateUnits - a.privateUnits || b.units - a.units)
+}
+
+/** One answer channel's shingles: which the source shares, where each is, and its selections. */
+interface ChannelRead {
+  shared: boolean[]
+  starts: number[]
+  ends: number[]
+  /** Shingle indexes of selections attributed to the source request. */
+  anchors: number[]
+  /** Shingle indexes of common selections (two principals, background, the model's phrasing). */
+  commons: number[]
+}
+
+function readChannel(
+  ctx: PassageContext,
+  text: string,
+  own: Uint8Array | undefined,
+  of: { ref: number; source: { contains(hash: number): boolean }; sourceStartMs: number },
+): ChannelRead {
+  const { index, answers, key, params } = ctx
+  const shingler = new Shingler(key, { n: params.n })
+  const winnow = new Winnower(params.w)
+  const read: ChannelRead = { shared: [], starts: [], ends: [], anchors: [], commons: [] }
+  const select = (): void => {
+    const at = winnow.selectedIndex
+    const fp = fingerprintOf(key, winnow.selectedHash)
+    const owners = index.sampled(fp) ? index.lookup(fp) : undefined
+    const written = answers?.sampled(fp) ? answers.lookup(fp) : undefined
+    // The model's own phrasing: written in three answers, or written before the source was sent.
+    const phrasing =
+      written !== undefined && (written.common || written.earliestMs < of.sourceStartMs)
+    if (owners?.common || phrasing) read.commons.push(at)
+    else if (owners && (owners.first === of.ref || owners.second === of.ref)) read.anchors.push(at)
+  }
+  shingler.read(text, true, (hash, s, e, i) => {
+    read.shared[i] = own?.[i] !== 1 && of.source.contains(hash)
+    read.starts[i] = s
+    read.ends[i] = e
+    if (winnow.push(hash, i)) select()
+  })
+  if (winnow.end()) select()
+  return read
+}
+
+/** The runs of shared shingles with an anchor and at least `minUnits` units, as passages. */
+function sharedRuns(
+  channel: string,
+  read: ChannelRead,
+  n: number,
+  minUnits: number,
+): ExactPassage[] {
+  const { shared, starts, ends } = read
+  // Units (by index: shingle i covers units i … i + n − 1) of common selections.
+  const common = new Uint8Array(shared.length + n)
+  for (const at of read.commons) common.fill(1, at, at + n)
+  const anchored = new Uint8Array(shared.length)
+  for (const at of read.anchors) anchored[at] = 1
+  const out: ExactPassage[] = []
+  let first = -1
+  let hasAnchor = false
+  for (let i = 0; i <= shared.length; i++) {
+    if (i < shared.length && shared[i]) {
+      if (first < 0) first = i
+      if (anchored[i] === 1) hasAnchor = true
+      continue
+    }
+    const units = i - 1 - first + n
+    if (first >= 0 && hasAnchor && units >= minUnits) {
+      let privateUnits = 0
+      for (let u = first; u < first + units; u++) if (common[u] !== 1) privateUnits++
+      out.push({ channel, units, privateUnits, start: starts[first]!, end: ends[i - 1]! })
+    }
+    first = -1
+    hasAnchor = false
+  }
+  return out
 }

@@ -94,21 +94,28 @@ export async function* readSource(
     if (file) file.error = error instanceof Error ? error.message : String(error)
     return
   }
-  if (document) {
-    let value: unknown
-    try {
-      value = JSON.parse(document.join('\n'))
-    } catch (error) {
-      if (file) {
-        malformed(file, {
-          line: documentStart,
-          why: `not a valid JSON document (${error instanceof Error ? error.message : 'parse error'}): truncated?`,
-        })
-      }
-      return
+  if (document) yield* readDocument(document, { file: source.name, line: documentStart }, file)
+}
+
+/** The records of a multi-line JSON document read whole, or one malformed entry at its start. */
+function* readDocument(
+  lines: string[],
+  place: { file: string; line: number },
+  file: FileReport | undefined,
+): Generator<Parsed> {
+  let value: unknown
+  try {
+    value = JSON.parse(lines.join('\n'))
+  } catch (error) {
+    if (file) {
+      malformed(file, {
+        line: place.line,
+        why: `not a valid JSON document (${error instanceof Error ? error.message : 'parse error'}): truncated?`,
+      })
     }
-    yield* readParsed(value, { file: source.name, line: documentStart }, file, 0)
+    return
   }
+  yield* readParsed(value, place, file, 0)
 }
 
 function* readLine(

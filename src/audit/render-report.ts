@@ -30,57 +30,9 @@ const VERDICT_TITLE: Record<AuditReport['verdict'], string> = {
  * io.stdout(renderAuditText(report))
  */
 export function renderAuditText(report: AuditReport): string {
-  const out: string[] = []
-  out.push(`workers-ai-guard audit — ${VERDICT_TITLE[report.verdict]}`)
-  out.push(report.summary, '')
-  out.push('Inputs')
-  for (const file of report.files) out.push(...fileLines(file))
-  if (report.outsidePeriod > 0) {
-    out.push(
-      `  ${fmt(report.outsidePeriod)} requests outside --since/--until: read as possible sources, not judged`,
-    )
-  }
-  out.push('', 'Checks (requests judged / skipped, and why)')
-  for (const [check, c] of Object.entries(report.coverage)) {
-    const skipped = Object.entries(c.skipped)
-      .map(([why, n]) => `${fmt(n)} ${why}`)
-      .join('; ')
-    out.push(
-      `  ${check.padEnd(17)} judged ${fmt(c.judged)}${skipped ? ` · skipped ${skipped}` : ''}`,
-    )
-  }
-  for (const d of report.disabledByFormat) {
-    out.push(`  off for ${FORMAT_LIMITS[d.format].name}: ${d.check} (${d.why})`)
-  }
-  const unprofiled = report.models.filter((m) => m.pool === undefined)
-  for (const m of report.models.filter((m) => m.pool !== undefined)) {
-    out.push(
-      `  model ${m.model}: pool ${fmt(m.pool ?? 0)} tokens, prefill ≤ ${fmt(m.maxPrefillTokensPerSecond ?? 0)} tokens/s (${fmt(m.requests)} requests)`,
-    )
-  }
-  if (unprofiled.length > 0) {
-    out.push(
-      `  no profile (pool and speed checks off; give --model-profile): ${unprofiled.map((m) => `${m.model} (${fmt(m.requests)})`).join(', ')}`,
-    )
-  }
-  if (report.findings.length > 0) {
-    out.push('', 'Suspicious requests by time window (UTC), strongest evidence first')
-    let window = Number.NaN
-    for (const f of report.findings) {
-      const w = report.windows.find((x) =>
-        f.startMs !== undefined ? f.startMs >= x.startMs && f.startMs < x.endMs : x.startMs < 0,
-      )
-      if (w && w.startMs !== window) {
-        window = w.startMs
-        const span =
-          w.startMs < 0 ? 'time unknown' : `${time(w.startMs)} – ${time(w.endMs).slice(11)}`
-        out.push(`  ${span}: ${fmt(w.findings)} suspicious, ${fmt(w.certain)} with proof`)
-      }
-      out.push(...findingLines(f))
-    }
-    if (report.findingsOmitted > 0)
-      out.push(`  … and ${fmt(report.findingsOmitted)} more (raise --max-findings or use --json)`)
-  }
+  const out = [`workers-ai-guard audit — ${VERDICT_TITLE[report.verdict]}`, report.summary, '']
+  out.push(...inputLines(report), '', ...checkLines(report))
+  if (report.findings.length > 0) out.push('', ...findingSections(report))
   if (report.flows.length > 0) {
     out.push('', 'Whose data appeared where (prompt of → answer to)')
     for (const flow of report.flows) {
@@ -103,6 +55,67 @@ export function renderAuditText(report: AuditReport): string {
         : 'Exit 0: nothing found.',
   )
   return `${out.join('\n')}\n`
+}
+
+/** The files read, and the requests outside the period. */
+function inputLines(report: AuditReport): string[] {
+  const out = ['Inputs']
+  for (const file of report.files) out.push(...fileLines(file))
+  if (report.outsidePeriod > 0) {
+    out.push(
+      `  ${fmt(report.outsidePeriod)} requests outside --since/--until: read as possible sources, not judged`,
+    )
+  }
+  return out
+}
+
+/** Each check's judged and skipped requests, the checks a format turns off, the model profiles. */
+function checkLines(report: AuditReport): string[] {
+  const out = ['Checks (requests judged / skipped, and why)']
+  for (const [check, c] of Object.entries(report.coverage)) {
+    const skipped = Object.entries(c.skipped)
+      .map(([why, n]) => `${fmt(n)} ${why}`)
+      .join('; ')
+    out.push(
+      `  ${check.padEnd(17)} judged ${fmt(c.judged)}${skipped ? ` · skipped ${skipped}` : ''}`,
+    )
+  }
+  for (const d of report.disabledByFormat) {
+    out.push(`  off for ${FORMAT_LIMITS[d.format].name}: ${d.check} (${d.why})`)
+  }
+  const unprofiled = report.models.filter((m) => m.pool === undefined)
+  for (const m of report.models.filter((m) => m.pool !== undefined)) {
+    out.push(
+      `  model ${m.model}: pool ${fmt(m.pool ?? 0)} tokens, prefill ≤ ${fmt(m.maxPrefillTokensPerSecond ?? 0)} tokens/s (${fmt(m.requests)} requests)`,
+    )
+  }
+  if (unprofiled.length > 0) {
+    out.push(
+      `  no profile (pool and speed checks off; give --model-profile): ${unprofiled.map((m) => `${m.model} (${fmt(m.requests)})`).join(', ')}`,
+    )
+  }
+  return out
+}
+
+/** The findings under a heading per time window, strongest first. */
+function findingSections(report: AuditReport): string[] {
+  const out = ['Suspicious requests by time window (UTC), strongest evidence first']
+  let window = Number.NaN
+  for (const f of report.findings) {
+    const w = report.windows.find((x) =>
+      f.startMs !== undefined ? f.startMs >= x.startMs && f.startMs < x.endMs : x.startMs < 0,
+    )
+    if (w && w.startMs !== window) {
+      window = w.startMs
+      const span =
+        w.startMs < 0 ? 'time unknown' : `${time(w.startMs)} – ${time(w.endMs).slice(11)}`
+      out.push(`  ${span}: ${fmt(w.findings)} suspicious, ${fmt(w.certain)} with proof`)
+    }
+    out.push(...findingLines(f))
+  }
+  if (report.findingsOmitted > 0)
+    out.push(`  … and ${fmt(report.findingsOmitted)} more (raise --max-findings or use --json)`)
+  return out
 }
 
 function fileLines(file: AuditReport['files'][number]): string[] {

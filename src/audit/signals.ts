@@ -75,47 +75,12 @@ export async function recordSignals(
   const signals: Signal[] = []
   const failed = record.status !== undefined && record.status >= 400
   if (failed) return { signals }
-  let size: PromptSize | undefined
-  let note: string | undefined
-  if (record.inputs) {
-    try {
-      const pieces = promptPieces(record.inputs)
-      let bytes = 0
-      for (const text of pieces.texts) bytes += boundBytes(text)
-      size = { bytes, overhead: templateOverhead(pieces) }
-      if (needsCount(record, profile, settings, size)) {
-        size.estimate = await estimateTexts(pieces.texts)
-      }
-    } catch {
-      note = 'request body not a chat request: prompt size unknown'
-    }
-  }
-  const pool =
-    profile === undefined ? undefined : Math.min(profile.kvPoolTokens, profile.contextWindow)
+  const { size, note } = await promptSize(record, profile, settings)
   const lower = size?.estimate ? size.estimate.lower + size.overhead : undefined
   const bound = size?.estimate ? size.estimate.bound + size.overhead : undefined
   const reported = record.reportedPromptTokens
-  // Over the pool, and served (an error status returned above): the incident's precondition.
-  if (pool !== undefined) {
-    if (reported !== undefined && reported > pool) {
-      signals.push({
-        check: 'over_pool',
-        certain: true,
-        evidence: `the engine counted ${fmt(reported)} prompt tokens and answered, but the real pool holds ${fmt(pool)}`,
-        figures: { reportedPromptTokens: reported, pool },
-      })
-    } else if (lower !== undefined && bound !== undefined && bound > pool) {
-      const certain = lower > pool
-      signals.push({
-        check: 'over_pool',
-        certain,
-        evidence: certain
-          ? `the prompt is at least ${fmt(lower)} tokens in every tokenizer of the model's family, over the real pool of ${fmt(pool)}, and it was answered`
-          : `the prompt may be up to ${fmt(bound)} tokens (at least ${fmt(lower)}), over the real pool of ${fmt(pool)}`,
-        figures: { lowerTokens: lower, boundTokens: bound, pool },
-      })
-    }
-  }
+  const overPool = overPoolSignal(profile, reported, lower, bound)
+  if (overPool) signals.push(overPool)
   const speed = speedSignal(record, profile, settings, lower ?? undefined)
   if (speed) signals.push(speed)
   if (
@@ -133,6 +98,56 @@ export async function recordSignals(
     })
   }
   return { signals, ...(size ? { size } : {}), ...(note ? { note } : {}) }
+}
+
+/** The prompt's bytes and template overhead, and its family estimate when a check could turn on it. */
+async function promptSize(
+  record: AuditRecord,
+  profile: ModelProfile | undefined,
+  settings: SignalSettings,
+): Promise<{ size?: PromptSize; note?: string }> {
+  if (!record.inputs) return {}
+  try {
+    const pieces = promptPieces(record.inputs)
+    let bytes = 0
+    for (const text of pieces.texts) bytes += boundBytes(text)
+    const size: PromptSize = { bytes, overhead: templateOverhead(pieces) }
+    if (needsCount(record, profile, settings, size)) {
+      size.estimate = await estimateTexts(pieces.texts)
+    }
+    return { size }
+  } catch {
+    return { note: 'request body not a chat request: prompt size unknown' }
+  }
+}
+
+/** Over the pool, and served (an error status returned before): the incident's precondition. */
+function overPoolSignal(
+  profile: ModelProfile | undefined,
+  reported: number | undefined,
+  lower: number | undefined,
+  bound: number | undefined,
+): Signal | undefined {
+  if (profile === undefined) return undefined
+  const pool = Math.min(profile.kvPoolTokens, profile.contextWindow)
+  if (reported !== undefined && reported > pool) {
+    return {
+      check: 'over_pool',
+      certain: true,
+      evidence: `the engine counted ${fmt(reported)} prompt tokens and answered, but the real pool holds ${fmt(pool)}`,
+      figures: { reportedPromptTokens: reported, pool },
+    }
+  }
+  if (lower === undefined || bound === undefined || bound <= pool) return undefined
+  const certain = lower > pool
+  return {
+    check: 'over_pool',
+    certain,
+    evidence: certain
+      ? `the prompt is at least ${fmt(lower)} tokens in every tokenizer of the model's family, over the real pool of ${fmt(pool)}, and it was answered`
+      : `the prompt may be up to ${fmt(bound)} tokens (at least ${fmt(lower)}), over the real pool of ${fmt(pool)}`,
+    figures: { lowerTokens: lower, boundTokens: bound, pool },
+  }
 }
 
 /** Whether any check could turn on the exact count (the bytes bound every count from above). */

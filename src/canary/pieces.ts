@@ -114,13 +114,9 @@ export class PieceCutter {
       if (code >= 65 && code <= 90) code |= 32
       const kind = code < 128 ? CLASS[code]! : 0
       if (kind !== 0 && this.#run === '' && this.#piece === '') {
-        // A run of fewer than PIECE_LENGTH secret characters that ends inside this text is no piece
-        // and leaves nothing to hold (its end resets every state below): prose is mostly such runs,
-        // so they are stepped over whole rather than a character at a time.
-        let j = i + 1
-        while (j < text.length && j - i < PIECE_LENGTH && classOf(text.charCodeAt(j)) !== 0) j++
-        if (j < text.length && j - i < PIECE_LENGTH) {
-          i = j - 1
+        const end = shortRunEnd(text, i)
+        if (end !== undefined) {
+          i = end - 1
           continue
         }
       }
@@ -159,25 +155,28 @@ export class PieceCutter {
       }
       if (this.#run.length < PIECE_LENGTH) continue
       const window = this.#run.slice(-PIECE_LENGTH)
-      if (!this.#covered(window)) continue
-      // The window's unreleased characters go; released ones stay part of the output.
-      const first = this.#run.length - PIECE_LENGTH
-      let run = this.#run.slice(0, first)
-      const at = this.#at.slice(0, first)
-      for (let k = first; k < this.#run.length; k++) {
-        const p = this.#at[k]!
-        if (p >= released) addCut(cuts, p)
-        else {
-          run += this.#run[k]
-          at.push(p)
-        }
-      }
-      this.#run = run
-      this.#at = at
-      this.#piece = window.slice(1)
+      if (this.#covered(window)) this.#cutWindow(window, cuts, released)
     }
     this.#end = from + text.length
     return foreign ? { cuts, foreign } : { cuts }
+  }
+
+  /** Cuts the run's last PIECE_LENGTH characters, a piece: unreleased ones go, released ones stay. */
+  #cutWindow(window: string, cuts: PieceCut[], released: number): void {
+    const first = this.#run.length - PIECE_LENGTH
+    let run = this.#run.slice(0, first)
+    const at = this.#at.slice(0, first)
+    for (let k = first; k < this.#run.length; k++) {
+      const p = this.#at[k]!
+      if (p >= released) addCut(cuts, p)
+      else {
+        run += this.#run[k]
+        at.push(p)
+      }
+    }
+    this.#run = run
+    this.#at = at
+    this.#piece = window.slice(1)
   }
 
   /**
@@ -217,4 +216,16 @@ function addCut(cuts: PieceCut[], pos: number): void {
   const last = cuts[cuts.length - 1]
   if (last !== undefined && last.end === pos) last.end++
   else cuts.push({ start: pos, end: pos + 1 })
+}
+
+/**
+ * Where a run of secret characters starting at `i` ends, when it has fewer than PIECE_LENGTH of them
+ * and ends inside this text: such a run is no piece and leaves nothing to hold (its end resets every
+ * state), and prose is mostly such runs, so they are stepped over whole rather than a character at a
+ * time. Undefined otherwise.
+ */
+function shortRunEnd(text: string, i: number): number | undefined {
+  let j = i + 1
+  while (j < text.length && j - i < PIECE_LENGTH && classOf(text.charCodeAt(j)) !== 0) j++
+  return j < text.length && j - i < PIECE_LENGTH ? j : undefined
 }

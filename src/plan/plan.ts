@@ -7,7 +7,7 @@ import { estimateTexts, type PromptEstimate, type TextTally } from '../ceiling/e
 import { type PromptPieces, promptPieces } from '../ceiling/prompt'
 import type { ScriptClass } from '../ceiling/script'
 import type { ModelProfile, ResolvedOptions } from '../guard/options'
-import { memoSlot, type RequestMemo, type TextMemo } from '../memo/text-memo'
+import { memoSlot, type RequestMemo, type TextFacts, type TextMemo } from '../memo/text-memo'
 import { PrefixRecord, type PromptDigest } from '../timing/prefix-record'
 import { type Admission, admit } from './preflight'
 import { type PromptSecrets, type SecretServices, substituteSecrets } from './prompt-secrets'
@@ -135,26 +135,11 @@ export async function planRequest(
     guard.options.overflow,
     known,
   )
-  const sent =
-    admission.clampTo === undefined
-      ? inputs
-      : { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admission.clampTo }
-
-  const estimate = once(async () => {
-    let e = admission.estimate
-    if (!e) e = await estimateTexts(pieces.texts, await known?.())
-    return { ...e, overhead: admission.overhead, dominant: dominantClass(e) }
-  })
-  const timed = isTimed(admission, profile, guard.options.minTimingEvidenceMs)
+  const sent = clamped(inputs, facts, admission)
+  const estimate = lazyEstimate(admission, pieces, known)
   const prefix = once(() =>
     lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
   )
-
-  // The timing evidence weighs this prompt (src/verify/timing-evidence.ts reads count and prefix).
-  const judged =
-    timed ||
-    (admission.estimated / profile.maxPrefillTokensPerSecond) * 1000 >=
-      guard.options.minTimingEvidenceMs
   return {
     requestId,
     tenant,
@@ -169,17 +154,69 @@ export async function planRequest(
     jsonContent: jsonContent(inputs),
     proof: profile.echo === 'require' ? facts.proof : 'none',
     scanning: profile.echo !== 'off',
-    timed,
-    // A long prompt's whole answer is fetched as a stream so its first token can be timed.
-    viaStream: !facts.stream && timed && guard.options.wholeAnswers === 'via-stream',
-    counted: timed || admission.estimate !== undefined,
+    ...timingPlan(admission, profile, facts, guard.options),
     memo,
     remembered,
     estimate,
     prefix,
+  }
+}
+
+/** Whether the first token is timed, how the answer is fetched, and what the verdict will read. */
+function timingPlan(
+  admission: RequestPlan['admission'],
+  profile: RequestPlan['profile'],
+  facts: RequestPlan['facts'],
+  options: PlanServices['options'],
+): Pick<RequestPlan, 'timed' | 'viaStream' | 'counted' | 'needsEstimate' | 'needsPrefix'> {
+  const timed = isTimed(admission, profile, options.minTimingEvidenceMs)
+  const judged = weighsTiming(timed, admission, profile, options.minTimingEvidenceMs)
+  return {
+    timed,
+    // A long prompt's whole answer is fetched as a stream so its first token can be timed.
+    viaStream: !facts.stream && timed && options.wholeAnswers === 'via-stream',
+    counted: timed || admission.estimate !== undefined,
     needsEstimate: judged || admission.estimate !== undefined,
     needsPrefix: judged,
   }
+}
+
+/** The prompt's estimate, computed on first use unless the ceiling already made it. */
+function lazyEstimate(
+  admission: RequestPlan['admission'],
+  pieces: RequestPlan['pieces'],
+  known: (() => Promise<TextFacts<TextTally>>) | undefined,
+): RequestPlan['estimate'] {
+  return once(async () => {
+    let e = admission.estimate
+    if (!e) e = await estimateTexts(pieces.texts, await known?.())
+    return { ...e, overhead: admission.overhead, dominant: dominantClass(e) }
+  })
+}
+
+/** The inputs sent: `max_tokens` (or the request's own field) lowered where the ceiling clamps it. */
+function clamped(
+  inputs: Record<string, unknown>,
+  facts: RequestPlan['facts'],
+  admission: RequestPlan['admission'],
+): Record<string, unknown> {
+  if (admission.clampTo === undefined) return inputs
+  return { ...inputs, [facts.maxTokensField ?? 'max_tokens']: admission.clampTo }
+}
+
+/**
+ * Whether the timing evidence weighs this prompt (src/verify/timing-evidence.ts reads its count and
+ * prefix): it is timed, or its estimated prefill is long enough to be evidence.
+ */
+function weighsTiming(
+  timed: boolean,
+  admission: RequestPlan['admission'],
+  profile: RequestPlan['profile'],
+  minTimingEvidenceMs: number,
+): boolean {
+  return (
+    timed || (admission.estimated / profile.maxPrefillTokensPerSecond) * 1000 >= minTimingEvidenceMs
+  )
 }
 
 /** Whether the request asks for a JSON answer (JSON mode, a JSON schema, guided decoding). */

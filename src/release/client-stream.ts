@@ -13,6 +13,26 @@ export interface DeliveryHooks {
 }
 
 /**
+ * Reads until something may leave (a pull that enqueues nothing is not called again) or the upstream
+ * ends: the bytes released, and whether it ended. The first read begins the release.
+ */
+async function readReleasable(
+  upstream: UpstreamEvents,
+  release: Release,
+  first: boolean,
+): Promise<{ out: Released; ended: boolean }> {
+  let out: Released = first ? await release.begin() : ''
+  while (out.length === 0) {
+    const frames = await upstream.next()
+    if (frames === undefined) return { out: await release.finish(), ended: true }
+    // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
+    const taken = release.take(frames)
+    out = taken instanceof Promise ? await taken : taken
+  }
+  return { out, ended: false }
+}
+
+/**
  * The released answer as bytes. An error from the upstream or the release (a quarantine, a truncated
  * upstream) errors the stream after the last byte that was verified; a client that goes away cancels
  * the upstream.
@@ -42,22 +62,9 @@ export function clientStream(
       let out: Released = ''
       let ended = false
       try {
-        if (!begun) {
-          begun = true
-          out = await release.begin()
-        }
-        // A pull that enqueues nothing is not called again: read until something may leave.
-        while (out.length === 0 && !ended) {
-          const frames = await upstream.next()
-          if (frames === undefined) {
-            ended = true
-            out = await release.finish()
-          } else {
-            // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
-            const taken = release.take(frames)
-            out = taken instanceof Promise ? await taken : taken
-          }
-        }
+        const first = !begun
+        begun = true
+        ;({ out, ended } = await readReleasable(upstream, release, first))
         if (ended) release.end()
       } catch (error) {
         await upstream.cancel(error)

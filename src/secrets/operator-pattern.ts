@@ -188,73 +188,100 @@ export function operatorDetector(spec: OperatorPattern): SecretDetector {
  * longestMatch('ACME-[0-9]{8}(?:-[A-Z]{2,4})?') // 5 + 16 + 10
  */
 export function longestMatch(source: string): number {
-  let i = 0
-  const quantified = (atom: number): number => {
-    let max = 1
-    const q = source[i]
-    if (q === '?') i++
-    else if (q === '*' || q === '+') {
-      max = Number.POSITIVE_INFINITY // refused by the rule: never reached for a valid pattern
-      i++
-    } else if (q === '{') {
-      const m = /^\{(\d+)(?:,(\d*))?\}/.exec(source.slice(i))
-      if (m) {
-        max =
-          m[2] === undefined ? Number(m[1]) : m[2] === '' ? Number.POSITIVE_INFINITY : Number(m[2])
-        i += m[0].length
-      }
-    }
-    if (source[i] === '?') i++ // lazy
-    return atom * max
+  return new PatternLength(source).alternation()
+}
+
+/** A reader of a pattern that sums its atoms' longest matches (see {@link longestMatch}). */
+class PatternLength {
+  readonly #source: string
+  #i = 0
+
+  constructor(source: string) {
+    this.#source = source
   }
-  const skipTo = (end: string) => {
-    while (i < source.length && source[i] !== end) i += source[i] === '\\' ? 2 : 1
-    i++
-  }
-  const alternation = (): number => {
+
+  /** The longest branch up to the next `)` (or the end), past which it leaves the reader. */
+  alternation(): number {
+    const source = this.#source
     let best = 0
     let current = 0
-    while (i < source.length && source[i] !== ')') {
-      const c = source[i]!
-      let atom = 2
-      if (c === '|') {
+    while (this.#i < source.length && source[this.#i] !== ')') {
+      if (source[this.#i] === '|') {
         best = Math.max(best, current)
         current = 0
-        i++
+        this.#i++
         continue
       }
-      if (c === '(') {
-        i++
-        if (source[i] === '?') {
-          i++
-          if (source[i] === '<') skipTo('>')
-          else i++ // ':'
-        }
-        atom = alternation()
-        i++ // ')'
-      } else if (c === '[') {
-        i++
-        if (source[i] === '^') i++
-        if (source[i] === ']') i++
-        skipTo(']')
-      } else if (c === '\\') {
-        const next = source[i + 1]
-        i += 2
-        if (next === 'b' || next === 'B') atom = 0
-        else if ((next === 'u' || next === 'p' || next === 'P') && source[i] === '{') skipTo('}')
-        else if (next === 'u') i += 4
-        else if (next === 'x') i += 2
-        else if (next === 'c') i += 1
-      } else if (c === '^' || c === '$') {
-        atom = 0
-        i++
-      } else {
-        atom = c === '.' ? 2 : 1
-        i++
-      }
-      current += quantified(atom)
+      current += this.#quantified(this.#atom())
     }
     return Math.max(best, current)
   }
-  return alternation()
+
+  /** The longest match of the atom at the reader (a group, a class, an escape, a character). */
+  #atom(): number {
+    const source = this.#source
+    const c = source[this.#i]!
+    this.#i++
+    if (c === '(') {
+      if (source[this.#i] === '?') {
+        this.#i++
+        if (source[this.#i] === '<') this.#skipTo('>')
+        else this.#i++ // ':'
+      }
+      const atom = this.alternation()
+      this.#i++ // ')'
+      return atom
+    }
+    if (c === '[') {
+      if (source[this.#i] === '^') this.#i++
+      if (source[this.#i] === ']') this.#i++
+      this.#skipTo(']')
+      return 2
+    }
+    if (c === '\\') return this.#escape()
+    if (c === '^' || c === '$') return 0
+    return c === '.' ? 2 : 1
+  }
+
+  /** An escape after its backslash: assertions match nothing, every other escape one character. */
+  #escape(): number {
+    const source = this.#source
+    const next = source[this.#i]
+    this.#i++
+    if (next === 'b' || next === 'B') return 0
+    if ((next === 'u' || next === 'p' || next === 'P') && source[this.#i] === '{') this.#skipTo('}')
+    else if (next === 'u') this.#i += 4
+    else if (next === 'x') this.#i += 2
+    else if (next === 'c') this.#i += 1
+    return 2
+  }
+
+  /** `atom` times the quantifier at the reader (none: once), past it and a lazy `?`. */
+  #quantified(atom: number): number {
+    const source = this.#source
+    let max = 1
+    const q = source[this.#i]
+    if (q === '?') this.#i++
+    else if (q === '*' || q === '+') {
+      max = Number.POSITIVE_INFINITY // refused by the rule: never reached for a valid pattern
+      this.#i++
+    } else if (q === '{') {
+      const m = /^\{(\d+)(?:,(\d*))?\}/.exec(source.slice(this.#i))
+      if (m) {
+        max =
+          m[2] === undefined ? Number(m[1]) : m[2] === '' ? Number.POSITIVE_INFINITY : Number(m[2])
+        this.#i += m[0].length
+      }
+    }
+    if (source[this.#i] === '?') this.#i++ // lazy
+    return atom * max
+  }
+
+  #skipTo(end: string): void {
+    const source = this.#source
+    while (this.#i < source.length && source[this.#i] !== end) {
+      this.#i += source[this.#i] === '\\' ? 2 : 1
+    }
+    this.#i++
+  }
 }

@@ -253,24 +253,8 @@ class HeldStream {
       // Usage comes at the end of the stream: taught once the whole answer passed.
       onEnd: (usage) => this.#teach(usage),
       ...(this.#content ? { content: this.#content } : {}),
-      onForeignContent: (found, seen) =>
-        // Another tenant's prompt text, found after release: end the stream before its words.
-        withhold({
-          verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
-          withheld: seen,
-          figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
-          canaries: [],
-          contentSources: [found.source],
-        }),
       ...this.#streamSecrets(figures, withhold),
-      onForeign: (channel, tenantTag, seen) =>
-        // Quarantine mid-stream: record what was seen, end the stream before the offending event.
-        withhold({
-          verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
-          withheld: seen,
-          figures,
-          canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
-        }),
+      ...midStreamLeaks(figures, withhold),
     })
     const released = clientStream(this.#upstream, release, {
       onFirstByte: (sent) => firstByte.settle(sent ? now() - ctx.startedAt : undefined),
@@ -351,5 +335,32 @@ class HeldStream {
       verified,
     })
     if (verified && this.#content) this.#printed?.learn(this.#content.watch)
+  }
+}
+
+/**
+ * What the release does with another tenant's text or canary found after the first byte: end the
+ * stream before it and record what was seen.
+ */
+function midStreamLeaks(
+  figures: Conclusion['figures'],
+  withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
+): Pick<ReleaseStart, 'onForeignContent' | 'onForeign'> {
+  return {
+    onForeignContent: (found, seen) =>
+      withhold({
+        verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
+        withheld: seen,
+        figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
+        canaries: [],
+        contentSources: [found.source],
+      }),
+    onForeign: (channel, tenantTag, seen) =>
+      withhold({
+        verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
+        withheld: seen,
+        figures,
+        canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
+      }),
   }
 }
