@@ -14,6 +14,8 @@ const SIM_BUNDLE = 'node_modules/.cache/workers-ai-guard/sim.js'
 /** The Node file APIs written here (the project has no @types/node: its runtime code is Web-only). */
 interface NodeFs {
   mkdirSync(path: string, options: { recursive: boolean }): unknown
+  readdirSync(path: string, options: { recursive: boolean }): unknown[]
+  readFileSync(path: string, encoding: 'utf8'): string
   writeFileSync(path: string, data: Uint8Array): void
   renameSync(from: string, to: string): void
 }
@@ -61,7 +63,7 @@ function onlyVerdicts(log: string): boolean {
 }
 
 /**
- * guardAi's warning that an isolate saw more than 8 option sets: the workerd files share their
+ * guardAi's warning that an isolate saw more than 8 option sets: most workerd files share their
  * worker's isolate and, together, pass that many on purpose. test/api/create-guard.test.ts asserts the
  * warning in a fresh isolate; printed here it is noise whose place depends on the order of files.
  */
@@ -87,11 +89,21 @@ const quietThirdPartySourcemaps: Plugin = {
 }
 
 /**
- * Files that test what an isolate does on first use (the tokenizer not loaded yet, guardAi's one-time
- * warning): they get a fresh isolate each. Every other workerd file shares its worker's isolate, as a
- * Worker's requests do in production; a fresh isolate per file tripled the run (issue 48).
+ * The workerd test files that get an isolate of their own, as Vitest gives every file by default:
+ * those that reach the runtime's bindings (`cloudflare:test`, `cloudflare:workers`: the Worker, its
+ * D1, KV and Durable Objects, the simulator), whose storage a shared isolate would share between
+ * files, and those that test an isolate's first use (the tokenizer not loaded yet, guardAi's one-time
+ * warning). Every other workerd file (the guard's own code, in-process engines) shares its worker's
+ * isolate, as a Worker's requests do in production: a fresh isolate per file tripled the run.
  */
 const FIRST_USE = ['test/ceiling/lazy.test.ts', 'test/api/create-guard.test.ts']
+const OWN_ISOLATE = [
+  ...FIRST_USE,
+  ...(fs.readdirSync('test', { recursive: true }) as string[])
+    .map((file) => `test/${file}`)
+    .filter((file) => file.endsWith('.test.ts') && !file.startsWith('test/node/'))
+    .filter((file) => /from 'cloudflare:(test|workers)'/.test(fs.readFileSync(file, 'utf8'))),
+].sort()
 
 /**
  * `npm run test:slow`, in CI beside `npm test`: runs that start processes (wrangler dev, a heap-capped
@@ -165,19 +177,19 @@ export default defineConfig({
         plugins: workerdPlugins(),
         test: {
           name: 'workerd',
-          // One isolate per worker for all its files (see FIRST_USE).
+          // One isolate per worker for all its files (see OWN_ISOLATE).
           isolate: false,
           include: ['test/**/*.test.ts'],
-          exclude: ['test/node/**', ...FIRST_USE],
+          exclude: ['test/node/**', ...OWN_ISOLATE],
           setupFiles: ['./test/setup/d1.ts'],
         },
       },
       {
         plugins: workerdPlugins(),
         test: {
-          name: 'workerd-first-use',
+          name: 'workerd-own-isolate',
           isolate: true,
-          include: FIRST_USE,
+          include: OWN_ISOLATE,
           setupFiles: ['./test/setup/d1.ts'],
         },
       },
