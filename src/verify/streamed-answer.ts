@@ -29,7 +29,7 @@ import { EchoWatch } from './echo-watch'
 import { HeldHead } from './held-head'
 import { standInEntries } from './stand-in-evidence'
 import { timingEvidence } from './timing-evidence'
-import type { EchoOutcome } from './verdict'
+import { decideReleased, type EchoOutcome } from './verdict'
 
 /**
  * Reads the upstream stream up to its verdict; on release returns the client stream.
@@ -286,7 +286,7 @@ class HeldStream {
         onForeign: (finding, seen) =>
           // Another request's secret stand-in: a leak like a foreign canary, never restored.
           withhold({
-            verdict: { action: 'quarantine', reasons: ['foreign_stand_in'], score: 1 },
+            verdict: decideReleased({ foreignStandIns: 1 }),
             withheld: seen,
             figures,
             canaries: standInEntries([finding]),
@@ -308,7 +308,7 @@ class HeldStream {
         outcome === 'cut-off'
           ? cutOffError()
           : withhold({
-              verdict: { action: 'quarantine', reasons: ['echo_missing'], score: 0.4 },
+              verdict: decideReleased({ echo: 'missing' }),
               withheld: seen,
               figures,
               canaries: [],
@@ -349,7 +349,7 @@ function midStreamLeaks(
   return {
     onForeignContent: (found, seen) =>
       withhold({
-        verdict: { action: 'quarantine', reasons: ['foreign_content'], score: 0.95 },
+        verdict: decideReleased({ foreignContent: { source: found.source, run: found.run } }),
         withheld: seen,
         figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
         canaries: [],
@@ -357,7 +357,7 @@ function midStreamLeaks(
       }),
     onForeign: (channel, tenantTag, seen) =>
       withhold({
-        verdict: { action: 'quarantine', reasons: ['foreign_canary'], score: 1 },
+        verdict: decideReleased({ foreignCanaries: 1 }),
         withheld: seen,
         figures,
         canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],

@@ -18,6 +18,7 @@
  * |                                                  |            | retry is cheap and, unlike releasing, never     |
  * |                                                  |            | lets a stale or truncated answer out            |
  * | echo missing again after the allowed retries     | quarantine | systematic: truncation or stale pages repeat    |
+ * | echo missing after bytes were released (`async`)  | quarantine | no retry can take the released bytes back       |
  * | output limit reached before the echo could come  | refuse     | unverifiable, and a retry would end the same    |
  * |                                                  |            | way: withheld, a 400 telling the client to      |
  * |                                                  |            | raise max_tokens — a client error, no incident  |
@@ -52,6 +53,12 @@ export interface Signals {
   /** Attempts made so far, including this one, and how many retries a lone missing echo may use. */
   attempt: number
   retries: number
+  /**
+   * Where the answer is when it is judged: `held` (nothing sent yet; the default) or `released` (a
+   * stream whose first bytes left under the `async` policy, or a finding after release): no retry
+   * can take released bytes back, so a lone missing echo is withheld at once.
+   */
+  phase?: 'held' | 'released'
 }
 
 /** A reason code and what it weighs. */
@@ -121,6 +128,9 @@ export function decide(signals: Signals): Verdict {
     return { action: 'refuse', reasons: ['echo_cut_off'], score: WEIGHT.echo_cut_off }
   }
   if (signals.echo === 'missing') {
+    if (signals.phase === 'released') {
+      return { action: 'quarantine', reasons: ['echo_missing'], score: WEIGHT.echo_missing }
+    }
     if (signals.attempt <= signals.retries) {
       return { action: 'retry', reasons: ['echo_missing'], score: WEIGHT.echo_missing }
     }
@@ -128,6 +138,27 @@ export function decide(signals: Signals): Verdict {
     return { action: 'quarantine', reasons, score: score(reasons) }
   }
   return { action: 'release', reasons: soft, score: soft.length > 0 ? score(soft) : 0 }
+}
+
+/**
+ * The verdict on what a stream shows after its first bytes left: another request's canary, stand-in
+ * or prompt text, or the echo an `async` release was owed and never got.
+ *
+ * @example
+ * decideReleased({ foreignCanaries: 1 }) // quarantine, ['foreign_canary']
+ * decideReleased({ echo: 'missing' }) // quarantine, ['echo_missing']: too late to retry
+ */
+export function decideReleased(
+  found: Partial<Pick<Signals, 'echo' | 'foreignCanaries' | 'foreignStandIns' | 'foreignContent'>>,
+): Verdict {
+  return decide({
+    echo: 'echoed',
+    foreignCanaries: 0,
+    ...found,
+    attempt: 1,
+    retries: 0,
+    phase: 'released',
+  })
 }
 
 function score(reasons: Reason[]): number {

@@ -28,6 +28,12 @@ export interface NodeHost {
     args: string[],
     options: { cwd: string; env?: Record<string, string | undefined>; detached?: boolean },
   ): ChildLike
+  /** Runs to completion: its exit code, standard output and standard error apart. */
+  capture(
+    command: string,
+    args: string[],
+    options: { cwd: string; env?: Record<string, string | undefined> },
+  ): Promise<{ code: number | null; out: string; err: string }>
   /** Runs to completion; rejects with the output when the exit code is not 0. */
   run(
     command: string,
@@ -99,16 +105,29 @@ export async function nodeHost(): Promise<NodeHost> {
     cp.spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
   return {
     spawn,
-    run: (command, args, options) =>
+    capture: (command, args, options) =>
       new Promise((done, fail) => {
         const child = spawn(command, args, options)
         let out = ''
+        let err = ''
         child.stdout?.on('data', (d) => {
           out += d.toString()
         })
         child.stderr?.on('data', (d) => {
-          out += d.toString()
+          err += d.toString()
         })
+        child.once('error', fail)
+        child.once('exit', (code) => done({ code, out, err }))
+      }),
+    run: (command, args, options) =>
+      new Promise((done, fail) => {
+        const child = spawn(command, args, options)
+        let out = ''
+        const add = (d: { toString(): string }) => {
+          out += d.toString()
+        }
+        child.stdout?.on('data', add)
+        child.stderr?.on('data', add)
         child.once('error', fail)
         child.once('exit', (code) =>
           code === 0

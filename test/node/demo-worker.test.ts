@@ -36,23 +36,11 @@ afterAll(async () => {
 }, 15_000)
 
 /** Runs `npm run -s demo:worker` with `args`; resolves with its exit code and both outputs. */
-async function demoWorker(
-  args: string[],
-): Promise<{ code: number | null; out: string; err: string }> {
-  const child = host.spawn('npm', ['run', '-s', 'demo:worker', '--', ...args], {
+function demoWorker(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return host.capture('npm', ['run', '-s', 'demo:worker', '--', ...args], {
     cwd: host.cwd,
     env: host.env,
   })
-  let out = ''
-  let err = ''
-  child.stdout?.on('data', (d) => {
-    out += d.toString()
-  })
-  child.stderr?.on('data', (d) => {
-    err += d.toString()
-  })
-  const code = await new Promise<number | null>((done) => child.once('exit', done))
-  return { code, out, err }
 }
 
 describe('the leak demo against the running Worker', () => {

@@ -5,16 +5,7 @@ import { nodeHost } from '../ecosystem/node-host'
 /** Runs a command as the README shows it; resolves with its stdout alone (stderr is the logs'). */
 async function stdoutOf(command: string, args: string[]): Promise<string> {
   const host = await nodeHost()
-  const child = host.spawn(command, args, { cwd: host.cwd, env: host.env })
-  let out = ''
-  let err = ''
-  child.stdout?.on('data', (d) => {
-    out += d.toString()
-  })
-  child.stderr?.on('data', (d) => {
-    err += d.toString()
-  })
-  const code = await new Promise<number | null>((done) => child.once('exit', done))
+  const { code, out, err } = await host.capture(command, args, { cwd: host.cwd, env: host.env })
   if (code !== 0) throw new Error(`${command} ${args.join(' ')} exited ${code}:\n${err}`)
   return out
 }

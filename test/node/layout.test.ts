@@ -1,3 +1,4 @@
+import { readdir, readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { checkLayout, MAX_FUNCTION_LINES } from '../../scripts/layout'
 
@@ -13,5 +14,21 @@ describe('src/ layout', () => {
     expect(report.sharedNames).toEqual({})
     expect(report.longest.filter((f) => f.lines > MAX_FUNCTION_LINES)).toEqual([])
     expect(report.tooLong).toBe(0)
+  })
+
+  // One authority on verdicts (issue 47): a Verdict is an object with an action and a score, and
+  // only src/verify/verdict.ts writes one; every stage asks decide() (or decideReleased()).
+  it("should write a verdict's action in src/verify/verdict.ts only", async () => {
+    const literal =
+      /\{[^{}]*\baction:\s*'(?:release|retry|quarantine|refuse)'[^{}]*\bscore\b[^{}]*\}|\{[^{}]*\bscore\b[^{}]*\baction:\s*'(?:release|retry|quarantine|refuse)'[^{}]*\}/g
+    const writers: Record<string, number> = {}
+    for (const file of await readdir('src', { recursive: true })) {
+      if (!file.endsWith('.ts')) continue
+      const found = (await readFile(`src/${file}`, 'utf8')).match(literal)?.length ?? 0
+      if (found > 0) writers[`src/${file}`] = found
+    }
+    // The check finds decide()'s own verdicts (it can fail), and nothing anywhere else.
+    expect(Object.keys(writers)).toEqual(['src/verify/verdict.ts'])
+    expect(writers['src/verify/verdict.ts']).toBeGreaterThanOrEqual(5)
   })
 })

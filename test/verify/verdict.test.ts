@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { timingSignal } from '../../src/timing/prefill'
-import { decide } from '../../src/verify/verdict'
+import { decide, decideReleased } from '../../src/verify/verdict'
 
 describe('verdict', () => {
   const impossible = timingSignal({
@@ -91,5 +91,46 @@ describe('verdict', () => {
       decide({ echo: 'missing', foreignCanaries: 0, timing: honest, attempt: 1, retries: 1 })
         .action,
     ).toBe('retry')
+  })
+
+  it('should never retry a lone missing echo once bytes were released, and retry it while held', () => {
+    const missing = { echo: 'missing' as const, foreignCanaries: 0, attempt: 1, retries: 2 }
+    expect(decide(missing).action).toBe('retry')
+    expect(decide({ ...missing, phase: 'held' }).action).toBe('retry')
+    expect(decide({ ...missing, phase: 'released' })).toEqual({
+      action: 'quarantine',
+      reasons: ['echo_missing'],
+      score: 0.4,
+    })
+    // A released answer with an honest echo and nothing else found is released.
+    expect(
+      decide({ echo: 'echoed', foreignCanaries: 0, attempt: 1, retries: 2, phase: 'released' })
+        .action,
+    ).toBe('release')
+  })
+
+  it('should judge what a stream shows after release by the same table', () => {
+    expect(decideReleased({ foreignCanaries: 1 })).toEqual({
+      action: 'quarantine',
+      reasons: ['foreign_canary'],
+      score: 1,
+    })
+    expect(decideReleased({ foreignStandIns: 1 })).toEqual({
+      action: 'quarantine',
+      reasons: ['foreign_stand_in'],
+      score: 1,
+    })
+    expect(decideReleased({ foreignContent: { source: 'acme', run: 6 } })).toEqual({
+      action: 'quarantine',
+      reasons: ['foreign_content'],
+      score: 0.95,
+    })
+    expect(decideReleased({ echo: 'missing' })).toEqual({
+      action: 'quarantine',
+      reasons: ['echo_missing'],
+      score: 0.4,
+    })
+    // Nothing found: nothing to withhold.
+    expect(decideReleased({}).action).toBe('release')
   })
 })
