@@ -8,7 +8,7 @@
 export type ArgKind = 'string' | 'boolean'
 
 /** One option as given, in command-line order (a repeated option appears once per use). */
-export type OptionToken = { name: string; value: string } | { name: string; value: undefined }
+type OptionToken = { name: string; value: string } | { name: string; value: undefined }
 
 /** Thrown for a command-line mistake: the command prints it with its usage and exits 2. */
 export class UsageError extends Error {}

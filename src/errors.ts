@@ -32,7 +32,7 @@ const ERROR_TYPE: Record<GuardErrorCode, string> = {
 }
 
 /** Options of a {@link GuardError} beyond its code and message. */
-export interface GuardErrorOptions {
+interface GuardErrorOptions {
   /** HTTP status; defaults per code (400, 502, 502, 400, 503). */
   status?: number
   /** Quarantine record id, for `response_quarantined`. */
@@ -87,7 +87,7 @@ export class GuardError extends Error {
 }
 
 /** Headers of an error response: the incident id, so operators can find the record from a client log. */
-export function errorHeaders(error: GuardError): Record<string, string> {
+function errorHeaders(error: GuardError): Record<string, string> {
   const headers: Record<string, string> = {}
   if (error.incidentId) headers['x-guard-incident-id'] = error.incidentId
   // Not transient: clients retry 5xx by default, and a retry re-sends the prompt to a leaking engine.

@@ -20,7 +20,7 @@ import { Winnower } from '../fingerprint/winnow'
 import type { ContentIndex } from './content-index'
 
 /** The answer being scanned. */
-export interface AnswerSelf {
+interface AnswerSelf {
   /** Its own index reference (−1 when its prompt was not indexed). */
   ref: number
   principal: string
@@ -31,7 +31,7 @@ export interface AnswerSelf {
 }
 
 /** One quoted passage: a run of consecutive selections of one other principal. */
-export interface QuotedRun {
+interface QuotedRun {
   channel: string
   /** Selections in the run (distinct fingerprints). */
   length: number
@@ -280,7 +280,7 @@ export function answerSelections(
 }
 
 /** What {@link exactPassages} measures against. */
-export interface PassageContext {
+interface PassageContext {
   /** The prompts' index: selections of the source request anchor a passage, common ones cut it. */
   index: ContentIndex
   /**

@@ -145,7 +145,7 @@ export function detectFormat(value: unknown): LogFormat | undefined {
 }
 
 /** What reading one JSON value gave: records, and items that were not records. */
-export interface ReadResult {
+interface ReadResult {
   records: AuditRecord[]
   /** Items of a page or array that were not records (index and why). */
   rejected: { item: number; why: string }[]

@@ -64,7 +64,7 @@ export interface GuardVerdictFields {
 }
 
 /** What a format never carries, and the checks that loses. */
-export interface FormatLimits {
+interface FormatLimits {
   /** Human name. */
   name: string
   /** Fields the format does not carry at all. */

@@ -42,7 +42,7 @@ export const SIGNAL_DEFAULTS: Readonly<SignalSettings> = Object.freeze({
 })
 
 /** What the audit learnt of one prompt's size. */
-export interface PromptSize {
+interface PromptSize {
   /** UTF-8 bytes (NFC-lengthened where it grows): an upper bound on any byte-level tokenizer's count. */
   bytes: number
   overhead: number

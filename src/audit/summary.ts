@@ -19,7 +19,7 @@ import { type CheckName, FORMAT_LIMITS, type LogFormat } from './record'
 import type { SignalSettings } from './signals'
 
 /** What the passes gathered. */
-export interface BuildInput {
+interface BuildInput {
   files: FileReport[]
   records: number
   findings: Finding[]

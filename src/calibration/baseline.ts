@@ -28,17 +28,17 @@ export interface BaselineState {
 }
 
 /** Samples kept per tenant and bucket (newest last). */
-export const SAMPLES_PER_TENANT = 4
+const SAMPLES_PER_TENANT = 4
 /** Tenants kept per bucket (least recently taught go first). */
-export const TENANTS_PER_BUCKET = 16
+const TENANTS_PER_BUCKET = 16
 /** A tenant counts towards the quorum once it has taught a bucket this many times. */
-export const MIN_SAMPLES_PER_TENANT = 2
+const MIN_SAMPLES_PER_TENANT = 2
 /** Different tenants a bucket needs before its rate is used. */
-export const QUORUM = 3
+const QUORUM = 3
 /** The expected minimum is this fraction of the lowest rate seen: honest variance never reaches it. */
-export const SAFETY_FRACTION = 0.5
+const SAFETY_FRACTION = 0.5
 /** Smallest prompt (uncached tokens) learned from: below it, per-token rates are dominated by overhead. */
-export const MIN_LEARN_TOKENS = 4_096
+const MIN_LEARN_TOKENS = 4_096
 
 /**
  * Log-spaced bucket of an uncached prompt size: 4k–8k, 8k–16k, … (doubling).

@@ -19,7 +19,7 @@
 import { SCRIPT_CLASSES, type ScriptClass } from '../ceiling/script'
 
 /** Observations whose estimate is below this many tokens are ignored (template noise dominates). */
-export const MIN_SAMPLE_TOKENS = 256
+const MIN_SAMPLE_TOKENS = 256
 
 /** Added on top of an observed undercount when raising, so the next similar prompt is covered. */
 export const SAFETY_STEP = 0.02
@@ -31,7 +31,7 @@ export const SAFETY_STEP = 0.02
 export const MAX_DRIFT = 9
 
 /** A class takes part in a report when it holds at least this share of the prompt's estimate. */
-export const ATTRIBUTION_SHARE = 0.25
+const ATTRIBUTION_SHARE = 0.25
 
 /** Different tenants whose reports must agree before a raised margin starts to relax. */
 export const RELAX_QUORUM = 3
@@ -43,7 +43,7 @@ export const HALF_LIFE_OBSERVATIONS = 2_000
 export const HALF_LIFE_MS = 7 * 24 * 60 * 60 * 1000
 
 /** Why observations were ignored (counters; the state stays bounded). */
-export interface IgnoredCounts {
+interface IgnoredCounts {
   /** A figure that is not a finite number. */
   invalid: number
   /** `actual ≤ 0`: no usage reported, or a broken report. */
@@ -53,7 +53,7 @@ export interface IgnoredCounts {
 }
 
 /** What has been learned about one script class. */
-export interface ClassDrift {
+interface ClassDrift {
   /** The margin set by the last raise (before decay), as a fraction: 0.12 = 12%. */
   peak: number
   /** When the last raise happened (ms since epoch). */

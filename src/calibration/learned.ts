@@ -58,7 +58,7 @@ export type TokenObservation = Omit<DriftObservation, 'at'>
  * @example
  * let state = emptyCalibration()
  */
-export function emptyCalibration(): ModelCalibration {
+function emptyCalibration(): ModelCalibration {
   return { drift: emptyDriftState(), baseline: emptyBaseline() }
 }
 

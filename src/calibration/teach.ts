@@ -9,7 +9,7 @@ import { type PlanEstimate, prefixKey } from '../plan/plan'
 import { tenantKey } from './learned'
 
 /** What a released answer can teach, and whether its provenance was proven. */
-export interface Lesson {
+interface Lesson {
   /** The engine's `usage.prompt_tokens`. */
   reported?: number
   /** The engine's `usage.prompt_tokens_details.cached_tokens`. */

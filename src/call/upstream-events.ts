@@ -9,7 +9,7 @@ import type { Frame } from '../format/frames'
 import { DEFAULT_MAX_EVENT_BYTES, type SseEvent, SseParser } from '../format/sse'
 
 /** Time limits of one upstream stream, ms. */
-export interface StallLimits {
+interface StallLimits {
   /** From the upstream call until its first byte. */
   firstByteMs: number
   /** Between two chunks once bytes flow. */

@@ -34,7 +34,7 @@ export type EchoMatch =
  * @example
  * matchEcho(text, canary, false, { maxLeadChars: DEFAULT_MAX_LEAD_CHARS * 2 })
  */
-export const DEFAULT_MAX_LEAD_CHARS = 64
+const DEFAULT_MAX_LEAD_CHARS = 64
 
 /** Decoration models put around an echoed code: markdown emphasis, quotes, brackets. */
 const OPEN = String.raw`\s>*_"'\x60“”‘’«(\[`

@@ -36,7 +36,7 @@ export function isMergeCore(value: unknown): value is MergeCore {
 }
 
 /** Merges one pre-token into o200k ids. */
-export interface PieceMerger {
+interface PieceMerger {
   /**
    * Writes the ids of `piece` (a pre-token, or a chunk of one) into `out` from index 0 and returns
    * how many; `out` must hold the piece's UTF-8 length. A lone surrogate is U+FFFD, as TextEncoder

@@ -29,7 +29,7 @@ import { addClassBytes, NFC_STABLE_BELOW, SCRIPT_CLASSES, type ScriptClass } fro
 export type Margins = (cls: ScriptClass) => number
 
 /** What the ceiling decided and why. */
-export interface CeilingDecision {
+interface CeilingDecision {
   /** Whether the prompt plus margins fits the ceiling (false → reject before any upstream call). */
   fits: boolean
   /**

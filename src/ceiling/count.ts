@@ -31,7 +31,7 @@ export function chunkEnd(piece: string, start: number): number {
 }
 
 /** What a count did: the tokens, whether it stayed within the limit, and how much text it read. */
-export interface CountResult {
+interface CountResult {
   /** Tokens counted; when `within` is false, counting stopped as soon as this passed the limit. */
   tokens: number
   /** Whether `tokens` ≤ the limit (always true without a limit). */

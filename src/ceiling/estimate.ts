@@ -66,7 +66,7 @@ const LATIN = SCRIPT_CLASSES.indexOf('latin')
 const CHUNK_MEMO_ENTRIES = 4_096
 
 /** The decoded family table and its per-class factors (see family-table.ts). */
-export interface FamilyData {
+interface FamilyData {
   /** Expansion per o200k token id. */
   expansion: Uint8Array
   /** Charged for a token id outside the table. */
@@ -164,13 +164,13 @@ export interface TextTally extends Tally {
 }
 
 /** What a {@link TextTally} costs to remember. */
-export const TEXT_TALLY_BYTES = 3 * 8 * SCRIPT_CLASSES.length + 96
+const TEXT_TALLY_BYTES = 3 * 8 * SCRIPT_CLASSES.length + 96
 
 /** A text's share of the as-sent scan (undefined: remembered, already final in the total). */
 type Share = { tally: Tally; exact: boolean } | undefined
 
 /** The result of {@link scanFamily}. */
-export interface FamilyScan extends PromptEstimate {
+interface FamilyScan extends PromptEstimate {
   /** False when the scan stopped because the charged figure passed the limit. */
   within: boolean
   /** Σ over classes of `ceil(bound × charge)`: the charged figure compared with the limit. */

@@ -97,11 +97,6 @@ const ID: Readonly<Record<ScriptClass, number>> = Object.fromEntries(
   SCRIPT_CLASSES.map((name, i) => [name, i]),
 ) as Record<ScriptClass, number>
 
-/** Class id of `name` (its index in {@link SCRIPT_CLASSES}). */
-export function scriptClassId(name: ScriptClass): number {
-  return ID[name]
-}
-
 // Which class wins when a piece mixes classes: a script's letters over emoji, over unclassified
 // scripts, over Latin, over digits, symbols and whitespace. Mixing Latin into a Georgian word
 // therefore charges the word at Georgian's margin: a request can only make its own figure stricter.

@@ -16,7 +16,7 @@ export interface Shingle {
 }
 
 /** Receives each completed shingle (the allocation-free form of {@link Shingler.push}). */
-export type ShingleSink = (hash: number, start: number, end: number, index: number) => void
+type ShingleSink = (hash: number, start: number, end: number, index: number) => void
 
 /** Outside a read: one function for every shingler, not a fresh closure per read. */
 const NO_SINK: ShingleSink = () => {}

@@ -499,7 +499,7 @@ function blankTexts(json: Json, texts: Set<string>): boolean {
 }
 
 /** The texts of a whole (non-stream) answer. */
-export interface OutputTexts {
+interface OutputTexts {
   format: StreamFormat
   texts: Partial<Record<Channel, string>>
   usage?: Usage

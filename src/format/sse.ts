@@ -19,7 +19,7 @@ export interface SseEvent {
 }
 
 /** Options of {@link sseDecoder}. */
-export interface SseDecoderOptions {
+interface SseDecoderOptions {
   /**
    * Largest event, in UTF-8 bytes of its lines (comments included), before the stream errors.
    * @default 1048576 (1 MiB)
@@ -31,7 +31,7 @@ export interface SseDecoderOptions {
  * A byte→event TransformStream that also reports, once its writable side has closed, whether the
  * input ended inside an unfinished event (bytes after the last blank line that never got one).
  */
-export interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> {
+interface SseDecoderStream extends TransformStream<Uint8Array, SseEvent> {
   /**
    * `true` after flush when the input ended inside an unfinished event: a partial line, fields with no
    * terminating blank line, or an incomplete UTF-8 sequence. Such an event is dropped (per spec), so a
@@ -52,7 +52,7 @@ export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024
  * Receives each dispatched event; `raw` is its exact text when it can be re-sent as it came, and
  * `chunk` the input chunk itself when that chunk was exactly this one event (its bytes, as they came).
  */
-export type SseEmit = (event: SseEvent, raw: string | undefined, chunk?: Uint8Array) => void
+type SseEmit = (event: SseEvent, raw: string | undefined, chunk?: Uint8Array) => void
 
 /**
  * How many leading bytes of `bytes` end on a character boundary: all of them, unless they end inside a

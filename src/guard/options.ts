@@ -31,7 +31,7 @@ export type EchoPolicy = 'require' | 'scan-only' | 'off'
 export type CacheIsolation = 'salt' | 'prefix' | 'off'
 
 /** The isolations a model gets by its name alone: `off` is only ever the operator's choice. */
-export type DefaultCacheIsolation = Exclude<CacheIsolation, 'off'>
+type DefaultCacheIsolation = Exclude<CacheIsolation, 'off'>
 
 /** What is known about one model's deployment. Every figure is a safety input: err on the safe side. */
 export interface ModelProfile {
@@ -233,7 +233,7 @@ export interface GuardOptions {
 }
 
 /** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
-export interface ForeignContentOptions {
+interface ForeignContentOptions {
   /** Where isolates share their prompts' fingerprints (the Worker's is a Durable Object). */
   store?: FingerprintStore
   /** Memory of the isolate's fingerprint table. @default 16 MiB */
@@ -320,7 +320,7 @@ export interface VerdictContext {
  * The profile for unknown models, one per isolation a name can default to: keyed by
  * {@link defaultCacheIsolation}'s answer, so the pick cannot disagree with the name's default.
  */
-export type FallbackProfiles = Readonly<Record<DefaultCacheIsolation, ModelProfile>>
+type FallbackProfiles = Readonly<Record<DefaultCacheIsolation, ModelProfile>>
 
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions {

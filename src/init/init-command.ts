@@ -7,7 +7,7 @@
 import { INSTALLED_SIM_CONFIG, type StarterFiles, writeStarter } from './starter'
 
 /** The output side of a command. */
-export interface InitIo {
+interface InitIo {
   stdout(text: string): void
   stderr(text: string): void
   /** The working directory (a path). */
@@ -35,7 +35,7 @@ interface NodeModules {
   getBuiltinModule(name: 'node:url'): NodeUrl
 }
 
-export const INIT_USAGE = `Usage: workers-ai-guard init [--dir <path>] [--force]
+const INIT_USAGE = `Usage: workers-ai-guard init [--dir <path>] [--force]
 
 Writes a guarded Worker into a project (default: the current folder): wrangler.toml (production),
 wrangler.dev.toml (the leaking simulator as env.AI, development secrets), tsconfig.json,

@@ -42,7 +42,7 @@ export interface StarterFiles {
 }
 
 /** What {@link writeStarter} did, or which files it refused to replace. */
-export type StarterResult =
+type StarterResult =
   | { ok: true; wrote: string[]; scripts: string[]; keptScripts: string[] }
   | { ok: false; existing: string[] }
 

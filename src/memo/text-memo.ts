@@ -19,7 +19,7 @@ import { toHex } from '../crypto/bytes'
 import { hmacOf, importHmacSecret } from '../crypto/hmac'
 
 /** Memo settings. */
-export interface TextMemoOptions {
+interface TextMemoOptions {
   /** Bytes of facts (and their bookkeeping) the isolate keeps. */
   budgetBytes: number
   /** The largest share of the budget one tenant's texts may hold. @default 1/2 */
@@ -62,7 +62,7 @@ export interface TextFacts<V> {
 }
 
 /** Memo figures. */
-export interface TextMemoStats {
+interface TextMemoStats {
   entries: number
   bytes: number
   tenants: number

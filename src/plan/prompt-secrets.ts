@@ -13,7 +13,7 @@ import type { ResolvedSecrets, StandInBook, StandInKey } from '../secrets'
 import { StandInBook as Book, findSecrets, MAX_STAND_INS } from '../secrets'
 
 /** Kinds with counts (never values). */
-export type KindCounts = Record<string, number>
+type KindCounts = Record<string, number>
 
 /** What the prompt's secrets came to, for the release stage and the verdict log. */
 export interface PromptSecrets {

@@ -28,7 +28,7 @@ export interface CommandIo {
 }
 
 /** The model probed when `--model` is not given. */
-export const DEFAULT_PROBE_MODEL = '@cf/zai-org/glm-5.3'
+const DEFAULT_PROBE_MODEL = '@cf/zai-org/glm-5.3'
 
 /**
  * Usage text of `workers-ai-guard probe`.
@@ -36,7 +36,7 @@ export const DEFAULT_PROBE_MODEL = '@cf/zai-org/glm-5.3'
  * @example
  * io.stdout(PROBE_USAGE)
  */
-export const PROBE_USAGE = `Usage: workers-ai-guard probe --url <base-url> [options]
+const PROBE_USAGE = `Usage: workers-ai-guard probe --url <base-url> [options]
 
 Finds how long a prompt a deployment really serves, by reading its answers: prompts of growing, then
 bisected, length with random needles at the very start and end; each answer must name both needles,

@@ -43,7 +43,7 @@ export interface Judgement {
 }
 
 /** Inputs of {@link judgeAnswer}. */
-export interface JudgeInput {
+interface JudgeInput {
   prompt: Pick<ProbePrompt, 'tokens' | 'startNeedle' | 'endNeedle' | 'tag'>
   answer: ProbeAnswer
   /** Every marker sent by earlier requests of this run (upper case) → the step that sent it. */

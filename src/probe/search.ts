@@ -23,7 +23,7 @@ export interface SearchBounds {
 }
 
 /** The bracket around the limit so far: the largest success and the smallest failure. */
-export interface SearchBracket {
+interface SearchBracket {
   /** Largest length answered correctly (0: none yet). */
   largestOk: number
   /** Smallest length that failed (undefined: none yet). */

@@ -44,7 +44,7 @@ export interface ProbeStep {
 }
 
 /** Everything {@link sendStep} needs besides the prompt. */
-export interface StepContext {
+interface StepContext {
   transport: ProbeTransport
   /** 1-based index of the step. */
   index: number

@@ -32,7 +32,7 @@
 import type { QuarantineRecord, QuarantineStore } from './store'
 
 /** Options of {@link IncidentRecorder}. */
-export interface IncidentRecorderOptions {
+interface IncidentRecorderOptions {
   /** How long a record stays open for folding, ms, from its first incident. @default 600_000 */
   windowMs?: number
   /** Clock, ms (pass the guard's `now`). @default Date.now */

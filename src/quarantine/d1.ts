@@ -38,7 +38,7 @@ interface Row {
  * Most bytes of ciphertext in one value: 1 MiB, half D1's 2,000,000-byte row limit
  * (src/worker/platform-limits.ts, `SAFE_VALUE_BYTES`; not imported, the store takes no Worker code).
  */
-export const WITHHELD_PART_BYTES = 1024 * 1024
+const WITHHELD_PART_BYTES = 1024 * 1024
 
 const SUMMARY_COLUMNS =
   'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at'

@@ -7,7 +7,7 @@ import type { UpstreamEvents } from '../call/upstream-events'
 import type { Release, Released } from './release-stream'
 
 /** What the client stream reports about its own delivery. */
-export interface DeliveryHooks {
+interface DeliveryHooks {
   /** Called once: `true` as the first byte is handed to the client, `false` if none ever was. */
   onFirstByte?: (sent: boolean) => void
 }

@@ -147,7 +147,7 @@ export interface StandInPayload {
 }
 
 /** The fields of one stand-in to mint. */
-export interface MintFields {
+interface MintFields {
   nonce: Uint8Array
   tag: Uint8Array
   counter: number

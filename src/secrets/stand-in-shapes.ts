@@ -117,7 +117,7 @@ export const MAX_STAND_IN_LENGTH = 255
  * @example
  * standIn.split('.')[1] === JWT_STAND_IN_PAYLOAD // true
  */
-export const JWT_STAND_IN_PAYLOAD = 'eyJyZWRhY3RlZCI6dHJ1ZX0' // {"redacted":true}
+const JWT_STAND_IN_PAYLOAD = 'eyJyZWRhY3RlZCI6dHJ1ZX0' // {"redacted":true}
 
 /** The header of a JWT stand-in whose original header is over 100 characters. */
 const JWT_DEFAULT_HEADER = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9' // {"alg":"HS256","typ":"JWT"}
@@ -368,7 +368,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
  * @example
  * literalPrefix('ACME-[0-9]{8}') // 'ACME-'
  */
-export function literalPrefix(source: string): string {
+function literalPrefix(source: string): string {
   let out = ''
   let i = 0
   while (i < source.length) {

@@ -18,7 +18,7 @@ import type {
 import { incrementsOf, keepSample, sampleOf, sampleWeight } from './verdict-rows'
 
 /** Options of {@link D1Telemetry}. */
-export interface D1TelemetryOptions {
+interface D1TelemetryOptions {
   /**
    * Share of releases whose sample row is kept (refusals and quarantines always are), 0 to 1.
    * @default 1
@@ -40,7 +40,7 @@ export interface D1TelemetryOptions {
 }
 
 /** What one {@link D1Telemetry.record} cost, as D1 reports (and bills) it. */
-export interface RecordCost {
+interface RecordCost {
   /** Whether the verdict's sample row was written. */
   sampled: boolean
   statements: number

@@ -233,7 +233,7 @@ function labelText(labels: [string, string][]): string {
  * @example
  * escapeLabel('a"b\nc') // 'a\\"b\\nc'
  */
-export function escapeLabel(value: string): string {
+function escapeLabel(value: string): string {
   let out = ''
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i)

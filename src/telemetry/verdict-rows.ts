@@ -98,7 +98,7 @@ function optional<K extends string>(key: K, value: number | undefined): Partial<
 }
 
 /** One histogram observation: which metric, which bucket, the value in seconds. */
-export interface Observation {
+interface Observation {
   metric: HistogramMetric
   model: string
   le: string
@@ -106,7 +106,7 @@ export interface Observation {
 }
 
 /** What one verdict adds to the exact metrics. */
-export interface Increments {
+interface Increments {
   /** Counter rows with `value` = the amount to add. */
   counters: CounterRow[]
   observations: Observation[]

@@ -15,14 +15,14 @@
 import { toHex } from '../crypto/bytes'
 
 /** Bytes per hashed chunk: coarse enough to be cheap (a 4 MB prompt is 64 digests), fine enough to matter. */
-export const CHUNK_CHARS = 64 * 1024
+const CHUNK_CHARS = 64 * 1024
 /** Distinct chunk hashes remembered per tenant (least recently used go first): 2 MB at most per tenant. */
-export const HASHES_PER_TENANT = 16_384
+const HASHES_PER_TENANT = 16_384
 /** Tenants remembered per isolate. */
 export const TENANTS = 1_024
 
 /** How much of a prompt the engine may hold in its prefix cache. */
-export interface PrefixEstimate {
+interface PrefixEstimate {
   /** Leading characters matched by earlier verified prompts of the same tenant. */
   matchedChars: number
   totalChars: number

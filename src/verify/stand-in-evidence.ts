@@ -18,7 +18,7 @@ export interface StandInFinding {
 }
 
 /** What the stand-ins of an answer came to. */
-export interface StandInEvidence {
+interface StandInEvidence {
   /** The texts with this request's values back (the same object when there were none). */
   texts: Texts
   foreign: StandInFinding[]

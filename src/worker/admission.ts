@@ -15,33 +15,33 @@ import type { Env } from './env'
  * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
  * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
  */
-export const BYTES_PER_BODY_BYTE = 20
+const BYTES_PER_BODY_BYTE = 20
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
-export const REQUEST_BASE_BYTES = 1024 * 1024
+const REQUEST_BASE_BYTES = 1024 * 1024
 
 /**
  * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
  * request in flight (o200k's tables, the family bound, memo, prefix records: ~30 MB of heap and ~13 MB
  * of ArrayBuffers measured after maximal prompts) and headroom for the garbage V8 has not collected yet.
  */
-export const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
+const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
 
 /**
  * Reservations at most this large are small: ordinary chat requests (bodies up to ~50 KB). They are never
  * refused while only small requests are in flight, and large ones may never take the last
  * {@link SMALL_FLOOR_BYTES} of the budget, so ordinary traffic keeps flowing beside long prompts.
  */
-export const SMALL_REQUEST_BYTES = 2 * 1024 * 1024
+const SMALL_REQUEST_BYTES = 2 * 1024 * 1024
 
 /** The part of the budget only small requests may use. */
 export const SMALL_FLOOR_BYTES = 8 * 1024 * 1024
 
 /** Seconds a refused client is told to wait: a maximal prompt is answered in a few seconds. */
-export const RETRY_AFTER_SECONDS = 2
+const RETRY_AFTER_SECONDS = 2
 
 /** One request's share of the ledger. `release` is idempotent: every exit path may call it. */
-export interface Reservation {
+interface Reservation {
   /** Bytes reserved now. */
   readonly bytes: number
   /** Raises the reservation to cover a body of `bodyBytes` (seen so far); throws 503 over budget. */

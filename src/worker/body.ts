@@ -28,7 +28,7 @@ export const MAX_JSON_VALUES = 262_144
 export const MAX_JSON_DEPTH = 64
 
 /** Shape limits of a request body. */
-export interface JsonShapeLimits {
+interface JsonShapeLimits {
   /** Most JSON values. @default MAX_JSON_VALUES */
   maxValues: number
   /** Deepest nesting below the top-level value. @default MAX_JSON_DEPTH */
@@ -62,7 +62,7 @@ const CR = 0x0d
  * shape.push(new TextEncoder().encode('{"messages":[{"role":"user","content":"hi"}]}'))
  * shape.values // 5: the body, the array, the message, "user" and "hi" (member names do not count)
  */
-export class JsonShapeScanner {
+class JsonShapeScanner {
   /** Values seen so far. */
   values = 0
   /** Deepest nesting seen so far (the top-level value is level 0). */

@@ -11,7 +11,7 @@ import { BACKFILL_HASHES, joinChunks, PAGE_HASHES, type RawBatch } from './finge
 import type { FingerprintLog } from './fingerprint-log'
 
 /** Options of {@link DurableFingerprints}. */
-export interface DurableFingerprintsOptions {
+interface DurableFingerprintsOptions {
   /**
    * Objects per model. Any value reads every batch ever published (a read asks all of them, and shard
    * 0 is the object of the unsharded log), so it can be raised or lowered at any time. @default 1
@@ -27,7 +27,7 @@ export interface DurableFingerprintsOptions {
 }
 
 /** A read that left out objects that failed or were too slow: which, so a caller can say so. */
-export interface ShardedRead {
+interface ShardedRead {
   batches: FingerprintBatch[]
   cursor: string
   /** Shards not read this time (their cursors stay: the next read catches up). Absent when none. */
@@ -35,9 +35,9 @@ export interface ShardedRead {
 }
 
 /** Most columns per model: a read asks each of them. */
-export const MAX_SHARDS = 256
+const MAX_SHARDS = 256
 /** Most objects per model (columns × rows). */
-export const MAX_OBJECTS = 4096
+const MAX_OBJECTS = 4096
 
 /**
  * Publishes to and reads from a model's FingerprintLog objects; a cursor is their sequence numbers,
@@ -177,7 +177,7 @@ export function objectName(model: string, shard: number, replica: number): strin
  * reader with no cursor, or one of a row that no longer exists, starts on a row drawn at random: the
  * isolates spread over the rows.
  */
-export function parseCursor(
+function parseCursor(
   cursor: string | undefined,
   shards: number,
   replicas = 1,

@@ -50,7 +50,7 @@ export function joinChunks(model: string, rows: readonly RawBatch[]): Fingerprin
 }
 
 /** One stored row of a batch: at most {@link CHUNK_HASHES} fingerprints. */
-export interface StoredChunk {
+interface StoredChunk {
   count: number
   hashes: ArrayBuffer
   /** Whether it is its batch's last row (trimming drops whole batches). */

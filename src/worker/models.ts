@@ -6,7 +6,7 @@ import { GuardError } from '../errors'
 import type { Guard } from '../guard'
 
 /** One entry of OpenAI's `GET /v1/models` list. */
-export interface ModelEntry {
+interface ModelEntry {
   id: string
   object: 'model'
   /** Unix seconds; the guard knows no creation date of a model, so 0, as OpenAI-compatible servers send. */

@@ -112,7 +112,7 @@ export function toChatCompletion(
 }
 
 /** Options of {@link clientStream}. */
-export interface ClientStreamOptions {
+interface ClientStreamOptions {
   /**
    * Rewrite legacy `{ response }` events as OpenAI `chat.completion.chunk`s naming this model (the
    * OpenAI surface, when the guard did not report a chat-format stream). Absent, every byte passes
@@ -260,7 +260,7 @@ export const SSE_HEADERS = {
 } as const
 
 /** What the Worker refuses by itself, before any guard runs; none is a {@link GuardError} code. */
-export type RefusalCode =
+type RefusalCode =
   /** `/v1/*` without a known tenant key (OpenAI's own code for it). */
   | 'invalid_api_key'
   /** `/admin/*` without the admin secret, or with admin routes off. */

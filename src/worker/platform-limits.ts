@@ -14,11 +14,11 @@
  */
 export const MAX_VALUE_BYTES = 2_000_000
 /** Largest SQL statement, bytes (D1 and Durable Objects: 100 KB). */
-export const MAX_STATEMENT_BYTES = 100_000
+const MAX_STATEMENT_BYTES = 100_000
 /** Bound parameters per query (D1 and Durable Objects). */
-export const MAX_BOUND_PARAMETERS = 100
+const MAX_BOUND_PARAMETERS = 100
 /** D1 queries per Worker invocation (paid plan; a batch counts each of its statements). */
-export const MAX_D1_QUERIES_PER_INVOCATION = 1_000
+const MAX_D1_QUERIES_PER_INVOCATION = 1_000
 /**
  * The bound this project keeps every stored value under, by construction (chunked BLOBs): half the
  * limit, so a row's other columns and SQLite's own overhead never bring it near.
@@ -28,7 +28,7 @@ export const SAFE_VALUE_BYTES = 1024 * 1024
 const encoder = new TextEncoder()
 
 /** Bytes of one bound value as SQLite stores it (strings as UTF-8). */
-export function valueBytes(value: unknown): number {
+function valueBytes(value: unknown): number {
   if (typeof value === 'string') return encoder.encode(value).byteLength
   if (value instanceof ArrayBuffer) return value.byteLength
   if (ArrayBuffer.isView(value)) return value.byteLength
@@ -40,7 +40,7 @@ export function valueBytes(value: unknown): number {
  * The error production raises for a value or row over the limit (SQLite's SQLITE_TOOBIG, as D1 and
  * Durable Objects report it), or for a statement or parameter list over its limit.
  */
-export class PlatformLimitError extends Error {
+class PlatformLimitError extends Error {
   constructor(message: string) {
     super(message)
     this.name = 'PlatformLimitError'

@@ -150,7 +150,7 @@ export interface OverviewSources {
 }
 
 /** The model the overview shows when none is asked for. */
-export const DEFAULT_MODEL = '@cf/zai-org/glm-5.3'
+const DEFAULT_MODEL = '@cf/zai-org/glm-5.3'
 
 /**
  * The overview's figures over the last `days` days for one model (the newest incident's model when

@@ -3,7 +3,7 @@
  */
 
 /** One reason as the console explains it. */
-export interface ReasonGuide {
+interface ReasonGuide {
   /** A short title. */
   title: string
   /** What the reason means, in one or two sentences. */

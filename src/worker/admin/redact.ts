@@ -11,7 +11,7 @@
 const CANARY_LIKE = /cnry_[0-9a-z]*/gi
 
 /** What a redacted canary reads as. */
-export const REDACTED_CANARY = '[canary]'
+const REDACTED_CANARY = '[canary]'
 
 /**
  * `text` with every canary-shaped token replaced by {@link REDACTED_CANARY}.

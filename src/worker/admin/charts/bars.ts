@@ -62,7 +62,7 @@ ${reasons.map(
 }
 
 /** One horizontal bar. */
-export interface BarRow {
+interface BarRow {
   label: string
   count: number
   /** Extra `data-*` values for the bar. */

@@ -29,7 +29,7 @@ export interface BaselineSegment {
 }
 
 /** What the scatter draws. */
-export interface ScatterInput {
+interface ScatterInput {
   points: ScatterPoint[]
   /** The profile's `maxPrefillTokensPerSecond`: ms = tokens / rate × 1000. */
   prefillTokensPerSecond?: number

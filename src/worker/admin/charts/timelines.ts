@@ -6,7 +6,7 @@ import type { HtmlEscapedString } from 'hono/utils/html'
 import { linearScale, PALETTE } from './scale'
 
 /** One series: its name and its points in time order. */
-export interface Series {
+interface Series {
   name: string
   points: { at: number; value: number }[]
 }
