@@ -1,10 +1,12 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { UpstreamEvents } from '../../src/call/upstream-events'
 import { GuardError } from '../../src/errors'
 
 /**
  * The stream's stall deadlines, now one timer checked when it fires: a silent upstream still becomes a
  * 504 before its first byte and mid-answer, and a client that reads slowly is not an upstream that stalls.
+ * The deadlines run on Vitest's fake timers: with real ones, other work of a busy isolate could delay a
+ * deadline's ticks past the upstream's own timer and turn the test into a measure of the machine.
  */
 const utf8 = new TextEncoder()
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -31,13 +33,47 @@ async function failure(read: () => Promise<unknown>): Promise<GuardError> {
   return error as GuardError
 }
 
+/** Advances the fake clock in 5 ms steps until `work` settles; resolves or rejects as it does. */
+async function settle<T>(work: Promise<T>): Promise<T> {
+  let done = false
+  work.then(
+    () => {
+      done = true
+    },
+    () => {
+      done = true
+    },
+  )
+  for (let ms = 0; !done; ms += 5) {
+    if (ms > 60_000) throw new Error('nothing settled within a minute of fake time')
+    await vi.advanceTimersByTimeAsync(5)
+  }
+  return work
+}
+
+/** Every content text of `events` until it ends. */
+async function readAll(events: UpstreamEvents): Promise<string[]> {
+  const texts: string[] = []
+  for (let frames = await events.next(); frames; frames = await events.next()) {
+    for (const frame of frames) texts.push(frame.texts.content ?? '')
+  }
+  return texts
+}
+
 describe('UpstreamEvents deadlines', () => {
+  beforeEach(() => {
+    vi.useFakeTimers()
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
   it('should end an upstream that sends no first byte in time with a 504', async () => {
     const events = new UpstreamEvents(upstream([[400, event('late')]]), {
       firstByteMs: 60,
       idleMs: 1_000,
     })
-    const error = await failure(() => events.next())
+    const error = await settle(failure(() => events.next()))
     expect([error.status, error.code]).toEqual([504, 'upstream_error'])
     expect(error.message).toMatch(/no first byte within 60 ms/)
   })
@@ -53,8 +89,8 @@ describe('UpstreamEvents deadlines', () => {
         idleMs: 60,
       },
     )
-    expect((await events.next())?.[0]?.texts.content).toBe('a')
-    const error = await failure(() => events.next())
+    expect((await settle(events.next()))?.[0]?.texts.content).toBe('a')
+    const error = await settle(failure(() => events.next()))
     expect(error.message).toMatch(/nothing for 60 ms mid-answer/)
   })
 
@@ -70,11 +106,7 @@ describe('UpstreamEvents deadlines', () => {
       ]),
       { firstByteMs: 1_000, idleMs: 100 },
     )
-    const texts: string[] = []
-    for (let frames = await steady.next(); frames; frames = await steady.next()) {
-      for (const frame of frames) texts.push(frame.texts.content ?? '')
-    }
-    expect(texts).toEqual(['a', 'b', 'c', 'd', 'e'])
+    expect(await settle(readAll(steady))).toEqual(['a', 'b', 'c', 'd', 'e'])
     const stalled = new UpstreamEvents(
       upstream([
         [0, event('a')],
@@ -83,14 +115,14 @@ describe('UpstreamEvents deadlines', () => {
       ]),
       { firstByteMs: 1_000, idleMs: 100 },
     )
-    await stalled.next()
-    await stalled.next()
+    await settle(stalled.next())
+    await settle(stalled.next())
     const started = Date.now()
-    const error = await failure(() => stalled.next())
+    const error = await settle(failure(() => stalled.next()))
     expect(error.message).toMatch(/nothing for 100 ms mid-answer/)
     const took = Date.now() - started
-    expect(took).toBeGreaterThanOrEqual(95)
-    expect(took).toBeLessThan(125 + 60) // a tick late at most, and a timer's slack
+    expect(took).toBeGreaterThanOrEqual(100)
+    expect(took).toBeLessThanOrEqual(125 + 5) // a tick late at most, and one step of the clock
   })
 
   it('should not count the time a slow client takes between reads against the upstream', async () => {
@@ -106,10 +138,13 @@ describe('UpstreamEvents deadlines', () => {
       },
     )
     const texts: string[] = []
-    for (let frames = await events.next(); frames; frames = await events.next()) {
-      for (const frame of frames) texts.push(frame.texts.content ?? '')
-      await sleep(150) // three idle limits between reads: the upstream had its bytes ready
+    const slowReader = async () => {
+      for (let frames = await events.next(); frames; frames = await events.next()) {
+        for (const frame of frames) texts.push(frame.texts.content ?? '')
+        await sleep(150) // three idle limits between reads: the upstream had its bytes ready
+      }
     }
+    await settle(slowReader())
     expect(texts).toEqual(['a', 'b', 'c'])
     expect(events.truncated).toBe(false)
   })
