@@ -6,8 +6,8 @@
  */
 import { SimEngine } from '../sim/engine'
 import type { AiRunner } from '../src/call/upstream'
-import { BUILTIN_PROFILES, type ModelProfile, type VerdictLog } from '../src/guard/options'
 import { guardAi } from '../src/surfaces/guard-ai'
+import { BUILTIN_PROFILES, type ModelProfile, type VerdictLog } from '../src/vocabulary/options'
 
 /** The model of the incident. */
 export const DEMO_MODEL = '@cf/zai-org/glm-5.3'

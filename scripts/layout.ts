@@ -29,7 +29,25 @@ export interface LayoutReport {
   /** The longest functions, longest first. */
   longest: { file: string; name: string; line: number; lines: number }[]
   tooLong: number
+  /**
+   * Pairs of the pipeline's stage folders ({@link STAGES}) that import each other both ways, as
+   * `a ↔ b` (a before b alphabetically), with one import each way as evidence.
+   */
+  twoWayFolders: { pair: string; forward: string; back: string }[]
 }
+
+/** The folders of the request's and the answer's path, whose imports should run one way (issue 47). */
+export const STAGES = [
+  'surfaces',
+  'guard',
+  'plan',
+  'call',
+  'verify',
+  'release',
+  'attempt',
+  'format',
+  'quarantine',
+] as const
 
 interface AstNode {
   type: string
@@ -63,7 +81,35 @@ export async function checkLayout(root = 'src'): Promise<LayoutReport> {
     sharedNames: sharedBaseNames(files),
     longest: longest.slice(0, 10),
     tooLong: longest.filter((f) => f.lines > MAX_FUNCTION_LINES).length,
+    twoWayFolders: twoWayFolders(root, facts),
   }
+}
+
+/** The stage folder of a file under `root`, if it is in one. */
+function stageOf(root: string, file: string): string | undefined {
+  const folder = file.slice(root.length + 1).split('/')[0]!
+  return (STAGES as readonly string[]).includes(folder) ? folder : undefined
+}
+
+function twoWayFolders(root: string, facts: Map<string, FileFacts>): LayoutReport['twoWayFolders'] {
+  // One import for each direction between two stage folders: `a→b` → "file → target".
+  const edges = new Map<string, string>()
+  for (const [file, f] of facts) {
+    const from = stageOf(root, file)
+    if (!from) continue
+    for (const target of f.imports) {
+      const to = stageOf(root, target)
+      if (to && to !== from && !edges.has(`${from}→${to}`))
+        edges.set(`${from}→${to}`, `${file} → ${target}`)
+    }
+  }
+  const pairs: LayoutReport['twoWayFolders'] = []
+  for (const [edge, forward] of edges) {
+    const [a, b] = edge.split('→') as [string, string]
+    const back = edges.get(`${b}→${a}`)
+    if (back && a < b) pairs.push({ pair: `${a} ↔ ${b}`, forward, back })
+  }
+  return pairs.sort((x, y) => x.pair.localeCompare(y.pair))
 }
 
 async function readFacts(file: string, known: Set<string>): Promise<FileFacts> {

@@ -21,10 +21,23 @@ export {
   type CalibrationStore,
   MemoryCalibration,
 } from './calibration/learned'
-export type { AiRunner, ChatMessage, ContentPart, Usage } from './call/upstream'
+export type { AiRunner, ChatMessage, ContentPart } from './call/upstream'
 export { CANARY_PATTERN } from './canary'
 export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
+export type { Usage } from './format/frames'
 export { type GuardInfo, guardInfo } from './guard'
+export { IncidentRecorder } from './quarantine/aggregate'
+export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
+export { MemoryQuarantineStore } from './quarantine/memory'
+export type { OperatorPattern } from './secrets/operator-pattern'
+export {
+  type SecretPolicy,
+  type SecretRules,
+  type SecretsOptions,
+  WORKER_SECRETS_DEFAULT,
+} from './secrets/policy'
+export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
+export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'
 export {
   BUILTIN_PROFILES,
   type CacheIsolation,
@@ -35,22 +48,10 @@ export {
   type OverflowPolicy,
   type VerdictContext,
   type VerdictLog,
-} from './guard/options'
-export { IncidentRecorder } from './quarantine/aggregate'
-export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
-export { MemoryQuarantineStore } from './quarantine/memory'
+} from './vocabulary/options'
 export type {
   QuarantineQuery,
   QuarantineRecord,
   QuarantineStore,
   QuarantineSummary,
-} from './quarantine/store'
-export type { OperatorPattern } from './secrets/operator-pattern'
-export {
-  type SecretPolicy,
-  type SecretRules,
-  type SecretsOptions,
-  WORKER_SECRETS_DEFAULT,
-} from './secrets/policy'
-export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
-export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'
+} from './vocabulary/quarantine'

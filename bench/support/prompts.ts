@@ -3,7 +3,7 @@
  * is attributable by content alone (the way the incident's 155 answers were).
  */
 import { injectCanary } from '../../src/canary'
-import { BUILTIN_PROFILES } from '../../src/guard/options'
+import { BUILTIN_PROFILES } from '../../src/vocabulary/options'
 
 /** About 17 tokens (o200k and cl100k alike) per line. */
 const TOKENS_PER_LINE = 17

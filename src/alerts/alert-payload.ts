@@ -7,7 +7,7 @@
  * string): in JSON they are plain strings, in Slack they only ever sit in `plain_text` objects, escaped
  * and stripped of line breaks and invisible characters, so no name can format, link or mention.
  */
-import type { VerdictLog } from '../guard/options'
+import type { VerdictLog } from '../vocabulary/options'
 
 /** The version of the JSON documents below; a change that removes or retypes a field bumps it. */
 export const ALERT_SCHEMA_VERSION = 1

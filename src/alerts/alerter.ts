@@ -3,7 +3,7 @@
  * the webhooks of the tenants whose data the answer carried — decided synchronously (so the rate limit
  * sees verdicts in order), delivered in one background promise that never rejects.
  */
-import type { VerdictLog } from '../guard/options'
+import type { VerdictLog } from '../vocabulary/options'
 import type { AlertConfig, AlertDestination } from './alert-config'
 import { AlertLimiter, type AlertLimiterOptions } from './alert-limiter'
 import {

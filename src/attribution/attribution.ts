@@ -9,7 +9,7 @@
  * the tag's tenant unknown while the incident is still recorded.
  */
 import { type CanaryKey, keyFingerprint, tenantTag } from '../canary/token'
-import type { QuarantineRecord } from '../quarantine/store'
+import type { QuarantineRecord } from '../vocabulary/quarantine'
 import type { TenantDirectory } from './directory'
 
 /** The canary findings of a quarantine record. */

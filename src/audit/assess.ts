@@ -4,8 +4,8 @@
  */
 import { promptPieces } from '../ceiling/prompt'
 import { FINGERPRINT_DEFAULTS, type FingerprintKey, printPrompt } from '../fingerprint'
-import type { ModelProfile } from '../guard/options'
 import { promptTexts } from '../plan/prompt-texts'
+import type { ModelProfile } from '../vocabulary/options'
 import {
   type ExactPassage,
   exactPassages,

@@ -4,7 +4,7 @@
  * hands it Node's.
  */
 import { type ArgKind, parseCommandLine, UsageError } from '../cli-args'
-import type { ModelProfile } from '../guard/options'
+import type { ModelProfile } from '../vocabulary/options'
 import { runAudit } from './audit'
 import type { AuditOptions, AuditProgress, LogSource } from './findings'
 import { timeMs } from './formats'

@@ -14,8 +14,8 @@ import {
   PUBLIC_BACKGROUND,
   printPrompt,
 } from '../fingerprint'
-import { BUILTIN_PROFILES, type ModelProfile } from '../guard/options'
 import { promptTexts } from '../plan/prompt-texts'
+import { BUILTIN_PROFILES, type ModelProfile } from '../vocabulary/options'
 import {
   type Candidate,
   concludeCandidate,

@@ -2,7 +2,7 @@
  * @module The audit's report as data: inputs, findings with their evidence, time windows, flows of
  * data between senders, coverage of each check, and the content index's figures.
  */
-import type { ModelProfile } from '../guard/options'
+import type { ModelProfile } from '../vocabulary/options'
 import type { ContentIndexStats } from './content-index'
 import type { CheckName, LogFormat } from './record'
 import type { Signal, SignalSettings } from './signals'

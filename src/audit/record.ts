@@ -52,7 +52,7 @@ export interface AuditRecord {
   verdict?: GuardVerdictFields
 }
 
-/** What a guard verdict line carries beside the common fields (see VerdictLog in src/guard/options.ts). */
+/** What a guard verdict line carries beside the common fields (see VerdictLog in src/vocabulary/options.ts). */
 export interface GuardVerdictFields {
   action: string
   reasons: string[]

@@ -9,8 +9,8 @@ import { estimateTexts, type PromptEstimate } from '../ceiling/estimate'
 import { promptPieces, templateOverhead } from '../ceiling/prompt'
 import { nfcForm } from '../ceiling/script'
 import { utf8Length } from '../ceiling/utf8'
-import type { ModelProfile } from '../guard/options'
 import { timingSignal } from '../timing/prefill'
+import type { ModelProfile } from '../vocabulary/options'
 import type { AuditRecord, CheckName } from './record'
 
 /** One signal on one request, with its evidence. */

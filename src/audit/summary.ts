@@ -3,7 +3,7 @@
  * exit code, the checks each format turns off, and the content index's figures.
  */
 import { FINGERPRINT_DEFAULTS } from '../fingerprint'
-import type { ModelProfile } from '../guard/options'
+import type { ModelProfile } from '../vocabulary/options'
 import { guaranteedSpan } from './content'
 import type { ContentIndex } from './content-index'
 import type {

@@ -32,11 +32,3 @@ export interface ChatMessage {
   content?: string | ContentPart[] | null
   [key: string]: unknown
 }
-
-/** Token accounting as chat-completions upstreams report it. */
-export interface Usage {
-  prompt_tokens?: number
-  completion_tokens?: number
-  total_tokens?: number
-  prompt_tokens_details?: { cached_tokens?: number } | null
-}

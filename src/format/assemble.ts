@@ -7,8 +7,8 @@
  * verifies it like any stream, and returns the object the client asked for.
  */
 
-import type { Usage } from '../call/upstream'
 import { GuardError } from '../errors'
+import type { Usage } from './frames'
 import { parseFrame } from './frames'
 import { type SseEvent, sseDecoder } from './sse'
 

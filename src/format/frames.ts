@@ -9,9 +9,16 @@
  * fail closed as `upstream_error`: text the guard cannot see is text it cannot release.
  */
 
-import type { Usage } from '../call/upstream'
 import { GuardError } from '../errors'
 import type { SseEvent } from './sse'
+
+/** Token accounting as chat-completions upstreams report it. */
+export interface Usage {
+  prompt_tokens?: number
+  completion_tokens?: number
+  total_tokens?: number
+  prompt_tokens_details?: { cached_tokens?: number } | null
+}
 
 /** `chat`: OpenAI `chat.completion(.chunk)` objects; `legacy`: Workers AI `{ response, usage? }`. */
 export type StreamFormat = 'chat' | 'legacy'

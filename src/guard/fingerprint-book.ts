@@ -30,7 +30,7 @@ import {
 } from '../fingerprint'
 import { PUBLIC_UDHR } from '../fingerprint/public-udhr'
 import { memoSlot, type RequestMemo } from '../memo/text-memo'
-import type { ResolvedForeignContent } from './options'
+import type { ResolvedForeignContent } from '../vocabulary/options'
 
 /** A remembered text's print (src/memo). */
 const PRINTS = memoSlot<TextPrint>('print')

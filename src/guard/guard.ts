@@ -16,22 +16,22 @@ import { TextMemo } from '../memo/text-memo'
 import { type PlanServices, planRequest } from '../plan/plan'
 import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
-import type { QuarantineStore } from '../quarantine/store'
 import { quarantineError, recordIncident } from '../quarantine/withhold'
 import { heartbeatStream } from '../release/heartbeat'
 import { importStandInKey, type StandInKey } from '../secrets'
 import type { ResolvedSecrets } from '../secrets/policy'
 import { PrefixRecord } from '../timing/prefix-record'
-import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
-import { FingerprintBook } from './fingerprint-book'
-import { attachInfo } from './guard-info'
 import {
   fallbackProfile,
   type GuardOptions,
   type ModelProfile,
   type ResolvedOptions,
   resolveOptions,
-} from './options'
+} from '../vocabulary/options'
+import type { QuarantineStore } from '../vocabulary/quarantine'
+import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
+import { FingerprintBook } from './fingerprint-book'
+import { attachInfo } from './guard-info'
 import { VerdictLogger } from './verdict-log'
 
 /** The guard's per-isolate state, shared by every request it serves. */

@@ -5,9 +5,9 @@
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { RequestPlan } from '../plan/plan'
 import type { PromptSecrets } from '../plan/prompt-secrets'
-import type { QuarantineRecord } from '../quarantine/store'
 import type { Incident } from '../quarantine/withhold'
-import type { VerdictContext, VerdictLog } from './options'
+import type { VerdictContext, VerdictLog } from '../vocabulary/options'
+import type { QuarantineRecord } from '../vocabulary/quarantine'
 
 type Figures = QuarantineRecord['figures']
 

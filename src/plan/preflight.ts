@@ -6,8 +6,8 @@ import type { ClassFigures, PromptEstimate, TextTally } from '../ceiling/estimat
 import { type PromptPieces, templateOverhead } from '../ceiling/prompt'
 import { SCRIPT_CLASS_NAMES, type ScriptClass } from '../ceiling/script'
 import { GuardError } from '../errors'
-import type { ModelProfile, OverflowPolicy } from '../guard/options'
 import type { TextFacts } from '../memo/text-memo'
+import type { ModelProfile, OverflowPolicy } from '../vocabulary/options'
 
 /** What the preflight admitted. */
 export interface Admission {

@@ -29,7 +29,7 @@
  * - A store without `increment` cannot fold: every incident is stored in full, as before. If the open
  *   record is gone (retention, eviction) or folding fails, the incident is stored as a new record.
  */
-import type { QuarantineRecord, QuarantineStore } from './store'
+import type { QuarantineRecord, QuarantineStore } from '../vocabulary/quarantine'
 
 /** Options of {@link IncidentRecorder}. */
 interface IncidentRecorderOptions {

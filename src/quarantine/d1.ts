@@ -4,8 +4,13 @@
  * 1 MiB goes in parts (`migrations/0005_incident_withheld_parts.sql`).
  */
 import { assertSecret } from '../crypto/secret'
+import type {
+  QuarantineQuery,
+  QuarantineRecord,
+  QuarantineStore,
+  QuarantineSummary,
+} from '../vocabulary/quarantine'
 import { QUARANTINE_KEY_MESSAGE, seal, sealingKey, unseal } from './seal'
-import type { QuarantineQuery, QuarantineRecord, QuarantineStore, QuarantineSummary } from './store'
 
 /** Options of {@link D1QuarantineStore}. */
 export interface D1QuarantineOptions {

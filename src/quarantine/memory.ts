@@ -1,7 +1,12 @@
 /**
  * @module An in-memory quarantine store for library users: bounded, per isolate, lost on eviction.
  */
-import type { QuarantineQuery, QuarantineRecord, QuarantineStore, QuarantineSummary } from './store'
+import type {
+  QuarantineQuery,
+  QuarantineRecord,
+  QuarantineStore,
+  QuarantineSummary,
+} from '../vocabulary/quarantine'
 
 /**
  * Keeps the newest `capacity` records in memory. Use the D1 store in production: isolates are evicted.

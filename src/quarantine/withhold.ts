@@ -5,8 +5,8 @@
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { TenantAttribution } from '../attribution'
 import { GuardError } from '../errors'
+import type { QuarantineRecord } from '../vocabulary/quarantine'
 import type { IncidentRecorder } from './aggregate'
-import type { QuarantineRecord } from './store'
 
 /** The incident a withheld answer became: its id, and whether its record was stored. */
 export interface Incident {

@@ -18,7 +18,6 @@
  */
 
 import { type AttemptContext, ownTokens } from '../attempt/context'
-import type { Usage } from '../call/upstream'
 import {
   CANARY_LENGTH,
   classify,
@@ -30,6 +29,7 @@ import {
 } from '../canary'
 import { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
+import type { Usage } from '../format/frames'
 import { type Channel, type Frame, isBlankEvent, withTexts } from '../format/frames'
 import { encodeSseEvent } from '../format/sse'
 import { redactCanaries } from '../verify/canary-evidence'

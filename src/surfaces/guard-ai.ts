@@ -9,8 +9,8 @@
 
 import type { AiRunner } from '../call/upstream'
 import { Guard, type RunnerHooks } from '../guard'
-import type { GuardOptions } from '../guard/options'
-import type { QuarantineStore } from '../quarantine/store'
+import type { GuardOptions } from '../vocabulary/options'
+import type { QuarantineStore } from '../vocabulary/quarantine'
 
 /** What one request tells the isolate's guard: whose it is, and how to keep background work alive. */
 export interface GuardRequest extends RunnerHooks {

@@ -4,7 +4,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
-import type { GuardOptions } from '../guard/options'
+import type { GuardOptions } from '../vocabulary/options'
 import { type AiGuard, createGuard } from './guard-ai'
 
 /** The variables `aiGuard` sets on the context. */

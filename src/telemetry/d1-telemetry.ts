@@ -3,7 +3,7 @@
  * verdict writes its sample (when kept), its exact counters and its histogram buckets; the console
  * reads samples, refusals and margin history; /admin/metrics reads the counters.
  */
-import { BUILTIN_PROFILES, type VerdictLog } from '../guard/options'
+import { BUILTIN_PROFILES, type VerdictLog } from '../vocabulary/options'
 import type {
   CounterRow,
   HistogramRow,

@@ -5,7 +5,7 @@
  */
 
 import { SCRIPT_CLASSES } from '../ceiling/script'
-import type { VerdictLog } from '../guard/options'
+import type { VerdictLog } from '../vocabulary/options'
 import type { CounterRow, HistogramMetric, VerdictSample } from './types'
 
 /**

@@ -5,7 +5,7 @@
 import { type AttemptContext, ownTokens } from '../attempt/context'
 import { CANARY_PATTERN, type Finding, scanText } from '../canary'
 import type { Channel } from '../format/frames'
-import type { QuarantineRecord } from '../quarantine/store'
+import type { QuarantineRecord } from '../vocabulary/quarantine'
 
 /**
  * Scans every channel for canaries; returns the texts with our own canary and every piece of our

@@ -5,8 +5,8 @@
  */
 import type { AttemptContext } from '../attempt/context'
 import type { Channel } from '../format/frames'
-import type { QuarantineRecord } from '../quarantine/store'
 import { type ForeignStandIn, type Replacement, withLineBreaks } from '../secrets'
+import type { QuarantineRecord } from '../vocabulary/quarantine'
 
 type Texts = Partial<Record<Channel, string>>
 

@@ -27,59 +27,9 @@
  * The score (0–1) orders incidents for review: it is the strongest single piece of evidence, not a
  * threshold — any quarantine rule above is sufficient on its own.
  */
-import type { TimingSignal } from '../timing/prefill'
+import type { Reason, Signals, Verdict } from '../vocabulary/verdict-types'
 
-/**
- * How the echo check ended. `cut-off`: the answer reached its output limit before any visible reply
- * long enough to carry the echo (a reasoning model spends its budget thinking first).
- */
-export type EchoOutcome = 'echoed' | 'missing' | 'cut-off' | 'not-requested'
-
-/** Every signal the guards gathered about one answer. */
-export interface Signals {
-  echo: EchoOutcome
-  /** Canaries in the answer that verify under our key but belong to another request. */
-  foreignCanaries: number
-  /** Stand-ins of secrets that verify under our key but were minted for another request. */
-  foreignStandIns?: number
-  /** Another tenant's recent prompt text in the answer (src/fingerprint), when found. */
-  foreignContent?: { source: string; run: number }
-  timing?: TimingSignal
-  /**
-   * The upstream's own prompt count beside the guard's lower estimate of it (the family's smallest
-   * count with a margin, template included), when both are known.
-   */
-  usage?: { reported: number; lower: number }
-  /** Attempts made so far, including this one, and how many retries a lone missing echo may use. */
-  attempt: number
-  retries: number
-  /**
-   * Where the answer is when it is judged: `held` (nothing sent yet; the default) or `released` (a
-   * stream whose first bytes left under the `async` policy, or a finding after release): no retry
-   * can take released bytes back, so a lone missing echo is withheld at once.
-   */
-  phase?: 'held' | 'released'
-}
-
-/** A reason code and what it weighs. */
-export type Reason =
-  | 'foreign_canary'
-  | 'foreign_stand_in'
-  | 'foreign_content'
-  | 'ttft_impossible'
-  | 'usage_undercount'
-  | 'echo_missing'
-  | 'echo_missing_repeatedly'
-  | 'echo_cut_off'
-  | 'cache_unexplained'
-
-/** The decision on one answer. */
-export interface Verdict {
-  /** `refuse`: withheld as a client error (nothing leaked, nothing to review), never an incident. */
-  action: 'release' | 'retry' | 'quarantine' | 'refuse'
-  reasons: Reason[]
-  score: number
-}
+export type { EchoOutcome, Reason, Signals, Verdict } from '../vocabulary/verdict-types'
 
 const WEIGHT: Record<Reason, number> = {
   foreign_canary: 1,

@@ -4,7 +4,7 @@
  * never thrown into the guard (docs/alerts.md).
  */
 import { Alerter, parseAlertConfig } from '../alerts'
-import type { VerdictContext, VerdictLog } from '../guard/options'
+import type { VerdictContext, VerdictLog } from '../vocabulary/options'
 import type { Env } from './env'
 
 /** The isolate's alerter per bindings; null when no destination is usable. */

@@ -33,7 +33,7 @@ function ownerOf(model: string): string {
   return /^@(?:cf|hf)\/([^/]+)\//.exec(model)?.[1] ?? 'workers-ai'
 }
 
-/** The figures a profile of a model with no built-in one must give (src/guard/options.ts). */
+/** The figures a profile of a model with no built-in one must give (src/vocabulary/options.ts). */
 const PROFILE_FIELDS = [
   'contextWindow',
   'kvPoolTokens',

@@ -2,9 +2,10 @@
  * @module The Worker's verdict telemetry: samples and counters in D1 (QUARANTINE_DB), written in the
  * background for the console and /admin/metrics.
  */
-import type { VerdictContext, VerdictLog } from '../guard/options'
-import { BUILTIN_PROFILES } from '../guard/options'
+
 import { D1Telemetry } from '../telemetry/d1-telemetry'
+import type { VerdictContext, VerdictLog } from '../vocabulary/options'
+import { BUILTIN_PROFILES } from '../vocabulary/options'
 import { DurableCalibration } from './durable-calibration'
 import type { Env } from './env'
 

@@ -2,7 +2,7 @@
  * @module What the Worker does with each verdict: one log line, a sampled record for the console and
  * the metrics, and an alert for leaks. Nothing here may delay or change an answer.
  */
-import type { VerdictContext, VerdictLog } from '../guard/options'
+import type { VerdictContext, VerdictLog } from '../vocabulary/options'
 import { alertOnVerdict } from './alerts'
 import type { Env } from './env'
 import { recordVerdict } from './telemetry'

@@ -7,7 +7,7 @@ import {
   parseAlertConfig,
   verifySignature,
 } from '../../src/alerts'
-import type { VerdictLog } from '../../src/guard/options'
+import type { VerdictLog } from '../../src/vocabulary/options'
 import { LEAK_VERDICT } from './fixtures'
 
 const SECRET = 'test-alert-secret-0123456789-abcdefghij'

@@ -9,7 +9,7 @@ import {
   slackPlain,
   tenantDocument,
 } from '../../src/alerts'
-import type { VerdictLog } from '../../src/guard/options'
+import type { VerdictLog } from '../../src/vocabulary/options'
 
 const AT = Date.UTC(2026, 10, 30, 23, 0, 0)
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { VerdictLog } from '../../src/guard/options'
+import type { VerdictLog } from '../../src/vocabulary/options'
 import { alertOnVerdict } from '../../src/worker/alerts'
 import type { Env } from '../../src/worker/env'
 import { LEAK_VERDICT } from './fixtures'

@@ -3,7 +3,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, guardAi, type VerdictLog } from '../../src'
 import { SCRIPT_CLASSES } from '../../src/ceiling/script'
-import type { VerdictContext } from '../../src/guard/options'
+import type { VerdictContext } from '../../src/vocabulary/options'
 import { LEAK } from '../support/leak-scenario'
 import { chat, document, english } from '../support/prompts'
 

@@ -5,7 +5,7 @@ import { type CanaryKey, importCanaryKey, mintCanary, scanText } from '../../src
 import { keyFingerprint } from '../../src/canary/token'
 import { IncidentRecorder } from '../../src/quarantine/aggregate'
 import { D1QuarantineStore } from '../../src/quarantine/d1'
-import type { QuarantineRecord } from '../../src/quarantine/store'
+import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
 
 /**
  * Attribution and aggregation composed as the guard composes them when it quarantines: scan → attribute

@@ -12,7 +12,7 @@ import {
 import { openAiHttpUpstream } from '../../src/adapters'
 import type { AiRunner } from '../../src/call/upstream'
 import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/canary'
-import { fallbackProfile, resolveOptions } from '../../src/guard/options'
+import { fallbackProfile, resolveOptions } from '../../src/vocabulary/options'
 import { chat, directiveCanary, document, sseText } from '../support/prompts'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 

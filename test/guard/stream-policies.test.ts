@@ -272,8 +272,9 @@ describe('heartbeat while held', () => {
     const { raw, error } = await deliver(upstream, { heartbeatMs: 100 })
     expect(error).toBeUndefined()
     const beats = raw.split(': held\n\n')
-    // At least two beats in 450 ms of silence, all before the first event.
-    expect(beats.length).toBeGreaterThanOrEqual(3)
+    // Beats in 450 ms of silence (four are due; a busy isolate runs timers late, but the first beat's
+    // timer is due before the upstream's and fires first), all before the first event.
+    expect(beats.length).toBeGreaterThanOrEqual(2)
     expect(beats.slice(0, -1).every((b) => b === '')).toBe(true)
     expect(sseText(raw).content).toBe('Hi.')
     expect(raw).not.toMatch(/cnry_/i)

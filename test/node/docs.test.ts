@@ -68,7 +68,7 @@ async function anchors(path: string): Promise<Set<string>> {
 
 describe('the README and docs agree with the code', () => {
   it('should explain every reason a verdict can give, in the incident reasons table', async () => {
-    const reasons = await unionMembers('src/verify/verdict.ts', 'Reason')
+    const reasons = await unionMembers('src/vocabulary/verdict-types.ts', 'Reason')
     const home = 'docs/incidents.md'
     const documented = tableKeys(await read(home), 'reason')
     expect(reasons.filter((r) => !documented.includes(r))).toEqual([])

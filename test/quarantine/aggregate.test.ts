@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { type AggregationFailure, IncidentRecorder } from '../../src/quarantine/aggregate'
 import { D1QuarantineStore } from '../../src/quarantine/d1'
 import { MemoryQuarantineStore } from '../../src/quarantine/memory'
-import type { QuarantineRecord, QuarantineStore } from '../../src/quarantine/store'
+import type { QuarantineRecord, QuarantineStore } from '../../src/vocabulary/quarantine'
 
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
 const KEY = 'quarantine-key-0123456789abcdef-0123456789'

@@ -1,7 +1,7 @@
 import { createExecutionContext, env, SELF, waitOnExecutionContext } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { importCanaryKey } from '../../src/canary'
-import type { QuarantineRecord, QuarantineSummary } from '../../src/quarantine/store'
+import type { QuarantineRecord, QuarantineSummary } from '../../src/vocabulary/quarantine'
 import type { Env } from '../../src/worker/env'
 import worker from '../../src/worker/index'
 import { timingSafeEqual } from '../../src/worker/tenants'

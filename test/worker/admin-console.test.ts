@@ -2,7 +2,6 @@ import { env, SELF } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { CANARY_PATTERN } from '../../src'
 import { D1QuarantineStore } from '../../src/quarantine/d1'
-import type { QuarantineRecord } from '../../src/quarantine/store'
 import type {
   MarginPoint,
   RefusalCount,
@@ -10,6 +9,7 @@ import type {
   TelemetryReader,
   VerdictSample,
 } from '../../src/telemetry/types'
+import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
 import { type OverviewSources, overviewData } from '../../src/worker/admin/data'
 import { overview } from '../../src/worker/admin/pages/overview'
 import { ADMIN } from '../support/worker'

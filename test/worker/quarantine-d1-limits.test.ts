@@ -8,7 +8,7 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { D1QuarantineStore } from '../../src/quarantine/d1'
-import type { QuarantineRecord } from '../../src/quarantine/store'
+import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
 import { limitedD1, MAX_VALUE_BYTES } from '../../src/worker/platform-limits'
 
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:test'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { CANARY_PATTERN } from '../../src'
-import type { QuarantineRecord, QuarantineSummary } from '../../src/quarantine/store'
+import type { QuarantineRecord, QuarantineSummary } from '../../src/vocabulary/quarantine'
 import { chat, document } from '../support/prompts'
 import { captureWorkerVerdicts } from '../support/verdicts'
 import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'

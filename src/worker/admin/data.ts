@@ -3,13 +3,13 @@
  * overview's figures from the store, the calibration report and the telemetry reader.
  */
 import type { CalibrationReport } from '../../calibration/learned'
-import type { QuarantineStore, QuarantineSummary } from '../../quarantine/store'
 import type {
   MarginPoint,
   RefusalCount,
   TelemetryReader,
   VerdictSample,
 } from '../../telemetry/types'
+import type { QuarantineStore, QuarantineSummary } from '../../vocabulary/quarantine'
 
 /** The incident list's filters, as the page's form sends them. */
 export interface IncidentFilters {

@@ -3,7 +3,7 @@
  * tenants, and the withheld text decrypted with every canary-shaped token redacted.
  */
 import { html } from 'hono/html'
-import type { QuarantineRecord } from '../../../quarantine/store'
+import type { QuarantineRecord } from '../../../vocabulary/quarantine'
 import { guideFor } from '../guidance'
 import { redactCanaries } from '../redact'
 import { when } from './incidents'

@@ -5,8 +5,8 @@ import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
 import { FINGERPRINT_DEFAULTS, type FingerprintStore, PUBLIC_BACKGROUND } from '../fingerprint'
-import type { QuarantineStore } from '../quarantine/store'
 import { type ResolvedSecrets, resolveSecrets, type SecretsOptions } from '../secrets/policy'
+import type { QuarantineStore } from './quarantine'
 
 /**
  * What the canary guard asks of a model's answer.
