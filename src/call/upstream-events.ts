@@ -29,7 +29,7 @@ const CHECKS_PER_LIMIT = 4
  *
  * Why only waiting reads count: a client that reads slowly is not an upstream that stalls. Why no
  * clock: a wait is timed in ticks of a timer that runs only while a read waits (a quarter of the
- * limit each), so a chunk costs no clock read (~0.2 µs each here, as much as the rest of `next`). A
+ * limit each), so a chunk costs no clock read (as much as the rest of `next`: docs/streaming.md). A
  * wait first seen by a tick counts from that tick — it may have begun up to a tick earlier — so a
  * stall is never caught early, and late by at most a quarter of its limit; a wait that arms the timer
  * itself is timed exactly.

@@ -63,8 +63,8 @@ export interface ContentWatchOptions {
 }
 
 /**
- * Lookups that share one reading of a clock `now`: a clock read cost as much as a lookup here
- * (~0.2 µs), and the table's visibility is counted in seconds of an hour-long ttl — the 64 lookups of
+ * Lookups that share one reading of a clock `now`: a clock read cost as much as a lookup, and the
+ * table's visibility is counted in seconds of an hour-long ttl — the 64 lookups of
  * ~160 words of an answer are seconds apart at most.
  */
 const LOOKUPS_PER_CLOCK = 64

@@ -225,7 +225,7 @@ export class FingerprintBook {
   /**
    * The public texts as fingerprints: the operator's and the built-in licences (`publicTexts`) and the
    * built-in UDHR. Printed when an answer first asks about a selection another tenant sent (300k
-   * characters, about 30 ms once per isolate), not before: answers that match nobody never pay it.
+   * characters, once per isolate), not before: answers that match nobody never pay it.
    */
   #publicPrints(key: FingerprintKey): Pick<ReadonlySet<number>, 'has'> {
     return {

@@ -241,8 +241,8 @@ export function mixedClasses(token: string, all = false): boolean {
 /**
  * A detector of tokens that count only after a keyword on the same line (within `reach` characters
  * of the token's start). It looks for the keywords first and for tokens only in the stretch after
- * each: scanning for a bare 40-character token everywhere cost ~16 ms per MB, ten times a prefixed
- * format's scan, and a keyword is rare.
+ * each: scanning for a bare 40-character token everywhere cost ten times a prefixed format's scan,
+ * and a keyword is rare.
  *
  * `token` must match at most `maxToken` characters: the search after a keyword reads a window of
  * `reach + maxToken + 1` characters, so a text of many keywords costs no more than one of few.

@@ -457,8 +457,8 @@ export class StandInBook {
   async #inspect(
     candidates: readonly Candidate[],
   ): Promise<{ foreign: ForeignStandIn[]; rewritten: Replacement[] }> {
-    // In batches: one at a time, each WebCrypto round trip idled ~40 µs; all at once, thousands of
-    // HMACs queued on the thread pool together ran slower still.
+    // In batches: one at a time, each WebCrypto round trip idled (docs/secrets.md); all at once,
+    // thousands of HMACs queued on the thread pool together ran slower still.
     let known = INSPECTED.get(this.#key)
     if (!known) {
       known = new Map()

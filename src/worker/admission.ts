@@ -10,8 +10,7 @@ import type { Env } from './env'
 
 /**
  * Peak bytes (V8 heap + ArrayBuffers) a request adds per byte of its body, at most, over the scripts
- * measured: in workerd, a maximal English prompt (3.0 MB of JSON, ~677k tokens) added 27 MB at its
- * peak (9 per byte), a maximal Chinese one (650k Han characters, 1.95 MB) 38 MB (19.5 per byte): the
+ * measured in workerd (docs/reliability.md, "Memory admission"; Han text costs the most per byte): the
  * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
  * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
  */
@@ -22,8 +21,8 @@ const REQUEST_BASE_BYTES = 1024 * 1024
 
 /**
  * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
- * request in flight (o200k's tables, the family bound, memo, prefix records: ~30 MB of heap and ~13 MB
- * of ArrayBuffers measured after maximal prompts) and headroom for the garbage V8 has not collected yet.
+ * request in flight (o200k's tables, the family bound, memo, prefix records: measured after maximal
+ * prompts, docs/reliability.md) and headroom for the garbage V8 has not collected yet.
  */
 const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
 

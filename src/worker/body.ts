@@ -13,10 +13,8 @@ import { GuardError } from '../errors'
  * text}`), a tool round trip (an assistant message with one call, and the tool's answer) 14. Ten
  * thousand round trips — an agent session far longer than any seen, at ~68 tokens each to fill the
  * window — are 140,000 values; 128 tools (OpenAI's maximum) with 500-value schemas add 64,000. 2¹⁸
- * admits all of that. Its worst body (262,144 empty objects, 0.8 MiB) peaks at +28–34 MB in workerd,
- * where 2¹⁹ peaked at +82 MB — too much beside the tokenizer in a 128 MB isolate — and the 32 MiB body
- * of `0,0,…` that had no limit (16M values) at +380 MB; `{},{},…` at +1.35 GB
- * (`npm run bench -- body`).
+ * admits all of that, and its worst body still fits beside the tokenizer in a 128 MB isolate where
+ * 2¹⁹ did not (the peaks: docs/reliability.md, "Bounded per request"; `npm run bench -- body`).
  */
 export const MAX_JSON_VALUES = 262_144
 
@@ -209,10 +207,10 @@ export async function readJsonObject(
 
 /**
  * The body as text. Each chunk is scanned, then decoded and appended as it arrives: no bytes are
- * kept, and the text is a rope of decoded parts until `JSON.parse` flattens it. Measured in workerd
- * on 16 MiB bodies: this peaks at +60–100 MB; collecting the bytes and decoding them at once, at
- * +240–260 MB for non-ASCII text (workerd's TextDecoder holds many times its input); an array of
- * decoded parts joined at the end (the previous reader), at +100–180 MB.
+ * kept, and the text is a rope of decoded parts until `JSON.parse` flattens it. Of the three readers
+ * measured in workerd on 16 MiB bodies, this one peaks lowest; collecting the bytes and decoding them
+ * at once is the worst for non-ASCII text (workerd's TextDecoder holds many times its input): the
+ * figures are in docs/reliability.md, "Bounded per request".
  */
 async function readText(
   request: Request,

@@ -45,9 +45,8 @@ export function telemetryFor(env: Env): D1Telemetry | undefined {
 export function recordVerdict(env: Env, event: VerdictLog, context: VerdictContext): void {
   if (!env.QUARANTINE_DB || env.VERDICT_TELEMETRY === 'off') return
   // Started on the next timer turn, not now: workerd held a response back until a D1 call begun
-  // before it was returned had finished (measured under Miniflare: a 5-query write in waitUntil added
-  // 19 ms to a 3 ms answer; the same write one timer turn later added 1 ms). The verdict is logged
-  // just before the answer is returned, so a write started at once would sit in front of it.
+  // before it was returned had finished (measured in docs/telemetry.md). The verdict is logged just
+  // before the answer is returned, so a write started at once would sit in front of it.
   const write = new Promise((resolve) => setTimeout(resolve, 0)).then(() => {
     const telemetry = telemetryFor(env)
     return telemetry?.record(event)
