@@ -4,6 +4,7 @@
  * project has no @types/node), and says what to run next. Runs on Node 20 too: it is the first
  * command a consumer may meet before installing Node 22.
  */
+import { parseCommandLine } from '../cli-args'
 import { INSTALLED_SIM_CONFIG, type StarterFiles, writeStarter } from './starter'
 
 /** The output side of a command. */
@@ -100,37 +101,21 @@ function missingAsUndefined(error: { code?: string }): undefined {
   throw error
 }
 
-interface ParseArgsConfig {
-  args: string[]
-  options: Record<string, { type: 'string' | 'boolean'; short?: string }>
-  allowPositionals: boolean
-}
-interface NodeUtil {
-  parseArgs(config: ParseArgsConfig): { values: Record<string, string | boolean | undefined> }
-}
-
 function parseInitArgs(
   args: readonly string[],
 ): { dir: string; force: boolean; help: boolean } | { error: string } {
-  const util = (
-    process as unknown as { getBuiltinModule(name: 'node:util'): NodeUtil }
-  ).getBuiltinModule('node:util')
+  const parsed = { dir: '.', force: false, help: false }
   try {
-    const { values } = util.parseArgs({
-      args: [...args],
-      options: {
-        dir: { type: 'string' },
-        force: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: false,
-    })
-    const dir = typeof values.dir === 'string' ? values.dir : '.'
-    if (dir === '') return { error: '--dir needs a path' }
-    return { dir, force: values.force === true, help: values.help === true }
+    const line = parseCommandLine(args, { dir: 'string', force: 'boolean', help: 'boolean' }, false)
+    for (const { name, value } of line.options) {
+      if (name === 'dir') parsed.dir = value ?? ''
+      else if (name === 'force') parsed.force = true
+      else parsed.help = true
+    }
   } catch (error) {
     return { error: (error as Error).message }
   }
+  return parsed.dir === '' ? { error: '--dir needs a path' } : parsed
 }
 
 function nextSteps(

@@ -28,12 +28,12 @@ export interface NodeHost {
     args: string[],
     options: { cwd: string; env?: Record<string, string | undefined>; detached?: boolean },
   ): ChildLike
-  /** Runs to completion: its exit code, standard output and standard error apart. */
+  /** Runs to completion: its exit code, standard output and error apart, and both as they came. */
   capture(
     command: string,
     args: string[],
     options: { cwd: string; env?: Record<string, string | undefined> },
-  ): Promise<{ code: number | null; out: string; err: string }>
+  ): Promise<{ code: number | null; out: string; err: string; both: string }>
   /** Runs to completion; rejects with the output when the exit code is not 0. */
   run(
     command: string,
@@ -103,38 +103,31 @@ export async function nodeHost(): Promise<NodeHost> {
   const proc = (globalThis as unknown as { process: ProcessLike }).process
   const spawn: NodeHost['spawn'] = (command, args, options) =>
     cp.spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
+  const capture: NodeHost['capture'] = (command, args, options) =>
+    new Promise((done, fail) => {
+      const child = spawn(command, args, options)
+      let out = ''
+      let err = ''
+      let both = ''
+      child.stdout?.on('data', (d) => {
+        out += d.toString()
+        both += d.toString()
+      })
+      child.stderr?.on('data', (d) => {
+        err += d.toString()
+        both += d.toString()
+      })
+      child.once('error', fail)
+      child.once('exit', (code) => done({ code, out, err, both }))
+    })
   return {
     spawn,
-    capture: (command, args, options) =>
-      new Promise((done, fail) => {
-        const child = spawn(command, args, options)
-        let out = ''
-        let err = ''
-        child.stdout?.on('data', (d) => {
-          out += d.toString()
-        })
-        child.stderr?.on('data', (d) => {
-          err += d.toString()
-        })
-        child.once('error', fail)
-        child.once('exit', (code) => done({ code, out, err }))
-      }),
-    run: (command, args, options) =>
-      new Promise((done, fail) => {
-        const child = spawn(command, args, options)
-        let out = ''
-        const add = (d: { toString(): string }) => {
-          out += d.toString()
-        }
-        child.stdout?.on('data', add)
-        child.stderr?.on('data', add)
-        child.once('error', fail)
-        child.once('exit', (code) =>
-          code === 0
-            ? done(out)
-            : fail(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out}`)),
-        )
-      }),
+    capture,
+    run: async (command, args, options) => {
+      const { code, both } = await capture(command, args, options)
+      if (code !== 0) throw new Error(`${command} ${args.join(' ')} exited ${code}:\n${both}`)
+      return both
+    },
     tempDir: (prefix) => fs.mkdtempSync(path.join(os.tmpdir(), prefix)),
     copy: (from, to) => fs.cpSync(from, to, { recursive: true }),
     link: (target, at) => fs.symlinkSync(target, at, 'dir'),
