@@ -1,14 +1,19 @@
 import { readdir, readFile } from 'node:fs/promises'
-import { describe, expect, it } from 'vitest'
-import { checkLayout, MAX_FUNCTION_LINES } from '../../scripts/layout'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { checkLayout, type LayoutReport, MAX_FUNCTION_LINES } from '../../scripts/layout'
 
 /**
  * The shape of src/ that `npm run layout` reports, held: the pipeline runs one way (no import circle,
  * type-only imports included), no two files share a base name, and every function fits a screen.
  */
 describe('src/ layout', () => {
+  // One reading of src/ for every check below.
+  let report: LayoutReport
+  beforeAll(async () => {
+    report = await checkLayout('src')
+  })
+
   it(`should have no import circle, no shared base name and no function over ${MAX_FUNCTION_LINES} lines`, async () => {
-    const report = await checkLayout('src')
     expect(report.files).toBeGreaterThan(50)
     expect(report.cycles).toEqual([])
     expect(report.sharedNames).toEqual({})
@@ -20,7 +25,6 @@ describe('src/ layout', () => {
   // verdict's types live in src/vocabulary/, which every stage may import. One pair is left: the stream
   // path, where verify/ builds the release and release/ reads verify's canary redaction and echo watch.
   it('should have no two stage folders importing each other both ways, but the one left', async () => {
-    const report = await checkLayout('src')
     expect(report.twoWayFolders.map((p) => p.pair)).toEqual(['release ↔ verify'])
   })
 
