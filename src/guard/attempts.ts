@@ -19,6 +19,7 @@ import { verifyStreamedAnswer } from '../verify/streamed-answer'
 import { verifyWholeAnswer } from '../verify/whole-answer'
 import type { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
+import { toClientStream } from './stream-outcome'
 import type { VerdictLogger } from './verdict-log'
 
 /** What the loop needs of the guard. */
@@ -83,7 +84,7 @@ export async function runAttempts(
     hooks.waitUntil?.(afterSend)
     const output = await calling
     const outcome = streamed
-      ? await verifyStreamedAnswer(ctx, output)
+      ? toClientStream(await verifyStreamedAnswer(ctx, output))
       : await verifyWholeAnswer(ctx, output)
     switch (outcome.verdict.action) {
       case 'retry':

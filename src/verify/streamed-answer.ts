@@ -4,8 +4,8 @@
  * Reasoning leaks as much as content does, so nothing is released before the verdict: the stream is
  * read (and held) until the first token has been timed and, where an echo was asked for, the start of
  * the visible reply has shown it or shown that it is missing. Only then does `run()` resolve, so a
- * withheld answer is an ordinary error response, never a 200 that breaks off. After release,
- * {@link releaseStream} keeps watching every byte.
+ * withheld answer is an ordinary error response, never a 200 that breaks off. After release, the
+ * stream's judge (./stream-judge.ts) keeps watching every byte the release stage lets out.
  *
  * A first token that looks too fast is not yet proof when the echo still verifies: another tenant may
  * have sent the same long prefix, which the engine serves from its cache and the guard's per-tenant
@@ -19,19 +19,33 @@ import { UpstreamEvents } from '../call/upstream-events'
 import { GuardError } from '../errors'
 import type { Channel, Frame, Usage } from '../format/frames'
 import { cutOffError } from '../quarantine/withhold'
-import { clientStream } from '../release/client-stream'
-import { ContentHold } from '../release/content-hold'
-import { Release, type ReleaseStart } from '../release/release-stream'
 import type { TimingSignal } from '../timing/prefill'
+import type { HeldFrames, StreamJudge } from '../vocabulary/judge'
 import { type Conclusion, conclude } from './conclude'
+import { ContentHold } from './content-check'
 import { EchoWatch } from './echo-watch'
 import { HeldHead } from './held-head'
 import { standInEntries } from './stand-in-evidence'
+import { AnswerJudge, type JudgeStart } from './stream-judge'
 import { timingEvidence } from './timing-evidence'
 import { decideReleased, type EchoOutcome } from './verdict'
 
 /**
- * Reads the upstream stream up to its verdict; on release returns the client stream.
+ * A stream verified for release: the frames held, the judge of everything after them, the rest of the
+ * upstream, and what the release reports back.
+ */
+export interface VerifiedStream {
+  held: HeldFrames
+  judge: StreamJudge
+  upstream: UpstreamEvents
+  /** The whole answer left intact, with the upstream's last usage report: it teaches. */
+  onEnd: (usage: Usage | undefined) => void
+  /** Once: `true` as the first byte is handed to the client, `false` if none ever was. */
+  onFirstByte: (sent: boolean) => void
+}
+
+/**
+ * Reads the upstream stream up to its verdict; on release returns what the release stage needs.
  *
  * @example
  * const outcome = await verifyStreamedAnswer(ctx, await upstream.run(model, { ...inputs, stream: true }))
@@ -39,7 +53,7 @@ import { decideReleased, type EchoOutcome } from './verdict'
 export async function verifyStreamedAnswer(
   ctx: AttemptContext,
   output: unknown,
-): Promise<AttemptOutcome<ReadableStream<Uint8Array>>> {
+): Promise<AttemptOutcome<VerifiedStream>> {
   const body = output instanceof Response ? output.body : output
   if (!(body instanceof ReadableStream)) {
     throw new GuardError(
@@ -223,8 +237,8 @@ class HeldStream {
     return this.#upstream.cancel()
   }
 
-  /** Hands the held frames and the rest of the stream to the release stage. */
-  release(conclusion: Conclusion): AttemptOutcome<ReadableStream<Uint8Array>> {
+  /** The held frames, the rest of the stream and its judge, for the release stage. */
+  release(conclusion: Conclusion): AttemptOutcome<VerifiedStream> {
     if (this.#ended && !this.#sawDone) {
       throw new GuardError(
         'upstream_error',
@@ -243,25 +257,26 @@ class HeldStream {
       firstByte.settle(undefined)
       return ctx.services.withhold(ctx, outcome)
     }
-    const release = new Release(ctx, {
-      held: this.held,
+    const judge = new AnswerJudge(ctx, {
       strips: span && span.end > span.start ? { content: [span] } : {},
       ...(contentEcho ? { contentEcho } : {}),
       ...(this.#owed ? { proofOwed: this.#proofOwed(figures, withhold) } : {}),
       contentHoldBack: ctx.services.options.streamRelease !== 'async',
-      // Usage comes at the end of the stream: taught once the whole answer passed.
-      onEnd: (usage) => this.#teach(usage),
       ...(this.#content ? { content: this.#content } : {}),
       ...this.#streamSecrets(figures, withhold),
       ...midStreamLeaks(figures, withhold),
     })
-    const released = clientStream(this.#upstream, release, {
-      onFirstByte: (sent) => firstByte.settle(sent ? now() - ctx.startedAt : undefined),
-    })
     const format = this.#format
     return {
       verdict,
-      released,
+      released: {
+        held: this.held,
+        judge,
+        upstream: this.#upstream,
+        // Usage comes at the end of the stream: taught once the whole answer passed.
+        onEnd: (usage) => this.#teach(usage),
+        onFirstByte: (sent) => firstByte.settle(sent ? now() - ctx.startedAt : undefined),
+      },
       withheld: {},
       figures,
       canaries: [],
@@ -274,7 +289,7 @@ class HeldStream {
   #streamSecrets(
     figures: Conclusion['figures'],
     withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
-  ): Pick<ReleaseStart, 'secrets'> {
+  ): Pick<JudgeStart, 'secrets'> {
     const secrets = this.#ctx.secrets
     if (!secrets) return {}
     return {
@@ -299,7 +314,7 @@ class HeldStream {
   #proofOwed(
     figures: Conclusion['figures'],
     withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
-  ): ReleaseStart['proofOwed'] {
+  ): JudgeStart['proofOwed'] {
     return {
       // The same watch read on: a canary split across the last held and the first released event counts.
       reasoning: this.#echo,
@@ -344,7 +359,7 @@ class HeldStream {
 function midStreamLeaks(
   figures: Conclusion['figures'],
   withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
-): Pick<ReleaseStart, 'onForeignContent' | 'onForeign'> {
+): Pick<JudgeStart, 'onForeignContent' | 'onForeign'> {
   return {
     onForeignContent: (found, seen) =>
       withhold({

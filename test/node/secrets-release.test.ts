@@ -4,10 +4,13 @@ import type { AttemptContext } from '../../src/attempt/context'
 import { importCanaryKey, tenantTag } from '../../src/canary/token'
 import { GuardError } from '../../src/errors'
 import { type Channel, type Frame, parseFrame } from '../../src/format/frames'
+import { applyEdits } from '../../src/release/edits'
 import { Release } from '../../src/release/release-stream'
-import { applyEdits, type Edit, StandInJudge } from '../../src/release/stand-in-release'
 import { importStandInKey, StandInBook } from '../../src/secrets'
+import { StandInJudge } from '../../src/verify/stand-in-check'
 import { type StandInFinding, spliceValues } from '../../src/verify/stand-in-evidence'
+import { AnswerJudge } from '../../src/verify/stream-judge'
+import type { Edit } from '../../src/vocabulary/judge'
 import { GENERATORS, rng } from '../secrets/generate'
 import { endsOf, everyPosition } from '../secrets/splits'
 
@@ -392,20 +395,22 @@ function releaseStage(found: StandInFinding[] = [], jsonContent = false): Releas
       },
     },
   } as unknown as AttemptContext
-  return new Release(ctx, {
-    held: [],
-    strips: {},
-    contentHoldBack: false,
-    secrets: {
-      book,
-      jsonContent,
-      onForeign: async (finding) => {
-        found.push(finding)
-        return new GuardError('response_quarantined', `foreign ${finding.kind}`)
+  return new Release(
+    [],
+    new AnswerJudge(ctx, {
+      strips: {},
+      contentHoldBack: false,
+      secrets: {
+        book,
+        jsonContent,
+        onForeign: async (finding) => {
+          found.push(finding)
+          return new GuardError('response_quarantined', `foreign ${finding.kind}`)
+        },
       },
-    },
-    onForeign: async () => new GuardError('response_quarantined', 'canary'),
-  })
+      onForeign: async () => new GuardError('response_quarantined', 'canary'),
+    }),
+  )
 }
 
 type Piece = { channel: 'content' | 'reasoning' | 'tool:0'; text: string }

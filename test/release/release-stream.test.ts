@@ -7,6 +7,7 @@ import { type Channel, channelEntries, parseFrame } from '../../src/format/frame
 import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
 import { clientStream } from '../../src/release/client-stream'
 import { Release } from '../../src/release/release-stream'
+import { AnswerJudge } from '../../src/verify/stream-judge'
 
 /**
  * The one hold-back: the release stage of a verified stream. Whatever the split of the upstream's
@@ -66,14 +67,16 @@ async function release(pieces: [Channel, string][], canary: string | null = own)
   })
   const stream = clientStream(
     upstream,
-    new Release(ctx, {
-      held: [],
-      strips: {},
-      onForeign: async (channel, tag) => {
-        foreignSeen = { channel, tag }
-        return new GuardError('response_quarantined', 'withheld')
-      },
-    }),
+    new Release(
+      [],
+      new AnswerJudge(ctx, {
+        strips: {},
+        onForeign: async (channel, tag) => {
+          foreignSeen = { channel, tag }
+          return new GuardError('response_quarantined', 'withheld')
+        },
+      }),
+    ),
   ).pipeThrough(sseDecoder())
   const released: Partial<Record<Channel, string>> = {}
   const steps: Partial<Record<Channel, string>>[] = []
@@ -233,11 +236,13 @@ describe('the release stage’s bytes', () => {
       },
     })
     const upstream = new UpstreamEvents(body, { firstByteMs: 10_000, idleMs: 10_000 })
-    const release = new Release(ctx, {
-      held: [],
-      strips: {},
-      onForeign: async () => new GuardError('response_quarantined', 'withheld'),
-    })
+    const release = new Release(
+      [],
+      new AnswerJudge(ctx, {
+        strips: {},
+        onForeign: async () => new GuardError('response_quarantined', 'withheld'),
+      }),
+    )
     const out: Uint8Array[] = []
     const reader = clientStream(upstream, release).getReader()
     for (let next = await reader.read(); !next.done; next = await reader.read())

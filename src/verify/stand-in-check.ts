@@ -8,14 +8,16 @@ import type { GuardError } from '../errors'
 import type { Channel } from '../format/frames'
 import type { Replacement, StandInBook } from '../secrets'
 import { formingFrom } from '../secrets/hold-back'
+import type { Edit } from '../vocabulary/judge'
 import {
   foreignFinding,
   jsonChannel,
   restoredValue,
   type StandInFinding,
-} from '../verify/stand-in-evidence'
+} from './stand-in-evidence'
+import type { AnswerView, Check } from './stream-judge'
 
-/** What the release stage needs to restore and recognise stand-ins. */
+/** What a stream's stand-in check needs to restore and recognise stand-ins. */
 export interface StreamSecrets {
   book: StandInBook
   /** Whether the content is JSON (values restored escaped in it; tool arguments always are). */
@@ -24,13 +26,6 @@ export interface StreamSecrets {
   inPrompt?: (text: string) => boolean
   /** Called for another request's stand-in; returns the error that ends the stream. */
   onForeign: (finding: StandInFinding, seen: Record<string, string>) => Promise<GuardError>
-}
-
-/** A span of a channel to replace with a value (already escaped for the channel). */
-export interface Edit {
-  start: number
-  end: number
-  value?: string
 }
 
 /** Characters kept before the judged point: the candidate patterns' look-behind reads one. */
@@ -170,22 +165,49 @@ export class StandInJudge {
 }
 
 /**
- * `text` (its first character at `offset` of the channel) with each edit applied: the span cut, and
- * an edit's value written where its span starts (an edit begun in an earlier event is only cut here).
+ * The stand-in check of a streamed answer: each channel judged a window at a time, and a channel
+ * that has paused (the answer moved on to another) judged to its end, so it does not hold the others
+ * back.
  *
  * @example
- * applyEdits('abc', 0, [{ start: 1, end: 2, value: 'X' }]) // 'aXc'
+ * const check = new StandInCheck(secrets, view)
  */
-export function applyEdits(text: string, offset: number, edits: readonly Edit[]): string {
-  let out = ''
-  let at = 0
-  for (const r of [...edits].sort((a, b) => a.start - b.start)) {
-    const s = Math.max(0, r.start - offset)
-    const e = Math.min(text.length, r.end - offset)
-    if (e <= 0 || s >= text.length || e < s) continue
-    if (s > at) out += text.slice(at, s)
-    if (r.value !== undefined && r.start >= offset) out += r.value
-    at = Math.max(at, e)
+export class StandInCheck implements Check {
+  readonly #judge: StandInJudge
+  readonly #view: AnswerView
+
+  constructor(secrets: StreamSecrets, view: AnswerView) {
+    this.#judge = new StandInJudge(secrets)
+    this.#view = view
   }
-  return out + text.slice(at)
+
+  read(name: Channel, text: string): void {
+    this.#judge.push(name, text)
+  }
+
+  judge(final: boolean): Promise<void> | undefined {
+    const judge = this.#judge
+    const view = this.#view
+    const pending: Promise<void>[] = []
+    for (const name of view.channels()) {
+      if (!judge.pending(name)) continue
+      const paused = view.latest !== undefined && view.latest !== name
+      const edits = judge.judgeWindow(name, final, view.seen, paused)
+      const cut = (found: Edit[]) => {
+        for (const edit of found) view.cut(name, edit)
+      }
+      if (edits instanceof Promise) pending.push(edits.then(cut))
+      else cut(edits)
+    }
+    return pending.length === 0 ? undefined : Promise.all(pending).then(() => undefined)
+  }
+
+  releasableTo(name: Channel): number {
+    return this.#judge.judgedTo(name)
+  }
+
+  /** A paused channel was judged to its end by the last judgement; anything else is still forming. */
+  canPause(names: readonly Channel[]): boolean {
+    return !names.some((name) => this.#judge.pending(name))
+  }
 }

@@ -1,6 +1,6 @@
 /**
- * @module The foreign-content check over one streamed answer, in the release stage's terms: text per
- * channel in, evidence and "release up to here" out.
+ * @module The foreign-content check over one streamed answer: text per channel in, evidence and
+ * "release up to here" out.
  *
  * A channel that stops while another flows on (reasoning done, content started) is closed for the
  * check, so its last words — held until enough follows to judge them — are judged and released rather
@@ -9,6 +9,7 @@
  */
 import type { ContentWatch, ForeignContent } from '../fingerprint'
 import type { Channel } from '../format/frames'
+import type { Check } from './stream-judge'
 
 interface Piece {
   /** The watch's key for the channel's current piece. */
@@ -122,5 +123,61 @@ export class ContentHold {
   evidence(): ForeignContent | undefined {
     const found = this.#watch.evidence()
     return found ? { ...found, channel: found.channel.replace(/#\d+$/, '') } : undefined
+  }
+}
+
+/**
+ * The foreign-content check as one of a stream's checks: each channel's last words held until they
+ * are judged (unless `holdBack` is off: under `async` evidence ends the stream after they left), and
+ * evidence ends the stream before the event that completes it.
+ *
+ * @example
+ * const check = new ContentCheck(hold, { holdBack: true, barrier: (c) => 0, onEvidence })
+ */
+export class ContentCheck implements Check {
+  readonly #hold: ContentHold
+  readonly #holdBack: boolean
+  /** Where a token of this request's own starts in the channel (see `ContentHold.safeFrom`). */
+  readonly #barrier: (channel: Channel) => number
+  readonly #onEvidence: (found: ForeignContent) => Promise<never>
+
+  constructor(
+    hold: ContentHold,
+    options: {
+      holdBack: boolean
+      barrier: (channel: Channel) => number
+      onEvidence: (found: ForeignContent) => Promise<never>
+    },
+  ) {
+    this.#hold = hold
+    this.#holdBack = options.holdBack
+    this.#barrier = options.barrier
+    this.#onEvidence = options.onEvidence
+  }
+
+  read(name: Channel, text: string, _at: number, fresh: boolean): void {
+    // Held text was read while the answer was verified.
+    if (fresh) this.#hold.push(name, text)
+  }
+
+  judge(final: boolean): Promise<void> | undefined {
+    if (final) this.#hold.end()
+    const found = this.#hold.evidence()
+    return found ? this.#onEvidence(found) : undefined
+  }
+
+  releasableTo(name: Channel): number {
+    return this.#holdBack
+      ? this.#hold.safeFrom(name, this.#barrier(name))
+      : Number.POSITIVE_INFINITY
+  }
+
+  /**
+   * A paused channel's last words are judged now, unless they matched another tenant lately: then they
+   * wait for the end (see {@link ContentHold.pause}); evidence made by judging them ends the stream.
+   */
+  canPause(names: readonly Channel[]): boolean {
+    for (const name of names) if (!this.#hold.pause(name)) return false
+    return this.#hold.evidence() === undefined
   }
 }

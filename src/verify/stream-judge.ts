@@ -1,0 +1,214 @@
+/**
+ * @module The judge of a streamed answer after its first byte: four checks behind one interface — the
+ * owed proof and the content's echo (./proof-check.ts), another tenant's prompt text
+ * (./content-check.ts), stand-ins (./stand-in-check.ts), canaries ours and others' (./canary-check.ts)
+ * — and the release stage asks it how far each channel may go and what to cut. A channel leaves up to
+ * where every check has judged it; what any check finds ends the stream before the event carrying it.
+ */
+import { type AttemptContext, ownTokens } from '../attempt/context'
+import type { GuardError } from '../errors'
+import type { ForeignContent } from '../fingerprint'
+import type { Channel, Frame } from '../format/frames'
+import type { Edit, StreamJudge } from '../vocabulary/judge'
+import { CanaryCheck } from './canary-check'
+import { redactCanaries } from './canary-evidence'
+import { ContentCheck, type ContentHold } from './content-check'
+import type { EchoWatch } from './echo-watch'
+import { type OwedProof, ProofCheck } from './proof-check'
+import { StandInCheck, type StreamSecrets } from './stand-in-check'
+
+/** One check of a streamed answer. Positions count a channel's characters from the answer's start. */
+export interface Check {
+  /** Loads what the check needs before it judges (once). */
+  start?(): Promise<void>
+  /** A channel's next text, at position `at`; `fresh`: not read while held; `done`: the answer's end. */
+  read(channel: Channel, text: string, at: number, fresh: boolean, done: boolean): void
+  /** Judges what was read; a rejected promise ends the stream (see {@link StreamJudge.judge}). */
+  judge(final: boolean): Promise<void> | undefined
+  /** Where the check lets the channel leave up to. */
+  releasableTo(channel: Channel): number
+  /** Whether a paused channel's held text may leave as far as this check goes (see `pause`). */
+  canPause?(channels: readonly Channel[]): boolean
+  /** Every check agreed: the paused channels' held text leaves. */
+  pause?(channels: readonly Channel[]): void
+  /** The channel's text left up to `to`. */
+  released?(channel: Channel, to: number): void
+}
+
+/** What a check sees of the answer besides its own state, and where it says what to cut. */
+export interface AnswerView {
+  /** The channel of the latest text: any other with text pending has paused. */
+  readonly latest: Channel | undefined
+  /** The upstream's last finish reason. */
+  readonly finishReason: string | null | undefined
+  /** The channels read so far, in the order their first text came. */
+  channels(): Iterable<Channel>
+  /** What was seen so far (bounded), made safe to store: for the quarantine record. */
+  seen: () => Record<string, string>
+  /** A channel's text as seen (bounded), not made safe. */
+  seenText(channel: Channel): string
+  /** Cuts (or replaces) a span of the channel; `unique`: not when that very span is cut already. */
+  cut(channel: Channel, edit: Edit, unique?: boolean): void
+}
+
+/** What the verification hands the judge of a released stream. */
+export interface JudgeStart {
+  /** Ranges of our own canary (the echo and its decoration) to remove, per channel. */
+  strips: Partial<Record<Channel, Edit[]>>
+  /**
+   * Released on an early proof (the canary in the reasoning), before the content began: the content's
+   * echo, if it comes, is still looked for at its start, and its span (decoration included) cut.
+   */
+  contentEcho?: EchoWatch
+  /**
+   * Released before any proof (`streamRelease: 'async'`): the proof is still owed — this attempt's
+   * canary in the reasoning, or the content's echo (`contentEcho`, required then).
+   */
+  proofOwed?: OwedProof
+  /**
+   * Whether each channel's last words are held until the foreign-content check has judged them (off
+   * under `async`: evidence then ends the stream after the words left). @default true
+   */
+  contentHoldBack?: boolean
+  /** The answer's foreign-content check, fed with the held frames already. */
+  content?: ContentHold
+  /** This request's stand-in book: its stand-ins leave as their values, another's ends the stream. */
+  secrets?: StreamSecrets
+  /** Called when another tenant's prompt text appears after release; returns the ending error. */
+  onForeignContent?: (found: ForeignContent, seen: Record<string, string>) => Promise<GuardError>
+  /** Called when a foreign canary appears after release; returns the error that ends the stream. */
+  onForeign: (
+    channel: Channel,
+    tenantTag: string | undefined,
+    seen: Record<string, string>,
+  ) => Promise<GuardError>
+}
+
+/** How much of each channel is kept for the quarantine record. */
+const SEEN_LIMIT = 65_536
+
+/**
+ * The judge of one released stream.
+ *
+ * @example
+ * const release = new Release(held, new AnswerJudge(ctx, { strips: {}, onForeign }))
+ */
+export class AnswerJudge implements StreamJudge, AnswerView {
+  readonly #proof: ProofCheck
+  readonly #content: ContentCheck | undefined
+  readonly #standIns: StandInCheck | undefined
+  readonly #canaries: CanaryCheck | undefined
+  /** Every check, in the order their verdicts go first. */
+  readonly #checks: Check[]
+  readonly #edits = new Map<Channel, Edit[]>()
+  /** Each channel's length so far. */
+  readonly #lengths = new Map<Channel, number>()
+  /** A bounded copy of everything seen, for the quarantine record should the stream end. */
+  readonly #seen: Partial<Record<Channel, string>> = {}
+  latest: Channel | undefined
+  finishReason: string | null | undefined
+
+  constructor(ctx: AttemptContext, start: JudgeStart) {
+    for (const name in start.strips)
+      this.#edits.set(name as Channel, [...start.strips[name as Channel]!])
+    const own = ownTokens(ctx)
+    // What a check found ends the stream with the error its report returns.
+    const onForeign = start.onForeign
+    const foreignCanary = async (channel: Channel, tag: string | undefined): Promise<never> => {
+      throw await onForeign(channel, tag, this.seen())
+    }
+    this.#proof = new ProofCheck(this, start.contentEcho, start.proofOwed)
+    this.#canaries = own.length > 0 ? new CanaryCheck(ctx, own, this, foreignCanary) : undefined
+    const { content, onForeignContent } = start
+    this.#content =
+      content && onForeignContent
+        ? new ContentCheck(content, {
+            holdBack: start.contentHoldBack !== false,
+            barrier: (channel) => this.#canaries?.barrier(channel) ?? 0,
+            onEvidence: async (found) => {
+              throw await onForeignContent(found, this.seen())
+            },
+          })
+        : undefined
+    this.#standIns = start.secrets ? new StandInCheck(start.secrets, this) : undefined
+    this.#checks = [this.#proof, this.#content, this.#standIns, this.#canaries].filter(
+      (check): check is NonNullable<typeof check> => check !== undefined,
+    )
+  }
+
+  async start(): Promise<void> {
+    for (const check of this.#checks) await check.start?.()
+  }
+
+  read(frame: Frame, fresh: boolean): void {
+    if (frame.finishReason !== undefined) this.finishReason = frame.finishReason
+    for (const key in frame.texts) {
+      const name = key as Channel
+      const text = frame.texts[name]
+      if (!text) continue
+      const at = this.#lengths.get(name) ?? 0
+      this.#lengths.set(name, at + text.length)
+      for (const check of this.#checks) check.read(name, text, at, fresh, frame.done === true)
+      this.latest = name
+      const prior = this.#seen[name] ?? ''
+      if (prior.length < SEEN_LIMIT) this.#seen[name] = prior + text
+    }
+  }
+
+  /** The proof and foreign content first: either ends the stream before the others judge. */
+  judge(final: boolean): Promise<void> | undefined {
+    const ending = this.#proof.judge(final) ?? this.#content?.judge(final)
+    if (ending) return ending
+    const standIns = this.#standIns?.judge(final)
+    const canaries = this.#canaries?.judge(final)
+    if (!standIns) return canaries
+    return canaries ? Promise.all([standIns, canaries]).then(() => undefined) : standIns
+  }
+
+  releasableTo(channel: Channel): number {
+    let to = Number.POSITIVE_INFINITY
+    for (const check of this.#checks) to = Math.min(to, check.releasableTo(channel))
+    return to
+  }
+
+  edits(channel: Channel): readonly Edit[] {
+    return this.#edits.get(channel) ?? []
+  }
+
+  pause(channels: readonly Channel[]): boolean {
+    for (const check of this.#checks) if (check.canPause?.(channels) === false) return false
+    for (const check of this.#checks) check.pause?.(channels)
+    return true
+  }
+
+  released(channel: Channel, to: number): void {
+    for (const check of this.#checks) check.released?.(channel, to)
+    const edits = this.#edits.get(channel)
+    if (edits?.some((edit) => edit.end <= to)) {
+      this.#edits.set(
+        channel,
+        edits.filter((edit) => edit.end > to),
+      )
+    }
+  }
+
+  channels(): Iterable<Channel> {
+    return this.#lengths.keys()
+  }
+
+  readonly seen = (): Record<string, string> => redactCanaries(this.#seen)
+
+  seenText(channel: Channel): string {
+    return this.#seen[channel] ?? ''
+  }
+
+  cut(channel: Channel, edit: Edit, unique = false): void {
+    let edits = this.#edits.get(channel)
+    if (!edits) {
+      edits = []
+      this.#edits.set(channel, edits)
+    }
+    if (unique && edits.some((e) => e.start === edit.start && e.end === edit.end)) return
+    edits.push(edit)
+  }
+}
