@@ -1,8 +1,8 @@
 /**
  * @module `npm run layout`: checks the shape of `src/` — no import circle (type-only imports count: a
- * circle of types is still a circle a reader must hold at once), no two files with one base name
- * (`index.ts` aside), no function longer than {@link MAX_FUNCTION_LINES} lines — and lists the longest
- * functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
+ * circle of types is still a circle a reader must hold at once), no two stage folders importing each
+ * other both ways, no import against {@link DIRECTIONS}, no two files with one base name (`index.ts`
+ * aside), no function longer than {@link MAX_FUNCTION_LINES} lines — and lists the longest functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
  * reads without a compiler API.
  *
  * Exit code: 0 when every rule holds, 1 when one does not; `--json` prints the report as JSON.
@@ -34,6 +34,8 @@ export interface LayoutReport {
    * `a ↔ b` (a before b alphabetically), with one import each way as evidence.
    */
   twoWayFolders: { pair: string; forward: string; back: string }[]
+  /** Imports against a rule of {@link DIRECTIONS}: the rule's text and one import that breaks it. */
+  wrongWay: { rule: string; import: string }[]
 }
 
 /** The folders of the request's and the answer's path, whose imports should run one way (issue 47). */
@@ -48,6 +50,44 @@ export const STAGES = [
   'format',
   'quarantine',
 ] as const
+
+/** A folder of `src/` that may not import from some others, and why. */
+interface Direction {
+  from: string
+  never: readonly string[]
+  why: string
+}
+
+/** The stages that name no other: every stage but the public surfaces and the guard composing them. */
+const INNER_STAGES = STAGES.filter((s) => s !== 'surfaces' && s !== 'guard')
+
+/**
+ * Which way the stream path runs (issue 47): the release asks a judge it only knows as a type
+ * (src/vocabulary/judge.ts) and never reads the checks; the verification hands over what it verified
+ * and the guard composes the release; no stage reaches back up into the guard (options and shared
+ * types live in src/vocabulary/); an attempt's context names no stage; the Worker is built on the
+ * public surface, as a user's app would be.
+ */
+export const DIRECTIONS: readonly Direction[] = [
+  {
+    from: 'release',
+    never: ['verify', 'canary', 'secrets', 'fingerprint'],
+    why: 'the release reads only its judge',
+  },
+  { from: 'verify', never: ['release'], why: 'verify/ does not build the release' },
+  { from: 'format', never: ['call'], why: 'the wire format knows no caller' },
+  ...INNER_STAGES.map((from) => ({ from, never: ['guard'], why: 'no stage imports the guard' })),
+  {
+    from: 'attempt',
+    never: STAGES.filter((s) => s !== 'attempt'),
+    why: 'the attempt depends on no stage',
+  },
+  {
+    from: 'worker',
+    never: ['guard'],
+    why: 'the Worker reaches the guard through the public surface',
+  },
+]
 
 interface AstNode {
   type: string
@@ -82,7 +122,32 @@ export async function checkLayout(root = 'src'): Promise<LayoutReport> {
     longest: longest.slice(0, 10),
     tooLong: longest.filter((f) => f.lines > MAX_FUNCTION_LINES).length,
     twoWayFolders: twoWayFolders(root, facts),
+    wrongWay: wrongWay(root, facts),
   }
+}
+
+/** The top folder of a file under `root` ('' for a file at its top). */
+function folderOf(root: string, file: string): string {
+  const parts = file.slice(root.length + 1).split('/')
+  return parts.length > 1 ? parts[0]! : ''
+}
+
+/** Every import that breaks a rule of {@link DIRECTIONS}, one per rule and target folder. */
+function wrongWay(root: string, facts: Map<string, FileFacts>): LayoutReport['wrongWay'] {
+  const found = new Map<string, { rule: string; import: string }>()
+  for (const [file, f] of facts) {
+    const from = folderOf(root, file)
+    for (const rule of DIRECTIONS) {
+      if (rule.from !== from) continue
+      for (const target of f.imports) {
+        const to = folderOf(root, target)
+        const key = `${rule.why}: ${from} → ${to}`
+        if (rule.never.includes(to) && !found.has(key))
+          found.set(key, { rule: key, import: `${file} → ${target}` })
+      }
+    }
+  }
+  return [...found.values()].sort((a, b) => a.rule.localeCompare(b.rule))
 }
 
 /** The stage folder of a file under `root`, if it is in one. */
@@ -248,6 +313,17 @@ function format(report: LayoutReport): string {
     shared.length === 0 ? 'shared base names: none' : `shared base names: ${shared.length}`,
     ...shared.map(([name, list]) => `  ${name}: ${list.join(', ')}`),
   )
+  const { twoWayFolders: twoWay, wrongWay } = report
+  lines.push(
+    twoWay.length === 0
+      ? 'stage folders both ways: none'
+      : `stage folders both ways: ${twoWay.length}`,
+    ...twoWay.map((p) => `  ${p.pair}: ${p.forward}; ${p.back}`),
+    wrongWay.length === 0
+      ? 'imports the wrong way: none'
+      : `imports the wrong way: ${wrongWay.length}`,
+    ...wrongWay.map((w) => `  ${w.rule} (${w.import})`),
+  )
   lines.push(
     `functions over ${MAX_FUNCTION_LINES} lines: ${report.tooLong}`,
     'longest functions:',
@@ -265,6 +341,8 @@ if (argv && /(^|[\\/])layout\.ts$/.test(argv.argv[1] ?? '')) {
   const ok =
     report.cycles.length === 0 &&
     Object.keys(report.sharedNames).length === 0 &&
+    report.twoWayFolders.length === 0 &&
+    report.wrongWay.length === 0 &&
     report.tooLong === 0
   argv.exitCode = ok ? 0 : 1
 }

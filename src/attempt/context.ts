@@ -8,13 +8,16 @@ import type { CalibrationStore } from '../calibration/learned'
 import type { CanaryKey } from '../canary'
 import type { GuardError } from '../errors'
 import type { ContentWatch, StoreGap } from '../fingerprint'
-import type { StreamFormat } from '../format/frames'
-import type { RequestPlan } from '../plan/plan'
-import type { PromptSecrets } from '../plan/prompt-secrets'
-import type { ProofKind } from '../plan/request'
 import type { PrefixRecord } from '../timing/prefix-record'
 import type { ModelProfile, ResolvedOptions } from '../vocabulary/options'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
+import type {
+  PlanEstimate,
+  PrefixLookup,
+  PromptSecrets,
+  ProofKind,
+  StreamFormat,
+} from '../vocabulary/request-facts'
 import type { Verdict } from '../vocabulary/verdict-types'
 import type { FirstByte } from './first-byte'
 
@@ -55,8 +58,8 @@ export interface AttemptContext {
   marker: string | undefined
   /** The echo the prompt asked for (`none`: not asked; the answer is still scanned). */
   proof: ProofKind
-  /** The prompt's family estimate (see {@link RequestPlan.estimate}). */
-  estimate: RequestPlan['estimate']
+  /** The prompt's family estimate, template overhead included (counted once, on first need). */
+  estimate: () => Promise<PlanEstimate>
   /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
   counted: boolean
   /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */
@@ -64,7 +67,7 @@ export interface AttemptContext {
   /** An upper bound of the prompt's tokens (what the ceiling admitted). */
   boundTokens: number
   /** What this tenant's own verified prompts say the engine may have cached (0 on a retry's record). */
-  prefix: RequestPlan['prefix']
+  prefix: () => Promise<PrefixLookup>
   /** Learned honest timing for this model. */
   baseline: BaselineState
   /**

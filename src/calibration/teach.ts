@@ -5,7 +5,8 @@
 import type { AttemptContext } from '../attempt/context'
 import type { ClassFigures } from '../ceiling/estimate'
 import type { ScriptClass } from '../ceiling/script'
-import { type PlanEstimate, prefixKey } from '../plan/plan'
+import { prefixKey } from '../plan/plan'
+import type { PlanEstimate } from '../vocabulary/request-facts'
 import { tenantKey } from './learned'
 
 /** What a released answer can teach, and whether its provenance was proven. */

@@ -10,6 +10,7 @@
  */
 
 import { GuardError } from '../errors'
+import type { StreamFormat } from '../vocabulary/request-facts'
 import type { SseEvent } from './sse'
 
 /** Token accounting as chat-completions upstreams report it. */
@@ -19,9 +20,6 @@ export interface Usage {
   total_tokens?: number
   prompt_tokens_details?: { cached_tokens?: number } | null
 }
-
-/** `chat`: OpenAI `chat.completion(.chunk)` objects; `legacy`: Workers AI `{ response, usage? }`. */
-export type StreamFormat = 'chat' | 'legacy'
 
 /**
  * A stream of model-written text: reasoning, visible content, the arguments of tool call `n`, or any

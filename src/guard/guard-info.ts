@@ -2,7 +2,7 @@
  * @module What the guard did for a released answer, attached to the answer object itself (so surfaces
  * can set headers without another return channel).
  */
-import type { StreamFormat } from '../format/frames'
+import type { StreamFormat } from '../vocabulary/request-facts'
 
 /** What the guard did to produce a released answer (for headers and logs of the surfaces). */
 export interface GuardInfo {

@@ -4,10 +4,10 @@
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { RequestPlan } from '../plan/plan'
-import type { PromptSecrets } from '../plan/prompt-secrets'
 import type { Incident } from '../quarantine/withhold'
 import type { VerdictContext, VerdictLog } from '../vocabulary/options'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
+import type { PromptSecrets } from '../vocabulary/request-facts'
 
 type Figures = QuarantineRecord['figures']
 

@@ -7,29 +7,20 @@ import { estimateTexts, type PromptEstimate, type TextTally } from '../ceiling/e
 import { type PromptPieces, promptPieces } from '../ceiling/prompt'
 import type { ScriptClass } from '../ceiling/script'
 import { memoSlot, type RequestMemo, type TextFacts, type TextMemo } from '../memo/text-memo'
-import { PrefixRecord, type PromptDigest } from '../timing/prefix-record'
+import { PrefixRecord } from '../timing/prefix-record'
 import type { ModelProfile, ResolvedOptions } from '../vocabulary/options'
+import type {
+  PlanEstimate,
+  PrefixLookup,
+  PromptSecrets,
+  ProofKind,
+} from '../vocabulary/request-facts'
 import { type Admission, admit } from './preflight'
-import { type PromptSecrets, type SecretServices, substituteSecrets } from './prompt-secrets'
-import { type ProofKind, type RequestFacts, readRequest } from './request'
+import { type SecretServices, substituteSecrets } from './prompt-secrets'
+import { type RequestFacts, readRequest } from './request'
 
 /** A remembered text's family count (src/memo). */
 const TALLIES = memoSlot<TextTally>('family tally')
-
-/** The prompt's family estimate with what the timing and usage checks read from it. */
-export interface PlanEstimate extends PromptEstimate {
-  /** Fixed template tokens on top of the counted text. */
-  overhead: number
-  /** The class holding the largest share of the bound (timing baselines are kept per class). */
-  dominant: ScriptClass
-}
-
-/** What this tenant's own verified prompts say the engine may have cached of this one. */
-export interface PrefixLookup {
-  digest: PromptDigest
-  /** Prompt tokens (lower estimate) covered by earlier verified prompts of the same tenant. */
-  cachedTokens: number
-}
 
 /** A request the ceiling admitted, with the lazily computed figures its verification needs. */
 export interface RequestPlan {

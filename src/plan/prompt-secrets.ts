@@ -9,28 +9,12 @@
  */
 import { GuardError } from '../errors'
 import { type MemoSlot, memoSlot, type RequestMemo, type TextFacts } from '../memo/text-memo'
-import type { ResolvedSecrets, StandInBook, StandInKey } from '../secrets'
+import type { ResolvedSecrets, StandInKey } from '../secrets'
 import { StandInBook as Book, findSecrets, MAX_STAND_INS } from '../secrets'
+import type { PromptSecrets } from '../vocabulary/request-facts'
 
 /** Kinds with counts (never values). */
 type KindCounts = Record<string, number>
-
-/** What the prompt's secrets came to, for the release stage and the verdict log. */
-export interface PromptSecrets {
-  /** This request's stand-ins and their values; also recognises any other request's stand-ins. */
-  book: StandInBook
-  /** Secrets replaced by stand-ins, per kind. */
-  substituted: KindCounts
-  /** Secrets found by `detect` kinds and sent as they were, per kind. */
-  detected: KindCounts
-  /**
-   * Whether `text` occurs in a text of the prompt as sent. A stand-in of another request that the
-   * prompt itself carries is no proof of a leak: a client can learn one of its own stand-ins (ask the
-   * model to reverse it, reverse it back) and plant it in a page another tenant's prompt quotes —
-   * without this, its answer would be quarantined. Read only when a foreign stand-in is found.
-   */
-  inPrompt(text: string): boolean
-}
 
 /** What substitution needs of the guard. */
 export interface SecretServices {

@@ -11,15 +11,7 @@
  * client put there: a client choosing its salt could pick another tenant's, or '' (no isolation).
  */
 import { GuardError } from '../errors'
-
-/**
- * How an answer to this request proves it was generated from this prompt's end.
- * - `text`: the reply begins with this request's canary (the directive is the prompt's last text).
- * - `json`: a JSON-mode reply begins with a `guard_echo` member holding the canary (removed on release).
- * - `none`: the format cannot carry an echo (callable tools, schema-constrained decoding): timing, the
- *   usage cross-check and the foreign-canary scan are the evidence, and learned state is never taught.
- */
-export type ProofKind = 'text' | 'json' | 'none'
+import type { ProofKind } from '../vocabulary/request-facts'
 
 /** What the guard needs to know about a request before calling the upstream. */
 export interface RequestFacts {

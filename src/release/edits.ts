@@ -2,7 +2,7 @@
  * @module Writing a released event's text with the judge's edits applied: cuts, and values in place of
  * the spans they replace.
  */
-import type { Edit } from '../vocabulary/judge'
+import type { Edit } from '../vocabulary/release-judge'
 
 /**
  * `text` (its first character at `offset` of the channel) with each edit applied: the span cut, and

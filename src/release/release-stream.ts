@@ -1,6 +1,6 @@
 /**
  * @module The release stage of a verified stream: whole upstream events, held back just long enough
- * that the stream's judge (src/vocabulary/judge.ts) has judged every character in them.
+ * that the stream's judge (src/vocabulary/release-judge.ts) has judged every character in them.
  *
  * Events are released whole and unchanged unless the judge cuts something from them (our own canary,
  * a stand-in restored to its value), so an answer with nothing to cut reaches the client byte for byte
@@ -13,7 +13,7 @@ import { GuardError } from '../errors'
 import type { Usage } from '../format/frames'
 import { type Channel, type Frame, isBlankEvent, withTexts } from '../format/frames'
 import { encodeSseEvent } from '../format/sse'
-import type { HeldFrames, StreamJudge } from '../vocabulary/judge'
+import type { HeldFrames, StreamJudge } from '../vocabulary/release-judge'
 import { applyEdits } from './edits'
 
 /** Held frames released a batch at a time (see `Release.begin`). */

@@ -22,7 +22,7 @@ import {
   quickHold,
 } from '../canary'
 import type { Channel } from '../format/frames'
-import type { AnswerView, Check } from './stream-judge'
+import type { AnswerView, Check } from './check'
 
 /** A held tail too short to carry any canary material: a prefix of `cnry` without its underscore. */
 const SHORT_TAIL = /^c(?:n(?:r(?:y)?)?)?$/i

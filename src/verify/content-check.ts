@@ -9,7 +9,7 @@
  */
 import type { ContentWatch, ForeignContent } from '../fingerprint'
 import type { Channel } from '../format/frames'
-import type { Check } from './stream-judge'
+import type { Check } from './check'
 
 interface Piece {
   /** The watch's key for the channel's current piece. */

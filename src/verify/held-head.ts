@@ -10,7 +10,7 @@
  */
 import { FrameReader } from '../format/frame-reader'
 import type { Frame } from '../format/frames'
-import type { HeldFrames } from '../vocabulary/judge'
+import type { HeldFrames } from '../vocabulary/release-judge'
 
 /**
  * Events joined into one string at a time. Each event's text is a slice of the chunk text it was cut

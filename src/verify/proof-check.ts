@@ -7,8 +7,8 @@
 import { cutOff } from '../canary'
 import type { GuardError } from '../errors'
 import type { Channel } from '../format/frames'
+import type { AnswerView, Check } from './check'
 import type { EchoWatch } from './echo-watch'
-import type { AnswerView, Check } from './stream-judge'
 
 /** A proof still owed by a stream released before it (`streamRelease: 'async'`). */
 export interface OwedProof {

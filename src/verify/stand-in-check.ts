@@ -8,14 +8,14 @@ import type { GuardError } from '../errors'
 import type { Channel } from '../format/frames'
 import type { Replacement, StandInBook } from '../secrets'
 import { formingFrom } from '../secrets/hold-back'
-import type { Edit } from '../vocabulary/judge'
+import type { Edit } from '../vocabulary/release-judge'
+import type { AnswerView, Check } from './check'
 import {
   foreignFinding,
   jsonChannel,
   restoredValue,
   type StandInFinding,
 } from './stand-in-evidence'
-import type { AnswerView, Check } from './stream-judge'
 
 /** What a stream's stand-in check needs to restore and recognise stand-ins. */
 export interface StreamSecrets {

@@ -1,4 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { checkLayout, type LayoutReport, MAX_FUNCTION_LINES } from '../../scripts/layout'
 
@@ -21,11 +23,42 @@ describe('src/ layout', () => {
     expect(report.tooLong).toBe(0)
   })
 
-  // The pipeline's stage folders import one way (issue 47). Options, the quarantine record and the
-  // verdict's types live in src/vocabulary/, which every stage may import. One pair is left: the stream
-  // path, where verify/ builds the release and release/ reads verify's canary redaction and echo watch.
-  it('should have no two stage folders importing each other both ways, but the one left', async () => {
-    expect(report.twoWayFolders.map((p) => p.pair)).toEqual(['release ↔ verify'])
+  // The pipeline's stage folders import one way (issue 47). Options, the quarantine record, the
+  // verdict's types, the request's facts and the release's judge live in src/vocabulary/, which every
+  // stage may import.
+  it('should have no two stage folders importing each other both ways, and no import the wrong way', async () => {
+    expect(report.twoWayFolders).toEqual([])
+    expect(report.wrongWay).toEqual([])
+  })
+
+  // The same checks on a tree made to break them: they can fail.
+  it('should report stage folders both ways and each direction rule broken', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'layout-'))
+    const files: Record<string, string> = {
+      'release/queue.ts':
+        "import { scan } from '../canary/scan'\nimport type { V } from '../verify/v'\n",
+      'verify/v.ts': "import { q } from '../release/queue'\nexport type V = 1\n",
+      'canary/scan.ts': 'export const scan = 1\n',
+      'attempt/context.ts': "import type { P } from '../plan/p'\n",
+      'plan/p.ts': "import { G } from '../guard/g'\nexport type P = 1\n",
+      'guard/g.ts': 'export const G = 1\n',
+      'worker/app.ts': "import { G } from '../guard/g'\n",
+    }
+    for (const [file, text] of Object.entries(files)) {
+      await mkdir(join(root, file, '..'), { recursive: true })
+      await writeFile(join(root, file), text)
+    }
+    const broken = await checkLayout(root)
+    expect(broken.twoWayFolders.map((p) => p.pair)).toEqual(['release ↔ verify'])
+    expect(broken.wrongWay.map((w) => w.rule)).toEqual([
+      'no stage imports the guard: plan → guard',
+      'the attempt depends on no stage: attempt → plan',
+      'the release reads only its judge: release → canary',
+      'the release reads only its judge: release → verify',
+      'the Worker reaches the guard through the public surface: worker → guard',
+      'verify/ does not build the release: verify → release',
+    ])
+    await rm(root, { recursive: true, force: true })
   })
 
   // One authority on verdicts (issue 47): a Verdict is an object with an action and a score, and
