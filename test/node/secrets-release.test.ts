@@ -10,7 +10,7 @@ import { importStandInKey, StandInBook } from '../../src/secrets'
 import { StandInJudge } from '../../src/verify/stand-in-check'
 import { type StandInFinding, spliceValues } from '../../src/verify/stand-in-evidence'
 import { AnswerJudge } from '../../src/verify/stream-judge'
-import type { Edit } from '../../src/vocabulary/judge'
+import type { Edit } from '../../src/vocabulary/release-judge'
 import { GENERATORS, rng } from '../secrets/generate'
 import { endsOf, everyPosition } from '../secrets/splits'
 
