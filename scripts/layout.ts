@@ -1,14 +1,15 @@
 /**
  * @module `npm run layout`: checks the shape of `src/` — no import circle (type-only imports count: a
  * circle of types is still a circle a reader must hold at once), no two stage folders importing each
- * other both ways, no import against {@link DIRECTIONS}, no two files with one base name (`index.ts`
- * aside), no function longer than {@link MAX_FUNCTION_LINES} lines — and lists the longest functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
+ * other both ways, no import against {@link DIRECTIONS}, no export that only tests, benchmarks or
+ * scripts import (nor one nobody imports), no two files with one base name (`index.ts` aside), no function longer than {@link MAX_FUNCTION_LINES} lines — and lists the longest functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
  * reads without a compiler API.
  *
  * Exit code: 0 when every rule holds, 1 when one does not; `--json` prints the report as JSON.
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { parseAst } from 'rolldown/parseAst'
+import { type ExportReport, privateExports } from './exports'
 
 /** The longest function a reader is asked to hold on one screen, and a bit. */
 export const MAX_FUNCTION_LINES = 60
@@ -36,7 +37,12 @@ export interface LayoutReport {
   twoWayFolders: { pair: string; forward: string; back: string }[]
   /** Imports against a rule of {@link DIRECTIONS}: the rule's text and one import that breaks it. */
   wrongWay: { rule: string; import: string }[]
+  /** Exports nothing in `src/` imports: test hooks and unused ones (see ./exports.ts). */
+  exports: ExportReport
 }
+
+/** Where the code that is not the package lives: what may import `src/` from outside it. */
+const OUTSIDE = ['test', 'bench', 'scripts', 'sim']
 
 /** The folders of the request's and the answer's path, whose imports should run one way (issue 47). */
 export const STAGES = [
@@ -123,6 +129,7 @@ export async function checkLayout(root = 'src'): Promise<LayoutReport> {
     tooLong: longest.filter((f) => f.lines > MAX_FUNCTION_LINES).length,
     twoWayFolders: twoWayFolders(root, facts),
     wrongWay: wrongWay(root, facts),
+    exports: await privateExports(root, OUTSIDE),
   }
 }
 
@@ -323,6 +330,10 @@ function format(report: LayoutReport): string {
       ? 'imports the wrong way: none'
       : `imports the wrong way: ${wrongWay.length}`,
     ...wrongWay.map((w) => `  ${w.rule} (${w.import})`),
+    `exports only tests, benchmarks or scripts import: ${report.exports.outsideOnly.length}`,
+    ...report.exports.outsideOnly.map((e) => `  ${e.name} (${e.users.join(', ')})`),
+    `exports nobody imports: ${report.exports.unused.length}`,
+    ...report.exports.unused.map((name) => `  ${name}`),
   )
   lines.push(
     `functions over ${MAX_FUNCTION_LINES} lines: ${report.tooLong}`,
@@ -343,6 +354,8 @@ if (argv && /(^|[\\/])layout\.ts$/.test(argv.argv[1] ?? '')) {
     Object.keys(report.sharedNames).length === 0 &&
     report.twoWayFolders.length === 0 &&
     report.wrongWay.length === 0 &&
+    report.exports.outsideOnly.length === 0 &&
+    report.exports.unused.length === 0 &&
     report.tooLong === 0
   argv.exitCode = ok ? 0 : 1
 }
