@@ -9,7 +9,7 @@ import { statedPromptTokens, upstreamError } from './upstream-error'
 import { deadline } from './watchdog'
 
 /** What the call sends. */
-export interface Call {
+interface Call {
   model: string
   inputs: Record<string, unknown>
   runOptions: Record<string, unknown> | undefined

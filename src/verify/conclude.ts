@@ -15,7 +15,7 @@ import { decide, type EchoOutcome, type Verdict } from './verdict'
 type Texts = Partial<Record<Channel, string>>
 
 /** What an attempt's evidence gathered. */
-export interface Evidence {
+interface Evidence {
   echo: EchoOutcome
   /** The answer's texts, scanned here for canaries. */
   texts: Texts

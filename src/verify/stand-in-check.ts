@@ -32,17 +32,19 @@ export interface StreamSecrets {
 const LOOK_BEHIND = 8
 
 /**
- * One stream's stand-in judgements, per channel. Each channel's unjudged text (and a little before it)
- * is kept here, appended as it comes: judging reads only that, never the channel's whole text (a
- * string built by appending is a rope in V8, and reading a character of it flattens it all — a few
- * kilobytes per event).
+ * The stand-in check of a streamed answer, per channel. Each channel's unjudged text (and a little
+ * before it) is kept here, appended as it comes: judging reads only that, never the channel's whole
+ * text (a string built by appending is a rope in V8, and reading a character of it flattens it all —
+ * a few kilobytes per event). A channel that has paused (the answer moved on to another) is judged to
+ * its end, so it does not hold the others back.
  *
  * @example
- * const judge = new StandInJudge(secrets)
- * judge.push('content', text)
- * const edits = await judge.judgeWindow('content', false, seen)
+ * const check = new StandInCheck(secrets, view)
+ * check.read('content', text)
+ * const edits = await check.judgeWindow('content', false, seen)
  */
-export class StandInJudge {
+export class StandInCheck implements Check {
+  readonly #view: AnswerView
   readonly #secrets: StreamSecrets
   readonly #judged = new Map<Channel, number>()
   /** Per channel, where the last stand-in reported ends: a later window never reads into it again. */
@@ -54,8 +56,9 @@ export class StandInJudge {
   /** Per channel: its text from `from` on (from shortly before the judged point, or the resume point). */
   readonly #windows = new Map<Channel, { text: string; from: number }>()
 
-  constructor(secrets: StreamSecrets) {
+  constructor(secrets: StreamSecrets, view: AnswerView) {
     this.#secrets = secrets
+    this.#view = view
     this.#wide = secrets.book.recognisesPatterns
     this.#longest = secrets.book.longestCandidate
   }
@@ -72,26 +75,10 @@ export class StandInJudge {
   }
 
   /** The channel's next text, as it came. */
-  push(name: Channel, text: string): void {
+  read(name: Channel, text: string): void {
     const window = this.#windows.get(name)
     if (window) window.text += text
     else this.#windows.set(name, { text, from: 0 })
-  }
-
-  /**
-   * {@link judgeWindow} over `text` (position `from` of the channel on) as the caller holds it: for a
-   * caller that keeps the channel's text itself.
-   */
-  judge(
-    name: Channel,
-    text: string,
-    from: number,
-    final: boolean,
-    seen: () => Record<string, string>,
-    paused = false,
-  ): Edit[] | Promise<Edit[]> {
-    this.#windows.set(name, { text, from })
-    return this.judgeWindow(name, final, seen, paused)
   }
 
   /**
@@ -162,37 +149,15 @@ export class StandInJudge {
     }
     return out
   }
-}
 
-/**
- * The stand-in check of a streamed answer: each channel judged a window at a time, and a channel
- * that has paused (the answer moved on to another) judged to its end, so it does not hold the others
- * back.
- *
- * @example
- * const check = new StandInCheck(secrets, view)
- */
-export class StandInCheck implements Check {
-  readonly #judge: StandInJudge
-  readonly #view: AnswerView
-
-  constructor(secrets: StreamSecrets, view: AnswerView) {
-    this.#judge = new StandInJudge(secrets)
-    this.#view = view
-  }
-
-  read(name: Channel, text: string): void {
-    this.#judge.push(name, text)
-  }
-
+  /** Judges every channel with text not judged yet (see {@link judgeWindow}); edits go to the view. */
   judge(final: boolean): Promise<void> | undefined {
-    const judge = this.#judge
     const view = this.#view
     const pending: Promise<void>[] = []
     for (const name of view.channels()) {
-      if (!judge.pending(name)) continue
+      if (!this.pending(name)) continue
       const paused = view.latest !== undefined && view.latest !== name
-      const edits = judge.judgeWindow(name, final, view.seen, paused)
+      const edits = this.judgeWindow(name, final, view.seen, paused)
       const cut = (found: Edit[]) => {
         for (const edit of found) view.cut(name, edit)
       }
@@ -203,11 +168,11 @@ export class StandInCheck implements Check {
   }
 
   releasableTo(name: Channel): number {
-    return this.#judge.judgedTo(name)
+    return this.judgedTo(name)
   }
 
   /** A paused channel was judged to its end by the last judgement; anything else is still forming. */
   canPause(names: readonly Channel[]): boolean {
-    return !names.some((name) => this.#judge.pending(name))
+    return !names.some((name) => this.pending(name))
   }
 }

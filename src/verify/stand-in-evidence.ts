@@ -98,7 +98,7 @@ export function jsonChannel(channel: Channel, jsonContent: boolean): boolean {
  * @example
  * spliceValues('key sk-…', 0, [{ start: 4, end: 60, kind: 'openai-key', value }], false)
  */
-export function spliceValues(
+function spliceValues(
   text: string,
   offset: number,
   replacements: readonly Replacement[],
@@ -137,6 +137,6 @@ function jsonDecodedBreak(raw: string): string {
 }
 
 /** A value as the inside of a JSON string. */
-export function escapeJson(value: string): string {
+function escapeJson(value: string): string {
   return JSON.stringify(value).slice(1, -1)
 }

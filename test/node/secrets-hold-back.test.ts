@@ -57,7 +57,7 @@ beforeAll(async () => {
 })
 
 /**
- * What the release stage does (StandInJudge.judge): after each piece, judge from where the last
+ * What the release stage does (StandInCheck.judgeWindow): after each piece, judge from where the last
  * judgement ended to where a stand-in could still be forming; after the last, to the end.
  */
 async function windowed(

@@ -7,12 +7,14 @@ import { type Channel, type Frame, parseFrame } from '../../src/format/frames'
 import { applyEdits } from '../../src/release/edits'
 import { Release } from '../../src/release/release-stream'
 import { importStandInKey, StandInBook } from '../../src/secrets'
-import { StandInJudge } from '../../src/verify/stand-in-check'
-import { type StandInFinding, spliceValues } from '../../src/verify/stand-in-evidence'
+import type { AnswerView } from '../../src/verify/check'
+import { StandInCheck } from '../../src/verify/stand-in-check'
+import type { StandInFinding } from '../../src/verify/stand-in-evidence'
 import { AnswerJudge } from '../../src/verify/stream-judge'
 import type { Edit } from '../../src/vocabulary/release-judge'
 import { GENERATORS, rng } from '../secrets/generate'
 import { endsOf, everyPosition } from '../secrets/splits'
+import { restoredAsWhole } from '../support/secrets'
 
 /**
  * The release stage's stand-in restoration as a property: a channel's text cut into events at every
@@ -58,7 +60,7 @@ interface Released {
  * judged, every queued event lying before the judged point released with the edits known now.
  */
 async function release(
-  judge: StandInJudge,
+  judge: StandInCheck,
   channel: Channel,
   text: string,
   ends: readonly number[],
@@ -66,7 +68,6 @@ async function release(
   const strips: Edit[] = []
   const queue: { start: number; end: number }[] = []
   let out = ''
-  let seen = ''
   const flush = (upTo: number) => {
     while (queue.length > 0 && queue[0]!.end <= upTo) {
       const { start, end } = queue.shift()!
@@ -77,12 +78,12 @@ async function release(
     let start = 0
     for (const end of ends) {
       queue.push({ start, end })
-      seen = text.slice(0, end)
-      strips.push(...(await judge.judge(channel, seen, 0, end === text.length, () => ({}))))
+      judge.read(channel, text.slice(start, end))
+      strips.push(...(await judge.judgeWindow(channel, end === text.length, () => ({}))))
       flush(judge.judgedTo(channel))
       start = end
     }
-    strips.push(...(await judge.judge(channel, text, 0, true, () => ({}))))
+    strips.push(...(await judge.judgeWindow(channel, true, () => ({}))))
     flush(text.length)
     return { text: out }
   } catch (error) {
@@ -90,21 +91,34 @@ async function release(
   }
 }
 
-function judgeFor(jsonContent = false, found: StandInFinding[] = []): StandInJudge {
-  return new StandInJudge({
-    book,
-    jsonContent,
-    onForeign: async (finding) => {
-      found.push(finding)
-      return new GuardError('response_quarantined', `foreign ${finding.kind}`)
+/** What the stream's judge shows a check; these tests read the check's edits as it returns them. */
+const VIEW: AnswerView = {
+  latest: undefined,
+  finishReason: undefined,
+  channels: () => [],
+  seen: () => ({}),
+  seenText: () => '',
+  cut: () => {},
+}
+
+function judgeFor(jsonContent = false, found: StandInFinding[] = []): StandInCheck {
+  return new StandInCheck(
+    {
+      book,
+      jsonContent,
+      onForeign: async (finding) => {
+        found.push(finding)
+        return new GuardError('response_quarantined', `foreign ${finding.kind}`)
+      },
     },
-  })
+    VIEW,
+  )
 }
 
 /** The whole text with this request's values in place, escaped when the channel is JSON. */
 async function restoredWhole(text: string, json: boolean): Promise<string> {
   const { own: found } = await book.locate(text)
-  const whole = spliceValues(text, 0, found, json)
+  const whole = (await restoredAsWhole(book, text, json)).text
   // The whole-answer path (src/verify/stand-in-evidence.ts) and, outside JSON, book.restore agree.
   if (!json && found.every((r) => r.lineBreak === undefined)) {
     expect((await book.restore(text)).text).toBe(whole)
@@ -178,7 +192,7 @@ describe('applyEdits', () => {
   })
 })
 
-describe('StandInJudge', () => {
+describe('StandInCheck', () => {
   it('should restore every own stand-in of every kind, split at every position', async () => {
     for (const { standIn, value } of own) {
       const text = `Here: ${standIn} — done.`
@@ -272,20 +286,24 @@ describe('StandInJudge', () => {
 
   it('should pass the seen texts to onForeign and judge each channel on its own', async () => {
     const seen: Record<string, string>[] = []
-    const judge = new StandInJudge({
-      book,
-      jsonContent: false,
-      onForeign: async (_finding, texts) => {
-        seen.push(texts)
-        return new GuardError('response_quarantined', 'leak')
+    const judge = new StandInCheck(
+      {
+        book,
+        jsonContent: false,
+        onForeign: async (_finding, texts) => {
+          seen.push(texts)
+          return new GuardError('response_quarantined', 'leak')
+        },
       },
-    })
+      VIEW,
+    )
     const reasoning = `thinking about ${own[1]!.standIn} `
-    const edits = await judge.judge('reasoning', reasoning, 0, false, () => ({ reasoning }))
+    judge.read('reasoning', reasoning)
+    const edits = await judge.judgeWindow('reasoning', false, () => ({ reasoning }))
     expect(judge.judgedTo('reasoning')).toBe(reasoning.length - 1) // the trailing space held
     expect(judge.judgedTo('content')).toBe(0)
     expect(judge.pending('content')).toBe(false) // nothing of it yet
-    judge.push('content', 'x')
+    judge.read('content', 'x')
     expect(judge.pending('content')).toBe(true)
     expect(edits).toEqual([
       {
@@ -295,29 +313,37 @@ describe('StandInJudge', () => {
       },
     ])
     const content = `answer ${foreign[0]!.standIn}`
-    await expect(judge.judge('content', content, 0, true, () => ({ content }))).rejects.toThrow(
-      'leak',
-    )
+    judge.read('content', content)
+    await expect(judge.judgeWindow('content', true, () => ({ content }))).rejects.toThrow('leak')
     expect(seen).toEqual([{ content }])
   })
 
-  it('should judge a text that starts later in the channel (trimmed) at absolute positions', async () => {
+  it('should report edits at positions from the start of the channel, after what it judged was dropped', async () => {
     const judge = judgeFor()
     const head = 'x'.repeat(50)
     const full = `${head} key ${own[2]!.standIn} end`
-    // Judged up to 40 first, then handed the channel from position 30 on (the stage trims its text).
-    await judge.judge('content', full.slice(0, 41), 0, false, () => ({}))
+    judge.read('content', full.slice(0, 41))
+    await judge.judgeWindow('content', false, () => ({}))
+    // A run without whitespace could still be a stand-in forming: held from its start.
     expect(judge.judgedTo('content')).toBe(0)
     // A trailing space is a group character (a card's next group may follow): held with the word.
-    await judge.judge('content', `${head} `, 0, false, () => ({}))
+    judge.read('content', full.slice(41, 51))
+    await judge.judgeWindow('content', false, () => ({}))
     expect(judge.judgedTo('content')).toBe(50)
-    const edits = await judge.judge('content', full.slice(30), 30, true, () => ({}))
-    const at = full.indexOf(own[2]!.standIn)
+    // Many judged windows later the check has dropped the text it judged: positions stay absolute.
+    const words = 'plain words here '.repeat(40)
+    judge.read('content', words)
+    await judge.judgeWindow('content', false, () => ({}))
+    expect(judge.judgedTo('content')).toBeGreaterThan(51 + words.length - 20)
+    const rest = ` key ${own[2]!.standIn} end`
+    judge.read('content', rest)
+    const edits = await judge.judgeWindow('content', true, () => ({}))
+    const at = 51 + words.length + ' key '.length
     expect(edits).toEqual([{ start: at, end: at + own[2]!.standIn.length, value: own[2]!.value }])
   })
 })
 
-describe('StandInJudge: regression', () => {
+describe('StandInCheck: regression', () => {
   // The release-stage view of the personnummer case in test/node/secrets-hold-back.test.ts: an own
   // stand-in YYMMDD-NNNC written with a century before it, then a long run without whitespace. Split
   // once at 247, the judge reported two overlapping edits (13–26 as a "rewritten" 12-digit stand-in,
@@ -342,13 +368,14 @@ describe('StandInJudge: regression', () => {
   })
 })
 
-describe('StandInJudge: a PEM stand-in written with its line breaks escaped', () => {
+describe('StandInCheck: a PEM stand-in written with its line breaks escaped', () => {
   // A PEM stand-in is recognised with its line breaks real, escaped (`\n`) or escaped twice (`\\n`).
   // Its value used to go back with the line breaks the secret had (escaped once more in a JSON
   // channel), whatever escaping the model applied around the stand-in. Fixed in bfce954.
   const restoreIn = async (channel: Channel, text: string) => {
-    const edits = await judgeFor().judge(channel, text, 0, true, () => ({}))
-    return applyEdits(text, 0, edits)
+    const judge = judgeFor()
+    judge.read(channel, text)
+    return applyEdits(text, 0, await judge.judgeWindow(channel, true, () => ({})))
   }
 
   // JSON inside a JSON string (a config blob passed as a string argument): the stand-in appears

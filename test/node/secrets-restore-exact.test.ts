@@ -16,9 +16,9 @@ import {
   type StandInBook,
   type StandInKey,
 } from '../../src/secrets'
-import { spliceValues } from '../../src/verify/stand-in-evidence'
 import { GENERATORS, rng } from '../secrets/generate'
 import { printed, publishedIban } from '../secrets/published'
+import { restoredAsWhole } from '../support/secrets'
 
 let key: StandInKey
 
@@ -51,9 +51,9 @@ function argumentsOf(message: unknown): string {
  * the whole-answer stage does (src/verify/stand-in-evidence.ts).
  */
 async function answered(book: StandInBook, text: string, json: boolean): Promise<string> {
-  const { own, foreign } = await book.locate(text)
-  expect(foreign).toEqual([])
-  return spliceValues(text, 0, own, json)
+  const { text: whole, foreign } = await restoredAsWhole(book, text, json)
+  expect(foreign).toBe(0)
+  return whole
 }
 
 describe('exact restoration', () => {

@@ -7,8 +7,10 @@
 
 import { expect } from 'vitest'
 import { GuardError, guardAi } from '../../src'
+import type { AttemptContext } from '../../src/attempt/context'
 import type { AiRunner } from '../../src/call/upstream'
-import { escapeJson } from '../../src/verify/stand-in-evidence'
+import type { StandInBook } from '../../src/secrets'
+import { standInEvidence } from '../../src/verify/stand-in-evidence'
 import { GENERATORS, type Generated, rng } from '../secrets/generate'
 import { sseText } from './prompts'
 import { type Delivered, middlewareApp, type Surface } from './surfaces'
@@ -474,4 +476,27 @@ export const middlewareThrough: Surface = (upstream, options) => {
     const got = await readThrough(res.body!)
     return { ...got, status: res.status, text: got.body }
   }
+}
+
+/** A value as the inside of a JSON string. */
+function escapeJson(value: string): string {
+  return JSON.stringify(value).slice(1, -1)
+}
+
+/**
+ * `text` as the whole-answer stage releases it (src/verify/stand-in-evidence.ts): this request's
+ * stand-ins replaced by their values, escaped as JSON where `json`; another request's stand-in is
+ * reported in `foreign`.
+ */
+export async function restoredAsWhole(
+  book: StandInBook,
+  text: string,
+  json: boolean,
+): Promise<{ text: string; foreign: number }> {
+  const ctx = {
+    secrets: { book, inPrompt: () => false },
+    jsonContent: json,
+  } as unknown as AttemptContext
+  const found = await standInEvidence(ctx, { content: text })
+  return { text: found.texts.content ?? '', foreign: found.foreign.length }
 }
