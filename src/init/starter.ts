@@ -6,7 +6,7 @@
  */
 
 /** The starter's files, as paths relative to `examples/consumer/` and to the project. */
-export const STARTER_FILES = [
+const STARTER_FILES = [
   'wrangler.toml',
   'wrangler.dev.toml',
   'tsconfig.json',
@@ -21,7 +21,7 @@ export const INSTALLED_SIM_CONFIG = 'node_modules/workers-ai-guard/dist/sim/wran
  * The scripts the starter adds to the project's package.json, where that name is still free: a
  * user's own `dev` or `deploy` is never replaced.
  */
-export const STARTER_SCRIPTS: Readonly<Record<string, string>> = {
+const STARTER_SCRIPTS: Readonly<Record<string, string>> = {
   dev: `wrangler dev -c wrangler.dev.toml -c ${INSTALLED_SIM_CONFIG}`,
   types: 'wrangler types --include-runtime=false',
   check: 'tsc --noEmit -p .',

@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { STARTER_SCRIPTS } from '../../src/init/starter'
+import { STARTER_SCRIPTS } from '../support/starter'
 
 /**
  * The docs say what the code does. Each check here reads the source of truth (a type union, the

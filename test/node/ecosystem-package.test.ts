@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { STARTER_FILES } from '../../src/init/starter'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
+import { STARTER_FILES } from '../support/starter'
 
 /**
  * The package as npm would publish it: `npm pack` builds dist/ (prepack), the tarball holds the library,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { initCommand } from '../../src/init/init-command'
-import { INSTALLED_SIM_CONFIG, STARTER_FILES, STARTER_SCRIPTS } from '../../src/init/starter'
+import { INSTALLED_SIM_CONFIG, STARTER_FILES, STARTER_SCRIPTS } from '../support/starter'
 
 const STARTER = new URL('../../examples/consumer/', import.meta.url)
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { STARTER_SCRIPTS } from '../../src/init/starter'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
+import { STARTER_SCRIPTS } from '../support/starter'
 
 /**
  * Every code snippet of the README and the docs is a copy of a region of a file that is compiled
