@@ -86,7 +86,8 @@ function tooLarge(limit: number): GuardError {
 async function before(request: Request, workerEnv: Env, ctx: ExecutionContext): Promise<Response> {
   try {
     const { model, inputs } = fromOpenAi(await readJsonObjectBefore(request, BEFORE_LIMIT))
-    const runner = guardFor(workerEnv).runner(workerEnv.AI, 'bench', {
+    const runner = guardFor(workerEnv).wrap(workerEnv.AI, {
+      tenant: 'bench',
       waitUntil: (p) => ctx.waitUntil(p),
     })
     return Response.json(await runner.run(model, inputs))

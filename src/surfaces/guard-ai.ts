@@ -7,9 +7,11 @@
  * tokenizer and timing. A guard built per request throws all of that away with the request.
  */
 
+import type { CalibrationStore } from '../calibration/learned'
 import type { AiRunner } from '../call/upstream'
+import { GuardError } from '../errors'
 import { Guard, type RunnerHooks } from '../guard'
-import type { GuardOptions } from '../vocabulary/options'
+import type { GuardOptions, ModelProfile } from '../vocabulary/options'
 import type { QuarantineStore } from '../vocabulary/quarantine'
 
 /** What one request tells the isolate's guard: whose it is, and how to keep background work alive. */
@@ -28,8 +30,39 @@ export interface AiGuard {
    * tenant, so calling it per request costs nothing measurable.
    */
   wrap(upstream: AiRunner, request?: GuardRequest): AiRunner
-  /** Where withheld answers are recorded (the `quarantine` option, or the isolate's memory store). */
+  /**
+   * The models with a profile of their own, sorted: the built-in profiles and those the `models`
+   * option adds. Under `unknownModels: 'default-profile'` other names are guarded too, by
+   * `defaultProfile`, and {@link AiGuard.profile} answers for them.
+   *
+   * @example
+   * guard.models() // ['@cf/zai-org/glm-5.3', …]
+   */
+  models(): string[]
+  /**
+   * The profile the guard applies to `model`, resolved and validated as at `createGuard`, as a frozen
+   * copy (changing the guard's figures takes new options). A model the guard would refuse throws the
+   * `GuardError` its call would throw: `invalid_request` with `param: 'model'`.
+   *
+   * @example
+   * const { maxPrefillTokensPerSecond } = guard.profile('@cf/zai-org/glm-5.3')
+   */
+  profile(model: string): Readonly<ModelProfile>
+  /**
+   * Where withheld answers are recorded (the `quarantine` option, or the isolate's memory store).
+   *
+   * @example
+   * const incidents = await guard.quarantine.list({ limit: 20 })
+   */
   readonly quarantine: QuarantineStore
+  /**
+   * What released answers taught the guard (the `calibration` option, or the isolate's
+   * `MemoryCalibration`): read a model's learned margins and timing with `snapshot(model)`.
+   *
+   * @example
+   * const { drift } = await guard.calibration.snapshot('@cf/zai-org/glm-5.3')
+   */
+  readonly calibration: CalibrationStore
 }
 
 /**
@@ -58,7 +91,17 @@ export function handle(guard: Guard): AiGuard {
       const { tenant = guard.options.tenant, ...hooks } = request
       return guard.runner(upstream, tenant, hooks)
     },
+    models: () => [...guard.options.profiles.keys()].sort(),
+    profile(model) {
+      if (typeof model !== 'string' || model === '') {
+        throw new GuardError('invalid_request', 'The model must be a non-empty string.', {
+          param: 'model',
+        })
+      }
+      return Object.freeze({ ...guard.profile(model) })
+    },
     quarantine: guard.quarantine,
+    calibration: guard.calibration,
   }
 }
 

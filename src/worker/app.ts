@@ -4,7 +4,7 @@
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
-import { guardInfo } from '../guard'
+import { guardInfo } from '../index'
 import { adminRoutes } from './admin'
 import { type AdmissionVariables, admitMemory } from './admission'
 import { readJsonObject } from './body'
@@ -183,5 +183,8 @@ function runnerFor(c: AppContext): AiRunner {
   if (!env.AI || typeof env.AI.run !== 'function') {
     throw new GuardError('guard_unavailable', 'No Workers AI binding named AI is configured.')
   }
-  return guardFor(env).runner(env.AI, c.var.tenant, { waitUntil: (p) => executionCtx.waitUntil(p) })
+  return guardFor(env).wrap(env.AI, {
+    tenant: c.var.tenant,
+    waitUntil: (p) => executionCtx.waitUntil(p),
+  })
 }

@@ -4,9 +4,9 @@
 
 import { D1TenantDirectory } from '../attribution'
 import { GuardError } from '../errors'
-import { Guard } from '../guard'
 import { D1QuarantineStore } from '../quarantine/d1'
 import { type SecretsOptions, WORKER_SECRETS_DEFAULT } from '../secrets/policy'
+import { type AiGuard, createGuard } from '../surfaces/guard-ai'
 import type { ModelProfile } from '../vocabulary/options'
 import { DurableCalibration } from './durable-calibration'
 import { DurableFingerprints } from './durable-fingerprints'
@@ -21,20 +21,21 @@ import { observeVerdict } from './verdicts'
  */
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
-const guards = new WeakMap<Env, Guard>()
+const guards = new WeakMap<Env, AiGuard>()
 
 /**
- * The isolate's guard for these bindings: options are validated once, state (prefix records, tenant
- * tags, cached calibration) is shared by every request the isolate serves.
+ * The isolate's guard for these bindings, made as any user's guard is (`createGuard`): options are
+ * validated once, state (prefix records, tenant tags, cached calibration) is shared by every request
+ * the isolate serves.
  *
  * @example
- * const ai = guardFor(env).runner(env.AI, tenant)
+ * const ai = guardFor(env).wrap(env.AI, { tenant, waitUntil: (p) => ctx.waitUntil(p) })
  */
-export function guardFor(env: Env): Guard {
+export function guardFor(env: Env): AiGuard {
   let guard = guards.get(env)
   if (!guard) {
     try {
-      guard = new Guard({
+      guard = createGuard({
         secret: env.GUARD_SECRET,
         models: parseModels(env.GUARD_MODELS),
         ...(env.GUARD_STREAM_RELEASE

@@ -3,7 +3,7 @@
  * refusal names the setting a Worker operator has (`GUARD_MODELS`), not the library's option.
  */
 import { GuardError } from '../errors'
-import type { Guard } from '../guard'
+import type { AiGuard } from '../surfaces/guard-ai'
 
 /** One entry of OpenAI's `GET /v1/models` list. */
 interface ModelEntry {
@@ -21,9 +21,9 @@ interface ModelEntry {
  * @example
  * return c.json(modelList(guardFor(c.env)))
  */
-export function modelList(guard: Guard): { object: 'list'; data: ModelEntry[] } {
-  const data = [...guard.options.profiles.keys()]
-    .sort()
+export function modelList(guard: AiGuard): { object: 'list'; data: ModelEntry[] } {
+  const data = guard
+    .models()
     .map((id): ModelEntry => ({ id, object: 'model', created: 0, owned_by: ownerOf(id) }))
   return { object: 'list', data }
 }
@@ -51,7 +51,7 @@ const PROFILE_FIELDS = [
  * @example
  * requireProfile(guardFor(c.env), model)
  */
-export function requireProfile(guard: Guard, model: string): void {
+export function requireProfile(guard: AiGuard, model: string): void {
   try {
     guard.profile(model)
   } catch (error) {

@@ -7,6 +7,7 @@ import {
   createGuard,
   GuardError,
   guardAi,
+  MemoryCalibration,
   MemoryQuarantineStore,
 } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
@@ -93,6 +94,49 @@ describe('createGuard: one guard, a cheap runner per request', () => {
       /guard.wrap needs an upstream/,
     )
     expect(() => guard.wrap(ignoresEcho, { tenant: '' })).toThrow(/option "tenant"/)
+  })
+
+  it('should show what it guards, read-only: models, profiles, its stores', () => {
+    const quarantine = new MemoryQuarantineStore()
+    const calibration = new MemoryCalibration()
+    const guard = createGuard({
+      secret: SECRET,
+      models: {
+        'acme/tiny': {
+          contextWindow: 8_192,
+          kvPoolTokens: 8_192,
+          maxPrefillTokensPerSecond: 50_000,
+          tokenizerDrift: 0.05,
+          defaultOutputReserve: 1_024,
+        },
+      },
+      quarantine,
+      calibration,
+    })
+    expect(guard.models()).toEqual([...guard.models()].sort())
+    expect(guard.models()).toEqual(expect.arrayContaining([MODEL, 'acme/tiny']))
+    const profile = guard.profile('acme/tiny')
+    expect(profile).toMatchObject({ kvPoolTokens: 8_192, maxPrefillTokensPerSecond: 50_000 })
+    expect(profile.cacheIsolation).toBe('salt')
+    // A frozen copy: the guard's own figures change only with new options.
+    expect(Object.isFrozen(profile)).toBe(true)
+    expect(() => {
+      ;(profile as { kvPoolTokens: number }).kvPoolTokens = 1
+    }).toThrow(TypeError)
+    expect(guard.profile('acme/tiny').kvPoolTokens).toBe(8_192)
+    for (const model of ['acme/unknown', '']) {
+      const error = (() => {
+        try {
+          guard.profile(model)
+        } catch (caught) {
+          return caught
+        }
+      })()
+      expect(error, model).toBeInstanceOf(GuardError)
+      expect(error as GuardError).toMatchObject({ code: 'invalid_request', param: 'model' })
+    }
+    expect(guard.quarantine).toBe(quarantine)
+    expect(guard.calibration).toBe(calibration)
   })
 })
 

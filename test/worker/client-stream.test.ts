@@ -64,10 +64,9 @@ function errorEvent(body: unknown): string {
 describe('clientStream', () => {
   it('should send a chat-format guarded stream byte-identical, in either mode', async () => {
     const pending: Promise<unknown>[] = []
-    const runner = guardFor(env as unknown as Env).runner(
-      (env as unknown as Env).AI as Parameters<ReturnType<typeof guardFor>['runner']>[0],
-      'tenant-a',
-      { waitUntil: (p) => void pending.push(p) },
+    const runner = guardFor(env as unknown as Env).wrap(
+      (env as unknown as Env).AI as Parameters<ReturnType<typeof guardFor>['wrap']>[0],
+      { tenant: 'tenant-a', waitUntil: (p) => void pending.push(p) },
     )
     const guarded = await runner.run(MODEL, {
       stream: true,

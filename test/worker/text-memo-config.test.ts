@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
 import { GuardError } from '../../src/errors'
+import { TextMemo } from '../../src/memo/text-memo'
 import { guardFor } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'
 import { chat, document } from '../support/prompts'
@@ -17,14 +18,17 @@ const withMemo = (value?: string): Env => {
 describe('GUARD_TEXT_MEMO_BYTES', () => {
   it('should remember a tenant’s resent document by default and under a budget, and not at 0', async () => {
     const doc = document('TENANT-A', 3_000)
+    // The Worker's guard is the public one, so its memo is seen where a request asks it for a view.
+    const views = vi.spyOn(TextMemo.prototype, 'forRequest')
     for (const [value, remembers] of [
       [undefined, true],
       ['1048576', true],
       ['0', false],
     ] as const) {
+      views.mockClear()
       const bindings = withMemo(value)
       const guard = guardFor(bindings)
-      const ai = guard.runner(bindings.AI as Parameters<typeof guard.runner>[0], 'tenant-a')
+      const ai = guard.wrap(bindings.AI as Parameters<typeof guard.wrap>[0], { tenant: 'tenant-a' })
       for (let turn = 0; turn < 2; turn++) {
         const out = (await ai.run(MODEL, chat(doc))) as {
           choices: { message: { content: string } }[]
@@ -33,9 +37,11 @@ describe('GUARD_TEXT_MEMO_BYTES', () => {
         expect(out.choices[0]!.message.content).toContain('TENANT-A')
         expect(out.choices[0]!.message.content).not.toMatch(/cnry_/)
       }
-      expect(guard.memo === undefined, String(value)).toBe(!remembers)
-      if (remembers) expect(guard.memo!.stats().hits).toBeGreaterThan(0)
+      const memo = views.mock.contexts.at(-1) as TextMemo | undefined
+      expect(memo === undefined, String(value)).toBe(!remembers)
+      if (remembers) expect(memo!.stats().hits).toBeGreaterThan(0)
     }
+    views.mockRestore()
   }, 60_000)
 
   it('should refuse to start on a budget that is not a whole number of at least 64 KiB', () => {
