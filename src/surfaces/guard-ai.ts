@@ -84,7 +84,7 @@ export function createGuard(options: GuardOptions): AiGuard {
 }
 
 /** The public face of a guard (the class itself stays internal). */
-export function handle(guard: Guard): AiGuard {
+function handle(guard: Guard): AiGuard {
   return {
     wrap(upstream, request = {}) {
       assertUpstream(upstream, 'guard.wrap')
