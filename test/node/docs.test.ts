@@ -34,6 +34,25 @@ function tableKeys(markdown: string, first: string): string[] {
   return keys
 }
 
+/** The names an entry point exports (its `export { … }` lists, and `default`). */
+async function entryExports(path: string): Promise<string[]> {
+  const source = await read(path)
+  const names: string[] = []
+  for (const m of source.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
+    for (const part of m[1]!.split(',')) {
+      const name = part
+        .trim()
+        .replace(/^type\s+/, '')
+        .split(/\s+as\s+/)
+        .pop()!
+        .trim()
+      if (name) names.push(name)
+    }
+  }
+  if (/^export default\b/m.test(source)) names.push('default')
+  return names.sort()
+}
+
 /** The markdown files a reader meets. */
 async function markdownFiles(): Promise<string[]> {
   const files = ['README.md', 'CHANGELOG.md', 'sim/README.md']
@@ -146,6 +165,22 @@ describe('the README and docs agree with the code', () => {
     }
     expect(problems).toEqual([])
     expect(JSON.parse(await read('package.json')).scripts.probe).toContain('src/cli.ts probe')
+  })
+
+  // The public surface (issue 47): every export of each entry point has its line in docs/api.md, and
+  // nothing is listed there that the entry point does not export.
+  it('should list every export of each entry point in docs/api.md, and only those', async () => {
+    const api = await read('docs/api.md')
+    const entries: [string, string][] = [
+      ['workers-ai-guard', 'src/index.ts'],
+      ['workers-ai-guard/adapters', 'src/adapters/index.ts'],
+      ['workers-ai-guard/worker', 'src/worker/index.ts'],
+    ]
+    for (const [entry, path] of entries) {
+      const section = api.split(`## \`${entry}\`\n`)[1]?.split('\n## ')[0] ?? ''
+      const listed = tableKeys(section, 'export').sort()
+      expect(listed, entry).toEqual(await entryExports(path))
+    }
   })
 
   it('should link only to files and headings that exist', async () => {
