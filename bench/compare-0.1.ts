@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url'
 import { isolateTenantDirectory, TenantAttribution } from '../src/attribution'
 import { importCanaryKey } from '../src/canary'
 import { decideCeiling } from '../src/ceiling/ceiling'
-import { countTokens, loadTokenizer } from '../src/ceiling/count'
+import { countTokens, pieceTokenizer } from '../src/ceiling/count'
 import { estimateTexts } from '../src/ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../src/ceiling/prompt'
 import { readRequest } from '../src/plan/request'
@@ -246,7 +246,7 @@ function fine(samples: number[]): Summary {
 }
 
 async function partRows(base: Base, runs: number): Promise<Part[]> {
-  await loadTokenizer()
+  await pieceTokenizer()
   const key = await importCanaryKey(BENCH_SECRET)
   const baseKey = await base.importCanaryKey(BENCH_SECRET)
   const attribution = new TenantAttribution(() => Promise.resolve(key), isolateTenantDirectory())

@@ -19,7 +19,7 @@ import { countTokens as cl100kCount } from 'gpt-tokenizer/encoding/cl100k_base'
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
 import { chunkEnd, LONG_PIECE_UNITS } from '../src/ceiling/count'
-import { SCRIPT_CLASSES, type ScriptClass, scriptClassIdOf } from '../src/ceiling/script'
+import { CLASS_MASK, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from '../src/ceiling/script'
 import {
   base64,
   code,
@@ -319,7 +319,7 @@ function perClass(
 ): Partial<Record<ScriptClass, ClassTally>> {
   const out: Partial<Record<ScriptClass, ClassTally>> = {}
   for (const [piece] of text.matchAll(O200K_TOKEN_SPLIT_REGEX)) {
-    const name = SCRIPT_CLASSES[scriptClassIdOf(piece)] ?? 'other'
+    const name = SCRIPT_CLASSES[pieceFacts(piece) & CLASS_MASK] ?? 'other'
     // As the shipped estimate does: long pieces in chunks.
     const ids: number[] = []
     for (let start = 0, end = 0; start < piece.length; start = end) {
@@ -644,7 +644,7 @@ async function craftedContext(texts: readonly CorpusText[]): Promise<Crafted[]> 
       if (seen.has(piece) || !piece.startsWith(' ') || piece.length > LONG_PIECE_UNITS) continue
       seen.add(piece)
       const bound = (await estimateTexts([piece])).classes
-      const name = SCRIPT_CLASSES[scriptClassIdOf(piece)] ?? 'other'
+      const name = SCRIPT_CLASSES[pieceFacts(piece) & CLASS_MASK] ?? 'other'
       const raw = (bound[name]?.bound ?? 0) - 2
       for (const f of FAMILY) {
         const n = count(family[f], piece)

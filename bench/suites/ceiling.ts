@@ -6,15 +6,10 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import {
-  countTokens,
-  countWithinDetailed,
-  LONG_PIECE_UNITS,
-  loadTokenizer,
-} from '../../src/ceiling/count'
+import { chunkEnd, countTokens, LONG_PIECE_UNITS, pieceTokenizer } from '../../src/ceiling/count'
 import { estimateTexts } from '../../src/ceiling/estimate'
 import { type PromptPieces, promptPieces, templateOverhead } from '../../src/ceiling/prompt'
-import { totalUtf8Length, utf8Length } from '../../src/ceiling/utf8'
+import { utf8Length } from '../../src/ceiling/utf8'
 import { sized, udhrText } from '../../test/node/ceiling-corpus'
 import {
   BENCH_DIR,
@@ -109,11 +104,37 @@ async function decide01(pieces: PromptPieces): Promise<{ fits: boolean; method: 
   const overhead = templateOverhead(pieces)
   const limit = Math.floor((CEILING - overhead) / (1 + OLD_DRIFT))
   let units = 0
+  let bytes = 0
   for (const text of pieces.texts) units += text.length
-  if (units <= limit && totalUtf8Length(pieces.texts) <= limit)
-    return { fits: true, method: 'bytes' }
-  const counted = await countWithinDetailed(pieces.texts, limit)
-  return counted.within ? { fits: true, method: 'count' } : { fits: false, method: 'early-exit' }
+  if (units <= limit) for (const text of pieces.texts) bytes += utf8Length(text)
+  if (units <= limit && bytes <= limit) return { fits: true, method: 'bytes' }
+  return (await withinO200k(pieces.texts, limit))
+    ? { fits: true, method: 'count' }
+    : { fits: false, method: 'early-exit' }
+}
+
+/**
+ * 0.1's count with early exit: o200k pre-tokens (long ones in chunks, as today's counter does),
+ * stopping as soon as the count passes `limit`.
+ */
+async function withinO200k(texts: readonly string[], limit: number): Promise<boolean> {
+  const { split, countPiece } = await pieceTokenizer()
+  let tokens = 0
+  for (const text of texts) {
+    for (const [piece] of text.matchAll(split)) {
+      if (piece.length <= LONG_PIECE_UNITS) tokens += countPiece(piece)
+      else {
+        // One pre-token can be megabytes long: the limit is checked per chunk.
+        for (let start = 0, end = 0; start < piece.length; start = end) {
+          end = chunkEnd(piece, start)
+          tokens += countPiece(piece.slice(start, end))
+          if (tokens > limit) return false
+        }
+      }
+      if (tokens > limit) return false
+    }
+  }
+  return true
 }
 
 async function oldRuleFits(text: string): Promise<boolean> {
@@ -133,7 +154,7 @@ interface Usable {
 }
 
 async function sizeRows(runs: number, quick: boolean) {
-  await loadTokenizer() // steady state: the cold load is measured separately below
+  await pieceTokenizer() // steady state: the cold load is measured separately below
   const rows: Row[] = []
   const usable: Usable[] = []
   for (const script of Object.keys(SCRIPTS)) {

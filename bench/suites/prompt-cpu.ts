@@ -5,12 +5,7 @@
  * Thai side by side in one run (issue 46, item 2).
  */
 import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import {
-  countTokens,
-  loadTokenizer,
-  pieceTokenizer,
-  setMergeMemoEntries,
-} from '../../src/ceiling/count'
+import { countTokens, pieceTokenizer, setMergeMemoEntries } from '../../src/ceiling/count'
 import { estimateTexts } from '../../src/ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../../src/ceiling/prompt'
 import { addClassBytes, SCRIPT_CLASSES } from '../../src/ceiling/script'
@@ -76,7 +71,6 @@ interface Row {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  await loadTokenizer()
   const runs = quick ? 1 : 3
   const { split } = await pieceTokenizer()
   const key = fingerprintKey(new Uint8Array(32).fill(7))

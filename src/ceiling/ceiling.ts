@@ -70,33 +70,6 @@ export function ceilingFor(
 }
 
 /**
- * Estimated tokens after a margin: `ceil(estimate × (1 + drift))`. Floating-point multiplication by
- * a fixed factor is monotone, so a larger estimate never gets a smaller figure.
- *
- * @example
- * withDrift(1_000, 0.25) // 1_250
- */
-export function withDrift(estimate: number, drift: number): number {
-  return Math.ceil(estimate * (1 + drift))
-}
-
-/**
- * The largest text estimate E with `withDrift(E, drift) + overhead ≤ ceiling`, or -1 if none.
- *
- * @example
- * maxEstimateWithin(1_257, 0.25, 7) // 1_000
- */
-export function maxEstimateWithin(ceiling: number, drift: number, overhead: number): number {
-  const budget = ceiling - overhead
-  if (budget < 0) return -1
-  let estimate = Math.floor(budget / (1 + drift))
-  // Correct the division's rounding so the result agrees with withDrift exactly.
-  while (estimate >= 0 && withDrift(estimate, drift) > budget) estimate--
-  while (withDrift(estimate + 1, drift) <= budget) estimate++
-  return estimate
-}
-
-/**
  * `1 + margin` per class id, validated: a margin that is not a finite number ≥ 0 is a bug in the
  * caller (calibration or options), so it throws rather than guessing.
  */

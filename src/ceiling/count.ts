@@ -1,6 +1,7 @@
 /**
- * @module o200k_base token counting: loaded lazily, special-token text counted as plain text, and an
- * early exit whose cost is bounded by the limit, not by the prompt.
+ * @module o200k_base token counting: loaded lazily, special-token text counted as plain text, long
+ * pre-tokens in chunks. The ceiling's early exit is in its family scan (estimate.ts), over the same
+ * pre-tokens and chunks.
  */
 import { isMergeCore, type MergeCore, pieceMerger } from './bpe-merge'
 
@@ -28,18 +29,6 @@ export function chunkEnd(piece: string, start: number): number {
   const unit = piece.charCodeAt(end - 1)
   if (unit >= 0xd800 && unit <= 0xdbff) end--
   return end
-}
-
-/** What a count did: the tokens, whether it stayed within the limit, and how much text it read. */
-interface CountResult {
-  /** Tokens counted; when `within` is false, counting stopped as soon as this passed the limit. */
-  tokens: number
-  /** Whether `tokens` ≤ the limit (always true without a limit). */
-  within: boolean
-  /** False when a pre-token over {@link LONG_PIECE_UNITS} was counted in chunks (not o200k's exact count). */
-  exact: boolean
-  /** UTF-16 code units of text tokenized before the count returned (the work done). */
-  scannedUnits: number
 }
 
 /** The o200k pre-tokenizer and BPE, one pre-token at a time (what the ceiling's loops drive). */
@@ -85,6 +74,7 @@ let mergeMemoEntries = 10_000
  * @example
  * setMergeMemoEntries(0) // every pre-token merged from its bytes
  */
+// Used by bench/suites/prompt-cpu.ts: its cold rows time the ceiling with every pre-token merged, which nothing else can force.
 export function setMergeMemoEntries(entries: number): void {
   mergeMemoEntries = Math.max(0, Math.floor(entries))
   if (mergeMemoEntries === 0) clearMemo?.()
@@ -92,8 +82,6 @@ export function setMergeMemoEntries(entries: number): void {
 let clearMemo: (() => void) | undefined
 
 let loading: Promise<PieceTokenizer> | undefined
-let loaded = false
-let requests = 0
 
 async function load(): Promise<PieceTokenizer> {
   // Importing o200k_base builds a 200k-entry vocabulary (~0.4–0.8 s). A Worker has 1 s to start,
@@ -107,7 +95,6 @@ async function load(): Promise<PieceTokenizer> {
   // The ceiling's merge below has its own memo; the library's cache serves other code of the isolate
   // that encodes with it (the probe's prompt builder), kept as small.
   encoding.default.setMergeCacheSize(10_000)
-  loaded = true
   if (isRankCore(core) && isMergeCore(core))
     return fastTokenizer(params.O200K_TOKEN_SPLIT_REGEX, core)
   // A future gpt-tokenizer without that core: the public API, per piece (slower, same tokens).
@@ -153,93 +140,20 @@ function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenize
 }
 
 /**
- * The tokenizer, loaded once per isolate on first use. A failed load is not cached, so a later
- * request retries; the failing request rejects and the guard fails closed (`guard_unavailable`).
- *
- * @example
- * await loadTokenizer() // warm it up off the request path, e.g. in ctx.waitUntil
- */
-export function loadTokenizer(): Promise<unknown> {
-  return pieceTokenizer()
-}
-
-/**
- * The o200k pre-tokenizer and per-piece BPE, loaded once per isolate (see {@link loadTokenizer}).
+ * The o200k pre-tokenizer and per-piece BPE, loaded once per isolate on first use. A failed load is
+ * not cached, so a later request retries; the failing request rejects and the guard fails closed
+ * (`guard_unavailable`). Awaiting it off the request path (e.g. in `ctx.waitUntil`) warms it up.
  *
  * @example
  * const { split, encodePiece } = await pieceTokenizer()
  * for (const [piece] of text.matchAll(split)) ids.push(...encodePiece(piece))
  */
 export function pieceTokenizer(): Promise<PieceTokenizer> {
-  requests++
   loading ??= load().catch((error: unknown) => {
     loading = undefined
     throw error
   })
   return loading
-}
-
-/**
- * Whether the tokenizer has been loaded in this isolate (observable proof that the byte-bound path
- * never pays for it).
- *
- * @example
- * await decideCeiling(smallPieces, 600_000, () => 0.05)
- * tokenizerLoaded() // false
- */
-export function tokenizerLoaded(): boolean {
-  return loaded
-}
-
-/**
- * How many times anything asked for the tokenizer in this isolate (a counter tests read before and
- * after a call, whatever other code in the isolate has done).
- *
- * @example
- * const before = tokenizerRequests(); await decideCeiling(p, c, margins); tokenizerRequests() === before
- */
-export function tokenizerRequests(): number {
-  return requests
-}
-
-/**
- * Counts o200k tokens of `texts`, stopping as soon as the count passes `limit`. Each pre-token (or
- * chunk of a long one) costs at most O(LONG_PIECE_UNITS²) and adds at least one token, so an
- * over-limit answer is reached after at most `limit + 1` of them — at most about `limit` tokens of
- * text — whatever the prompt's length. (gpt-tokenizer's `isWithinTokenLimit` exits early too, but
- * merges any pre-token in full: see {@link LONG_PIECE_UNITS}.)
- *
- * @example
- * const r = await countWithinDetailed(['user', longText], 600_000)
- * if (!r.within) reject(`more than ${r.tokens - 1} tokens`)
- */
-export async function countWithinDetailed(
-  texts: readonly string[],
-  limit = Number.POSITIVE_INFINITY,
-): Promise<CountResult> {
-  const { split, countPiece } = await pieceTokenizer()
-  let tokens = 0
-  let exact = true
-  let scannedUnits = 0
-  for (const text of texts) {
-    for (const match of text.matchAll(split)) {
-      const piece = match[0]
-      if (piece.length > LONG_PIECE_UNITS) {
-        exact = false
-        // One pre-token can be megabytes long: the limit is checked per chunk.
-        for (let start = 0, end = 0; start < piece.length; start = end) {
-          end = chunkEnd(piece, start)
-          tokens += countPiece(piece.slice(start, end))
-          if (tokens > limit) {
-            return { tokens, within: false, exact: false, scannedUnits: scannedUnits + end }
-          }
-        }
-      } else tokens += countPiece(piece)
-      scannedUnits += piece.length
-      if (tokens > limit) return { tokens, within: false, exact: false, scannedUnits }
-    }
-  }
-  return { tokens, within: true, exact, scannedUnits }
 }
 
 /**
@@ -250,20 +164,19 @@ export async function countWithinDetailed(
  * await countTokens(['user', 'Hello, world']) // 4
  */
 export async function countTokens(texts: readonly string[]): Promise<number> {
-  return (await countWithinDetailed(texts)).tokens
-}
-
-/**
- * The token count of `texts` if it is at most `limit`, else `false` — decided after tokenizing at
- * most about `limit` tokens of text, however long the input.
- *
- * @example
- * await countWithin(['a long prompt …'], 1_000) // 5, or false past 1,000 tokens
- */
-export async function countWithin(
-  texts: readonly string[],
-  limit: number,
-): Promise<number | false> {
-  const result = await countWithinDetailed(texts, limit)
-  return result.within ? result.tokens : false
+  const { split, countPiece } = await pieceTokenizer()
+  let tokens = 0
+  for (const text of texts) {
+    for (const match of text.matchAll(split)) {
+      const piece = match[0]
+      if (piece.length <= LONG_PIECE_UNITS) tokens += countPiece(piece)
+      else {
+        for (let start = 0, end = 0; start < piece.length; start = end) {
+          end = chunkEnd(piece, start)
+          tokens += countPiece(piece.slice(start, end))
+        }
+      }
+    }
+  }
+  return tokens
 }

@@ -184,7 +184,7 @@ interface FamilyScan extends PromptEstimate {
  * covers the rest; in a short text a single one is a large share (the corpus figure behind 2:
  * docs/ceiling-design.md).
  */
-export const CLASS_SLACK = 2
+const CLASS_SLACK = 2
 
 /** The bound of one class from its raw family tokens: `ceil(raw × safety) + CLASS_SLACK` (0 if none). */
 function classBound(raw: number, safety: number): number {

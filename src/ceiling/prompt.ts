@@ -20,20 +20,20 @@ export interface PromptPieces {
  * message (OpenAI's published figure for ChatML is 3–4; GLM's `<|user|>\n…` is in the same range).
  * The drift margin covers templates that spend a little more.
  */
-export const TOKENS_PER_MESSAGE = 4
+const TOKENS_PER_MESSAGE = 4
 
 /** Priming tokens: the assistant header the template appends so the model starts its answer. */
-export const PRIMING_TOKENS = 3
+const PRIMING_TOKENS = 3
 
 /** Per tool definition: the wrapper the template puts around each tool's JSON. */
-export const TOKENS_PER_TOOL = 8
+const TOKENS_PER_TOOL = 8
 
 /**
  * Per image, audio or other non-text part. We cannot count what the model's encoder makes of a
  * picture, so each part is charged a fixed, generous figure (a 1024-token tile budget); models
  * that spend more need a profile with a larger drift or a smaller pool.
  */
-export const TOKENS_PER_NON_TEXT_PART = 1024
+const TOKENS_PER_NON_TEXT_PART = 1024
 
 function invalid(message: string, param: string): GuardError {
   return new GuardError('invalid_request', message, { param })

@@ -247,30 +247,6 @@ function astralClass(codePoint: number): number {
   return ID.other
 }
 
-/**
- * The class of one o200k pre-token piece: the highest-priority class among its characters (a
- * script's letters over emoji, over Latin, over digits, symbols and whitespace), so a piece's whole
- * cost is attributed to one class. One pass over code units, one table lookup each.
- *
- * @example
- * scriptClassOf(' Привет') // 'cyrillic'
- * scriptClassOf(' the')    // 'latin'
- * scriptClassOf('😀')      // 'emoji'
- */
-export function scriptClassOf(piece: string): ScriptClass {
-  return SCRIPT_CLASSES[scriptClassIdOf(piece)] ?? 'other'
-}
-
-/**
- * {@link scriptClassOf} as an index into {@link SCRIPT_CLASSES} (what the counting loops use).
- *
- * @example
- * SCRIPT_CLASSES[scriptClassIdOf('ქართული')] // 'georgian'
- */
-export function scriptClassIdOf(piece: string): number {
-  return pieceFacts(piece) & CLASS_MASK
-}
-
 /** Mask of the class id in {@link pieceFacts}. */
 export const CLASS_MASK = 0x3f
 
@@ -278,10 +254,14 @@ export const CLASS_MASK = 0x3f
 export const LONE_SURROGATE = 0x40
 
 /**
- * The class id of a piece, with {@link LONE_SURROGATE} set when it holds a lone surrogate (which
- * some tokenizers count as three bytes, and o200k as one U+FFFD token): one pass for both.
+ * The class id of one o200k pre-token piece (an index into {@link SCRIPT_CLASSES}): the
+ * highest-priority class among its characters (a script's letters over emoji, over Latin, over
+ * digits, symbols and whitespace), so a piece's whole cost is attributed to one class. With
+ * {@link LONE_SURROGATE} set when it holds a lone surrogate (which some tokenizers count as three
+ * bytes, and o200k as one U+FFFD token): one pass over code units for both.
  *
  * @example
+ * SCRIPT_CLASSES[pieceFacts(' Привет') & CLASS_MASK] // 'cyrillic'
  * pieceFacts('\ud835') & LONE_SURROGATE // 64
  */
 export function pieceFacts(piece: string): number {

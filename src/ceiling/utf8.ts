@@ -28,15 +28,3 @@ export function utf8Length(text: string): number {
   }
   return bytes
 }
-
-/**
- * Total UTF-8 length of several texts.
- *
- * @example
- * totalUtf8Length(['user', 'hello']) // 9
- */
-export function totalUtf8Length(texts: readonly string[]): number {
-  let bytes = 0
-  for (const text of texts) bytes += utf8Length(text)
-  return bytes
-}

@@ -4,8 +4,6 @@ import {
   decideCeiling,
   finerThanEnglish,
   type Margins,
-  maxEstimateWithin,
-  withDrift,
 } from '../../src/ceiling/ceiling'
 import { type ClassFigures, estimateTexts } from '../../src/ceiling/estimate'
 import { type PromptPieces, promptPieces, templateOverhead } from '../../src/ceiling/prompt'
@@ -44,22 +42,27 @@ describe('ceilingFor', () => {
   })
 })
 
-describe('maxEstimateWithin', () => {
-  it('should give the largest estimate whose adjusted figure still fits', () => {
-    for (const [ceiling, drift, overhead] of [
-      [1_257, 0.25, 7],
-      [677_184, 0.1, 11],
-      [100, 0.15, 3],
-      [681_280, 0.07, 0],
-    ] as const) {
-      const max = maxEstimateWithin(ceiling, drift, overhead)
-      expect(withDrift(max, drift) + overhead).toBeLessThanOrEqual(ceiling)
-      expect(withDrift(max + 1, drift) + overhead).toBeGreaterThan(ceiling)
+describe('margin rounding at the ceiling', () => {
+  // Each class is charged ceil(figure × (1 + margin)): the largest prompt that fits is the one whose
+  // charged figure plus the overhead is exactly the ceiling, whatever the margin's rounding.
+  const pieces = promptPieces({ messages: [{ role: 'user', content: prose(rng(14), 1_000) }] })
+  const overhead = templateOverhead(pieces)
+
+  it('should fit exactly at the charged figure and not one token below it, for every margin', async () => {
+    const estimate = await estimateTexts(pieces.texts)
+    for (const margin of [0.25, 0.1, 0.15, 0.07]) {
+      const at = charged(estimate.classes, uniform(margin)) + overhead
+      expect(await decideCeiling(pieces, at, uniform(margin))).toMatchObject({
+        fits: true,
+        adjustedTokens: at,
+      })
+      expect((await decideCeiling(pieces, at - 1, uniform(margin))).fits).toBe(false)
     }
   })
 
-  it('should be -1 when the overhead alone exceeds the ceiling', () => {
-    expect(maxEstimateWithin(10, 0.1, 11)).toBe(-1)
+  it('should reject when the overhead alone exceeds the ceiling, before counting', async () => {
+    const decision = await decideCeiling(pieces, overhead - 1, uniform(0.1))
+    expect(decision).toMatchObject({ fits: false, method: 'early-exit', estimatedTokens: 0 })
   })
 })
 

@@ -1,12 +1,9 @@
 import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/o200k_base'
 import { describe, expect, it } from 'vitest'
-import {
-  chunkEnd,
-  countTokens,
-  countWithin,
-  countWithinDetailed,
-  LONG_PIECE_UNITS,
-} from '../../src/ceiling/count'
+import { decideCeiling, type Margins } from '../../src/ceiling/ceiling'
+import { chunkEnd, countTokens, LONG_PIECE_UNITS } from '../../src/ceiling/count'
+import { estimateTexts, scanFamily } from '../../src/ceiling/estimate'
+import { type PromptPieces, templateOverhead } from '../../src/ceiling/prompt'
 import { utf8Length } from '../../src/ceiling/utf8'
 import { mixedTexts, prose, randomCodePoints, randomUnicode, rng } from './gen'
 
@@ -33,8 +30,7 @@ describe('token counting', () => {
     const next = rng(2)
     for (let i = 0; i < 200; i++) {
       const text = i % 3 === 0 ? prose(next, 60) : randomUnicode(next, 50)
-      const result = await countWithinDetailed([text])
-      expect(result).toMatchObject({ tokens: libraryCount(text, PLAIN), within: true, exact: true })
+      expect(await countTokens([text])).toBe(libraryCount(text, PLAIN))
     }
   })
 
@@ -56,17 +52,18 @@ describe('token counting', () => {
     // 200,000 spaces are one pre-token; gpt-tokenizer needs minutes to merge it whole.
     const text = `${' '.repeat(200_000)}x`
     const started = performance.now()
-    const result = await countWithinDetailed([text])
+    const tokens = await countTokens([text])
     expect(performance.now() - started).toBeLessThan(5_000)
-    expect(result.exact).toBe(false)
-    expect(result.tokens).toBeGreaterThanOrEqual(200_000 / LONG_PIECE_UNITS)
-    expect(result.tokens).toBeLessThanOrEqual(utf8Length(text))
+    expect(tokens).toBeGreaterThanOrEqual(200_000 / LONG_PIECE_UNITS)
+    expect(tokens).toBeLessThanOrEqual(utf8Length(text))
+    // The ceiling's scan of the same text says it was counted in chunks, not o200k's exact count.
+    expect((await estimateTexts([text])).exact).toBe(false)
   })
 
   it('should count a pre-token at the cap exactly', async () => {
     const text = '-'.repeat(LONG_PIECE_UNITS)
-    const result = await countWithinDetailed([text])
-    expect(result).toMatchObject({ exact: true, tokens: libraryCount(text, PLAIN) })
+    expect(await countTokens([text])).toBe(libraryCount(text, PLAIN))
+    expect((await estimateTexts([text])).exact).toBe(true)
   })
 
   it('should never split a surrogate pair between chunks', () => {
@@ -87,6 +84,8 @@ describe('token counting', () => {
   })
 })
 
+// The ceiling counts with a limit in its family scan (estimate.ts), over the same o200k pre-tokens
+// and chunks as the count above: with charge 1 per class its figure is the family bound.
 describe('early exit', () => {
   const next = rng(4)
   const huge = prose(next, 900_000) // ~5.5M characters
@@ -94,33 +93,60 @@ describe('early exit', () => {
 
   it('should stop a 5M-character input after about limit tokens of text', async () => {
     expect(huge.length).toBeGreaterThan(5_000_000)
-    const stopped = await countWithinDetailed([huge], limit)
+    const stopped = await scanFamily([huge], undefined, limit)
     expect(stopped.within).toBe(false)
-    expect(stopped.tokens).toBe(limit + 1)
-    // The work done: the text behind limit + 1 tokens, not the input.
-    expect(stopped.scannedUnits).toBeLessThan(limit * 12)
-    const full = await countWithinDetailed([huge])
-    expect(full.scannedUnits).toBe(huge.length)
-    expect(full.scannedUnits / stopped.scannedUnits).toBeGreaterThan(400)
+    expect(stopped.charged).toBeGreaterThan(limit)
+    // The work done: the text behind about limit tokens, not the input (~1.2M o200k tokens).
+    expect(stopped.o200k).toBeLessThanOrEqual(limit)
+    const full = await countTokens([huge])
+    expect(full / stopped.o200k).toBeGreaterThan(400)
   })
 
   it('should stop on a huge run of one character without merging it', async () => {
-    const stopped = await countWithinDetailed(['a'.repeat(5_000_000)], limit)
+    const stopped = await scanFamily(['a'.repeat(5_000_000)], undefined, limit)
     expect(stopped.within).toBe(false)
-    expect(stopped.tokens).toBeGreaterThan(limit)
+    expect(stopped.charged).toBeGreaterThan(limit)
+  })
+
+  // Whether a figure is within a limit is the ceiling's decision: margins 0, so it charges the
+  // family bound plus the template overhead, and says when it did not count to the end.
+  const exactly: Margins = () => 0
+  const piecesOf = (texts: string[]): PromptPieces => ({
+    texts,
+    messages: 0,
+    tools: 0,
+    nonTextParts: 0,
   })
 
   it('should return the exact count when the input is within the limit', async () => {
     const text = prose(rng(5), 300)
-    const exact = libraryCount(text, PLAIN)
-    expect(await countWithin([text], exact)).toBe(exact)
-    expect(await countWithin([text], exact - 1)).toBe(false)
+    const estimate = await estimateTexts([text])
+    expect(estimate).toMatchObject({ o200k: libraryCount(text, PLAIN), exact: true })
+    const pieces = piecesOf([text])
+    const at = estimate.bound + templateOverhead(pieces)
+    expect(await decideCeiling(pieces, at, exactly)).toMatchObject({
+      fits: true,
+      method: 'count',
+      exact: true,
+      estimatedTokens: estimate.bound,
+    })
+    expect((await decideCeiling(pieces, at - 1, exactly)).fits).toBe(false)
   })
 
   it('should carry the limit across texts', async () => {
-    const a = await countTokens(['first text here'])
-    const b = await countTokens(['and the second'])
-    expect(await countWithin(['first text here', 'and the second'], a + b)).toBe(a + b)
-    expect(await countWithin(['first text here', 'and the second'], a + b - 1)).toBe(false)
+    const texts = ['first text here', 'and the second']
+    const both = (await estimateTexts(texts)).bound
+    const pieces = piecesOf(texts)
+    const at = both + templateOverhead(pieces)
+    expect(await decideCeiling(pieces, at, exactly)).toMatchObject({
+      fits: true,
+      method: 'count',
+      estimatedTokens: both,
+    })
+    expect((await decideCeiling(pieces, at - 1, exactly)).fits).toBe(false)
+    // Each text alone fits that smaller ceiling: only the figure carried across both passes it.
+    for (const text of texts) {
+      expect((await decideCeiling(piecesOf([text]), at - 1, exactly)).fits).toBe(true)
+    }
   })
 })
