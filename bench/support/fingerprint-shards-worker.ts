@@ -10,16 +10,22 @@
  * isolates' work, not the objects'.
  */
 import { DurableObject } from 'cloudflare:workers'
-import { DurableFingerprints, objectName } from '../../src/worker/durable-fingerprints'
-import {
-  BACKFILL_HASHES,
-  FingerprintLog,
-  PAGE_HASHES,
-  type RawBatch,
-  type ReadLimits,
-} from '../../src/worker/fingerprint-log'
+import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
+import { BACKFILL_HASHES, PAGE_HASHES, type RawBatch } from '../../src/worker/fingerprint-chunks'
+import { FingerprintLog } from '../../src/worker/fingerprint-log'
 
 export { FingerprintLog }
+
+/** What a reader asks of one object, as `FingerprintLog#read` takes it. */
+type ReadLimits = Parameters<FingerprintLog['read']>[1]
+
+/**
+ * The bench's own name for object `o` of run `run`: the objects are called here directly, never read
+ * through a store, so any name distinct per run and object will do.
+ */
+function objectName(run: string, o: number): string {
+  return `bench:${run}#${o}`
+}
 
 /**
  * An object with FingerprintLog's methods that store nothing and return nothing: played with
@@ -59,7 +65,7 @@ export default {
     const namespace: DurableObjectNamespace<FingerprintLog | NoopLog> =
       url.searchParams.get('noop') === '1' ? env.NOOP : env.LOG
     const stubs = Array.from({ length: shards * replicas }, (_, o) =>
-      namespace.get(namespace.idFromName(objectName(run, o % shards, Math.floor(o / shards)))),
+      namespace.get(namespace.idFromName(objectName(run, o))),
     )
     const rows = Array.from({ length: replicas }, (_, r) => r)
     const columns = Array.from({ length: shards }, (_, w) => w)

@@ -23,7 +23,7 @@ import { DurableObject } from 'cloudflare:workers'
 import type { FingerprintBatch } from '../fingerprint'
 import {
   BACKFILL_HASHES,
-  CHUNK_HASHES,
+  type CHUNK_HASHES,
   chunkBatch,
   INSERT,
   joinChunks,
@@ -32,15 +32,13 @@ import {
 } from './fingerprint-chunks'
 import { limitedSql } from './platform-limits'
 
-export { BACKFILL_HASHES, CHUNK_HASHES, joinChunks, PAGE_HASHES, type RawBatch }
-
 /** Fingerprints kept per object, at most (8 bytes each: 32 MiB of storage). */
-export const MAX_HASHES = 4_000_000
+const MAX_HASHES = 4_000_000
 /** How long batches are kept, ms (the isolates' table ttl). */
-export const TTL_MS = 3_600_000
+const TTL_MS = 3_600_000
 
 /** What a reader asks of one object: how much at most (a sharded reader asks each for its share). */
-export interface ReadLimits {
+interface ReadLimits {
   /** Fingerprints returned at most. @default PAGE_HASHES */
   page?: number
   /** Fingerprints a reader with no cursor gets, the newest. @default BACKFILL_HASHES */

@@ -7,13 +7,25 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
 import type { FingerprintBatch } from '../../src/fingerprint'
-import { DurableFingerprints, objectName } from '../../src/worker/durable-fingerprints'
-import {
-  type FingerprintLog,
-  MAX_HASHES,
-  type RawBatch,
-  TTL_MS,
-} from '../../src/worker/fingerprint-log'
+import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
+import type { RawBatch } from '../../src/worker/fingerprint-chunks'
+import type { FingerprintLog } from '../../src/worker/fingerprint-log'
+
+/** How long the log keeps a batch: an hour, the isolates' table ttl (src/worker/fingerprint-log.ts). */
+const TTL_MS = 3_600_000
+/** Fingerprints one object keeps at most, 32 MiB of them (src/worker/fingerprint-log.ts). */
+const MAX_HASHES = 4_000_000
+
+/**
+ * The name of a model's object in column `shard` of row `replica`, as DurableFingerprints names it
+ * (src/worker/durable-fingerprints.ts): the names are fixed, since stored batches are found by them —
+ * column 0 of row 0 is the unsharded log's, row 0 keeps the names of the log sharded without replicas.
+ * A test that breaks an object by this name fails if the store names it otherwise.
+ */
+function objectName(model: string, shard: number, replica: number): string {
+  if (replica > 0) return `model:${model}#${shard}.${replica}`
+  return shard === 0 ? `model:${model}` : `model:${model}#${shard}`
+}
 
 const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
   .FINGERPRINTS

@@ -40,7 +40,7 @@ type AdminEnv = { Bindings: Env; Variables: { adminAuth: Auth } }
 type AdminContext = Context<AdminEnv>
 
 /** Options of the admin router (tests inject the clock and the telemetry). */
-export interface AdminOptions {
+interface AdminOptions {
   /** Clock for sessions and the login brake. @default Date.now */
   now?: () => number
   /**

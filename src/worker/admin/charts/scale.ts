@@ -4,7 +4,7 @@
  */
 
 /** A map from data to pixels, and its ticks. */
-export interface Scale {
+interface Scale {
   (value: number): number
   ticks: number[]
   domain: [number, number]

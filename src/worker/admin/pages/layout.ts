@@ -10,7 +10,7 @@ import { STYLE_PATH } from '../style'
 export type Html = HtmlEscapedString | Promise<HtmlEscapedString>
 
 /** Which page is current, for the navigation. */
-export type Section = 'overview' | 'incidents' | 'none'
+type Section = 'overview' | 'incidents' | 'none'
 
 /**
  * A whole console page. `csrf` is the session's token (the logout form carries it); a bearer request
