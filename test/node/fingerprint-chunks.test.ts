@@ -16,7 +16,19 @@ import {
   printPrompt,
 } from '../../src/fingerprint'
 import { CHUNK_HASHES, chunkBatch, INSERT, joinChunks } from '../../src/worker/fingerprint-chunks'
-import { checkStatement, MAX_VALUE_BYTES, SAFE_VALUE_BYTES } from '../../src/worker/platform-limits'
+import { limitedSql, SAFE_VALUE_BYTES } from '../../src/worker/platform-limits'
+
+/**
+ * Production's largest value or row, bytes: D1 and Durable Objects' SQLite refuse more (the figure
+ * src/worker/platform-limits.ts states and its wrappers enforce).
+ */
+const MAX_VALUE_BYTES = 2_000_000
+
+/**
+ * Production's checks without a database: the FingerprintLog's own `limitedSql` wrapper over a storage
+ * that runs nothing, so `exec` throws exactly where production would refuse the statement.
+ */
+const limits = limitedSql({ exec: () => undefined } as unknown as Parameters<typeof limitedSql>[0])
 
 let key: FingerprintKey
 beforeAll(async () => {
@@ -53,6 +65,14 @@ function text(script: string, seed: number, units: number, width: number): strin
 }
 
 describe('FingerprintLog chunks', () => {
+  it('should check rows as production does: a BLOB over the limit is refused', () => {
+    // Else the property below, which stores through these checks, could pass without checking.
+    const blob = (bytes: number) => ['t', 1, 1, new ArrayBuffer(bytes), 1]
+    expect(() => limits.exec(INSERT, ...blob(MAX_VALUE_BYTES + 1))).toThrow(/SQLITE_TOOBIG/)
+    expect(() => limits.exec(INSERT, ...blob(MAX_VALUE_BYTES - 10))).toThrow(/row too big/)
+    limits.exec(INSERT, ...blob(SAFE_VALUE_BYTES))
+  })
+
   it('should keep every stored row under the limits, for any script and unit density', () => {
     let largest = 0
     fc.assert(
@@ -73,7 +93,7 @@ describe('FingerprintLog chunks', () => {
           const tenant = '𝒯'.repeat(512)
           for (const chunk of chunks) {
             expect(chunk.hashes.byteLength).toBeLessThanOrEqual(SAFE_VALUE_BYTES)
-            checkStatement(INSERT, [tenant, Date.now(), chunk.count, chunk.hashes, 1])
+            limits.exec(INSERT, tenant, Date.now(), chunk.count, chunk.hashes, 1)
           }
           const rows = chunks.map((c) => ({
             tenant: 't',

@@ -1,5 +1,6 @@
 /**
- * The D1 quarantine store under production D1's limits (src/worker/platform-limits.ts): rows and
+ * The D1 quarantine store under production D1's limits (src/worker/platform-limits.ts and
+ * test/support/limited-d1.ts): rows and
  * values of at most 2,000,000 bytes, statements of 100 KB, 100 bound parameters, 1,000 queries per
  * invocation. Local D1 accepts larger rows, so the store runs here over a binding that refuses what
  * production refuses. A withheld answer is the model's whole output, reasoning included: in Han text
@@ -9,7 +10,13 @@ import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { D1QuarantineStore } from '../../src/quarantine/d1'
 import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
-import { limitedD1, MAX_VALUE_BYTES } from '../../src/worker/platform-limits'
+import { limitedD1 } from '../support/limited-d1'
+
+/**
+ * Production's largest value or row, bytes: D1 and Durable Objects' SQLite refuse more (the figure
+ * src/worker/platform-limits.ts states and its wrappers enforce).
+ */
+const MAX_VALUE_BYTES = 2_000_000
 
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
 const KEY = 'k'.repeat(32)
