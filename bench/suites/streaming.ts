@@ -8,7 +8,7 @@ import { createGuard, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
 import { parseFrame } from '../../src/format/frames'
-import { sseDecoder, sseEncoder } from '../../src/format/sse'
+import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
 import {
   machineInfo,
   median,
@@ -45,6 +45,16 @@ function guardOver(upstream: AiRunner, now?: () => number): AiRunner {
     tenant: TENANT,
     requestId: () => REQUEST_ID,
     ...(now ? { now } : {}),
+  })
+}
+
+/** Events back to SSE bytes, one chunk per event, as the guard writes them (encodeSseEvent). */
+function sseEncoder(): TransformStream<SseEvent, Uint8Array> {
+  const utf8 = new TextEncoder()
+  return new TransformStream<SseEvent, Uint8Array>({
+    transform(event, controller) {
+      controller.enqueue(utf8.encode(encodeSseEvent(event)))
+    },
   })
 }
 

@@ -59,7 +59,7 @@ const MAX_ERROR_BYTES = 16_384
  * FORWARDED_FIELDS.has('temperature') // true
  * FORWARDED_FIELDS.has('echo') // false
  */
-export const FORWARDED_FIELDS: ReadonlySet<string> = new Set([
+const FORWARDED_FIELDS: ReadonlySet<string> = new Set([
   'messages',
   'stream',
   'stream_options',

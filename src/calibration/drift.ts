@@ -22,25 +22,25 @@ import { SCRIPT_CLASSES, type ScriptClass } from '../ceiling/script'
 const MIN_SAMPLE_TOKENS = 256
 
 /** Added on top of an observed undercount when raising, so the next similar prompt is covered. */
-export const SAFETY_STEP = 0.02
+const SAFETY_STEP = 0.02
 
 /**
  * The highest margin calibration sets: 9 = ten times the family bound. No byte-level BPE counts more
  * tokens than UTF-8 bytes, and the family bound of any script is above a tenth of its bytes.
  */
-export const MAX_DRIFT = 9
+const MAX_DRIFT = 9
 
 /** A class takes part in a report when it holds at least this share of the prompt's estimate. */
 const ATTRIBUTION_SHARE = 0.25
 
 /** Different tenants whose reports must agree before a raised margin starts to relax. */
-export const RELAX_QUORUM = 3
+const RELAX_QUORUM = 3
 
 /** Half-life of a raised margin, in observations that did not need it. */
-export const HALF_LIFE_OBSERVATIONS = 2_000
+const HALF_LIFE_OBSERVATIONS = 2_000
 
 /** Half-life of a raised margin, in milliseconds (7 days). */
-export const HALF_LIFE_MS = 7 * 24 * 60 * 60 * 1000
+const HALF_LIFE_MS = 7 * 24 * 60 * 60 * 1000
 
 /** Why observations were ignored (counters; the state stays bounded). */
 interface IgnoredCounts {
@@ -113,7 +113,7 @@ export function emptyDriftState(): DriftState {
  * @example
  * learnedDrift(state, 'georgian', Date.now()) // e.g. 0.4
  */
-export function learnedDrift(state: DriftState, cls: ScriptClass, at: number): number {
+function learnedDrift(state: DriftState, cls: ScriptClass, at: number): number {
   const drift = state.classes[cls]
   if (!drift || drift.peak <= 0) return 0
   if (drift.tenantsSinceRaise.length < RELAX_QUORUM) return drift.peak

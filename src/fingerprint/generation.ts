@@ -20,7 +20,7 @@ const TWO_32 = 0x100000000
  * Filter bits per slot. At the most a generation holds (0.7 of its slots) that is 5.7 bits a key: a
  * key not held passes the filter with probability 1 − e^(−1/5.7) ≈ 16%, far less while it fills.
  */
-export const FILTER_BITS = 4
+const FILTER_BITS = 4
 
 /**
  * What one slot costs: the key (8 bytes), last-seen second (4), `owners` tenant ids (4 each) and its

@@ -374,19 +374,3 @@ export function encodeSseEvent(event: SseEvent): string {
   for (const line of event.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`
   return `${out}\n`
 }
-
-/**
- * Encode events as SSE bytes (UTF-8), one output chunk per event.
- *
- * @example
- * const body = events.pipeThrough(sseEncoder())
- * return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
- */
-export function sseEncoder(): TransformStream<SseEvent, Uint8Array> {
-  const utf8 = new TextEncoder()
-  return new TransformStream<SseEvent, Uint8Array>({
-    transform(event, controller) {
-      controller.enqueue(utf8.encode(encodeSseEvent(event)))
-    },
-  })
-}

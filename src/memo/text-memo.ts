@@ -76,7 +76,7 @@ interface TextMemoStats {
  * into 8,192 texts of 2,048 characters would otherwise cost 8,192 WebCrypto calls on top of its scan.
  * The rest of such a request's texts are computed afresh (the same, slower).
  */
-export const MAX_TEXTS_PER_REQUEST = 256
+const MAX_TEXTS_PER_REQUEST = 256
 
 /** What one entry costs before its facts: the digest string, a Map slot, the entry object. */
 const ENTRY_BYTES = 160

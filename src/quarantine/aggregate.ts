@@ -46,7 +46,7 @@ interface IncidentRecorderOptions {
 }
 
 /** A fold that failed, as logged. */
-export interface AggregationFailure {
+interface AggregationFailure {
   event: 'ai_guard_aggregate_failed'
   /** The open record the incident was to be folded into. */
   incidentId: string
@@ -54,7 +54,7 @@ export interface AggregationFailure {
 }
 
 /** What {@link IncidentRecorder.record} did. */
-export interface Recorded {
+interface Recorded {
   /** The incident id the client gets: the new record's, or the open record it was folded into. */
   id: string
   /** True when the incident was folded into an earlier record (its text was not stored). */

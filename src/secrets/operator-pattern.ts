@@ -187,7 +187,7 @@ export function operatorDetector(spec: OperatorPattern): SecretDetector {
  * @example
  * longestMatch('ACME-[0-9]{8}(?:-[A-Z]{2,4})?') // 5 + 16 + 10
  */
-export function longestMatch(source: string): number {
+function longestMatch(source: string): number {
   return new PatternLength(source).alternation()
 }
 

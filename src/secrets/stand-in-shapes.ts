@@ -34,20 +34,16 @@ export interface StandInShape {
   candidates: RegExp
   /**
    * What every candidate holds, so a text without it is not searched (most prose holds no run of 24
-   * key characters): a run of at least `minRun` {@link RUN_CHARACTERS}, and a digit when `digit`.
-   * Absent (operator kinds): always searched. Each built-in claim is tested against its pattern.
+   * key characters): a run of at least `minRun` key characters (see {@link runFacts}), and a digit
+   * when `digit`. Absent (operator kinds): always searched. Each built-in claim is tested against its pattern.
    */
   gate?: { minRun: number; digit?: true }
 }
 
 /**
- * The characters a candidate's run is counted in: every character a built-in kind's pattern matches
- * outside a PEM block's spaces, an IBAN's or a card's group separators and a JWT's dots.
- */
-export const RUN_CHARACTERS = /[A-Za-z0-9_+/-]/
-
-/**
- * The longest run of {@link RUN_CHARACTERS} in text[from..], and whether it holds a digit: one pass
+ * The longest run of key characters (`[A-Za-z0-9_+/-]`: every character a built-in kind's pattern
+ * matches outside a PEM block's spaces, an IBAN's or a card's group separators and a JWT's dots) in
+ * text[from..], and whether it holds a digit: one pass
  * over the characters, which spares most prose every kind's regular expression (a stream's next
  * words, a whole answer's sentences). It stops once a run of `enough` and a digit are seen (no gate
  * asks more), so the reported run is then at least `enough`, not always the longest.

@@ -20,7 +20,7 @@ export const OPENMETRICS_CONTENT_TYPE = 'application/openmetrics-text; version=1
  * labels are already bounded by the configured models; this bounds the page even for a store filled
  * by something else (a library user allowing unknown models, an old table).
  */
-export const MAX_MODEL_SERIES = 32
+const MAX_MODEL_SERIES = 32
 
 interface CounterFamily {
   name: string

@@ -2,19 +2,30 @@ import { describe, expect, it } from 'vitest'
 import {
   type DriftState,
   emptyDriftState,
-  HALF_LIFE_MS,
-  HALF_LIFE_OBSERVATIONS,
-  learnedDrift,
   learnedMargins,
-  MAX_DRIFT,
   observe,
-  RELAX_QUORUM,
-  SAFETY_STEP,
 } from '../../src/calibration/drift'
 import type { ScriptClass } from '../../src/ceiling/script'
 
 const T0 = 1_790_000_000_000
 const DAY = 24 * 60 * 60 * 1000
+
+// The calibration's documented figures (docs/how-it-decides.md, "Calibration per script class";
+// src/calibration/drift.ts): the contract these tests pin.
+/** Added on top of an observed undercount when raising. */
+const SAFETY_STEP = 0.02
+/** The highest margin calibration sets: ten times the family bound. */
+const MAX_DRIFT = 9
+/** Different tenants whose reports must agree before a raised margin relaxes. */
+const RELAX_QUORUM = 3
+/** A raised margin's half-life in observations that did not need it, and in time (7 days). */
+const HALF_LIFE_OBSERVATIONS = 2_000
+const HALF_LIFE_MS = 7 * DAY
+
+/** The margin learned for one class at `at`, as the ceiling reads it (0 when none). */
+function learnedDrift(state: DriftState, cls: ScriptClass, at: number): number {
+  return learnedMargins(state, at)[cls] ?? 0
+}
 
 function report(
   state: DriftState,

@@ -5,7 +5,10 @@
  */
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { FILTER_BITS, Generation } from '../../src/fingerprint/generation'
+import { Generation } from '../../src/fingerprint/generation'
+
+/** Filter bits per slot, as docs/fingerprints.md states them (4 bits a slot, one hash). */
+const FILTER_BITS = 4
 
 /** Distinct random stored keys (52-bit hashes + 1, as the table stores them). */
 function storedKeys(seed: number, count: number): number[] {

@@ -11,7 +11,7 @@ import {
   Shingler,
   type TextPrint,
 } from '../../src/fingerprint'
-import { MAX_TEXTS_PER_REQUEST, memoSlot, TextMemo } from '../../src/memo/text-memo'
+import { memoSlot, TextMemo } from '../../src/memo/text-memo'
 import { substituteSecrets } from '../../src/plan/prompt-secrets'
 import { importStandInKey, resolveSecrets } from '../../src/secrets'
 import { randomUnicode } from '../ceiling/gen'
@@ -277,6 +277,8 @@ describe('text memo', () => {
   })
 
   it('should digest at most a bounded number of texts per request (the rest computed afresh)', async () => {
+    // The bound docs/how-it-decides.md states: at most 256 texts digested per request.
+    const MAX_TEXTS_PER_REQUEST = 256
     const memo = await memoOf()
     const many = Array.from({ length: MAX_TEXTS_PER_REQUEST + 40 }, (_, i) =>
       english(500 + i, 2_100),

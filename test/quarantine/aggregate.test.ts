@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { type AggregationFailure, IncidentRecorder } from '../../src/quarantine/aggregate'
+import { IncidentRecorder } from '../../src/quarantine/aggregate'
 import { D1QuarantineStore } from '../../src/quarantine/d1'
 import { MemoryQuarantineStore } from '../../src/quarantine/memory'
 import type { QuarantineRecord, QuarantineStore } from '../../src/vocabulary/quarantine'
@@ -280,7 +280,7 @@ describe('IncidentRecorder: stores and failures', () => {
         throw new Error('D1_ERROR: database is locked')
       },
     }
-    const failures: AggregationFailure[] = []
+    const failures: unknown[] = []
     const incidents = new IncidentRecorder(failing, { onError: (f) => failures.push(f) })
     const first = await incidents.record(incident('fold-fails', 0))
     const again = await incidents.record(incident('fold-fails', 0))

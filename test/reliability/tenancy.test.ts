@@ -5,7 +5,7 @@ import { SimEngine } from '../../sim/engine'
 import { MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, inspectCanary, tenantTag } from '../../src/canary'
-import { type SseEvent, sseDecoder, sseEncoder } from '../../src/format/sse'
+import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
 import { Guard } from '../../src/guard'
 import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
 import { chat, document } from '../support/prompts'
@@ -113,6 +113,7 @@ describe('the tenant comes from the bearer key alone', { timeout: 30_000 }, () =
 
 /** The engine's answers with `usage.prompt_tokens_details.cached_tokens` zeroed: an upstream that hides its cache. */
 function hidingCachedTokens(upstream: AiRunner): AiRunner {
+  const utf8 = new TextEncoder()
   const zero = (json: Record<string, unknown>) => {
     const usage = json.usage as { prompt_tokens_details?: { cached_tokens?: number } } | undefined
     if (usage?.prompt_tokens_details) usage.prompt_tokens_details.cached_tokens = 0
@@ -122,17 +123,17 @@ function hidingCachedTokens(upstream: AiRunner): AiRunner {
     run: async (model, inputs, options) => {
       const out = await upstream.run(model, inputs, options)
       if (!(out instanceof ReadableStream)) return zero(out as Record<string, unknown>)
-      return (out as ReadableStream<Uint8Array>)
-        .pipeThrough(sseDecoder())
-        .pipeThrough(
-          new TransformStream<SseEvent, SseEvent>({
-            transform(event, controller) {
-              if (event.data === '[DONE]') controller.enqueue(event)
-              else controller.enqueue({ data: JSON.stringify(zero(JSON.parse(event.data))) })
-            },
-          }),
-        )
-        .pipeThrough(sseEncoder())
+      return (out as ReadableStream<Uint8Array>).pipeThrough(sseDecoder()).pipeThrough(
+        new TransformStream<SseEvent, Uint8Array>({
+          transform(event, controller) {
+            const zeroed =
+              event.data === '[DONE]'
+                ? event
+                : { data: JSON.stringify(zero(JSON.parse(event.data))) }
+            controller.enqueue(utf8.encode(encodeSseEvent(zeroed)))
+          },
+        }),
+      )
     },
   }
 }
