@@ -7,7 +7,7 @@
  */
 
 /** Who sent a fingerprint. */
-export interface IndexedRequest {
+interface IndexedRequest {
   id: string
   /** Tenant, or the request id itself when the log names no tenant. */
   principal: string
@@ -20,7 +20,7 @@ export interface IndexedRequest {
 }
 
 /** The owners of one fingerprint, as the index keeps them. */
-export interface Owners {
+interface Owners {
   /** The first request that sent it. */
   first: number
   /** A second request of the same principal (a retry, a later turn), or −1 (answers: a count). */

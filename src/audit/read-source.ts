@@ -23,7 +23,7 @@ export const whereOf = (r: AuditRecord): string =>
   `${r.place.file}:${r.place.line}${r.place.item === undefined ? '' : `#${r.place.item}`}`
 
 /** A record read, or a line that held none, with the characters it took. */
-export interface Parsed {
+interface Parsed {
   record: AuditRecord | undefined
   chars: number
 }

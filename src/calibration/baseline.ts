@@ -46,7 +46,7 @@ const MIN_LEARN_TOKENS = 4_096
  * @example
  * bucketOf(300_000) // 6 (262,144–524,287)
  */
-export function bucketOf(uncachedTokens: number): number {
+function bucketOf(uncachedTokens: number): number {
   return Math.max(0, Math.floor(Math.log2(Math.max(1, uncachedTokens) / MIN_LEARN_TOKENS)))
 }
 

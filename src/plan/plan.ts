@@ -275,7 +275,7 @@ async function lookupPrefix(
  * @example
  * const estimate = once(() => estimateTexts(texts))
  */
-export function once<T>(make: () => Promise<T>): () => Promise<T> {
+function once<T>(make: () => Promise<T>): () => Promise<T> {
   let made: Promise<T> | undefined
   return () => {
     made ??= make()

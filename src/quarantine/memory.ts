@@ -70,7 +70,7 @@ export class MemoryQuarantineStore implements QuarantineStore {
 }
 
 /** Whether a record passes a listing filter (shared by every store that filters in memory). */
-export function matches(record: QuarantineSummary, query: QuarantineQuery): boolean {
+function matches(record: QuarantineSummary, query: QuarantineQuery): boolean {
   if (query.since !== undefined && record.at < query.since) return false
   if (query.until !== undefined && record.at > query.until) return false
   if (query.tenant !== undefined && record.tenant !== query.tenant) return false

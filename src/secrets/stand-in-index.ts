@@ -6,7 +6,7 @@
  */
 
 /** One stand-in of the index and what it stands for. */
-export interface IndexedStandIn {
+interface IndexedStandIn {
   standIn: string
   kind: string
   value: string
@@ -15,7 +15,7 @@ export interface IndexedStandIn {
 }
 
 /** Where a stand-in was found. */
-export interface StandInHit {
+interface StandInHit {
   start: number
   end: number
   entry: IndexedStandIn

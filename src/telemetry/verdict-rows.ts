@@ -165,7 +165,7 @@ export function incrementsOf(event: VerdictLog, models: ReadonlySet<string>): In
  * @example
  * bucketOf(0.3) // '0.5'
  */
-export function bucketOf(seconds: number): string {
+function bucketOf(seconds: number): string {
   for (const bound of SECONDS_BUCKETS) if (seconds <= bound) return String(bound)
   return '+Inf'
 }

@@ -19,7 +19,7 @@ const CHUNK_CHARS = 64 * 1024
 /** Distinct chunk hashes remembered per tenant (least recently used go first): 2 MB at most per tenant. */
 const HASHES_PER_TENANT = 16_384
 /** Tenants remembered per isolate. */
-export const TENANTS = 1_024
+const TENANTS = 1_024
 
 /** How much of a prompt the engine may hold in its prefix cache. */
 interface PrefixEstimate {
