@@ -16,14 +16,14 @@ import { GuardError } from '../errors'
  * admits all of that, and its worst body still fits beside the tokenizer in a 128 MB isolate where
  * 2¹⁹ did not (the peaks: docs/reliability.md, "Bounded per request"; `npm run bench -- body`).
  */
-export const MAX_JSON_VALUES = 262_144
+const MAX_JSON_VALUES = 262_144
 
 /**
  * Deepest nesting of arrays and objects below the body's own object — the same count as the request
  * reader's per-field limit, so both refuse the same bodies. Message content, tool schemas and tool
  * arguments never need more.
  */
-export const MAX_JSON_DEPTH = 64
+const MAX_JSON_DEPTH = 64
 
 /** Shape limits of a request body. */
 interface JsonShapeLimits {

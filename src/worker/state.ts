@@ -17,7 +17,7 @@ import {
 import type { MarginPoint, SampleQuery } from '../telemetry/types'
 
 /** Points of margin history kept per model; the oldest go first. */
-export const MARGIN_HISTORY_POINTS = 512
+const MARGIN_HISTORY_POINTS = 512
 
 /** One stored point of a model's margin history (the model is the storage key's). */
 type StoredPoint = Omit<MarginPoint, 'model'>

@@ -6,10 +6,12 @@ import { keepSample, OTHER, sampleWeight } from '../../src/telemetry/verdict-row
 import { DurableCalibration } from '../../src/worker/durable-calibration'
 import type { Env } from '../../src/worker/env'
 import { metricsResponse } from '../../src/worker/metrics'
-import { MARGIN_HISTORY_POINTS } from '../../src/worker/state'
 import { recordVerdict, telemetryFor } from '../../src/worker/telemetry'
 import { chat } from '../support/prompts'
 import { KEY_A, post } from '../support/worker'
+
+/** Margin history points kept per model, the oldest dropped first (docs/telemetry.md; src/worker/state.ts). */
+const MARGIN_HISTORY_POINTS = 512
 
 /**
  * D1Telemetry over the real local D1, driven directly: sampling and its weights, retention and the row

@@ -12,7 +12,7 @@ import { constantTimeEqual } from '../../crypto/bytes'
  * @example
  * `${SESSION_COOKIE}=${value}`
  */
-export const SESSION_COOKIE = 'guard_admin'
+const SESSION_COOKIE = 'guard_admin'
 
 /**
  * How long a session lasts: a working day. The expiry is inside the signed value, so a cookie kept past
@@ -21,7 +21,7 @@ export const SESSION_COOKIE = 'guard_admin'
  * @example
  * const expires = now + SESSION_TTL_MS
  */
-export const SESSION_TTL_MS = 8 * 60 * 60 * 1000
+const SESSION_TTL_MS = 8 * 60 * 60 * 1000
 
 /** The form field and header that carry the CSRF token. */
 export const CSRF_FIELD = '_csrf'

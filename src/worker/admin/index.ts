@@ -54,7 +54,7 @@ interface AdminOptions {
  * The Content-Security-Policy of every admin response: nothing but this origin's stylesheet and
  * images, no script at all (the console needs none), no framing, forms post only here.
  */
-export const ADMIN_CSP =
+const ADMIN_CSP =
   "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 /** Incidents per list page. */
