@@ -103,14 +103,18 @@ export async function privateExports(
   for (const file of [...own, ...outside]) {
     const source = await readFile(file, 'utf8')
     const ast = parseAst(source, { lang: 'ts' }, file) as unknown as { body: Node[] }
-    for (const node of ast.body) {
-      if (known.has(file))
-        exported.set(file, [...(exported.get(file) ?? []), ...exportedNames(node)])
-      for (const key of importedKeys(node, file, known)) {
-        if (!importers.has(key)) importers.set(key, new Set())
-        importers.get(key)!.add(file)
-      }
+    const keys = ast.body.flatMap((node) => importedKeys(node, file, known))
+    // A dynamic import (`await import('./table')`) may read any export of its module.
+    for (const m of source.matchAll(/\bimport\(\s*['"](\.[^'"]+)['"]\s*\)/g)) {
+      const target = resolve(file, m[1]!, known)
+      if (target) keys.push(`${target}#*`)
     }
+    for (const key of keys) {
+      if (!importers.has(key)) importers.set(key, new Set())
+      importers.get(key)!.add(file)
+    }
+    if (!known.has(file)) continue
+    exported.set(file, ast.body.flatMap(exportedNames))
   }
   const entries = new Set(ENTRY_POINTS.map((f) => f.replace(/^src/, root)))
   const report: ExportReport = { outsideOnly: [], unused: [] }

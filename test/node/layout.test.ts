@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { privateExports } from '../../scripts/exports'
 import { checkLayout, type LayoutReport, MAX_FUNCTION_LINES } from '../../scripts/layout'
 
 /**
@@ -59,6 +60,32 @@ describe('src/ layout', () => {
       'verify/ does not build the release: verify → release',
     ])
     await rm(root, { recursive: true, force: true })
+  })
+
+  // No test hooks (issue 47): what tests, benchmarks or scripts need of src/ they reach through what
+  // src/ itself uses. One exception: the cold rows of bench/suites/prompt-cpu.ts turn the tokenizer's
+  // merge memo off, which no input can force (a maximal prompt repeats its pieces).
+  it('should export nothing that only tests, benchmarks or scripts import, nor what nobody imports', () => {
+    expect(report.exports.outsideOnly.map((e) => e.name)).toEqual([
+      'src/ceiling/count.ts#setMergeMemoEntries',
+    ])
+    expect(report.exports.unused).toEqual([])
+  })
+
+  it('should report an export only a test imports, and one nobody imports', async () => {
+    const top = await mkdtemp(join(tmpdir(), 'exports-'))
+    await mkdir(join(top, 'src', 'guard'), { recursive: true })
+    await mkdir(join(top, 'test'), { recursive: true })
+    await writeFile(
+      join(top, 'src', 'guard', 'g.ts'),
+      'export const used = 1\nexport const hook = 2\nexport const lost = 3\n',
+    )
+    await writeFile(join(top, 'src', 'index.ts'), "export { used } from './guard/g'\n")
+    await writeFile(join(top, 'test', 'g.test.ts'), "import { hook } from '../src/guard/g'\n")
+    const found = await privateExports(join(top, 'src'), [join(top, 'test')])
+    expect(found.outsideOnly.map((e) => e.name)).toEqual([`${join(top, 'src')}/guard/g.ts#hook`])
+    expect(found.unused).toEqual([`${join(top, 'src')}/guard/g.ts#lost`])
+    await rm(top, { recursive: true, force: true })
   })
 
   // One authority on verdicts (issue 47): a Verdict is an object with an action and a score, and
