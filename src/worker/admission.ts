@@ -34,7 +34,7 @@ const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
 const SMALL_REQUEST_BYTES = 2 * 1024 * 1024
 
 /** The part of the budget only small requests may use. */
-export const SMALL_FLOOR_BYTES = 8 * 1024 * 1024
+const SMALL_FLOOR_BYTES = 8 * 1024 * 1024
 
 /** Seconds a refused client is told to wait: a maximal prompt is answered in a few seconds. */
 const RETRY_AFTER_SECONDS = 2
@@ -57,14 +57,12 @@ interface Reservation {
  * const r = ledger.reserve(Number(request.headers.get('content-length') ?? 0))
  * try { … } finally { r.release() }
  */
-export class MemoryLedger {
+class MemoryLedger {
   readonly budget: number
   /** Bytes reserved by requests in flight. */
   reserved = 0
   /** Bytes reserved by requests over {@link SMALL_REQUEST_BYTES}. */
   reservedLarge = 0
-  /** Requests in flight. */
-  inFlight = 0
 
   constructor(budget = DEFAULT_MEMORY_BUDGET_BYTES) {
     if (!Number.isFinite(budget) || budget < SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES) {
@@ -108,10 +106,8 @@ export class MemoryLedger {
         open = false
         ledger.reserved -= bytes
         if (large) ledger.reservedLarge -= bytes
-        ledger.inFlight--
       },
     }
-    this.inFlight++
     try {
       reservation.cover(bodyBytes)
     } catch (error) {
@@ -145,9 +141,9 @@ const ledgers = new WeakMap<Env, MemoryLedger>()
  * `GUARD_MEMORY_BUDGET_BYTES`.
  *
  * @example
- * memoryLedger(env).inFlight
+ * const reservation = memoryLedger(env).reserve(declared)
  */
-export function memoryLedger(env: Env): MemoryLedger {
+function memoryLedger(env: Env): MemoryLedger {
   let ledger = ledgers.get(env)
   if (!ledger) {
     const raw = env.GUARD_MEMORY_BUDGET_BYTES

@@ -166,7 +166,7 @@ export class DurableFingerprints implements FingerprintStore {
  * The name of one object: column 0 of row 0 is the unsharded log's, and row 0 keeps the names of the
  * log sharded without replicas, so stored batches stay read when either is added.
  */
-export function objectName(model: string, shard: number, replica: number): string {
+function objectName(model: string, shard: number, replica: number): string {
   if (replica > 0) return `model:${model}#${shard}.${replica}`
   return shard === 0 ? `model:${model}` : `model:${model}#${shard}`
 }
