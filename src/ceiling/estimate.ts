@@ -32,6 +32,7 @@ import {
   type ScriptClass,
 } from './script'
 import { utf8Length } from './utf8'
+import { nextTurn, PIECES_PER_TURN } from './yield'
 
 /** What one script class of a prompt costs. */
 export interface ClassFigures {
@@ -226,6 +227,8 @@ class FamilyScanner {
   readonly #weight = new Float64Array(CLASS_COUNT)
   /** Chunk costs remembered within one scan: a repeated run (`aaaa…`, a pasted block) merges once. */
   readonly #memo = new Map<string, number>()
+  /** Pre-tokens scanned since the scan last let the isolate's other requests run (./yield.ts). */
+  #sinceTurn = 0
 
   constructor(
     tokenizer: PieceTokenizer,
@@ -261,8 +264,12 @@ class FamilyScanner {
    * Scans one text into `into`; `live` checks the limit as it goes. False when the charged figure
    * passed the limit (the scan stopped there).
    */
-  scanText(text: string, into: Tally, live: boolean): boolean {
+  async scanText(text: string, into: Tally, live: boolean): Promise<boolean> {
     for (const match of text.matchAll(this.#tokenizer.split)) {
+      if (++this.#sinceTurn === PIECES_PER_TURN) {
+        this.#sinceTurn = 0
+        await nextTurn()
+      }
       const piece = match[0]
       const facts = pieceFacts(piece)
       const c = facts & CLASS_MASK
@@ -352,12 +359,12 @@ class FamilyScanner {
  * share (for the NFC pass), or undefined once the limit was passed. A text `known` already has its
  * final figures added as they are.
  */
-function scanAsSent(
+async function scanAsSent(
   scanner: FamilyScanner,
   texts: readonly string[],
   total: Tally,
   known: TextFacts<TextTally> | undefined,
-): Share[] | undefined {
+): Promise<Share[] | undefined> {
   const shares: Share[] = []
   for (const text of texts) {
     const remembered = known?.get(text)
@@ -372,7 +379,7 @@ function scanAsSent(
     const before = copyTally(total)
     const exactBefore = scanner.exact
     scanner.exact = true
-    const within = scanner.scanText(text, total, true)
+    const within = await scanner.scanText(text, total, true)
     const exact = scanner.exact
     scanner.exact = exactBefore && exact
     const share = tally()
@@ -400,13 +407,13 @@ function addTally(into: Tally, from: Tally): void {
  * smaller floor. False when that passes the limit. Run only once the prompt as sent fits, so the
  * cost of normalizing is bounded by what fitted. Each text's final figures are kept in `known`.
  */
-function addNfcVariants(
+async function addNfcVariants(
   scanner: FamilyScanner,
   texts: readonly string[],
   shares: readonly Share[],
   total: Tally,
   known: TextFacts<TextTally> | undefined,
-): boolean {
+): Promise<boolean> {
   for (let t = 0; t < texts.length; t++) {
     const share = shares[t]
     if (share === undefined) continue
@@ -415,7 +422,7 @@ function addNfcVariants(
     const nfc = nfcForm(text)
     if (nfc !== text) {
       const variant = tally()
-      scanner.scanText(nfc, variant, false)
+      await scanner.scanText(nfc, variant, false)
       for (let c = 0; c < CLASS_COUNT; c++) {
         const extra = (variant.raw[c] ?? 0) - (sent.raw[c] ?? 0)
         if (extra > 0) {
@@ -455,8 +462,9 @@ export async function scanFamily(
   const [tokenizer, family] = await Promise.all([pieceTokenizer(), loadFamily()])
   const scanner = new FamilyScanner(tokenizer, family, charge, limit)
   const total = tally()
-  const shares = scanAsSent(scanner, texts, total, known)
-  const within = shares !== undefined && addNfcVariants(scanner, texts, shares, total, known)
+  const shares = await scanAsSent(scanner, texts, total, known)
+  const within =
+    shares !== undefined && (await addNfcVariants(scanner, texts, shares, total, known))
   return finish(total, within, charge, scanner.exact, family)
 }
 
