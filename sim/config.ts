@@ -81,6 +81,12 @@ export interface SimConfig {
    * 2025). @default 0
    */
   directiveQuoteRate: number
+  /**
+   * Probability that a reasoning model follows a directive's request to note the code first thing in
+   * its thinking (the guard's `note-first` wording): its reasoning then opens with the code. Models
+   * follow some wordings and not others; this one is followed only where it is asked. @default 0
+   */
+  thinkingNoteRate: number
   /** Probability that one SSE event's bytes are split at an awkward boundary. @default 0.5 */
   splitRate: number
   /**
@@ -126,6 +132,7 @@ export const DEFAULT_SIM_CONFIG: Readonly<SimConfig> = Object.freeze({
   staleEdgeTokens: 64,
   echoIgnoreRate: 0,
   directiveQuoteRate: 0,
+  thinkingNoteRate: 0,
   splitRate: 0.5,
   quoteChars: 90,
   tokensPerEvent: 3,
@@ -154,6 +161,7 @@ const NUMERIC: Record<NumericKey, readonly [number, number, boolean, boolean]> =
   staleEdgeTokens: [1, 64 * 1024 * 1024, true, false],
   echoIgnoreRate: [0, 1, false, false],
   directiveQuoteRate: [0, 1, false, false],
+  thinkingNoteRate: [0, 1, false, false],
   splitRate: [0, 1, false, false],
   quoteChars: [1, 100_000, true, false],
   tokensPerEvent: [1, 1_000, true, false],

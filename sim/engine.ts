@@ -461,6 +461,7 @@ export class SimEngine {
       json: record.json,
       echoIgnoreRate: config.echoIgnoreRate,
       directiveQuoteRate: config.directiveQuoteRate,
+      thinkingNoteRate: config.thinkingNoteRate,
       quoteChars: config.quoteChars,
     })
     record.echoed = output.echoed

@@ -18,6 +18,9 @@ export const ECHO_DIRECTIVE =
 export const JSON_ECHO_DIRECTIVE =
   /start your json object with the member "([A-Za-z0-9_]+)": "([A-Za-z0-9_-]+)"/gi
 
+/** A directive's request to note its code first thing in the thinking (the guard's `note-first`). */
+export const NOTE_DIRECTIVE = /note the code\s+([A-Za-z0-9_-]+) first thing in your thinking/gi
+
 /** What decode sees and how much it may say. */
 export interface ModelInput {
   /** Token ids read from the request's KV pages (never-written slots already skipped). */
@@ -38,6 +41,8 @@ export interface ModelInput {
   quoteChars?: number
   /** Probability of restating the followed echo directive, code included, first thing in the reasoning. */
   directiveQuoteRate?: number
+  /** Probability of noting the code first thing in the reasoning, where the directive asks for it. */
+  thinkingNoteRate?: number
 }
 
 /** What the model generated, as tokens (the wire format groups and decodes them). */
@@ -112,6 +117,9 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
     const code = member ? `"${member.key}": "${member.value}"` : echo
     reasoningText = `The instruction at the end: begin with ${code}. ${reasoningText}`
   }
+  if (noted(text, echo, input, rand) && reasoningText) {
+    reasoningText = `Noting the code first: ${echo}. ${reasoningText}`
+  }
   if (!input.json) contentText = `${echo && !slipped ? `${echo} ` : ''}${answer}`
   else {
     const object = JSON.stringify({ answer })
@@ -138,11 +146,17 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
 
 /**
  * `text` without the instruction `directive` matched in it: from the match to the end of its line,
- * which holds the directive's own tail (`… on its own line, then answer normally.`). Text before it on
- * the same line (`Summarise this. Begin your reply with …`) is the user's and stays.
+ * which holds the directive's own tail (`… on its own line, then answer normally.`), and from the note
+ * asking for the same code just before it (`Note the code … first thing in your thinking. `). Text
+ * before them on the same line (`Summarise this. Begin your reply with …`) is the user's and stays.
  */
 function withoutInstruction(text: string, directive: RegExpMatchArray): string {
-  const start = directive.index ?? 0
+  let start = directive.index ?? 0
+  const note = lastMatch(text.slice(0, start), NOTE_DIRECTIVE)
+  const code = directive[directive.length - 1]?.toLowerCase()
+  if (note && note[1]!.toLowerCase() === code && !text.slice(note.index!, start).includes('\n')) {
+    start = note.index!
+  }
   const newline = text.indexOf('\n', start + directive[0].length)
   return text.slice(0, start) + (newline === -1 ? '' : text.slice(newline))
 }
@@ -152,6 +166,23 @@ function lastMatch(text: string, pattern: RegExp): RegExpMatchArray | null {
   let found: RegExpMatchArray | null = null
   for (const match of text.matchAll(pattern)) found = match
   return found
+}
+
+/**
+ * Whether the model notes the code of the echo it follows first thing in its reasoning: only where the
+ * directive asks for that note with that very code, and then at `thinkingNoteRate` (drawn only when
+ * the habit is on, so outputs without it stay byte-identical).
+ */
+function noted(
+  text: string,
+  echo: string | null,
+  input: ModelInput,
+  rand: () => number,
+): echo is string {
+  const rate = input.thinkingNoteRate ?? 0
+  if (echo === null || input.json || rate <= 0) return false
+  const note = lastMatch(text, NOTE_DIRECTIVE)
+  return note !== null && note[1]!.toLowerCase() === echo.toLowerCase() && rand() < rate
 }
 
 function lastEchoMatch(text: string): RegExpMatchArray | null {

@@ -43,6 +43,7 @@ export {
   type CacheIsolation,
   defaultCacheIsolation,
   type EchoPolicy,
+  type EchoWording,
   type GuardOptions,
   type ModelProfile,
   type OverflowPolicy,

@@ -51,6 +51,7 @@ const PROFILE: ModelProfile = {
   tokenizerDrift: 0.1,
   defaultOutputReserve: 512,
   echo: 'require',
+  directive: 'reply-first',
   cacheIsolation: 'prefix',
 }
 const MAX_TOKENS = 512

@@ -61,6 +61,7 @@ const PROFILE: ModelProfile = {
   tokenizerDrift: 0.1,
   defaultOutputReserve: 512,
   echo: 'require',
+  directive: 'reply-first',
   cacheIsolation: 'off',
 }
 const CONFIGS = {

@@ -4,7 +4,7 @@
  */
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
-import { createGuard, guardAi } from '../../src'
+import { createGuard, type EchoWording, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
 import { parseFrame } from '../../src/format/frames'
@@ -39,11 +39,16 @@ async function benchCanary(): Promise<string> {
   })
 }
 
-function guardOver(upstream: AiRunner, now?: () => number): AiRunner {
+function guardOver(
+  upstream: AiRunner,
+  now?: () => number,
+  directive: EchoWording = 'reply-first',
+): AiRunner {
   return guardAi(upstream, {
     secret: BENCH_SECRET,
     tenant: TENANT,
     requestId: () => REQUEST_ID,
+    models: { [MODEL]: { directive } },
     ...(now ? { now } : {}),
   })
 }
@@ -245,6 +250,7 @@ async function simulatorRow(
   rate: number,
   seeds: number,
   habits: Record<string, number>,
+  directive: EchoWording = 'reply-first',
 ): Promise<TtfbRow> {
   const u: { firstByteMs: number; firstContentMs: number }[] = []
   const g: { firstByteMs: number; firstContentMs: number }[] = []
@@ -255,7 +261,9 @@ async function simulatorRow(
     const clockU = new VirtualClock()
     const engineU = new SimEngine(config, { clock: clockU })
     let start = clockU.now()
-    const outU = await engineU.binding('worker').run(MODEL, withLookalikeDirective(inputs))
+    const outU = await engineU
+      .binding('worker')
+      .run(MODEL, withLookalikeDirective(inputs, directive))
     u.push(await firstTimes(outU as ReadableStream<Uint8Array>, clockU, start))
     const clockG = new VirtualClock()
     const engineG = new SimEngine(config, { clock: clockG })
@@ -264,6 +272,7 @@ async function simulatorRow(
       secret: BENCH_SECRET,
       now: () => clockG.now(),
       streamRelease: policy,
+      models: { [MODEL]: { directive } },
     }).wrap(engineG.binding('worker'), { tenant: TENANT })
     start = clockG.now()
     const outG = await guarded.run(MODEL, inputs)
@@ -271,6 +280,33 @@ async function simulatorRow(
     reasoning += Math.round(((u.at(-1)!.firstContentMs - u.at(-1)!.firstByteMs) * rate) / 1000)
   }
   return ttfbRow(label, policy, rate, Math.round(reasoning / seeds), u, g)
+}
+
+/** A recorded 1,000-token thinker at `rate`, unguarded and guarded with this directive wording. */
+async function longThinkerRow(
+  canary: string,
+  rate: number,
+  directive: EchoWording,
+): Promise<TtfbRow> {
+  const rec = recordStream({
+    echo: canary,
+    reasoningTokens: 1_000,
+    contentTokens: 200,
+    decodeTokensPerSecond: rate,
+    prefillMs: 80,
+    noteFirst: directive === 'note-first',
+  })
+  const clockU = new VirtualClock()
+  let start = clockU.now()
+  const ru = await firstTimes(replay(rec, clockU), clockU, start)
+  const clockG = new VirtualClock()
+  const guarded = guardOver({ run: async () => replay(rec, clockG) }, () => clockG.now(), directive)
+  start = clockG.now()
+  const outG = await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })
+  const rg = await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start)
+  const label =
+    directive === 'note-first' ? '1,000-token reasoning, note-first' : '1,000-token reasoning'
+  return ttfbRow(label, 'verified', rate, 1_000, [ru], [rg])
 }
 
 async function holdBack(quick: boolean): Promise<TtfbRow[]> {
@@ -285,23 +321,15 @@ async function holdBack(quick: boolean): Promise<TtfbRow[]> {
     // The operator's latency policy: released from the first token, proof and evidence checked after.
     rows.push(await simulatorRow('simulator model', 'async', rate, seeds, {}))
     rows.push(await simulatorRow('simulator, restating', 'async', rate, seeds, restating))
-    // A long thinker: 1,000 reasoning tokens before the answer (GLM-5.3 cannot switch reasoning off).
-    const rec = recordStream({
-      echo: canary,
-      reasoningTokens: 1_000,
-      contentTokens: 200,
-      decodeTokensPerSecond: rate,
-      prefillMs: 80,
-    })
-    const clockU = new VirtualClock()
-    let start = clockU.now()
-    const ru = await firstTimes(replay(rec, clockU), clockU, start)
-    const clockG = new VirtualClock()
-    const guarded = guardOver({ run: async () => replay(rec, clockG) }, () => clockG.now())
-    start = clockG.now()
-    const outG = await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })
-    const rg = await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start)
-    rows.push(ttfbRow('1,000-token reasoning', 'verified', rate, 1_000, [ru], [rg]))
+    // The `note-first` wording on a model that follows it (issue 49): it notes the code as it starts.
+    const noting = { thinkingNoteRate: 1 }
+    rows.push(
+      await simulatorRow('simulator, note-first', 'verified', rate, seeds, noting, 'note-first'),
+    )
+    // A long thinker: 1,000 reasoning tokens before the answer (GLM-5.3 cannot switch reasoning off),
+    // and the same thinker following the `note-first` wording.
+    rows.push(await longThinkerRow(canary, rate, 'reply-first'))
+    rows.push(await longThinkerRow(canary, rate, 'note-first'))
   }
   for (const r of rows) {
     console.log(
@@ -336,7 +364,8 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
       'and guarded, on a virtual clock shared by upstream and guard (exact simulated time; ±2 SSE events of ' +
       'read-ahead). The guard releases nothing — reasoning included — until its canary has shown up: at the ' +
       'start of the content (the echo), so the first byte waits for the whole reasoning, or restated in the ' +
-      'reasoning by a model that restates its instructions (“restating”), released from there; after that the ' +
+      'reasoning by a model that restates its instructions (“restating”) or notes it first where the ' +
+      "directive asks (“note-first”, the profile's `directive: 'note-first'`), released from there; after that the " +
       'foreign-content check holds back the last 9 words of a channel until it has judged them (21 while ' +
       'any of the last 21 matched another tenant), so the first content words wait for about 9 more (a ' +
       'quote-heavy answer: more tokens per word). Under the ' +

@@ -3,7 +3,7 @@
  * is attributable by content alone (the way the incident's 155 answers were).
  */
 import { injectCanary } from '../../src/canary'
-import { BUILTIN_PROFILES } from '../../src/vocabulary/options'
+import { BUILTIN_PROFILES, type EchoWording } from '../../src/vocabulary/options'
 
 /** About 17 tokens (o200k and cl100k alike) per line. */
 const TOKENS_PER_LINE = 17
@@ -50,11 +50,14 @@ const BASE32 = '0123456789abcdefghjkmnpqrstvwxyz'
  * @example
  * await engine.binding().run(MODEL, withLookalikeDirective(chat(text)))
  */
-export function withLookalikeDirective(inputs: Record<string, unknown>): Record<string, unknown> {
+export function withLookalikeDirective(
+  inputs: Record<string, unknown>,
+  wording: EchoWording = 'reply-first',
+): Record<string, unknown> {
   let token = 'cnry_'
   const bytes = crypto.getRandomValues(new Uint8Array(24))
   for (const b of bytes) token += BASE32[b & 31]
-  return injectCanary(inputs, token)
+  return injectCanary(inputs, token, 'text', wording)
 }
 
 /**

@@ -38,6 +38,8 @@ export function recordStream(options: {
   decodeTokensPerSecond?: number
   prefillMs?: number
   seed?: number
+  /** The reasoning opens with the code noted (a model following the `note-first` wording). */
+  noteFirst?: boolean
 }): RecordedStream {
   const perEvent = options.tokensPerEvent ?? 3
   const seed = options.seed ?? 5
@@ -49,6 +51,7 @@ export function recordStream(options: {
     return out
   }
   const reasoningDeltas = deltas(english(seed, options.reasoningTokens * CHARS_PER_TOKEN))
+  if (options.noteFirst) reasoningDeltas.unshift(`Noting the code first: ${options.echo}. `)
   const contentDeltas = [
     `${options.echo}\n`,
     ...deltas(english(seed + 1, options.contentTokens * CHARS_PER_TOKEN)),

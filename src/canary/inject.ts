@@ -11,6 +11,7 @@
 
 import type { ChatMessage, ContentPart } from '../call/upstream'
 import { GuardError } from '../errors'
+import type { EchoWording } from '../vocabulary/options'
 import { buildJsonEchoDirective } from './json-echo'
 
 /** Between the prompt's own last text and the directive. */
@@ -26,8 +27,13 @@ const SEPARATOR = '\n\n'
  * buildEchoDirective('cnry_0123456789abcdefghjkmnpq')
  * // 'Begin your reply with the code cnry_0123456789abcdefghjkmnpq on its own line, then answer normally.'
  */
-export function buildEchoDirective(canary: string): string {
-  return `Begin your reply with the code ${canary} on its own line, then answer normally.`
+export function buildEchoDirective(canary: string, wording: EchoWording = 'reply-first'): string {
+  const reply = `Begin your reply with the code ${canary} on its own line, then answer normally.`
+  // The note comes first: a model reads the directive in order, and the reply's line stays the one a
+  // model that ignores the note still follows.
+  return wording === 'note-first'
+    ? `Note the code ${canary} first thing in your thinking. ${reply}`
+    : reply
 }
 
 function isMessage(value: unknown): value is ChatMessage {
@@ -70,7 +76,8 @@ function injectMessages(messages: unknown[], directive: string): unknown[] {
  * user message (string content, or a new text part at the end of a parts array), else a new user
  * message is appended. Legacy `prompt`: appended to the prompt. When both are present both get it,
  * so whichever the model reads ends with it. Neither: `GuardError('invalid_request')`. `kind: 'json'`
- * asks for the JSON-mode echo member instead (see json-echo.ts).
+ * asks for the JSON-mode echo member instead (see json-echo.ts); `wording` is the profile's
+ * {@link EchoWording} for a text echo.
  *
  * @example
  * injectCanary({ messages: [{ role: 'user', content: 'Hi' }] }, canary)
@@ -80,8 +87,10 @@ export function injectCanary(
   inputs: Record<string, unknown>,
   canary: string,
   kind: 'text' | 'json' = 'text',
+  wording: EchoWording = 'reply-first',
 ): Record<string, unknown> {
-  const directive = kind === 'json' ? buildJsonEchoDirective(canary) : buildEchoDirective(canary)
+  const directive =
+    kind === 'json' ? buildJsonEchoDirective(canary) : buildEchoDirective(canary, wording)
   const out: Record<string, unknown> = { ...inputs }
   let injected = false
   if (inputs.messages !== undefined) {

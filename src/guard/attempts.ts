@@ -127,7 +127,7 @@ async function prepare(
   ])
   const injected =
     plan.proof !== 'none' && canary
-      ? injectCanary(isolated.inputs, canary, plan.proof)
+      ? injectCanary(isolated.inputs, canary, plan.proof, plan.profile.directive)
       : isolated.inputs
   const inputs = plan.viaStream
     ? {

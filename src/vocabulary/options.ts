@@ -17,6 +17,18 @@ import type { QuarantineStore } from './quarantine'
 export type EchoPolicy = 'require' | 'scan-only' | 'off'
 
 /**
+ * How the echo directive is worded for a model (text proofs; the JSON-mode directive is one).
+ * - `reply-first`: the reply's first line is the code. A reasoning model that does not restate its
+ *   instructions proves the read only when its content starts: a verified stream is held through its
+ *   whole reasoning.
+ * - `note-first`: the same, and the code is also noted first thing in the model's thinking, so a model
+ *   that follows it proves the read as its reasoning starts and the stream is released from there.
+ *   One that does not is proven by its reply's first line, as with `reply-first`.
+ * Which one a model follows is measured, not assumed (docs/streaming.md); operator configuration only.
+ */
+export type EchoWording = 'reply-first' | 'note-first'
+
+/**
  * Whether the engine's prefix cache is split per tenant.
  * - `salt`: every attempt carries `cache_salt` (vLLM's field), derived from the guard's key and the
  *   tenant, so one tenant's requests never hit pages cached from another's prompt — neither as a
@@ -58,6 +70,8 @@ export interface ModelProfile {
   defaultOutputReserve: number
   /** Canary policy for requests where an echo would not break the output (no tools, no JSON mode). */
   echo: EchoPolicy
+  /** The echo directive's wording for this model (see {@link EchoWording}). @default 'reply-first' */
+  directive: EchoWording
   /**
    * Per-tenant prefix-cache isolation. Defaults to `salt`, except for Workers AI catalogue models
    * (`@cf/…`, `@hf/…`), which default to `prefix`: the binding has no salt field (see
@@ -88,6 +102,7 @@ export const BUILTIN_PROFILES: Readonly<Record<string, Readonly<ModelProfile>>> 
     tokenizerDrift: 0.03,
     defaultOutputReserve: 4_096,
     echo: 'require',
+    directive: 'reply-first',
     cacheIsolation: 'prefix',
   },
 }
@@ -552,6 +567,10 @@ function validateProfile(
   if (echo !== 'require' && echo !== 'scan-only' && echo !== 'off') {
     throw new Error(`option "${name}.echo" must be "require", "scan-only" or "off"`)
   }
+  const directive = p.directive ?? 'reply-first'
+  if (directive !== 'reply-first' && directive !== 'note-first') {
+    throw new Error(`option "${name}.directive" must be "reply-first" or "note-first"`)
+  }
   const cacheIsolation = p.cacheIsolation ?? isolationDefault
   if (cacheIsolation !== 'salt' && cacheIsolation !== 'prefix' && cacheIsolation !== 'off') {
     throw new Error(`option "${name}.cacheIsolation" must be "salt", "prefix" or "off"`)
@@ -563,6 +582,7 @@ function validateProfile(
     tokenizerDrift: drift,
     defaultOutputReserve,
     echo,
+    directive,
     cacheIsolation,
   }
 }

@@ -15,6 +15,7 @@ const PROFILE: ModelProfile = {
   tokenizerDrift: 0.03, // the recommended built-in margin on top of the family bound
   defaultOutputReserve: 4_096,
   echo: 'require',
+  directive: 'reply-first',
   cacheIsolation: 'off',
 }
 const SMALL: ModelProfile = { ...PROFILE, contextWindow: 40_000, kvPoolTokens: 20_000 }

@@ -3,7 +3,7 @@ import { english } from '../../bench/texts'
 import { VirtualClock } from '../../sim/clock'
 import type { SimConfig } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
-import { GuardError, guardAi } from '../../src'
+import { type EchoWording, GuardError, guardAi } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, mintCanary } from '../../src/canary'
 import { chat, directiveCanary, sseText } from '../support/prompts'
@@ -26,9 +26,17 @@ const SIM: Partial<SimConfig> = {
 const TEXT = Array.from({ length: 12 }, (_, i) => english(500 + i, 200)).join('\n')
 
 /** One streamed request: when its first byte and its first content arrived, and what was delivered. */
-async function timed(directiveQuoteRate: number, guarded: boolean) {
+async function timed(
+  directiveQuoteRate: number,
+  guarded: boolean,
+  wording: { directive: EchoWording; thinkingNoteRate: number } = {
+    directive: 'reply-first',
+    thinkingNoteRate: 0,
+  },
+) {
   const clock = new VirtualClock()
-  const engine = new SimEngine({ ...SIM, directiveQuoteRate }, { clock })
+  const { directive, thinkingNoteRate } = wording
+  const engine = new SimEngine({ ...SIM, directiveQuoteRate, thinkingNoteRate }, { clock })
   const verdicts = recordVerdicts()
   const upstream = engine.binding('gateway')
   const ai = guarded
@@ -37,6 +45,7 @@ async function timed(directiveQuoteRate: number, guarded: boolean) {
         tenant: 'a',
         onVerdict: verdicts.onVerdict,
         now: () => clock.now(),
+        models: { [MODEL]: { directive } },
       })
     : upstream
   const start = clock.now()
@@ -105,43 +114,100 @@ describe('release on the first proof', () => {
     expect(verdicts.events.map((v) => [v.action, v.reasons])).toEqual([['release', []]])
   }, 60_000)
 
-  it('should not take another request’s canary, or a piece of its own, in the reasoning as proof', async () => {
-    const key = await importCanaryKey(SECRET)
-    const foreign = await mintCanary(key, { requestId: 'someone-else', tenant: 'b' })
-    for (const restated of [(_own: string) => foreign, (own: string) => own.slice(0, 20)]) {
-      const verdicts = recordVerdicts()
-      let released = ''
-      const upstream: AiRunner = {
-        run: async (_model, inputs) => {
-          const own = directiveCanary(inputs)
-          const event = (delta: Record<string, string>) =>
-            `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`
-          const body = [
-            event({
-              reasoning_content: `The instruction at the end: begin with ${restated(own)}. `,
-            }),
-            event({ reasoning_content: 'More thinking, '.repeat(20) }),
-            event({ content: 'An answer without the echo.' }),
-            'data: [DONE]\n\n',
-          ].join('')
-          return new Response(body).body
-        },
-      }
-      const ai = guardAi(upstream, {
-        secret: SECRET,
-        tenant: 'a',
-        echoRetries: 0,
-        onVerdict: verdicts.onVerdict,
-      })
-      const error = await ai
-        .run(MODEL, chat('hi', { stream: true }))
-        .then(async (out) => {
-          released = await new Response(out as ReadableStream).text()
+  it.each<EchoWording>(['reply-first', 'note-first'])(
+    'should not take another request’s canary, or a piece of its own, in the reasoning as proof (%s)',
+    async (directive) => {
+      const key = await importCanaryKey(SECRET)
+      const foreign = await mintCanary(key, { requestId: 'someone-else', tenant: 'b' })
+      for (const restated of [(_own: string) => foreign, (own: string) => own.slice(0, 20)]) {
+        const verdicts = recordVerdicts()
+        let released = ''
+        const upstream: AiRunner = {
+          run: async (_model, inputs) => {
+            const own = directiveCanary(inputs)
+            const event = (delta: Record<string, string>) =>
+              `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`
+            const body = [
+              event({
+                reasoning_content: `The instruction at the end: begin with ${restated(own)}. `,
+              }),
+              event({ reasoning_content: 'More thinking, '.repeat(20) }),
+              event({ content: 'An answer without the echo.' }),
+              'data: [DONE]\n\n',
+            ].join('')
+            return new Response(body).body
+          },
+        }
+        const ai = guardAi(upstream, {
+          secret: SECRET,
+          tenant: 'a',
+          echoRetries: 0,
+          onVerdict: verdicts.onVerdict,
+          models: { [MODEL]: { directive } },
         })
-        .catch((e: unknown) => e)
-      expect(error).toBeInstanceOf(GuardError)
-      expect(released).toBe('')
-      expect(verdicts.events[0]?.action).toBe('quarantine')
+        const error = await ai
+          .run(MODEL, chat('hi', { stream: true }))
+          .then(async (out) => {
+            released = await new Response(out as ReadableStream).text()
+          })
+          .catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(GuardError)
+        expect(released).toBe('')
+        expect(verdicts.events[0]?.action).toBe('quarantine')
+      }
+    },
+    60_000,
+  )
+})
+
+/**
+ * The `note-first` wording (issue 49): the directive also asks the model to note the code first thing
+ * in its thinking, so a reasoning model that follows it proves the read as it starts. Operator
+ * configuration, per model profile; a model that ignores the note is proven by its reply's echo.
+ */
+describe('the note-first wording', () => {
+  it('should release a model that follows the note from its reasoning’s start', async () => {
+    const direct = await timed(0, false)
+    const noted = await timed(0, true, { directive: 'note-first', thinkingNoteRate: 1 })
+    const ignored = await timed(0, true, { directive: 'note-first', thinkingNoteRate: 0 })
+    expect(noted.firstByte - direct.firstByte).toBeLessThanOrEqual(1_000)
+    // A model that does not follow the note is released at its reply's echo, after its reasoning.
+    expect(ignored.firstByte - noted.firstByte).toBeGreaterThan(3_500)
+    expect(noted.reasoning.startsWith('Noting the code first: . ')).toBe(true)
+    for (const out of [noted, ignored]) {
+      expect(out.raw).not.toMatch(/cnry_/i)
+      expect(out.content).toBe(direct.content.replace(/^\S+ /, ''))
+      expect(out.verdicts.events.map((v) => v.action)).toEqual(['release'])
     }
   }, 60_000)
+
+  it('should word the directive from the profile only, never from a request field', async () => {
+    const sent: string[] = []
+    const upstream: AiRunner = {
+      run: async (_model, inputs) => {
+        sent.push(JSON.stringify(inputs))
+        return { response: 'no echo' }
+      },
+    }
+    const asked = { ...chat('hi'), directive: 'note-first', echo_wording: 'note-first' }
+    for (const directive of ['reply-first', 'note-first'] as const) {
+      const ai = guardAi(upstream, {
+        secret: SECRET,
+        echoRetries: 0,
+        models: { [MODEL]: { directive } },
+      })
+      await ai.run(MODEL, asked).catch(() => undefined)
+    }
+    expect(sent).toHaveLength(2)
+    expect(sent[0]).not.toContain('Note the code')
+    expect(sent[1]).toMatch(
+      /Note the code cnry_\w+ first thing in your thinking\. Begin your reply/,
+    )
+    expect(() =>
+      guardAi(upstream, {
+        secret: SECRET,
+        models: { [MODEL]: { directive: 'think' as EchoWording } },
+      }),
+    ).toThrow('.directive" must be "reply-first" or "note-first"')
+  })
 })
