@@ -44,7 +44,13 @@ async function tsFiles(root: string): Promise<string[]> {
   }
 }
 
-function resolve(from: string, specifier: string, known: Set<string>): string | undefined {
+/**
+ * The file a relative import specifier names, if it is one of `known`.
+ *
+ * @example
+ * resolve('src/a/b.ts', '../c', known) // 'src/c.ts' or 'src/c/index.ts'
+ */
+export function resolve(from: string, specifier: string, known: Set<string>): string | undefined {
   const parts = from.split('/').slice(0, -1)
   for (const part of specifier.split('/')) {
     if (part === '..') parts.pop()

@@ -9,7 +9,7 @@
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { parseAst } from 'rolldown/parseAst'
-import { type ExportReport, privateExports } from './exports'
+import { type ExportReport, privateExports, resolve } from './exports'
 
 /** The longest function a reader is asked to hold on one screen, and a bit. */
 export const MAX_FUNCTION_LINES = 60
@@ -201,17 +201,6 @@ async function readFacts(file: string, known: Set<string>): Promise<FileFacts> {
     functions.push({ name, line, lines: lineAt(node.end) - line + 1 })
   })
   return { imports: [...new Set(imports)], functions }
-}
-
-/** The file an import specifier names, if it is one of `src/`'s. */
-function resolve(from: string, specifier: string, known: Set<string>): string | undefined {
-  const parts = from.split('/').slice(0, -1)
-  for (const part of specifier.split('/')) {
-    if (part === '..') parts.pop()
-    else if (part !== '.') parts.push(part)
-  }
-  const base = parts.join('/').replace(/\.js$/, '')
-  return [`${base}.ts`, `${base}/index.ts`].find((f) => known.has(f))
 }
 
 const FUNCTION_TYPES = new Set([
