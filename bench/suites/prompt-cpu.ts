@@ -4,18 +4,22 @@
  * ceiling decision, fingerprint units and print, secrets scan), for English, Russian, Chinese and
  * Thai side by side in one run (issue 46, item 2).
  */
-import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import { countTokens, pieceTokenizer, setMergeMemoEntries } from '../../src/ceiling/count'
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { countTokens, pieceTokenizer } from '../../src/ceiling/count'
 import { estimateTexts } from '../../src/ceiling/estimate'
-import { type PromptPieces, promptPieces } from '../../src/ceiling/prompt'
 import { addClassBytes, SCRIPT_CLASSES } from '../../src/ceiling/script'
-import { FINGERPRINT_DEFAULTS, fingerprintKey, printPrompt } from '../../src/fingerprint'
+import { FINGERPRINT_DEFAULTS } from '../../src/fingerprint'
 import { UnitReader } from '../../src/fingerprint/units'
 import { builtInDetectors, findSecrets } from '../../src/secrets'
 import { sized, udhrText } from '../../test/node/ceiling-corpus'
 import {
+  BENCH_DIR,
   machineInfo,
   ms,
+  ROOT,
   type Suite,
   type SuiteOptions,
   type Summary,
@@ -23,21 +27,14 @@ import {
   timeOnce,
   writeResult,
 } from '../lib'
+import { CEILING, decide, FRESH_STAGES, perPrompt, print } from '../support/prompt-stages'
 import { english } from '../texts'
-
-/** glm-5.3's pool, a 4k output reserve and the recommended 3% drift: the ceiling suite's profile. */
-const CEILING = ceilingFor({ contextWindow: 1_048_576, kvPoolTokens: 681_280 }, 4_096)
-const MARGINS: Margins = () => 0.03
 
 const SCRIPTS: Record<string, (chars: number) => string> = {
   english: (chars) => english(7, chars),
   russian: (chars) => sized(udhrText('rus'), chars),
   chinese: (chars) => sized(udhrText('cmn_hans'), chars),
   thai: (chars) => sized(udhrText('tha'), chars),
-}
-
-function piecesOf(text: string): PromptPieces {
-  return promptPieces({ messages: [{ role: 'user', content: text }] })
 }
 
 /**
@@ -50,8 +47,7 @@ async function maximal(make: (chars: number) => string): Promise<string> {
   const perChar = ((await estimateTexts([sample])).bound * 1.03) / sample.length
   let chars = Math.floor(CEILING / perChar)
   const long = make(Math.ceil(chars * 1.2))
-  const fits = async (n: number) =>
-    (await decideCeiling(piecesOf(long.slice(0, n)), CEILING, MARGINS)).fits
+  const fits = async (n: number) => (await decide(long.slice(0, n))).fits
   if (await fits(chars)) {
     while (await fits(Math.floor(chars * 1.005))) chars = Math.floor(chars * 1.005)
   } else {
@@ -73,7 +69,6 @@ interface Row {
 async function run({ quick }: SuiteOptions): Promise<void> {
   const runs = quick ? 1 : 3
   const { split } = await pieceTokenizer()
-  const key = fingerprintKey(new Uint8Array(32).fill(7))
   const detectors = builtInDetectors()
   const rows: Row[] = []
   const texts: Record<string, string> = {}
@@ -87,7 +82,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     },
     'o200k count': (text) => countTokens([text]),
     'family estimate': (text) => estimateTexts([text]),
-    decideCeiling: (text) => decideCeiling(piecesOf(text), CEILING, MARGINS),
+    decideCeiling: decide,
     'fingerprint units': (text) => {
       let n = 0
       new UnitReader().read(text, true, () => {
@@ -95,54 +90,51 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       })
       return n
     },
-    'fingerprint print': (text) => printPrompt(key, [text], FINGERPRINT_DEFAULTS),
+    'fingerprint print': print,
     'secrets scan': (text) => findSecrets(text, detectors),
   }
-  // A maximal prompt repeats its translation many times, so every pre-token after the first pass is
-  // found in the merge memo; novel text of a spaceless script (one pre-token per phrase) mostly is
-  // not. The tokenizer stages are timed again with the memo off: every pre-token merged. The
-  // 'per prompt' rows are what one maximal prompt costs the isolate: the ceiling decision, the
-  // fingerprint print and the secrets scan of the same text, run one after another.
-  const perPrompt = async (text: string) => {
-    await decideCeiling(piecesOf(text), CEILING, MARGINS)
-    await printPrompt(key, [text], FINGERPRINT_DEFAULTS)
-    return findSecrets(text, detectors)
-  }
+  // A maximal prompt repeats its translation many times, so after its first pass every pre-token is
+  // in the merge memo. The 'fresh' rows are the same calls as a new process's first work on the text
+  // (bench/fresh-prompt.ts): every distinct pre-token merged once, as a cold isolate's first maximal
+  // prompt has it. 'per prompt' is what one maximal prompt costs the isolate.
   const warm: Record<string, (text: string) => unknown> = { ...stages, 'per prompt': perPrompt }
-  const cold: Record<string, (text: string) => unknown> = {
-    'o200k count, cold': (text) => countTokens([text]),
-    'family estimate, cold': (text) => estimateTexts([text]),
-    'decideCeiling, cold': (text) => decideCeiling(piecesOf(text), CEILING, MARGINS),
-    'per prompt, cold': perPrompt,
-  }
+  const freshStages = Object.keys(FRESH_STAGES)
   const samples: Record<string, Record<string, number[]>> = {}
   for (const script of Object.keys(texts)) {
     samples[script] = Object.fromEntries(
-      [warm, cold].flatMap((set) => Object.keys(set)).map((s) => [s, []]),
+      [...Object.keys(warm), ...freshStages.map((s) => `${s}, fresh`)].map((s) => [s, []]),
     )
   }
   // One warm-up round, then `runs` timed ones; each round goes through every script and stage, the
   // script order reversed every other round so drift falls on all alike.
-  for (const [set, memo] of [
-    [warm, 10_000],
-    [cold, 0],
-  ] as const) {
-    setMergeMemoEntries(memo)
-    for (let round = 0; round <= runs; round++) {
-      const order = Object.keys(texts)
-      if (round % 2) order.reverse()
-      for (const script of order) {
-        const text = texts[script] ?? ''
-        for (const [stage, fn] of Object.entries(set)) {
-          const took = await timeOnce(() => fn(text))
-          if (round > 0) samples[script]?.[stage]?.push(took)
-        }
+  for (let round = 0; round <= runs; round++) {
+    const order = Object.keys(texts)
+    if (round % 2) order.reverse()
+    for (const script of order) {
+      const text = texts[script] ?? ''
+      for (const [stage, fn] of Object.entries(warm)) {
+        const took = await timeOnce(() => fn(text))
+        if (round > 0) samples[script]?.[stage]?.push(took)
       }
     }
   }
-  setMergeMemoEntries(10_000)
+  const dir = await mkdtemp(join(tmpdir(), 'prompt-cpu-'))
+  try {
+    for (const [script, text] of Object.entries(texts)) await writeFile(join(dir, script), text)
+    for (let round = 0; round < runs; round++) {
+      const order = Object.keys(texts)
+      if (round % 2) order.reverse()
+      for (const script of order) {
+        for (const stage of freshStages) {
+          samples[script]?.[`${stage}, fresh`]?.push(await freshRun(stage, join(dir, script)))
+        }
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
   for (const [script, text] of Object.entries(texts)) {
-    const decision = await decideCeiling(piecesOf(text), CEILING, MARGINS)
+    const decision = await decide(text)
     let pieces = 0
     for (const _ of text.matchAll(split)) pieces++
     const row: Row = {
@@ -151,7 +143,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       o200k: await countTokens([text]),
       charged: decision.adjustedTokens,
       pieces,
-      units: printPrompt(key, [text], FINGERPRINT_DEFAULTS).units,
+      units: print(text).units,
       stages: Object.fromEntries(
         Object.entries(samples[script] ?? {}).map(([stage, s]) => [stage, summarize(s)]),
       ),
@@ -165,24 +157,25 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       console.log(`    ${stage.padEnd(18)} ${ms(s.median).padStart(10)}`)
     }
   }
-  // Issue 46's line: each script's CPU per maximal prompt against English's, in this one run. Novel
-  // text is the case that counts (the memo off); the ceiling alone is shown beside it.
+  // Issue 46's line: each script's CPU per maximal prompt against English's, in this one run; a fresh
+  // isolate's first is the case that counts; the ceiling alone is shown beside it.
   const median = (script: string, stage: string) =>
     rows.find((r) => r.script === script)?.stages[stage]?.median ?? Number.NaN
   const ratios = Object.fromEntries(
     rows.map((r) => [
       r.script,
       {
-        perPromptCold: median(r.script, 'per prompt, cold') / median('english', 'per prompt, cold'),
-        decideCeilingCold:
-          median(r.script, 'decideCeiling, cold') / median('english', 'decideCeiling, cold'),
+        perPromptFresh:
+          median(r.script, 'per prompt, fresh') / median('english', 'per prompt, fresh'),
+        decideCeilingFresh:
+          median(r.script, 'decideCeiling, fresh') / median('english', 'decideCeiling, fresh'),
       },
     ]),
   )
   for (const [script, r] of Object.entries(ratios)) {
     console.log(
-      `  ${script.padEnd(8)} × English per prompt (cold) ${r.perPromptCold.toFixed(2)}, ` +
-        `ceiling alone ${r.decideCeilingCold.toFixed(2)}`,
+      `  ${script.padEnd(8)} × English per prompt (fresh) ${r.perPromptFresh.toFixed(2)}, ` +
+        `ceiling alone ${r.decideCeilingFresh.toFixed(2)}`,
     )
   }
   const path = await writeResult(quick ? 'prompt-cpu-quick' : 'prompt-cpu', {
@@ -194,12 +187,33 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     note:
       'Times in ms per maximal admissible prompt (the longest the ceiling admits, within 0.5%). ' +
       'Stages are timed apart; decideCeiling includes the byte bound and the family estimate; ' +
-      '"per prompt" is the ceiling, the fingerprint print and the secrets scan in turn; "cold": ' +
-      'the merge memo off, every pre-token merged (novel text).',
+      '"per prompt" is the ceiling, the fingerprint print and the secrets scan in turn; "fresh": ' +
+      "a new process's first work on the text (bench/fresh-prompt.ts), every distinct pre-token merged once.",
     rows,
     ratios,
   })
   console.log(`  wrote ${path}`)
+}
+
+/** Times `stage` on the text in `file` in a new process of this Node (bench/fresh-prompt.ts). */
+function freshRun(stage: string, file: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(BENCH_DIR, 'fresh-prompt.ts'), stage, file],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    let out = ''
+    const decoder = new TextDecoder()
+    child.stdout.on('data', (chunk: Uint8Array) => {
+      out += decoder.decode(chunk, { stream: true })
+    })
+    child.on('error', reject)
+    child.on('close', (status) => {
+      if (status !== 0) return reject(new Error(`fresh-prompt ${stage} exited with ${status}`))
+      resolve((JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as { ms: number }).ms)
+    })
+  })
 }
 
 const suite: Suite = { name: 'prompt-cpu', run }

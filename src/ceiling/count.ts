@@ -65,21 +65,7 @@ const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
  * Merged pre-tokens remembered, oldest dropped first. Pre-tokens are at most 32 units, so this is
  * at most a few MB; it pays for text that repeats its words (code, tables, a pasted document twice).
  */
-let mergeMemoEntries = 10_000
-
-/**
- * Sets how many merged pre-tokens the isolate remembers (10,000 by default; 0 turns the memo off and
- * empties it). Benchmarks turn it off to time text whose every pre-token is new.
- *
- * @example
- * setMergeMemoEntries(0) // every pre-token merged from its bytes
- */
-// Used by bench/suites/prompt-cpu.ts: its cold rows time the ceiling with every pre-token merged, which nothing else can force.
-export function setMergeMemoEntries(entries: number): void {
-  mergeMemoEntries = Math.max(0, Math.floor(entries))
-  if (mergeMemoEntries === 0) clearMemo?.()
-}
-let clearMemo: (() => void) | undefined
+const MERGE_MEMO_ENTRIES = 10_000
 
 let loading: Promise<PieceTokenizer> | undefined
 
@@ -115,15 +101,13 @@ function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenize
   const merger = pieceMerger(core)
   let scratch = new Int32Array(128)
   const memo = new Map<string, Int32Array>()
-  clearMemo = () => memo.clear()
   const merge = (piece: string): Int32Array => {
     const known = memo.get(piece)
     if (known) return known
     if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
     const n = merger.merge(piece, scratch)
-    if (mergeMemoEntries === 0) return scratch.subarray(0, n)
     const ids = scratch.slice(0, n)
-    if (memo.size >= mergeMemoEntries) memo.delete(memo.keys().next().value ?? '')
+    if (memo.size >= MERGE_MEMO_ENTRIES) memo.delete(memo.keys().next().value ?? '')
     memo.set(piece, ids)
     return ids
   }

@@ -63,12 +63,9 @@ describe('src/ layout', () => {
   })
 
   // No test hooks (issue 47): what tests, benchmarks or scripts need of src/ they reach through what
-  // src/ itself uses. One exception: the cold rows of bench/suites/prompt-cpu.ts turn the tokenizer's
-  // merge memo off, which no input can force (a maximal prompt repeats its pieces).
+  // src/ itself uses.
   it('should export nothing that only tests, benchmarks or scripts import, nor what nobody imports', () => {
-    expect(report.exports.outsideOnly.map((e) => e.name)).toEqual([
-      'src/ceiling/count.ts#setMergeMemoEntries',
-    ])
+    expect(report.exports.outsideOnly.map((e) => e.name)).toEqual([])
     expect(report.exports.unused).toEqual([])
   })
 
