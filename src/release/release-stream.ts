@@ -13,7 +13,7 @@ import { GuardError } from '../errors'
 import type { Usage } from '../format/frames'
 import { type Channel, type Frame, isBlankEvent, withTexts } from '../format/frames'
 import { encodeSseEvent } from '../format/sse'
-import type { HeldFrames, StreamJudge } from '../vocabulary/release-judge'
+import type { HeldFrames, StreamJudge, TextSpan } from '../vocabulary/release-judge'
 import { applyEdits } from './edits'
 
 /** Held frames released a batch at a time (see `Release.begin`). */
@@ -26,16 +26,10 @@ const BEGIN_BATCH = 256
  */
 export type Released = string | Uint8Array
 
-/** Where one channel's text of a queued frame lies, in positions from the answer's start. */
-interface Span {
-  name: Channel
-  start: number
-  end: number
-}
-
 interface Held {
   frame: Frame
-  spans: Span[]
+  /** Where each channel's text of the frame lies: the judge reads these very spans. */
+  spans: TextSpan[]
 }
 
 /**
@@ -64,6 +58,11 @@ export class Release {
   #head = 0
   /** Each channel's length so far. */
   readonly #lengths = new Map<Channel, number>()
+  /**
+   * Where each channel may be released up to, as the judge answered during this flush: asked once
+   * per channel for every frame the flush walks (and a blocked one's pause), again after a pause.
+   */
+  readonly #reach = new Map<Channel, number>()
   #sawDone = false
   #usage: Usage | undefined
 
@@ -111,20 +110,21 @@ export class Release {
     return this.#flush(true)
   }
 
-  /** Queues a frame for the judge and for release. */
+  /** Queues a frame for the judge and for release, its spans worked out here for both. */
   #add(frame: Frame, fresh: boolean): void {
     if (frame.done) this.#sawDone = true
     if (frame.usage) this.#usage = frame.usage
-    this.#judge.read(frame, fresh)
-    const spans: Span[] = []
+    const spans: TextSpan[] = []
     for (const key in frame.texts) {
-      const name = key as Channel
-      const text = frame.texts[name]
+      const channel = key as Channel
+      const text = frame.texts[channel]
       if (!text) continue
-      const start = this.#lengths.get(name) ?? 0
-      this.#lengths.set(name, start + text.length)
-      spans.push({ name, start, end: start + text.length })
+      const start = this.#lengths.get(channel) ?? 0
+      const end = start + text.length
+      this.#lengths.set(channel, end)
+      spans.push({ channel, text, start, end })
     }
+    this.#judge.read(frame, spans, fresh)
     this.#queue.push({ frame, spans })
   }
 
@@ -136,12 +136,14 @@ export class Release {
     const first = this.#head
     let out = ''
     let at = first
+    this.#reach.clear()
     while (at < queue.length) {
       const next = queue[at]!
-      if (this.#blocked(next) && !this.#moveOn(next, at)) break
+      const blocked = this.#blocked(next)
+      if (blocked !== undefined && !this.#moveOn(blocked, at)) break
       at++
       out += this.#emit(next)
-      for (const span of next.spans) this.#judge.released(span.name, span.end)
+      for (const span of next.spans) this.#judge.released(span.channel, span.end)
     }
     // One event released as it came, from a chunk that was all of it: the chunk goes out as it came.
     const lone = whole && at === first + 1 ? queue[first]!.frame : undefined
@@ -156,10 +158,25 @@ export class Release {
     return released
   }
 
-  /** Some text of the frame lies past where its channel may be released up to. */
-  #blocked(held: Held): boolean {
-    for (const span of held.spans) if (span.end > this.#judge.releasableTo(span.name)) return true
-    return false
+  /** The channels whose text in the frame lies past where they may go (none: undefined). */
+  #blocked(held: Held): Channel[] | undefined {
+    let blocked: Channel[] | undefined
+    for (const { channel, end } of held.spans) {
+      if (end <= this.#releasableTo(channel)) continue
+      if (blocked === undefined) blocked = [channel]
+      else blocked.push(channel)
+    }
+    return blocked
+  }
+
+  /** Where the channel may be released up to, asked of the judge once per flush (see `#reach`). */
+  #releasableTo(channel: Channel): number {
+    let to = this.#reach.get(channel)
+    if (to === undefined) {
+      to = this.#judge.releasableTo(channel)
+      this.#reach.set(channel, to)
+    }
+    return to
   }
 
   /**
@@ -167,27 +184,22 @@ export class Release {
    * flowing) would hold every later event until the end of the stream: the judge is asked whether
    * that text may go now (its checks judge a paused channel to its end).
    */
-  #moveOn(held: Held, from: number): boolean {
-    if (!this.#othersFrom(held, from)) return false
-    const blocked = held.spans.filter((span) => span.end > this.#judge.releasableTo(span.name))
-    return this.#judge.pause(blocked.map((span) => span.name))
+  #moveOn(blocked: readonly Channel[], from: number): boolean {
+    if (!this.#othersFrom(blocked, from)) return false
+    const paused = this.#judge.pause(blocked)
+    // Asked or granted, a pause moves where channels may go (a check may close a piece either way).
+    this.#reach.clear()
+    return paused
   }
 
-  /** Whether a frame from `from` on carries text of a channel not blocked in `held` (a blocked one). */
-  #othersFrom(held: Held, from: number): boolean {
-    const spans = held.spans
-    // One span (the usual event): it is the blocked one, so any other channel is another.
-    const one = spans.length === 1 ? spans[0]!.name : undefined
-    const names =
-      one === undefined
-        ? spans
-            .filter((span) => span.end > this.#judge.releasableTo(span.name))
-            .map((span) => span.name)
-        : []
+  /** Whether a frame from `from` on carries text of a channel other than the `blocked` ones. */
+  #othersFrom(blocked: readonly Channel[], from: number): boolean {
+    // One blocked channel (the usual event): compared as it is, not searched for.
+    const one = blocked.length === 1 ? blocked[0] : undefined
     const queue = this.#queue
     for (let k = from; k < queue.length; k++) {
-      for (const { name } of queue[k]!.spans) {
-        if (one === undefined ? !names.includes(name) : name !== one) return true
+      for (const { channel } of queue[k]!.spans) {
+        if (one === undefined ? !blocked.includes(channel) : channel !== one) return true
       }
     }
     return false
@@ -197,13 +209,12 @@ export class Release {
   #emit(held: Held): string {
     const replaced: Partial<Record<Channel, string>> = {}
     let changed = false
-    for (const { name, start } of held.spans) {
-      const strips = this.#judge.edits(name)
+    for (const { channel, text, start } of held.spans) {
+      const strips = this.#judge.edits(channel)
       if (strips.length === 0) continue
-      const original = held.frame.texts[name] ?? ''
-      const cut = applyEdits(original, start, strips)
-      if (cut !== original) {
-        replaced[name] = cut
+      const cut = applyEdits(text, start, strips)
+      if (cut !== text) {
+        replaced[channel] = cut
         changed = true
       }
     }

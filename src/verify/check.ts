@@ -13,7 +13,10 @@ export interface Check {
   read(channel: Channel, text: string, at: number, fresh: boolean, done: boolean): void
   /** Judges what was read; a rejected promise ends the stream (see {@link StreamJudge.judge}). */
   judge(final: boolean): Promise<void> | undefined
-  /** Where the check lets the channel leave up to. */
+  /**
+   * Where the check lets the channel leave up to; asked once per batch released (see
+   * {@link StreamJudge.releasableTo}): `released` must not let more of the queued text go.
+   */
   releasableTo(channel: Channel): number
   /** Whether a paused channel's held text may leave as far as this check goes (see `pause`). */
   canPause?(channels: readonly Channel[]): boolean

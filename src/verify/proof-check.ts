@@ -79,6 +79,8 @@ export class ProofCheck implements Check {
   }
 
   releasableTo(name: Channel): number {
+    // While the echo is open, where the next queued content starts: what `released` moves it to
+    // lets none of that content go, so the release may ask once per batch.
     const open = name === 'content' && this.#echo !== undefined && !this.#echo.settled
     return open ? this.#contentBase : Number.POSITIVE_INFINITY
   }

@@ -9,7 +9,7 @@ import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { GuardError } from '../errors'
 import type { ForeignContent } from '../fingerprint'
 import type { Channel, Frame } from '../format/frames'
-import type { Edit, StreamJudge } from '../vocabulary/release-judge'
+import type { Edit, StreamJudge, TextSpan } from '../vocabulary/release-judge'
 import { CanaryCheck } from './canary-check'
 import { redactCanaries } from './canary-evidence'
 import type { AnswerView, Check } from './check'
@@ -68,8 +68,8 @@ export class AnswerJudge implements StreamJudge, AnswerView {
   /** Every check, in the order their verdicts go first. */
   readonly #checks: Check[]
   readonly #edits = new Map<Channel, Edit[]>()
-  /** Each channel's length so far. */
-  readonly #lengths = new Map<Channel, number>()
+  /** The channels read so far, in the order their first text came. */
+  readonly #channels: Channel[] = []
   /** A bounded copy of everything seen, for the quarantine record should the stream end. */
   readonly #seen: Partial<Record<Channel, string>> = {}
   latest: Channel | undefined
@@ -107,18 +107,16 @@ export class AnswerJudge implements StreamJudge, AnswerView {
     for (const check of this.#checks) await check.start?.()
   }
 
-  read(frame: Frame, fresh: boolean): void {
+  read(frame: Frame, spans: readonly TextSpan[], fresh: boolean): void {
     if (frame.finishReason !== undefined) this.finishReason = frame.finishReason
-    for (const key in frame.texts) {
-      const name = key as Channel
-      const text = frame.texts[name]
-      if (!text) continue
-      const at = this.#lengths.get(name) ?? 0
-      this.#lengths.set(name, at + text.length)
-      for (const check of this.#checks) check.read(name, text, at, fresh, frame.done === true)
-      this.latest = name
-      const prior = this.#seen[name] ?? ''
-      if (prior.length < SEEN_LIMIT) this.#seen[name] = prior + text
+    const done = frame.done === true
+    for (const { channel, text, start } of spans) {
+      // Spans carry text only, every frame's from the answer's start: a channel's first is at 0.
+      if (start === 0) this.#channels.push(channel)
+      for (const check of this.#checks) check.read(channel, text, start, fresh, done)
+      this.latest = channel
+      const prior = this.#seen[channel] ?? ''
+      if (prior.length < SEEN_LIMIT) this.#seen[channel] = prior + text
     }
   }
 
@@ -160,7 +158,7 @@ export class AnswerJudge implements StreamJudge, AnswerView {
   }
 
   channels(): Iterable<Channel> {
-    return this.#lengths.keys()
+    return this.#channels
   }
 
   readonly seen = (): Record<string, string> => redactCanaries(this.#seen)

@@ -8,6 +8,7 @@ import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
 import { clientStream } from '../../src/release/client-stream'
 import { Release } from '../../src/release/release-stream'
 import { AnswerJudge } from '../../src/verify/stream-judge'
+import type { StreamJudge, TextSpan } from '../../src/vocabulary/release-judge'
 
 /**
  * The one hold-back: the release stage of a verified stream. Whatever the split of the upstream's
@@ -280,5 +281,79 @@ describe('the release stage’s bytes', () => {
       }
       expect(joined).toEqual(whole)
     }
+  })
+})
+
+describe('the release stage’s judge', () => {
+  /** A judge letting each channel go up to `reach[channel]`, recording its reads and questions. */
+  function recordingJudge(reach: Partial<Record<Channel, number>>, grantPause: boolean) {
+    const read: TextSpan[][] = []
+    const asked: Channel[] = []
+    const paused: Channel[][] = []
+    const judge: StreamJudge = {
+      start: async () => {},
+      read: (_frame, spans) => {
+        read.push([...spans])
+      },
+      judge: () => undefined,
+      releasableTo: (channel) => {
+        asked.push(channel)
+        return reach[channel] ?? Number.POSITIVE_INFINITY
+      },
+      edits: () => [],
+      pause: (channels) => {
+        paused.push([...channels])
+        return grantPause
+      },
+      released: () => {},
+    }
+    return { judge, read, asked, paused }
+  }
+
+  const frames = () =>
+    [
+      event('reasoning', 'ab'),
+      event('content', 'cd'),
+      event('reasoning', 'e'),
+      event('content', 'fgh'),
+    ].map((e) => parseFrame(e))
+
+  it('should hand the judge each frame’s spans, each channel’s offsets counted once', async () => {
+    const { judge, read } = recordingJudge({}, false)
+    const release = new Release([], judge)
+    await release.begin()
+    await release.take(frames())
+    expect(read).toEqual([
+      [{ channel: 'reasoning', text: 'ab', start: 0, end: 2 }],
+      [{ channel: 'content', text: 'cd', start: 0, end: 2 }],
+      [{ channel: 'reasoning', text: 'e', start: 2, end: 3 }],
+      [{ channel: 'content', text: 'fgh', start: 2, end: 5 }],
+    ])
+  })
+
+  it('should ask how far each channel may go once per batch, and again after a pause', async () => {
+    const open = recordingJudge({}, false)
+    const release = new Release([], open.judge)
+    await release.begin()
+    const all = frames().map((frame) => encodeSseEvent(frame.event))
+    expect(await release.take(frames())).toBe(all.join(''))
+    expect(open.asked).toEqual(['reasoning', 'content'])
+
+    // The content held while the reasoning goes on: a pause is asked for once, refused.
+    const refused = recordingJudge({ content: 0 }, false)
+    const held = new Release([], refused.judge)
+    await held.begin()
+    expect(await held.take(frames())).toBe(encodeSseEvent(event('reasoning', 'ab')))
+    expect(refused.asked).toEqual(['reasoning', 'content'])
+    expect(refused.paused).toEqual([['content']])
+
+    // Granted: the judge may let the channels go further, so it is asked again; the last content
+    // waits (nothing after it has moved on).
+    const granted = recordingJudge({ content: 0 }, true)
+    const moved = new Release([], granted.judge)
+    await moved.begin()
+    expect(await moved.take(frames())).toBe(all.slice(0, 3).join(''))
+    expect(granted.paused).toEqual([['content']])
+    expect(granted.asked).toEqual(['reasoning', 'content', 'reasoning', 'content'])
   })
 })
