@@ -87,6 +87,22 @@ export interface SimConfig {
    * follow some wordings and not others; this one is followed only where it is asked. @default 0
    */
   thinkingNoteRate: number
+  /**
+   * Reasoning tokens before a restated code (`directiveQuoteRate`) begins: 0 restates the directive
+   * first thing; N writes N tokens of its own reasoning first, then the code (models restate late as
+   * well as early). @default 0
+   */
+  restateAtToken: number
+  /**
+   * Reasoning tokens a reasoning model thinks on after its short paragraph and before it answers (a
+   * long thinker: GLM-5.3 cannot switch its reasoning off). @default 0
+   */
+  extraReasoningTokens: number
+  /**
+   * In JSON mode: probability that the model writes the echo member it was asked to start with after
+   * its answer instead of first (a JSON-mode slip the guard reads as a missing echo). @default 0
+   */
+  jsonEchoLateRate: number
   /** Probability that one SSE event's bytes are split at an awkward boundary. @default 0.5 */
   splitRate: number
   /**
@@ -133,6 +149,9 @@ export const DEFAULT_SIM_CONFIG: Readonly<SimConfig> = Object.freeze({
   echoIgnoreRate: 0,
   directiveQuoteRate: 0,
   thinkingNoteRate: 0,
+  restateAtToken: 0,
+  extraReasoningTokens: 0,
+  jsonEchoLateRate: 0,
   splitRate: 0.5,
   quoteChars: 90,
   tokensPerEvent: 3,
@@ -162,6 +181,9 @@ const NUMERIC: Record<NumericKey, readonly [number, number, boolean, boolean]> =
   echoIgnoreRate: [0, 1, false, false],
   directiveQuoteRate: [0, 1, false, false],
   thinkingNoteRate: [0, 1, false, false],
+  restateAtToken: [0, 1_000_000, true, false],
+  extraReasoningTokens: [0, 1_000_000, true, false],
+  jsonEchoLateRate: [0, 1, false, false],
   splitRate: [0, 1, false, false],
   quoteChars: [1, 100_000, true, false],
   tokensPerEvent: [1, 1_000, true, false],

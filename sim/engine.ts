@@ -462,6 +462,9 @@ export class SimEngine {
       echoIgnoreRate: config.echoIgnoreRate,
       directiveQuoteRate: config.directiveQuoteRate,
       thinkingNoteRate: config.thinkingNoteRate,
+      restateAtToken: config.restateAtToken,
+      extraReasoningTokens: config.extraReasoningTokens,
+      jsonEchoLateRate: config.jsonEchoLateRate,
       quoteChars: config.quoteChars,
     })
     record.echoed = output.echoed

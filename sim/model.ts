@@ -43,6 +43,12 @@ export interface ModelInput {
   directiveQuoteRate?: number
   /** Probability of noting the code first thing in the reasoning, where the directive asks for it. */
   thinkingNoteRate?: number
+  /** Reasoning tokens before a restated code begins (0: restated first thing). @default 0 */
+  restateAtToken?: number
+  /** Reasoning tokens thought on after the paragraph, before the answer. @default 0 */
+  extraReasoningTokens?: number
+  /** JSON mode: probability of writing the asked-for echo member after the answer, not first. */
+  jsonEchoLateRate?: number
 }
 
 /** What the model generated, as tokens (the wire format groups and decodes them). */
@@ -113,23 +119,40 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
       `and at the end: “${quotes.last}”. That is what the provided material says.`
   }
   let contentText: string
+  const restateAt = input.restateAtToken ?? 0
+  let restatement = ''
   if (restated && reasoningText) {
     const code = member ? `"${member.key}": "${member.value}"` : echo
-    reasoningText = `The instruction at the end: begin with ${code}. ${reasoningText}`
+    if (restateAt === 0)
+      reasoningText = `The instruction at the end: begin with ${code}. ${reasoningText}`
+    else restatement = `${code} is what I am to begin with. `
   }
   if (noted(text, echo, input, rand) && reasoningText) {
     reasoningText = `Noting the code first: ${echo}. ${reasoningText}`
   }
+  // Drawn only when the habit is on, so outputs without it stay byte-identical.
+  const late =
+    member !== null &&
+    !slipped &&
+    (input.jsonEchoLateRate ?? 0) > 0 &&
+    rand() < (input.jsonEchoLateRate ?? 0)
   if (!input.json) contentText = `${echo && !slipped ? `${echo} ` : ''}${answer}`
   else {
     const object = JSON.stringify({ answer })
+    const pair = member ? `${JSON.stringify(member.key)}:${JSON.stringify(member.value)}` : ''
     contentText =
       member && !slipped
-        ? `{${JSON.stringify(member.key)}:${JSON.stringify(member.value)},${object.slice(1)}`
+        ? late
+          ? `${object.slice(0, -1)},${pair}}`
+          : `{${pair},${object.slice(1)}`
         : object
   }
 
-  const reasoningAll = reasoningText ? tok.encode(reasoningText) : []
+  let reasoningAll: readonly number[] = reasoningText ? tok.encode(reasoningText) : []
+  if (reasoningText && (input.extraReasoningTokens ?? 0) > 0) {
+    reasoningAll = [...reasoningAll, ...thinking(tok, input.extraReasoningTokens ?? 0)]
+  }
+  if (restatement) reasoningAll = spliced(tok, reasoningAll, restateAt, tok.encode(restatement))
   const contentAll = tok.encode(contentText)
   const reasoningBudget = Math.min(reasoningAll.length, Math.ceil(input.maxTokens / 2))
   const reasoningTokens = reasoningAll.slice(0, reasoningBudget)
@@ -140,8 +163,31 @@ export function generate(tok: SimTokenizer, input: ModelInput): ModelOutput {
     reasoningTokens,
     contentTokens,
     finishReason: cut ? 'length' : 'stop',
-    echoed: echo && !slipped ? echo : null,
+    echoed: echo && !slipped && !late ? echo : null,
   }
+}
+
+/** Exactly `count` tokens of thinking that quotes nothing (a long thinker's middle). */
+function thinking(tok: SimTokenizer, count: number): number[] {
+  const sentence = tok.encode(' I weigh the material once more before answering.')
+  const out: number[] = []
+  while (out.length < count) out.push(...sentence.slice(0, count - out.length))
+  return out
+}
+
+/**
+ * `tokens` with `inserted` from token `at` (or the end), moved on past any token that ends inside a
+ * character, so the text around the insertion stays valid.
+ */
+function spliced(
+  tok: SimTokenizer,
+  tokens: readonly number[],
+  at: number,
+  inserted: readonly number[],
+): number[] {
+  let cut = Math.min(at, tokens.length)
+  while (cut < tokens.length && tok.decode(tokens.slice(0, cut)).endsWith('\uFFFD')) cut++
+  return [...tokens.slice(0, cut), ...inserted, ...tokens.slice(cut)]
 }
 
 /**

@@ -1,17 +1,20 @@
 #!/usr/bin/env node
 /**
  * @module The `workers-ai-guard` bin: `workers-ai-guard init` (writes a starter Worker; Node 20 too),
- * `workers-ai-guard probe [options]` and `workers-ai-guard audit <files…> [options]` (Node 22). A thin
+ * `workers-ai-guard probe [options]`, `workers-ai-guard directive [options]` and
+ * `workers-ai-guard audit <files…> [options]` (Node 22). A thin
  * adapter that hands argv, the environment, the standard streams and (for audit) the file system to
  * the command and exits with its code.
  *
  * @example
  * // npx workers-ai-guard init          # in a Worker project, after `npm i workers-ai-guard hono`
  * // npx workers-ai-guard probe --url http://localhost:8787/v1 --key dev-key-tenant-a --json
+ * // npx workers-ai-guard directive --url http://localhost:8788/v1 --json
  * // npx workers-ai-guard audit gateway-logs/*.jsonl.gz app-log.jsonl --csv > suspicious.csv
  */
 import { auditCommand } from './audit/audit-command'
 import { nodeLogSource } from './audit/node-files'
+import { directiveCommand } from './directive/directive-command'
 import { initCommand } from './init/init-command'
 import { type CommandIo, probeCommand } from './probe/command'
 
@@ -53,4 +56,6 @@ proc.exitCode =
     ? await auditCommand(argv.slice(1), { ...io, open: nodeLogSource })
     : argv[0] === 'init'
       ? await initCommand(argv.slice(1), { ...io, cwd: proc.cwd() }, starter)
-      : await probeCommand(argv, io)
+      : argv[0] === 'directive'
+        ? await directiveCommand(argv.slice(1), io)
+        : await probeCommand(argv, io)

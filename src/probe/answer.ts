@@ -35,6 +35,18 @@ export interface ProbeAnswer {
   streamed: boolean
   /** Set when the answer came from a workers-ai-guard endpoint (its `x-guard-*` headers). */
   guard?: GuardSign
+  /** The model called a tool (its arguments are in `content`). */
+  toolCalled?: boolean
+  /** A streamed answer's events that carried model-written text, in order, each with its arrival time. */
+  events?: AnswerEvent[]
+}
+
+/** One streamed event's model-written text. */
+export interface AnswerEvent {
+  reasoning: string
+  content: string
+  /** Milliseconds from sending to this event. */
+  atMs: number
 }
 
 type Json = Record<string, unknown>
@@ -116,6 +128,7 @@ export async function readAnswerStream(
     totalMs: 0,
     finishReason: null,
     streamed: true,
+    events: [],
   }
   const decoder = sseDecoder({ maxEventBytes: 4 * 1024 * 1024 })
   const reader = body.pipeThrough(decoder).getReader()
@@ -126,8 +139,11 @@ export async function readAnswerStream(
       const error = inBandError(frame.json)
       if (error !== undefined) throw new ProbeTransportError('upstream', clip(error))
       const { reasoning, content } = modelTexts(frame, frame.json, 'delta')
-      if (answer.ttftMs === null && (reasoning !== '' || content !== '')) {
-        answer.ttftMs = now() - started
+      if (toolText(frame.texts) !== '') answer.toolCalled = true
+      if (reasoning !== '' || content !== '') {
+        const atMs = now() - started
+        answer.ttftMs ??= atMs
+        answer.events?.push({ reasoning, content, atMs })
       }
       answer.reasoning += reasoning
       answer.content += content
@@ -174,6 +190,7 @@ export function readAnswerObject(output: unknown, started: number, now: () => nu
     throw new ProbeTransportError('malformed', 'the answer has an unknown shape')
   }
   const { reasoning, content } = modelTexts(frame, output, 'message')
+  if (toolText(frame.texts) !== '') answer.toolCalled = true
   answer.reasoning = reasoning
   answer.content = content
   if (answer.reasoning !== '' || answer.content !== '') answer.ttftMs = totalMs

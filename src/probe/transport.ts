@@ -18,6 +18,10 @@ export interface ProbeRequest {
   prompt: string
   /** `max_tokens` of the request. */
   maxTokens: number
+  /** Whether the answer is streamed (the first token can then be timed). @default true */
+  stream?: boolean
+  /** More fields of the request body (`response_format`, `tools`, `temperature`); they win. */
+  extra?: Record<string, unknown>
 }
 
 /** Sends probe requests to one deployment. */
@@ -66,13 +70,15 @@ const defaultNow = (): number =>
   typeof performance !== 'undefined' ? performance.now() : Date.now()
 
 function chatBody(model: string, request: ProbeRequest): Record<string, unknown> {
+  const stream = request.stream ?? true
   return {
     model,
     messages: [{ role: 'user', content: request.prompt }],
     max_tokens: request.maxTokens,
     temperature: 0,
-    stream: true,
-    stream_options: { include_usage: true },
+    stream,
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+    ...request.extra,
   }
 }
 
