@@ -89,6 +89,25 @@ export interface AttemptContext {
   attempt: number
 }
 
+/**
+ * What an answer (or an engine's refusal) can teach learned state. Verification says what it is; the
+ * orchestrator teaches it once, and only from a released answer or a refusal.
+ */
+export interface Lesson {
+  /** The engine's `usage.prompt_tokens` (or the count its refusal stated). */
+  reported?: number
+  /** The engine's `usage.prompt_tokens_details.cached_tokens`. */
+  reportedCached?: number
+  /** Time to the first token, when the answer was streamed (or fetched as a stream). */
+  firstTokenMs?: number
+  /** The echo verified: the prompt's end was read, so timing and prefixes may be learned. */
+  verified: boolean
+  /** The count comes from an engine refusal (rare, and the most valuable observation). */
+  refusal?: boolean
+  /** Verified answers only: makes the answer's words known as the model's (src/guard/fingerprint-book.ts). */
+  content?: () => void
+}
+
 /** What a verification step concluded, and the withheld text if it did not release. */
 export interface AttemptOutcome<T> {
   verdict: Verdict
@@ -109,6 +128,8 @@ export interface AttemptOutcome<T> {
    * if none ever was), settled as the client reads — before any quarantine that ends the stream.
    */
   firstByte?: FirstByte
+  /** A released whole answer's lesson (a stream's comes at its end: `VerifiedStream.lessonAt`). */
+  lesson?: Lesson
 }
 
 /**

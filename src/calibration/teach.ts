@@ -2,36 +2,23 @@
  * @module What a released answer (or an engine refusal) teaches learned state: tokenizer margins from
  * the engine's counts, and — only when the echo proved the prompt was read — timing and prefixes.
  */
-import type { AttemptContext } from '../attempt/context'
+import type { AttemptContext, Lesson } from '../attempt/context'
 import type { ClassFigures } from '../ceiling/estimate'
 import type { ScriptClass } from '../ceiling/script'
 import { prefixKey } from '../plan/plan'
 import type { PlanEstimate } from '../vocabulary/request-facts'
 import { tenantKey } from './learned'
 
-/** What a released answer can teach, and whether its provenance was proven. */
-interface Lesson {
-  /** The engine's `usage.prompt_tokens`. */
-  reported?: number
-  /** The engine's `usage.prompt_tokens_details.cached_tokens`. */
-  reportedCached?: number
-  /** Time to the first token, when the answer was streamed (or fetched as a stream). */
-  firstTokenMs?: number
-  /** The echo verified: the prompt's end was read, so timing and prefixes may be learned. */
-  verified: boolean
-  /** The count comes from an engine refusal (rare, and the most valuable observation). */
-  refusal?: boolean
-}
-
 /**
- * Teaches learned state from a RELEASED answer. The engine's own prompt count calibrates the ceiling
- * (any released answer: it is the engine's statement); honest timing and the tenant's prefix record
- * are taught only by echo-verified answers, in the engine's own tokens. Runs in the background where
- * the host allows; refused, failed, retried and quarantined attempts never reach it.
+ * Teaches calibration from a RELEASED answer or an engine refusal (the orchestrator's call,
+ * src/guard/attempts.ts). The engine's own prompt count calibrates the ceiling (any released answer: it
+ * is the engine's statement; a refusal states exactly the prompt that did not fit); honest timing and
+ * the tenant's prefix record are taught only by echo-verified answers, in the engine's own tokens. Runs
+ * in the background where the host allows; failed, retried and quarantined attempts never reach it.
  */
 export function teach(ctx: AttemptContext, lesson: Lesson): void {
   // An uncounted prompt was admitted by its bytes, which no byte-level BPE exceeds: nothing to learn
-  // from a release. A refusal is always worth the count (see teachRefusal).
+  // from a release. A refusal is always worth the count.
   if (!ctx.counted && !lesson.refusal) return
   const work = (async () => {
     const store = ctx.services.calibration
@@ -65,14 +52,6 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
     )
   })
   if (ctx.waitUntil) ctx.waitUntil(work)
-}
-
-/**
- * Teaches the ceiling from an engine refusal that states the engine's own count of the prompt — the
- * most valuable observation there is: exactly the prompt that did not fit.
- */
-export function teachRefusal(ctx: AttemptContext, statedTokens: number): void {
-  teach(ctx, { reported: statedTokens, verified: false, refusal: true })
 }
 
 function boundsOf(estimate: PlanEstimate): Partial<Record<ScriptClass, number>> {

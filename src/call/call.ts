@@ -1,11 +1,11 @@
 /**
  * @module The call stage: one upstream call under the guard's deadline, its errors made the client's
- * (`upstream_error`), and an engine's refusal that states its own count taught to the ceiling.
+ * (`upstream_error`) with the engine's own error kept as their `cause` (the orchestrator teaches the
+ * ceiling the count a length refusal states).
  */
 import type { AttemptContext } from '../attempt/context'
-import { teachRefusal } from '../calibration/teach'
 import type { AiRunner } from './upstream'
-import { statedPromptTokens, upstreamError } from './upstream-error'
+import { upstreamError } from './upstream-error'
 import { deadline } from './watchdog'
 
 /** What the call sends. */
@@ -15,15 +15,13 @@ interface Call {
   runOptions: Record<string, unknown> | undefined
   /** Whether a stream is expected (then the deadline is the first token's). */
   streamed: boolean
-  /** The output limit the request asked for, to read an engine refusal's figures. */
-  maxTokens: number | undefined
 }
 
 /**
  * Calls the upstream and returns what it answered (an object, or a stream not yet read).
  *
  * @example
- * const output = await callUpstream(ctx, env.AI, { model, inputs, runOptions, streamed: true, maxTokens })
+ * const output = await callUpstream(ctx, env.AI, { model, inputs, runOptions, streamed: true })
  */
 export async function callUpstream(
   ctx: AttemptContext,
@@ -41,9 +39,7 @@ export async function callUpstream(
       },
     )
   } catch (error) {
-    // An engine refusing the length states its own count: the best evidence for the ceiling.
-    const stated = statedPromptTokens(error, call.maxTokens)
-    if (stated !== undefined) teachRefusal(ctx, stated)
+    // The engine's own error stays its `cause`: a length refusal states its count (statedPromptTokens).
     throw upstreamError(error)
   }
 }

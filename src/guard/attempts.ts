@@ -6,11 +6,15 @@ import type {
   AttemptContext,
   AttemptOutcome,
   AttemptServices,
+  Lesson,
   PrintedPrompt,
 } from '../attempt/context'
+import { teach } from '../calibration/teach'
 import { callUpstream } from '../call/call'
 import type { AiRunner } from '../call/upstream'
+import { statedPromptTokens } from '../call/upstream-error'
 import { cacheSalt, injectCanary, mintCanary, prefixMarker, prependMarker } from '../canary'
+import { GuardError } from '../errors'
 import { assembleAnswer } from '../format/assemble'
 import type { RequestPlan } from '../plan/plan'
 import { assistantTexts, promptTexts } from '../plan/prompt-texts'
@@ -60,7 +64,6 @@ export async function runAttempts(
       inputs,
       runOptions: withAffinity(runOptions, isolated.affinity),
       streamed,
-      maxTokens: plan.admission.clampTo ?? plan.facts.maxTokens,
     })
     // The call is made: from now on its prompt's pages can turn up in another tenant's answer, so the
     // print is registered at once (any answer checked from here on makes it first). The work itself —
@@ -83,9 +86,9 @@ export async function runAttempts(
       }, AFTER_SEND_MS),
     )
     hooks.waitUntil?.(afterSend)
-    const output = await calling
+    const output = await calling.catch(teachingRefusal(ctx, plan))
     const outcome = streamed
-      ? toClientStream(await verifyStreamedAnswer(ctx, output))
+      ? toClientStream(await verifyStreamedAnswer(ctx, output), (lesson) => learnFrom(ctx, lesson))
       : await verifyWholeAnswer(ctx, output)
     switch (outcome.verdict.action) {
       case 'retry':
@@ -96,9 +99,35 @@ export async function runAttempts(
       case 'quarantine':
         throw await host.withhold(ctx, outcome)
       default:
+        // A stream's lesson comes at its end (toClientStream above); a whole answer's is here.
+        if (outcome.lesson) learnFrom(ctx, outcome.lesson)
         return release(host, plan, outcome, attempt, ctx)
     }
   }
+}
+
+/**
+ * Passes a failed call's error on, first teaching the count an engine's length refusal states (its
+ * own error is the `cause`): the best evidence the ceiling gets, exactly the prompt that did not fit.
+ */
+function teachingRefusal(ctx: AttemptContext, plan: RequestPlan): (error: unknown) => never {
+  return (error) => {
+    const stated = statedPromptTokens(
+      error instanceof GuardError ? (error.cause ?? error) : error,
+      plan.admission.clampTo ?? plan.facts.maxTokens,
+    )
+    if (stated !== undefined) learnFrom(ctx, { reported: stated, verified: false, refusal: true })
+    throw error
+  }
+}
+
+/**
+ * The one place learned state is taught: calibration from a released answer or an engine refusal,
+ * and the foreign-content background from a verified answer.
+ */
+function learnFrom(ctx: AttemptContext, lesson: Lesson): void {
+  teach(ctx, lesson)
+  lesson.content?.()
 }
 
 /**

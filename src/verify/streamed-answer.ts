@@ -12,9 +12,8 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import type { AttemptContext, AttemptOutcome, PrintedPrompt } from '../attempt/context'
+import type { AttemptContext, AttemptOutcome, Lesson, PrintedPrompt } from '../attempt/context'
 import { FirstByte } from '../attempt/first-byte'
-import { teach } from '../calibration/teach'
 import { UpstreamEvents } from '../call/upstream-events'
 import { GuardError } from '../errors'
 import type { Channel, Frame, Usage } from '../format/frames'
@@ -38,8 +37,8 @@ export interface VerifiedStream {
   held: HeldFrames
   judge: StreamJudge
   upstream: UpstreamEvents
-  /** The whole answer left intact, with the upstream's last usage report: it teaches. */
-  onEnd: (usage: Usage | undefined) => void
+  /** What the whole answer, left intact, teaches with the upstream's last usage report. */
+  lessonAt: (usage: Usage | undefined) => Lesson
   /** Once: `true` as the first byte is handed to the client, `false` if none ever was. */
   onFirstByte: (sent: boolean) => void
 }
@@ -273,8 +272,8 @@ class HeldStream {
         held: this.held,
         judge,
         upstream: this.#upstream,
-        // Usage comes at the end of the stream: taught once the whole answer passed.
-        onEnd: (usage) => this.#teach(usage),
+        // Usage comes at the end of the stream: its lesson is known once the whole answer passed.
+        lessonAt: (usage) => this.#lesson(usage),
         onFirstByte: (sent) => firstByte.settle(sent ? now() - ctx.startedAt : undefined),
       },
       withheld: {},
@@ -337,18 +336,20 @@ class HeldStream {
     return echo
   }
 
-  #teach(usage: Usage | undefined): void {
+  #lesson(usage: Usage | undefined): Lesson {
     // An owed proof that was not paid ended the stream before this point.
     const verified = this.#concluded === 'echoed' || this.#owed
-    teach(this.#ctx, {
+    const content = this.#content
+    const printed = this.#printed
+    return {
       ...(usage?.prompt_tokens !== undefined ? { reported: usage.prompt_tokens } : {}),
       ...(usage?.prompt_tokens_details?.cached_tokens !== undefined
         ? { reportedCached: usage.prompt_tokens_details.cached_tokens }
         : {}),
       ...(this.#firstTokenMs !== undefined ? { firstTokenMs: this.#firstTokenMs } : {}),
       verified,
-    })
-    if (verified && this.#content) this.#printed?.learn(this.#content.watch)
+      ...(verified && content && printed ? { content: () => printed.learn(content.watch) } : {}),
+    }
   }
 }
 

@@ -2,7 +2,6 @@
  * @module Verifies a whole (non-stream) answer: echo, canaries, timing, usage → one verdict.
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
-import { teach } from '../calibration/teach'
 import { GuardError } from '../errors'
 import { readTexts, replaceTexts } from '../format/frames'
 import { conclude } from './conclude'
@@ -48,12 +47,6 @@ export async function verifyWholeAnswer(
     ...(typeof reported === 'number' ? { reported } : {}),
   })
   if (conclusion.verdict.action !== 'release') return conclusion.withheld(read.texts)
-  // A whole answer's latency includes decode, so it teaches tokens only, never the TTFT baseline.
-  teach(ctx, {
-    ...(typeof reported === 'number' ? { reported } : {}),
-    verified: echo === 'echoed',
-  })
-  if (echo === 'echoed') conclusion.learn()
   return {
     verdict: conclusion.verdict,
     released: replaceTexts(output, conclusion.texts),
@@ -61,5 +54,11 @@ export async function verifyWholeAnswer(
     figures: conclusion.figures,
     canaries: [],
     restored: conclusion.restored,
+    // A whole answer's latency includes decode, so it teaches tokens only, never the TTFT baseline.
+    lesson: {
+      ...(typeof reported === 'number' ? { reported } : {}),
+      verified: echo === 'echoed',
+      ...(echo === 'echoed' ? { content: () => conclusion.learn() } : {}),
+    },
   }
 }

@@ -101,4 +101,17 @@ describe('src/ layout', () => {
     expect(Object.keys(writers)).toEqual(['src/verify/verdict.ts'])
     expect(writers['src/verify/verdict.ts']).toBeGreaterThanOrEqual(5)
   })
+
+  // Learned state is taught once, from the outcome (issue 47): only the orchestrator imports what
+  // teaches calibration; verification says what an answer can teach (its Lesson), the call stage
+  // keeps the engine's refusal as its error's cause.
+  it('should teach learned state from src/guard/attempts.ts only', async () => {
+    const teachers: string[] = []
+    for (const file of await readdir('src', { recursive: true })) {
+      if (!file.endsWith('.ts') || file === 'calibration/teach.ts') continue
+      const text = await readFile(`src/${file}`, 'utf8')
+      if (/from '[./]*(?:calibration\/)?teach'/.test(text)) teachers.push(`src/${file}`)
+    }
+    expect(teachers).toEqual(['src/guard/attempts.ts'])
+  })
 })
