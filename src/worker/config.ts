@@ -41,7 +41,7 @@ export function guardFor(env: Env): AiGuard {
         ...(env.GUARD_STREAM_RELEASE
           ? { streamRelease: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
           : {}),
-        ...(env.GUARD_HEARTBEAT_MS ? { heartbeatMs: Number(env.GUARD_HEARTBEAT_MS) } : {}),
+        ...heartbeat(env.GUARD_HEARTBEAT_MS),
         secrets: parseSecrets(env.GUARD_SECRETS),
         ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
           ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
@@ -83,6 +83,19 @@ export function guardFor(env: Env): AiGuard {
     guards.set(env, guard)
   }
   return guard
+}
+
+/**
+ * `GUARD_HEARTBEAT_MS`: ms between `: held` comments while a stream is held for its verdict; unset,
+ * empty or `0`: none (the option's default). The deployed Worker sets 15000 in wrangler.toml: the
+ * measured clients give up on a silent stream at 300 s and the AI SDK resends a quarantine's 502,
+ * while common proxies close an idle one at 60–100 s (docs/streaming.md, "Heartbeat"). Anything
+ * else is the option's to validate (a whole number of at least 100).
+ */
+function heartbeat(value: string | undefined): { heartbeatMs?: number } {
+  const trimmed = value?.trim() ?? ''
+  if (trimmed === '' || trimmed === '0') return {}
+  return { heartbeatMs: Number(trimmed) }
 }
 
 /**

@@ -21,7 +21,7 @@ export interface Env {
   GUARD_MODELS?: string
   /** `verified` (default) or `async`: when a stream's first bytes may leave (the `streamRelease` option). */
   GUARD_STREAM_RELEASE?: string
-  /** ms between `: held` comments while a stream is held for its verdict (`heartbeatMs`); unset: none. */
+  /** ms between `: held` comments while a stream is held for its verdict (`heartbeatMs`); unset or `0`: none. wrangler.toml: 15000. */
   GUARD_HEARTBEAT_MS?: string
   /**
    * Secrets in prompts: `off`, `detect`, `substitute`, or a JSON object of the `secrets` option (per
