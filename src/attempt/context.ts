@@ -44,44 +44,52 @@ export interface PrintedPrompt {
   gap(): Promise<StoreGap>
 }
 
-/** Everything a verification step needs to know about the attempt it checks. */
+/**
+ * What every stage of an attempt reads of its request: the plan itself, by reference (src/plan/plan.ts
+ * `RequestPlan` is one), never a copy.
+ */
+export interface AttemptRequest {
+  readonly requestId: string
+  readonly tenant: string
+  readonly model: string
+  readonly profile: ModelProfile
+  /** The echo the prompt asks for (`none`: not asked; the answer is still scanned). */
+  readonly proof: ProofKind
+  /** The prompt's family estimate, template overhead included (counted once, on first need). */
+  readonly estimate: () => Promise<PlanEstimate>
+  /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
+  readonly counted: boolean
+  /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */
+  readonly timed: boolean
+  /** `estimated`: an upper bound of the prompt's tokens (what the ceiling admitted). */
+  readonly admission: { readonly estimated: number }
+  /** `baseline`: the learned honest timing for this model when the request was admitted. */
+  readonly snapshot: { readonly baseline: BaselineState }
+  /**
+   * This request's stand-ins (their values restored in the answer) and the recognition of any other
+   * request's; undefined when the guard substitutes no secret.
+   */
+  readonly secrets: PromptSecrets | undefined
+  /** Whether the answer's content is JSON (values are restored into it escaped). */
+  readonly jsonContent: boolean
+}
+
+/** What a verification step needs to know about the attempt it checks: its request and its own facts. */
 export interface AttemptContext {
   /** What the stages may use of the guard that runs them. */
   services: AttemptServices
-  requestId: string
-  tenant: string
-  model: string
-  profile: ModelProfile
+  request: AttemptRequest
   /** This attempt's canary, or undefined when the echo policy is `off`. */
   canary: string | undefined
   /** The tenant's prefix marker at the start of the prompt (`cacheIsolation: 'prefix'`). */
   marker: string | undefined
-  /** The echo the prompt asked for (`none`: not asked; the answer is still scanned). */
-  proof: ProofKind
-  /** The prompt's family estimate, template overhead included (counted once, on first need). */
-  estimate: () => Promise<PlanEstimate>
-  /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
-  counted: boolean
-  /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */
-  timed: boolean
-  /** An upper bound of the prompt's tokens (what the ceiling admitted). */
-  boundTokens: number
   /** What this tenant's own verified prompts say the engine may have cached (0 on a retry's record). */
   prefix: () => Promise<PrefixLookup>
-  /** Learned honest timing for this model. */
-  baseline: BaselineState
   /**
    * This request's prompt in the foreign-content book (printed once, after the first call was made):
    * each attempt watches its answer with a fresh watch. Undefined when the check is off.
    */
   content: () => Promise<PrintedPrompt | undefined>
-  /**
-   * This request's stand-ins (their values restored in the answer) and the recognition of any other
-   * request's; undefined when the guard substitutes no secret.
-   */
-  secrets: PromptSecrets | undefined
-  /** Whether the answer's content is JSON (values are restored into it escaped). */
-  jsonContent: boolean
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
   waitUntil: ((promise: Promise<unknown>) => void) | undefined
   /** When the upstream call was made, by the guard's clock. */

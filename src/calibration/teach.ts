@@ -19,13 +19,13 @@ import { tenantKey } from './learned'
 export function teach(ctx: AttemptContext, lesson: Lesson): void {
   // An uncounted prompt was admitted by its bytes, which no byte-level BPE exceeds: nothing to learn
   // from a release. A refusal is always worth the count.
-  if (!ctx.counted && !lesson.refusal) return
+  if (!ctx.request.counted && !lesson.refusal) return
   const work = (async () => {
     const store = ctx.services.calibration
-    const estimate = await ctx.estimate()
-    const tenant = tenantKey(ctx.tenant)
+    const estimate = await ctx.request.estimate()
+    const tenant = tenantKey(ctx.request.tenant)
     if (lesson.reported !== undefined) {
-      await store.observeTokens(ctx.model, {
+      await store.observeTokens(ctx.request.model, {
         classes: boundsOf(estimate),
         overhead: estimate.overhead,
         actual: lesson.reported,
@@ -34,11 +34,14 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
     }
     if (!lesson.verified) return
     // Only a timed prompt's prefix can excuse a later first token (and it was hashed during the call).
-    if (ctx.timed) {
-      ctx.services.prefixes.remember(prefixKey(ctx.tenant, ctx.model), (await ctx.prefix()).digest)
+    if (ctx.request.timed) {
+      ctx.services.prefixes.remember(
+        prefixKey(ctx.request.tenant, ctx.request.model),
+        (await ctx.prefix()).digest,
+      )
     }
     if (lesson.firstTokenMs !== undefined && lesson.reported !== undefined) {
-      await store.observeTiming(ctx.model, {
+      await store.observeTiming(ctx.request.model, {
         scriptClass: estimate.dominant,
         uncachedTokens: lesson.reported - (lesson.reportedCached ?? 0),
         ttftMs: lesson.firstTokenMs,

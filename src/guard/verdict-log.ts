@@ -63,7 +63,7 @@ export class VerdictLogger {
 
   /** An answer withheld as the client's error (no incident). */
   rejected(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): void {
-    const { requestId, tenant, model } = ctx
+    const { requestId, tenant, model } = ctx.request
     const { reasons } = outcome.verdict
     this.log(
       { requestId, tenant, model, action: 'reject', reasons, ...tokenFigures(outcome.figures) },
@@ -75,9 +75,9 @@ export class VerdictLogger {
     const { reasons } = outcome.verdict
     this.log(
       {
-        requestId: ctx.requestId,
-        tenant: ctx.tenant,
-        model: ctx.model,
+        requestId: ctx.request.requestId,
+        tenant: ctx.request.tenant,
+        model: ctx.request.model,
         action: 'quarantine',
         reasons: incident.stored ? reasons : [...reasons, 'store_failed'],
         incidentId: incident.id,
@@ -85,7 +85,7 @@ export class VerdictLogger {
         ...tokenFigures(outcome.figures),
         ...timingFigures(outcome.figures),
         ...storeFigures(outcome.figures),
-        ...secretsFigures(ctx.secrets, outcome),
+        ...secretsFigures(ctx.request.secrets, outcome),
       },
       ctx.waitUntil,
     )

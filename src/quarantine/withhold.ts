@@ -36,9 +36,9 @@ export async function recordIncident(
   const record: QuarantineRecord = {
     id,
     at: deps.now(),
-    tenant: ctx.tenant,
-    model: ctx.model,
-    requestId: ctx.requestId,
+    tenant: ctx.request.tenant,
+    model: ctx.request.model,
+    requestId: ctx.request.requestId,
     reasons: outcome.verdict.reasons,
     figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
     canaries,
@@ -83,7 +83,7 @@ function withoutStandIns(
   ctx: AttemptContext,
   withheld: Record<string, string>,
 ): Record<string, string> {
-  const book = ctx.secrets?.book
+  const book = ctx.request.secrets?.book
   if (!book) return withheld
   const out: Record<string, string> = {}
   for (const [channel, text] of Object.entries(withheld)) out[channel] = book.redact(text)

@@ -121,7 +121,7 @@ export class CanaryCheck implements Check {
         text: '',
         from: 0,
         safe: 0,
-        pieces: new PieceCutter(this.#own, this.#book, this.#ctx.tenant),
+        pieces: new PieceCutter(this.#own, this.#book, this.#ctx.request.tenant),
         pieceHold: 0,
         tail: '',
         marker: -1,

@@ -58,7 +58,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   const scanned = await scanChannels(ctx, evidence.texts)
   const standIns = await standInEvidence(ctx, scanned.texts)
   const { found: content, learn } = await foreignContent(ctx, evidence)
-  const estimate = ctx.counted ? await ctx.estimate() : undefined
+  const estimate = ctx.request.counted ? await ctx.request.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
   const verdict = decide({
     echo: evidence.echo,
@@ -74,7 +74,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
     ...timingRecord(timing),
     ...(estimate
       ? { estimatedTokens: estimate.bound + estimate.overhead }
-      : { tokenBound: ctx.boundTokens }),
+      : { tokenBound: ctx.request.admission.estimated }),
     ...(reported !== undefined ? { promptTokensReported: reported } : {}),
     ...(content ? { contentRun: content.run, contentMatches: content.matches } : {}),
     ...gapFigures(await (await ctx.content())?.gap()),

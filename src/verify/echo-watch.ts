@@ -2,9 +2,12 @@
  * @module Where this request's echo stands in an answer's visible content — the same question for a
  * whole answer (read once, final) and a stream (read as the content grows).
  */
-import type { AttemptContext } from '../attempt/context'
+import type { AttemptContext, AttemptRequest } from '../attempt/context'
 import { CANARY_LENGTH, cutOff, matchEchoSpan } from '../canary'
 import type { EchoOutcome } from './verdict'
+
+/** What the watch needs of its attempt: the echo the prompt asked for, and this attempt's canary. */
+type EchoAsked = { request: Pick<AttemptRequest, 'proof'> } & Pick<AttemptContext, 'canary'>
 
 /**
  * Watches the content for the echo the prompt asked for.
@@ -15,7 +18,7 @@ import type { EchoOutcome } from './verdict'
  * const outcome = echo.conclude(content, finishReason, true) // 'echoed' | 'missing' | 'cut-off' | …
  */
 export class EchoWatch {
-  readonly #ctx: Pick<AttemptContext, 'proof' | 'canary'>
+  readonly #ctx: EchoAsked
   #state: EchoOutcome | 'pending'
   /** Where the echo (and its decoration) sits in the content, once it was seen. */
   span: { start: number; end: number } | undefined
@@ -24,9 +27,10 @@ export class EchoWatch {
   /** A streamed reasoning's last characters (see {@link readReasoning}). */
   #reasoningTail = ''
 
-  constructor(ctx: Pick<AttemptContext, 'proof' | 'canary'>) {
+  constructor(ctx: EchoAsked) {
     this.#ctx = ctx
-    this.#state = ctx.proof !== 'none' && ctx.canary !== undefined ? 'pending' : 'not-requested'
+    this.#state =
+      ctx.request.proof !== 'none' && ctx.canary !== undefined ? 'pending' : 'not-requested'
   }
 
   /** Whether the echo is known to be there, known to be missing, or was never asked for. */
@@ -36,7 +40,8 @@ export class EchoWatch {
 
   /** Looks at the content so far (`final`: nothing more will come). */
   observe(content: string, final: boolean): void {
-    const { proof, canary } = this.#ctx
+    const { canary } = this.#ctx
+    const { proof } = this.#ctx.request
     if (this.#state !== 'pending' || canary === undefined || proof === 'none') return
     const span = matchEchoSpan(proof, content, canary, final)
     if (span.status === 'echoed') {
@@ -52,7 +57,8 @@ export class EchoWatch {
    * content. Only for text proofs: a JSON echo member must still be found (and removed) in the object.
    */
   sawInReasoning(text: string): void {
-    const { proof, canary } = this.#ctx
+    const { canary } = this.#ctx
+    const { proof } = this.#ctx.request
     if (this.#state === 'echoed' || this.#state === 'not-requested') return
     if (proof !== 'text' || canary === undefined) return
     if (text.toLowerCase().includes(canary)) {

@@ -34,7 +34,7 @@ interface StandInEvidence {
  * const { texts, foreign } = await standInEvidence(ctx, conclusion.texts)
  */
 export async function standInEvidence(ctx: AttemptContext, texts: Texts): Promise<StandInEvidence> {
-  const book = ctx.secrets?.book
+  const book = ctx.request.secrets?.book
   const restored: Record<string, number> = {}
   if (!book) return { texts, foreign: [], restored }
   const out: Texts = { ...texts }
@@ -43,11 +43,11 @@ export async function standInEvidence(ctx: AttemptContext, texts: Texts): Promis
     if (!text) continue
     const found = await book.locate(text)
     for (const f of found.foreign) {
-      if (!ctx.secrets?.inPrompt(text.slice(f.start, f.end)))
+      if (!ctx.request.secrets?.inPrompt(text.slice(f.start, f.end)))
         foreign.push(foreignFinding(channel, f))
     }
     if (found.own.length === 0) continue
-    out[channel] = spliceValues(text, 0, found.own, jsonChannel(channel, ctx.jsonContent))
+    out[channel] = spliceValues(text, 0, found.own, jsonChannel(channel, ctx.request.jsonContent))
     for (const r of found.own) restored[r.kind] = (restored[r.kind] ?? 0) + 1
   }
   return { texts: out, foreign, restored }

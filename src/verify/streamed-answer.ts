@@ -289,12 +289,12 @@ class HeldStream {
     figures: Conclusion['figures'],
     withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
   ): Pick<JudgeStart, 'secrets'> {
-    const secrets = this.#ctx.secrets
+    const secrets = this.#ctx.request.secrets
     if (!secrets) return {}
     return {
       secrets: {
         book: secrets.book,
-        jsonContent: this.#ctx.jsonContent,
+        jsonContent: this.#ctx.request.jsonContent,
         inPrompt: secrets.inPrompt,
         onForeign: (finding, seen) =>
           // Another request's secret stand-in: a leak like a foreign canary, never restored.

@@ -24,11 +24,11 @@ export async function timingEvidence(
   observedMs: number,
   reportedCachedTokens: number,
 ): Promise<TimingSignal | undefined> {
-  const { maxPrefillTokensPerSecond } = ctx.profile
+  const { maxPrefillTokensPerSecond } = ctx.request.profile
   const minEvidenceMs = ctx.services.options.minTimingEvidenceMs
-  const boundMs = (ctx.boundTokens / maxPrefillTokensPerSecond) * 1000
+  const boundMs = (ctx.request.admission.estimated / maxPrefillTokensPerSecond) * 1000
   if (boundMs < minEvidenceMs) return undefined
-  const estimate = await ctx.estimate()
+  const estimate = await ctx.request.estimate()
   const recorded = (await ctx.prefix()).cachedTokens
   const judge = (cachedTokens: number) =>
     timingSignal({
@@ -37,10 +37,11 @@ export async function timingEvidence(
       observedMs,
       maxPrefillTokensPerSecond,
       minEvidenceMs,
-      learnedMinMs: (uncached) => learnedMinimumMs(ctx.baseline, estimate.dominant, uncached),
+      learnedMinMs: (uncached) =>
+        learnedMinimumMs(ctx.request.snapshot.baseline, estimate.dominant, uncached),
     })
   const signal = judge(Math.max(reportedCachedTokens, recorded))
-  const isolated = ctx.profile.cacheIsolation !== 'off'
+  const isolated = ctx.request.profile.cacheIsolation !== 'off'
   if (
     isolated &&
     !signal.impossible &&

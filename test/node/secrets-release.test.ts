@@ -416,6 +416,7 @@ describe('StandInCheck: a PEM stand-in written with its line breaks escaped', ()
  */
 function releaseStage(found: StandInFinding[] = [], jsonContent = false): Release {
   const ctx = {
+    request: { tenant: 'acme' },
     services: {
       key: async () => {
         throw new Error('no canary in these tests')

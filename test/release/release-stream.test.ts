@@ -48,6 +48,7 @@ async function release(pieces: [Channel, string][], canary: string | null = own)
   // The release stage reads only the attempt's canary (none: `null`) and the guard's key.
   const ctx = {
     canary: canary ?? undefined,
+    request: { tenant: 'acme' },
     services: { key: async () => key },
   } as unknown as AttemptContext
   let foreignSeen: { channel: Channel; tag: string | undefined } | undefined
@@ -227,7 +228,11 @@ describe('the release stage', () => {
 describe('the release stage’s bytes', () => {
   /** The chunks the client receives when the upstream sends `chunks` (no canary to cut). */
   async function delivered(chunks: Uint8Array[]): Promise<Uint8Array[]> {
-    const ctx = { canary: own, services: { key: async () => key } } as unknown as AttemptContext
+    const ctx = {
+      canary: own,
+      request: { tenant: 'acme' },
+      services: { key: async () => key },
+    } as unknown as AttemptContext
     const queue = [...chunks]
     const body = new ReadableStream<Uint8Array>({
       pull(controller) {

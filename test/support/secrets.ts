@@ -494,8 +494,7 @@ export async function restoredAsWhole(
   json: boolean,
 ): Promise<{ text: string; foreign: number }> {
   const ctx = {
-    secrets: { book, inPrompt: () => false },
-    jsonContent: json,
+    request: { secrets: { book, inPrompt: () => false }, jsonContent: json },
   } as unknown as AttemptContext
   const found = await standInEvidence(ctx, { content: text })
   return { text: found.texts.content ?? '', foreign: found.foreign.length }

@@ -20,12 +20,14 @@ describe('verifying a stream', () => {
       marker: undefined,
       // The foreign-content check off: this test is about the canary scan failing.
       content: async () => undefined,
-      proof: 'none',
-      counted: false,
-      boundTokens: 10,
+      request: {
+        proof: 'none',
+        counted: false,
+        admission: { estimated: 10 },
+        profile: { maxPrefillTokensPerSecond: 200_000 },
+      },
       startedAt: 0,
       attempt: 1,
-      profile: { maxPrefillTokensPerSecond: 200_000 },
       services: {
         options: {
           now: () => 5,
