@@ -72,8 +72,11 @@ export interface Recommendation {
   reasons: string[]
 }
 
-/** The heartbeat suggested when a verified stream is held past the budget. */
-const HEARTBEAT_MS = 10_000
+/**
+ * The heartbeat when a verified stream is held past the budget: the deployed Worker's own default
+ * (wrangler.toml), a quarter of the shortest idle limit measured or documented (docs/streaming.md).
+ */
+const HEARTBEAT_MS = 15_000
 
 /**
  * The median, or null for no values.

@@ -17,7 +17,7 @@ import { type PlanServices, planRequest } from '../plan/plan'
 import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
 import { quarantineError, recordIncident } from '../quarantine/withhold'
-import { heartbeatStream } from '../release/heartbeat'
+import { heartbeatStream, heldPast } from '../release/heartbeat'
 import { importStandInKey, type StandInKey } from '../secrets'
 import type { ResolvedSecrets } from '../secrets/policy'
 import { PrefixRecord } from '../timing/prefix-record'
@@ -146,14 +146,17 @@ export class Guard implements AttemptHost, PlanServices {
         hooks.waitUntil?.(remembered)
       }
       const running = runAttempts(this, upstream, plan, hooks, runOptions)
-      if (this.options.heartbeatMs > 0 && plan.facts.stream && !plan.viaStream) {
-        // Refusals before the call kept their status; from here the response is a 200 that beats.
+      const beat = this.options.heartbeatMs
+      if (beat > 0 && plan.facts.stream && !plan.viaStream && (await heldPast(running, beat))) {
+        // Held past one beat: from here the response is a 200 that beats (a verdict that came sooner
+        // kept its own status, as refusals before the call do).
         const beating = heartbeatStream(
           running.then(
             (out) => out as ReadableStream<Uint8Array>,
             (error: unknown) => Promise.reject(asGuardError(error)),
           ),
-          this.options.heartbeatMs,
+          beat,
+          true,
         )
         // What is known before the verdict: the attempts it will take are not (the first is counted).
         attachInfo(beating, {

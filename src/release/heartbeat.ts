@@ -4,14 +4,34 @@
  *
  * The cost, stated where it is paid: the response exists before the verdict, so its status is 200;
  * an answer withheld after that ends the stream with the guard's error instead of an error status.
+ * So the beating response starts only once a verdict has taken `heartbeatMs` ({@link heldPast}): a
+ * verdict that comes sooner keeps its own status (a quarantine's 502, which no client retries as a
+ * stream error).
  */
 
 /** The comment sent while held: SSE clients ignore comment lines. */
 const BEAT = ': held\n\n'
 
 /**
+ * Whether `pending` is still unsettled after `ms`: resolves `true` then, `false` as soon as it settles
+ * (fulfilled or not; its outcome is the caller's to read).
+ *
+ * @example
+ * if (!(await heldPast(running, 15_000))) return await running
+ */
+export function heldPast(pending: Promise<unknown>, ms: number): Promise<boolean> {
+  const tick = beatAfter(ms)
+  const settled = pending.then(
+    () => false,
+    () => false,
+  )
+  return Promise.race([settled, tick.beat.then(() => true)]).finally(tick.stop)
+}
+
+/**
  * A stream that beats every `everyMs` until `pending` settles, then carries the released stream (or
- * errors with the reason it was withheld). A client that goes away cancels the answer too.
+ * errors with the reason it was withheld). `beatFirst`: the first beat goes at once (the stream starts
+ * after a silence of `everyMs` already: {@link heldPast}). A client that goes away cancels the answer too.
  *
  * @example
  * return new Response(heartbeatStream(runAttempts(…), 15_000), { headers: SSE_HEADERS })
@@ -19,6 +39,7 @@ const BEAT = ': held\n\n'
 export function heartbeatStream(
   pending: Promise<ReadableStream<Uint8Array>>,
   everyMs: number,
+  beatFirst = false,
 ): ReadableStream<Uint8Array> {
   const beat = new TextEncoder().encode(BEAT)
   // Settled once: the answer's reader, or the error that withheld it.
@@ -27,10 +48,12 @@ export function heartbeatStream(
     (error: unknown) => ({ error }),
   )
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+  let first = beatFirst
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (reader === undefined) {
-        const tick = beatAfter(everyMs)
+        const tick = beatAfter(first ? 0 : everyMs)
+        first = false
         const next = await Promise.race([answer, tick.beat])
         tick.stop()
         if (next === 'beat') {

@@ -211,9 +211,10 @@ export interface GuardOptions {
   streamRelease?: 'verified' | 'async'
   /**
    * While a stream is held for its verdict, send an SSE comment (`: held`) every this many ms, for
-   * proxies and clients that close idle connections. The trade-off: once a byte is sent the response
-   * is a 200, so an answer withheld after that ends the stream with an error instead of an error
-   * status (refusals before the upstream call still get their status). Off by default.
+   * proxies and clients that close idle connections. The beating stream is returned only once a
+   * verdict has taken this long (one comment at once): a sooner verdict keeps its status. The
+   * trade-off past that: the response is a 200, so an answer withheld later ends the stream with an
+   * error instead of an error status. Off by default (the deployed Worker's wrangler.toml sets 15 s).
    */
   heartbeatMs?: number
   /**

@@ -121,22 +121,17 @@ describe('heartbeat through the Worker', () => {
 
     const leaking = { model: MODEL, stream: true, ...chat(document('TENANT-B', 12_000)) }
 
-    it('should end a beating stream with the quarantine error event, under a 200 and nothing leaked', async () => {
+    it('should keep the 502 of a leak withheld before the first beat was due, heartbeat on', async () => {
+      // The leak is caught on its first tokens, long before 100 ms: the beating response never began.
       const res = await postWith({ GUARD_HEARTBEAT_MS: '100' }, leaking, KEY_B)
-      // The price of the heartbeat: the response began before the verdict.
-      expect(res.status).toBe(200)
-      expect(res.headers.get('content-type')).toContain('text/event-stream')
-      const text = await res.text()
-      const events = text.replaceAll(BEAT, '')
-      expect(events.startsWith('data: {"error":')).toBe(true)
-      expect(events.trimEnd().split('\n\n')).toHaveLength(1)
-      const error = (
-        JSON.parse(events.trim().slice('data: '.length)) as { error: Record<string, unknown> }
-      ).error
-      expect(error.code).toBe('response_quarantined')
-      expect(error.incident_id).toMatch(/\S/)
-      expect(text).not.toContain('TENANT-A')
-      expect(text).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
+      expect(res.status).toBe(502)
+      expect(res.headers.get('x-should-retry')).toBe('false')
+      const body = await res.text()
+      expect((JSON.parse(body) as { error: { code: string } }).error.code).toBe(
+        'response_quarantined',
+      )
+      expect(body).not.toContain('TENANT-A')
+      expect(body).not.toContain(': held')
     })
 
     it('should answer 502 with x-should-retry: false and no byte of the answer when off', async () => {
@@ -149,6 +144,43 @@ describe('heartbeat through the Worker', () => {
       )
       expect(body).not.toContain('TENANT-A')
       expect(body).not.toContain(': held')
+    })
+  })
+
+  describe('an answer withheld after it was held past a beat', () => {
+    beforeEach(async () => {
+      // A thinker (~1.5 s) that never echoes: held for its proof, retried, then withheld.
+      await sim.reset({
+        mode: 'fixed',
+        prefillTokensPerSecond: 500_000,
+        decodeTokensPerSecond: 200,
+        extraReasoningTokens: 300,
+        echoIgnoreRate: 1,
+      })
+    })
+
+    it('should end the beating stream with the quarantine error event, under a 200 and no byte of the answer', async () => {
+      const res = await postWith(
+        { GUARD_HEARTBEAT_MS: '100' },
+        { model: MODEL, stream: true, ...chat(document('TENANT-A', 400)) },
+        KEY_A,
+      )
+      // The price of the heartbeat: the response began before the verdict.
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toContain('text/event-stream')
+      const text = await res.text()
+      expect(leadingBeats(text)).toBeGreaterThanOrEqual(2)
+      const events = text.replaceAll(BEAT, '')
+      expect(events.startsWith('data: {"error":')).toBe(true)
+      expect(events.trimEnd().split('\n\n')).toHaveLength(1)
+      const error = (
+        JSON.parse(events.trim().slice('data: '.length)) as { error: Record<string, unknown> }
+      ).error
+      expect(error.code).toBe('response_quarantined')
+      expect(error.incident_id).toMatch(/\S/)
+      // Withheld: not one word of the answer, which quotes the prompt, left.
+      expect(text).not.toContain('TENANT-A')
+      expect(text).not.toMatch(new RegExp(CANARY_PATTERN.source, 'i'))
     })
   })
 })
