@@ -3,7 +3,6 @@
  * (UTF-8 bytes, else a plain o200k count), how much of the pool each script can use, what a crafted
  * prompt costs, and what a cold process pays to decide with and without loading the tokenizer.
  */
-import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
 import { chunkEnd, countTokens, LONG_PIECE_UNITS, pieceTokenizer } from '../../src/ceiling/count'
@@ -15,7 +14,6 @@ import {
   BENCH_DIR,
   machineInfo,
   ms,
-  ROOT,
   reproduce,
   type Suite,
   type SuiteOptions,
@@ -26,6 +24,7 @@ import {
   updateReadmeTable,
   writeResult,
 } from '../lib'
+import { runScript } from '../support/processes'
 import { code, english } from '../texts'
 
 /** The incident's model: the real pool, not the window, a 4k output reserve, the default margin. */
@@ -304,27 +303,12 @@ interface ColdRun {
   tokenizerLoaded: boolean
 }
 
-function coldRun(kind: 'small' | 'large'): Promise<ColdRun> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now()
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(BENCH_DIR, 'cold-start.ts'), kind],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-    )
-    let out = ''
-    const decoder = new TextDecoder()
-    child.stdout.on('data', (chunk: Uint8Array) => {
-      out += decoder.decode(chunk, { stream: true })
-    })
-    child.on('error', reject)
-    child.on('close', (status) => {
-      const wallMs = performance.now() - start
-      if (status !== 0) return reject(new Error(`cold-start ${kind} exited with ${status}`))
-      const report = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as Omit<ColdRun, 'wallMs'>
-      resolve({ ...report, wallMs })
-    })
-  })
+async function coldRun(kind: 'small' | 'large'): Promise<ColdRun> {
+  const { report, wallMs } = await runScript<Omit<ColdRun, 'wallMs'>>(
+    join(BENCH_DIR, 'cold-start.ts'),
+    [kind],
+  )
+  return { ...report, wallMs }
 }
 
 async function coldStart(runs: number) {

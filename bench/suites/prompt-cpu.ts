@@ -4,7 +4,6 @@
  * ceiling decision, fingerprint units and print, secrets scan), for English, Russian, Chinese and
  * Thai side by side in one run (issue 46, item 2).
  */
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -19,7 +18,6 @@ import {
   BENCH_DIR,
   machineInfo,
   ms,
-  ROOT,
   type Suite,
   type SuiteOptions,
   type Summary,
@@ -27,6 +25,7 @@ import {
   timeOnce,
   writeResult,
 } from '../lib'
+import { runScript } from '../support/processes'
 import { CEILING, decide, FRESH_STAGES, perPrompt, print } from '../support/prompt-stages'
 import { english } from '../texts'
 
@@ -196,24 +195,12 @@ async function run({ quick }: SuiteOptions): Promise<void> {
 }
 
 /** Times `stage` on the text in `file` in a new process of this Node (bench/fresh-prompt.ts). */
-function freshRun(stage: string, file: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(BENCH_DIR, 'fresh-prompt.ts'), stage, file],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-    )
-    let out = ''
-    const decoder = new TextDecoder()
-    child.stdout.on('data', (chunk: Uint8Array) => {
-      out += decoder.decode(chunk, { stream: true })
-    })
-    child.on('error', reject)
-    child.on('close', (status) => {
-      if (status !== 0) return reject(new Error(`fresh-prompt ${stage} exited with ${status}`))
-      resolve((JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as { ms: number }).ms)
-    })
-  })
+async function freshRun(stage: string, file: string): Promise<number> {
+  const { report } = await runScript<{ ms: number }>(join(BENCH_DIR, 'fresh-prompt.ts'), [
+    stage,
+    file,
+  ])
+  return report.ms
 }
 
 const suite: Suite = { name: 'prompt-cpu', run }

@@ -44,6 +44,8 @@ declare module 'node:child_process' {
       cwd?: string
       stdio?: Array<'ignore' | 'pipe' | 'inherit'>
       env?: Record<string, string | undefined>
+      /** Its own process group, so that wrangler and the workerd it starts stop together. */
+      detached?: boolean
     },
   ): ChildProcess
 }

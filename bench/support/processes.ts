@@ -1,6 +1,7 @@
 /**
- * @module Child processes for the peer benchmark (simulator, Portkey, the guard on Node): started with
- * a ready check, stopped by their own process id only.
+ * @module Child processes of the benchmarks: servers started with a ready check and stopped by their
+ * own process id only (the peer benchmark's simulator, Portkey, the guard on Node), and one-shot
+ * scripts in a fresh Node whose last line of output is their JSON report (cold starts).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 
@@ -70,4 +71,36 @@ export async function startChild(
     })
   })
   return { process: child, output: () => out, stop }
+}
+
+/**
+ * Runs `script args…` in a new process of this Node with tsx (a fresh isolate: nothing loaded, nothing
+ * optimised) and resolves to its last stdout line parsed as JSON, and the wall time it took.
+ *
+ * @example
+ * const { report } = await runScript<{ ms: number }>(join(BENCH_DIR, 'fresh-prompt.ts'), [stage, file])
+ */
+export function runScript<T>(
+  script: string,
+  args: readonly string[],
+): Promise<{ report: T; wallMs: number }> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now()
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: process.cwd(),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let out = ''
+    const decoder = new TextDecoder()
+    child.stdout.on('data', (chunk: Uint8Array) => {
+      out += decoder.decode(chunk, { stream: true })
+    })
+    child.on('error', reject)
+    child.on('close', (status) => {
+      const wallMs = performance.now() - start
+      if (status !== 0)
+        return reject(new Error(`${script} ${args.join(' ')} exited with ${status}`))
+      resolve({ report: JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as T, wallMs })
+    })
+  })
 }

@@ -34,15 +34,4 @@ declare module 'node:child_process' {
   export interface ChildProcess {
     on(event: 'exit', listener: (status: number | null) => void): this
   }
-  export function spawn(
-    command: string,
-    args: readonly string[],
-    options: {
-      cwd?: string
-      stdio?: Array<'ignore' | 'pipe' | 'inherit'>
-      env?: Record<string, string | undefined>
-      /** Its own process group, so that wrangler and the workerd it starts stop together. */
-      detached?: boolean
-    },
-  ): ChildProcess
 }

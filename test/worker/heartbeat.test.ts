@@ -15,6 +15,22 @@ import { KEY_A, KEY_B, post, sim } from '../support/worker'
 const MODEL = '@cf/zai-org/glm-5.3'
 const BEAT = ': held\n\n'
 
+/** A reasoning model that thinks ~1.5 s before the reply that proves the prompt was read. */
+const THINKER = {
+  mode: 'fixed',
+  prefillTokensPerSecond: 500_000,
+  decodeTokensPerSecond: 200,
+  extraReasoningTokens: 300,
+} as const
+
+/** Tenant A's streamed question, with the heartbeat every 100 ms. */
+const beatingAsk = (): Promise<Response> =>
+  postWith(
+    { GUARD_HEARTBEAT_MS: '100' },
+    { model: MODEL, stream: true, ...chat(document('TENANT-A', 400)) },
+    KEY_A,
+  )
+
 /** The Worker's app over the test bindings with `vars` changed (a fresh guard: one per env object). */
 function postWith(vars: Partial<Env>, body: unknown, key: string): Promise<Response> {
   const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} }
@@ -42,21 +58,11 @@ function leadingBeats(text: string): number {
 describe('heartbeat through the Worker', () => {
   describe('an honest stream held for its verdict', () => {
     beforeEach(async () => {
-      // A reasoning model that thinks ~1.5 s before the reply that proves the prompt was read.
-      await sim.reset({
-        mode: 'fixed',
-        prefillTokensPerSecond: 500_000,
-        decodeTokensPerSecond: 200,
-        extraReasoningTokens: 300,
-      })
+      await sim.reset(THINKER)
     })
 
     it('should send `: held` comments while held when GUARD_HEARTBEAT_MS is set, then the answer', async () => {
-      const res = await postWith(
-        { GUARD_HEARTBEAT_MS: '100' },
-        { model: MODEL, stream: true, ...chat(document('TENANT-A', 400)) },
-        KEY_A,
-      )
+      const res = await beatingAsk()
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toContain('text/event-stream')
       const text = await res.text()
@@ -121,50 +127,34 @@ describe('heartbeat through the Worker', () => {
 
     const leaking = { model: MODEL, stream: true, ...chat(document('TENANT-B', 12_000)) }
 
-    it('should keep the 502 of a leak withheld before the first beat was due, heartbeat on', async () => {
-      // The leak is caught on its first tokens, long before 100 ms: the beating response never began.
-      const res = await postWith({ GUARD_HEARTBEAT_MS: '100' }, leaking, KEY_B)
-      expect(res.status).toBe(502)
-      expect(res.headers.get('x-should-retry')).toBe('false')
-      const body = await res.text()
-      expect((JSON.parse(body) as { error: { code: string } }).error.code).toBe(
-        'response_quarantined',
-      )
-      expect(body).not.toContain('TENANT-A')
-      expect(body).not.toContain(': held')
-    })
-
-    it('should answer 502 with x-should-retry: false and no byte of the answer when off', async () => {
-      const res = await postWith({}, leaking, KEY_B)
-      expect(res.status).toBe(502)
-      expect(res.headers.get('x-should-retry')).toBe('false')
-      const body = await res.text()
-      expect((JSON.parse(body) as { error: { code: string } }).error.code).toBe(
-        'response_quarantined',
-      )
-      expect(body).not.toContain('TENANT-A')
-      expect(body).not.toContain(': held')
-    })
+    // On, the leak is caught on its first tokens, long before 100 ms: the beating response never began.
+    it.each([
+      ['off', {}],
+      ['on, the verdict before the first beat', { GUARD_HEARTBEAT_MS: '100' }],
+    ])(
+      'should answer 502 with x-should-retry: false and no byte of the answer, heartbeat %s',
+      async (_, vars) => {
+        const res = await postWith(vars, leaking, KEY_B)
+        expect(res.status).toBe(502)
+        expect(res.headers.get('x-should-retry')).toBe('false')
+        const body = await res.text()
+        expect((JSON.parse(body) as { error: { code: string } }).error.code).toBe(
+          'response_quarantined',
+        )
+        expect(body).not.toContain('TENANT-A')
+        expect(body).not.toContain(': held')
+      },
+    )
   })
 
   describe('an answer withheld after it was held past a beat', () => {
     beforeEach(async () => {
-      // A thinker (~1.5 s) that never echoes: held for its proof, retried, then withheld.
-      await sim.reset({
-        mode: 'fixed',
-        prefillTokensPerSecond: 500_000,
-        decodeTokensPerSecond: 200,
-        extraReasoningTokens: 300,
-        echoIgnoreRate: 1,
-      })
+      // The thinker never echoes: held for its proof, retried, then withheld.
+      await sim.reset({ ...THINKER, echoIgnoreRate: 1 })
     })
 
     it('should end the beating stream with the quarantine error event, under a 200 and no byte of the answer', async () => {
-      const res = await postWith(
-        { GUARD_HEARTBEAT_MS: '100' },
-        { model: MODEL, stream: true, ...chat(document('TENANT-A', 400)) },
-        KEY_A,
-      )
+      const res = await beatingAsk()
       // The price of the heartbeat: the response began before the verdict.
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toContain('text/event-stream')
