@@ -48,12 +48,14 @@ export function heartbeatStream(
     (error: unknown) => ({ error }),
   )
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
-  let first = beatFirst
   return new ReadableStream<Uint8Array>({
+    start(controller) {
+      // Queued with the response itself: no timer of its own to come late behind the answer's.
+      if (beatFirst) controller.enqueue(beat)
+    },
     async pull(controller) {
       if (reader === undefined) {
-        const tick = beatAfter(first ? 0 : everyMs)
-        first = false
+        const tick = beatAfter(everyMs)
         const next = await Promise.race([answer, tick.beat])
         tick.stop()
         if (next === 'beat') {
