@@ -13,6 +13,11 @@ export interface PromptPieces {
   tools: number
   /** Image, audio and other non-text content parts, charged {@link TOKENS_PER_NON_TEXT_PART} each. */
   nonTextParts: number
+  /**
+   * An upper bound of the tokens the guard itself adds to the prompt (its echo directive, the tenant's
+   * marker: src/plan/guard-additions.ts), charged with the template's overhead. @default 0
+   */
+  guardTokens?: number
 }
 
 /**
@@ -20,7 +25,7 @@ export interface PromptPieces {
  * message (OpenAI's published figure for ChatML is 3–4; GLM's `<|user|>\n…` is in the same range).
  * The drift margin covers templates that spend a little more.
  */
-const TOKENS_PER_MESSAGE = 4
+export const TOKENS_PER_MESSAGE = 4
 
 /** Priming tokens: the assistant header the template appends so the model starts its answer. */
 const PRIMING_TOKENS = 3
@@ -166,8 +171,9 @@ export function promptPieces(inputs: Record<string, unknown>): PromptPieces {
 }
 
 /**
- * The fixed tokens a chat template adds around the counted texts, plus the fixed charge for
- * non-text parts. Added after the drift margin (they are constants, not tokenizer estimates).
+ * The fixed tokens a chat template adds around the counted texts, the fixed charge for non-text
+ * parts, and the guard's own additions. Added after the drift margin (they are constants or byte
+ * bounds, not tokenizer estimates).
  *
  * @example
  * templateOverhead({ texts: ['user', 'hi'], messages: 1, tools: 0, nonTextParts: 0 }) // 4 + 3 = 7
@@ -177,6 +183,7 @@ export function templateOverhead(pieces: PromptPieces): number {
     PRIMING_TOKENS +
     pieces.messages * TOKENS_PER_MESSAGE +
     pieces.tools * TOKENS_PER_TOOL +
-    pieces.nonTextParts * TOKENS_PER_NON_TEXT_PART
+    pieces.nonTextParts * TOKENS_PER_NON_TEXT_PART +
+    (pieces.guardTokens ?? 0)
   )
 }

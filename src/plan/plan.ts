@@ -15,6 +15,7 @@ import type {
   PromptSecrets,
   ProofKind,
 } from '../vocabulary/request-facts'
+import { guardAdditionTokens } from './guard-additions'
 import { type Admission, admit } from './preflight'
 import { type SecretServices, substituteSecrets } from './prompt-secrets'
 import { type RequestFacts, readRequest } from './request'
@@ -104,14 +105,15 @@ export async function planRequest(
   const profile = guard.profile(model)
   // What this tenant's earlier requests computed of the same texts (src/memo).
   const memo = guard.memo?.forRequest(tenant)
-  // Before the ceiling counts: what is counted is what is sent.
+  // Before the ceiling counts: what is counted is what is sent (the guard's directive and marker too).
   const { inputs, secrets } = await substituteSecrets(
     guard,
     { requestId, tenant, model },
     facts.inputs,
     memo,
   )
-  const pieces = promptPieces(inputs)
+  const proof = profile.echo === 'require' ? facts.proof : 'none'
+  const pieces = { ...promptPieces(inputs), guardTokens: guardAdditionTokens(profile, proof) }
   const snapshot = await guard.snapshot(model)
   // The ceiling's count reads the memo only when bytes cannot decide (a prompt of ~660 KB or more,
   // where digesting costs a fraction of a count); the count for timing and the print after the call.
@@ -143,7 +145,7 @@ export async function planRequest(
     inputs: sent,
     secrets,
     jsonContent: jsonContent(inputs),
-    proof: profile.echo === 'require' ? facts.proof : 'none',
+    proof,
     scanning: profile.echo !== 'off',
     ...timingPlan(admission, profile, facts, guard.options),
     memo,
