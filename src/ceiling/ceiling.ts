@@ -38,7 +38,7 @@ interface CeilingDecision {
    * text followed).
    */
   estimatedTokens: number
-  /** `Σ_class ceil(figure × (1 + margin)) + templateOverhead` — what is compared with the ceiling. */
+  /** `Σ_class ceil(figure × (1 + margin)) + templateOverhead + guardTokens` — compared with the ceiling. */
   adjustedTokens: number
   /** The ceiling compared against (prompt tokens, output reserve already taken off). */
   ceiling: number
@@ -161,7 +161,8 @@ export async function decideCeiling(
 ): Promise<CeilingDecision> {
   if (!Number.isFinite(ceiling)) throw new RangeError(`ceiling must be finite, got ${ceiling}`)
   const charge = charges(margins)
-  const overhead = templateOverhead(pieces)
+  // The guard's own additions are charged as their byte bound (see PromptPieces.guardTokens).
+  const overhead = templateOverhead(pieces) + (pieces.guardTokens ?? 0)
   const decide = (
     estimatedTokens: number,
     charged: number,

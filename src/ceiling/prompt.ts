@@ -15,7 +15,8 @@ export interface PromptPieces {
   nonTextParts: number
   /**
    * An upper bound of the tokens the guard itself adds to the prompt (its echo directive, the tenant's
-   * marker: src/plan/guard-additions.ts), charged with the template's overhead. @default 0
+   * marker: src/plan/guard-additions.ts): the ceiling charges it on top of the template's overhead;
+   * lower bounds (timing, the usage cross-check) and calibration leave it out. @default 0
    */
   guardTokens?: number
 }
@@ -171,9 +172,9 @@ export function promptPieces(inputs: Record<string, unknown>): PromptPieces {
 }
 
 /**
- * The fixed tokens a chat template adds around the counted texts, the fixed charge for non-text
- * parts, and the guard's own additions. Added after the drift margin (they are constants or byte
- * bounds, not tokenizer estimates).
+ * The fixed tokens a chat template adds around the counted texts, plus the fixed charge for
+ * non-text parts. Added after the drift margin (they are constants, not tokenizer estimates). Not the
+ * guard's additions (`guardTokens`): a byte bound, which the ceiling charges and no lower bound may use.
  *
  * @example
  * templateOverhead({ texts: ['user', 'hi'], messages: 1, tools: 0, nonTextParts: 0 }) // 4 + 3 = 7
@@ -183,7 +184,6 @@ export function templateOverhead(pieces: PromptPieces): number {
     PRIMING_TOKENS +
     pieces.messages * TOKENS_PER_MESSAGE +
     pieces.tools * TOKENS_PER_TOOL +
-    pieces.nonTextParts * TOKENS_PER_NON_TEXT_PART +
-    (pieces.guardTokens ?? 0)
+    pieces.nonTextParts * TOKENS_PER_NON_TEXT_PART
   )
 }

@@ -162,7 +162,7 @@ async function refusal(
   const needed =
     decision.method === 'early-exit'
       ? `more than ${fmt(decision.ceiling)} tokens (estimation stopped at the ceiling; ${margin})`
-      : `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} estimated for the model's tokenizer, plus ${margin} and template overhead)`
+      : `${fmt(decision.adjustedTokens)} tokens (${fmt(decision.estimatedTokens)} estimated for the model's tokenizer, plus ${margin}, template overhead and what the guard adds)`
   return new GuardError(
     'context_length_exceeded',
     `This request needs ${needed} plus ${fmt(reserve)} reserved for output, but ${model} can safely serve ${fmt(pool - reserve)} prompt tokens at most: ${limitedBy}.${await scriptNote(decision.drivers, decision.classes)} Shorten the prompt or lower max_tokens; the guard rejects rather than truncates, so the question is never changed silently.`,
