@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { VirtualClock } from '../../sim/clock'
 import { type SimConfig, SimEngine } from '../../sim/engine'
 import { loadTokenizer } from '../../sim/tokenizer'
+import { median } from '../../src/directive/recommendation'
 import { type DirectiveReport, measureDirective } from '../../src/directive/run'
 import { runnerTransport } from '../../src/probe'
 import {
@@ -105,13 +106,6 @@ async function streamingBench(): Promise<Record<string, number>> {
   } catch {
     return {}
   }
-}
-
-const median = (values: number[]): number | null => {
-  if (values.length === 0) return null
-  const s = [...values].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {

@@ -7,6 +7,18 @@ import type { SimControl } from '../../sim/worker'
 /** The simulator behind the Worker's AI binding, with its test controls. */
 export const sim = (env as unknown as { AI: SimControl }).AI
 
+/**
+ * The Worker's profile says the pool is 681,280 tokens; with this the simulator's real pool is 8,192,
+ * so a 12,000-token prompt passes the ceiling and meets the leak: the other guards must catch it.
+ */
+export const POOL_BELOW_PROFILE = {
+  mode: 'pd-abort-leak',
+  poolTokens: 8_192,
+  contextWindow: 16_384,
+  prefillTokensPerSecond: 500_000,
+  decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+} as const
+
 export const KEY_A = 'dev-key-tenant-a'
 export const KEY_B = 'dev-key-tenant-b'
 export const ADMIN = 'dev-only-admin-secret'

@@ -4,7 +4,7 @@ import { CANARY_PATTERN } from '../../src'
 import { createApp } from '../../src/worker/app'
 import type { Env } from '../../src/worker/env'
 import { chat, document, sseText } from '../support/prompts'
-import { KEY_A, KEY_B, post, sim } from '../support/worker'
+import { KEY_A, KEY_B, POOL_BELOW_PROFILE, post, sim } from '../support/worker'
 
 /**
  * The Worker's heartbeat (`GUARD_HEARTBEAT_MS`), on and off, as the client receives it: the deployed
@@ -109,14 +109,7 @@ describe('heartbeat through the Worker', () => {
 
   describe('a leaking stream withheld', () => {
     beforeEach(async () => {
-      // As in quarantine.test.ts: the real pool (8,192) is far below the Worker's profile.
-      await sim.reset({
-        mode: 'pd-abort-leak',
-        poolTokens: 8_192,
-        contextWindow: 16_384,
-        prefillTokensPerSecond: 500_000,
-        decodeTokensPerSecond: Number.POSITIVE_INFINITY,
-      })
+      await sim.reset(POOL_BELOW_PROFILE)
       const a = await post(
         '/v1/chat/completions',
         { model: MODEL, ...chat(document('TENANT-A', 6_000)) },

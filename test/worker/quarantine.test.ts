@@ -4,23 +4,13 @@ import { CANARY_PATTERN } from '../../src'
 import type { QuarantineRecord, QuarantineSummary } from '../../src/vocabulary/quarantine'
 import { chat, document } from '../support/prompts'
 import { captureWorkerVerdicts } from '../support/verdicts'
-import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'
+import { ADMIN, get, KEY_A, KEY_B, POOL_BELOW_PROFILE, post, sim } from '../support/worker'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
 
-/**
- * The Worker's profile says the pool is 681,280 tokens; the simulator's real pool is 8,192. So a
- * 12,000-token prompt passes the ceiling and meets the leak: the other guards must catch it.
- */
 beforeEach(async () => {
-  await sim.reset({
-    mode: 'pd-abort-leak',
-    poolTokens: 8_192,
-    contextWindow: 16_384,
-    prefillTokensPerSecond: 500_000,
-    decodeTokensPerSecond: Number.POSITIVE_INFINITY,
-  })
+  await sim.reset(POOL_BELOW_PROFILE)
 })
 
 async function leak(
