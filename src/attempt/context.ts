@@ -90,11 +90,27 @@ export interface AttemptContext {
    * each attempt watches its answer with a fresh watch. Undefined when the check is off.
    */
   content: () => Promise<PrintedPrompt | undefined>
+  /**
+   * The second opinion on foreign-content evidence (src/verify/second-opinion.ts); undefined when off
+   * and inside a second opinion's own request.
+   */
+  recall?: Recall
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
   waitUntil: ((promise: Promise<unknown>) => void) | undefined
   /** When the upstream call was made, by the guard's clock. */
   startedAt: number
   attempt: number
+}
+
+/** A clean-room continuation of an answer's text, asked of the model (src/guard/recall.ts). */
+export interface Recall {
+  /** Characters of the answer before its run that make the cue. */
+  readonly cueChars: number
+  /**
+   * The fingerprints of what the model wrote, verified, from `cue` alone (less the cue's own): its
+   * recall. Undefined when it could not be asked or its answer was not verified.
+   */
+  ask(cue: { text: string; head: string }, source: string): Promise<ReadonlySet<number> | undefined>
 }
 
 /**

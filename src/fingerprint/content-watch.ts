@@ -33,6 +33,17 @@ export interface ForeignContent {
   matches: number
   /** The channel of that run. */
   channel: string
+  /** Where the run's earliest fingerprint not yet excused starts in the channel's text. */
+  from: number
+  /** Where that fingerprint's shingle ends: the head of the run (see {@link ContentWatch.excuse}). */
+  headEnd: number
+}
+
+/** Where one selection that matched another tenant lies in its channel's text. */
+export interface ForeignMatch {
+  fingerprint: number
+  from: number
+  end: number
 }
 
 /** What a {@link ContentWatch} needs. */
@@ -138,6 +149,10 @@ export function quietHoldBackUnits(params: PrintParams): number {
 
 interface ChannelState {
   shingler: Shingler
+  /** The last shingles' start and end offsets, by index modulo {@link RECENT} (for the selected one). */
+  recent: Int32Array
+  /** The latest selections that matched another tenant, oldest first (at most {@link KEEP_MATCHES}). */
+  matches: ForeignMatch[]
   winnow: Winnower
   final: boolean
   /** Where the latest shingle read ends (a selection is one of the last few shingles). */
@@ -163,11 +178,26 @@ interface ChannelState {
  */
 interface Run {
   prints: Set<number>
+  /** Where each of its fingerprints' shingles starts and ends. */
+  at: Map<number, { from: number; end: number }>
   from: number
   /** The weight of the units before its first selected shingle (see `unitWeight`). */
   fromWeight: number
   /** The weight of the units from its first selected shingle to the end of its latest. */
   span: number
+}
+
+/** Shingles whose offsets a channel remembers: a selection is one of the last w (≤ 16). */
+const RECENT = 16
+
+/** Foreign matches a channel remembers for the cue of a second opinion (see `foreignMatches`). */
+const KEEP_MATCHES = 512
+
+/** A run that reached evidence, kept after it ends so an excusal can revisit it. */
+interface Reached {
+  source: string
+  channel: string
+  run: Run
 }
 
 /**
@@ -201,7 +231,11 @@ export class ContentWatch {
   /** The least weight a run must cover to be evidence: see {@link spanFloor}. */
   private readonly floor: number
   private readonly selected = new Set<number>()
-  private best: ForeignContent | undefined
+  private best: Omit<ForeignContent, 'from' | 'headEnd'> | undefined
+  /** Runs that reached k, in the order they did. */
+  private readonly reached: Reached[] = []
+  /** Fingerprints the model recalled on its own from a clean cue: its words, never evidence. */
+  private readonly excused = new Set<number>()
   /** The clock's last reading, and the lookups made with it (see {@link LOOKUPS_PER_CLOCK}). */
   private at = 0
   private lookups = LOOKUPS_PER_CLOCK
@@ -228,6 +262,8 @@ export class ContentWatch {
       const { n, w } = this.options.params
       state = {
         shingler: new Shingler(this.options.key, { n, keepStarts: this.keepStarts }),
+        recent: new Int32Array(RECENT * 2),
+        matches: [],
         winnow: new Winnower(w),
         final: false,
         lastEnd: 0,
@@ -244,8 +280,11 @@ export class ContentWatch {
       throw new Error(`ContentWatch: channel ${channel} was already final`)
     }
     const current = state
-    state.shingler.read(text, final, (hash, _start, end, index) => {
+    state.shingler.read(text, final, (hash, start, end, index) => {
       current.lastEnd = end
+      const slot = (index % RECENT) * 2
+      current.recent[slot] = start
+      current.recent[slot + 1] = end
       if (current.winnow.push(hash, index)) this.check(current, channel)
     })
     if (final) {
@@ -261,8 +300,76 @@ export class ContentWatch {
    * const found = watch.evidence() // { source: 'globex', run: 4, matches: 6, channel: 'content' }
    */
   evidence(): ForeignContent | undefined {
-    const best = this.best
-    return best === undefined || best.run < this.options.params.k ? undefined : { ...best }
+    let found: Reached | undefined
+    for (const entry of this.reached) {
+      if (entry.run.prints.size >= this.k && entry.run.prints.size > (found?.run.prints.size ?? 0))
+        found = entry
+    }
+    if (found === undefined) return undefined
+    const { source, channel, run } = found
+    let from = Number.POSITIVE_INFINITY
+    let headEnd = 0
+    for (const place of run.at.values()) {
+      if (place.from < from) {
+        from = place.from
+        headEnd = place.end
+      }
+    }
+    const matches = this.matched.get(source)?.size ?? run.prints.size
+    return { source, run: run.prints.size, matches, channel, from, headEnd }
+  }
+
+  /**
+   * Excuses fingerprints as the model's own words: the model wrote them again from a clean cue that
+   * did not hold them (src/verify/second-opinion.ts). They no longer count for any run, past or to
+   * come, and bridge runs as common text does, so private values inside recalled text still make one.
+   * Returns how many fingerprints of the runs that reached evidence it took away.
+   *
+   * @example
+   * if (watch.excuse(recalled) === 0) quarantine()
+   */
+  excuse(prints: Iterable<number>): number {
+    for (const print of prints) this.excused.add(print)
+    let taken = 0
+    for (const state of this.channels.values()) {
+      for (const [source, run] of state.runs) {
+        this.dropExcused(run)
+        if (run.prints.size === 0) state.runs.delete(source)
+      }
+      state.matches = state.matches.filter((m) => !this.excused.has(m.fingerprint))
+      if (state.matches.length === 0) state.foreignShingle = -1
+    }
+    for (const entry of this.reached) taken += this.dropExcused(entry.run)
+    for (const all of this.matched.values()) for (const print of this.excused) all.delete(print)
+    if (this.best !== undefined) {
+      const top = this.evidence()
+      this.best = top ?? { ...this.best, run: Math.min(this.best.run, this.k - 1) }
+    }
+    return taken
+  }
+
+  /**
+   * The selections of a channel that matched another tenant and were not excused, oldest first (the
+   * latest {@link KEEP_MATCHES}): what a second opinion's cue must leave out.
+   *
+   * @example
+   * for (const m of watch.foreignMatches('content')) cue = cut(cue, m.from, m.end)
+   */
+  foreignMatches(channel: string): readonly ForeignMatch[] {
+    return this.channels.get(channel)?.matches ?? []
+  }
+
+  private dropExcused(run: Run): number {
+    let taken = 0
+    for (const print of run.prints) {
+      if (!this.excused.has(print)) continue
+      run.prints.delete(print)
+      run.at.delete(print)
+      taken++
+    }
+    if (taken > 0 && run.at.size > 0)
+      run.from = Math.min(...[...run.at.values()].map((p) => p.from))
+    return taken
   }
 
   /**
@@ -271,7 +378,7 @@ export class ContentWatch {
    * @example
    * watch.strongest()?.run // 2: below k, not evidence
    */
-  strongest(): ForeignContent | undefined {
+  strongest(): Omit<ForeignContent, 'from' | 'headEnd'> | undefined {
     return this.best === undefined ? undefined : { ...this.best }
   }
 
@@ -387,6 +494,8 @@ export class ContentWatch {
     const hash = state.winnow.selectedHash
     const fingerprint = fingerprintOf(key, hash)
     if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
+    // Recalled by the model from a clean cue: common text to every run.
+    if (this.excused.has(fingerprint)) return
     const sources = this.sourcesOf(hash, fingerprint, state.runs.size > 0)
     if (sources === COMMON) return
     // A selection that is not a given tenant's ends that tenant's run (own text, text nobody sent).
@@ -443,6 +552,10 @@ export class ContentWatch {
     const selected = state.winnow.selectedIndex
     // The selected shingle's first unit: n + w − 1 units back at most, within the starts kept.
     const from = state.shingler.unitStart(state.shingler.units - selected) ?? state.safe
+    const slot = (selected % RECENT) * 2
+    const place = { from, end: Math.max(from, state.recent[slot + 1]!) }
+    state.matches.push({ fingerprint, ...place })
+    if (state.matches.length > KEEP_MATCHES) state.matches.shift()
     const shingler = state.shingler
     const previous = state.foreignShingle
     const long = this.longHold(shingler)
@@ -451,10 +564,17 @@ export class ContentWatch {
     state.foreignShingle = selected
     let run = state.runs.get(source)
     if (run === undefined) {
-      run = { prints: new Set(), from, fromWeight: shingler.weightBefore(selected) ?? 0, span: 0 }
+      run = {
+        prints: new Set(),
+        at: new Map(),
+        from,
+        fromWeight: shingler.weightBefore(selected) ?? 0,
+        span: 0,
+      }
       state.runs.set(source, run)
     }
     run.prints.add(fingerprint)
+    if (!run.at.has(fingerprint)) run.at.set(fingerprint, place)
     const end = shingler.weightBefore(selected + this.options.params.n) ?? run.fromWeight
     run.span = Math.max(run.span, end - run.fromWeight)
     // k selections over less than the floor's weight are not yet evidence (a phrase shorter than any
@@ -466,6 +586,9 @@ export class ContentWatch {
       this.matched.set(source, all)
     }
     all.add(fingerprint)
+    if (size >= this.k && !this.reached.some((r) => r.run === run)) {
+      this.reached.push({ source, channel, run })
+    }
     const best = this.best
     if (best?.source === source) {
       best.matches = all.size

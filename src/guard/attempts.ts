@@ -8,6 +8,7 @@ import type {
   AttemptServices,
   Lesson,
   PrintedPrompt,
+  Recall,
 } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import { callUpstream } from '../call/call'
@@ -39,6 +40,14 @@ export interface RunnerHooks {
   waitUntil?: (promise: Promise<unknown>) => void
 }
 
+/** What the guard itself adds to a request's hooks (never the host's to set). */
+export interface AttemptHooks extends RunnerHooks {
+  /** The second opinion on this request's foreign-content evidence (absent: none is asked). */
+  recall?: Recall
+  /** A second opinion's own request: its cue is an answer's text, never a tenant's prompt to print. */
+  unprinted?: true
+}
+
 /** How long after its call a prompt's print, count and hash start (see runAttempts). */
 const AFTER_SEND_MS = 1
 
@@ -52,11 +61,11 @@ export async function runAttempts(
   host: AttemptHost,
   upstream: AiRunner,
   plan: RequestPlan,
-  hooks: RunnerHooks,
+  hooks: AttemptHooks,
   runOptions: Record<string, unknown> | undefined,
 ): Promise<unknown> {
   const streamed = plan.facts.stream || plan.viaStream
-  const print = promptPrint(host, plan, hooks)
+  const print = hooks.unprinted ? UNPRINTED : promptPrint(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
     const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt, print.content)
     const calling = callUpstream(ctx, upstream, {
@@ -137,7 +146,7 @@ function learnFrom(ctx: AttemptContext, lesson: Lesson): void {
 async function prepare(
   host: AttemptHost,
   plan: RequestPlan,
-  hooks: RunnerHooks,
+  hooks: AttemptHooks,
   attempt: number,
   content: AttemptContext['content'],
 ): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
@@ -173,12 +182,16 @@ async function prepare(
     // A retry re-sends everything but the directive: the engine may have all of it cached.
     prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
     content,
+    ...(hooks.recall ? { recall: hooks.recall } : {}),
     waitUntil: hooks.waitUntil,
     startedAt: host.options.now(),
     attempt,
   }
   return { ctx, inputs, isolated }
 }
+
+/** No print: the foreign-content check does not watch this request's answers. */
+const UNPRINTED = { sent: () => {}, content: async () => undefined }
 
 /**
  * The request's prompt in the foreign-content book (see src/guard/fingerprint-book.ts): registered by
@@ -191,7 +204,7 @@ function promptPrint(
   hooks: RunnerHooks,
 ): { sent(): void; content: AttemptContext['content'] } {
   const book = host.fingerprints
-  if (!book) return { sent: () => {}, content: async () => undefined }
+  if (!book) return UNPRINTED
   let printed: (() => PrintedPrompt) | undefined
   const register = () =>
     book.print(

@@ -217,6 +217,24 @@ export class FingerprintBook {
     waitUntil?.(published)
   }
 
+  /**
+   * The fingerprints of every shingle of `said` that `given` does not hold: what a model wrote of its
+   * own in a second opinion (src/guard/recall.ts), to excuse in an answer's watch. After `ready()`.
+   *
+   * @example
+   * const recalled = book.recalled([continuation], [cue])
+   */
+  recalled(said: readonly string[], given: readonly string[]): Set<number> {
+    const key = this.#printKey
+    if (key === undefined) throw new Error('FingerprintBook: recalled before ready()')
+    // A window of one selects every shingle.
+    const every = { n: this.#settings.params.n, w: 1 }
+    const cued = new Set(printPrompt(key, given, every).selected)
+    const out = new Set<number>()
+    for (const print of printPrompt(key, said, every).selected) if (!cued.has(print)) out.add(print)
+    return out
+  }
+
   #hashKey(): Promise<FingerprintKey> {
     this.#fingerprintKey ??= this.#key().then(async (key) => fingerprintKey(await contentSeed(key)))
     return this.#fingerprintKey

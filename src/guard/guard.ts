@@ -2,7 +2,7 @@
  * @module The guard: its per-isolate state (options, stores, learned state, canary key) and one guarded
  * call — plan, then attempts (see ./attempts.ts) — with every unexpected failure failing closed.
  */
-import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import type { AttemptContext, AttemptOutcome, Recall } from '../attempt/context'
 import { isolateTenantDirectory, TenantAttribution } from '../attribution'
 import {
   type CalibrationSnapshot,
@@ -13,7 +13,7 @@ import type { AiRunner } from '../call/upstream'
 import { type CanaryKey, importCanaryKey } from '../canary'
 import { asGuardError, GuardError } from '../errors'
 import { TextMemo } from '../memo/text-memo'
-import { type PlanServices, planRequest } from '../plan/plan'
+import { type PlanServices, planRequest, type RequestPlan } from '../plan/plan'
 import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
 import { quarantineError, recordIncident } from '../quarantine/withhold'
@@ -32,6 +32,7 @@ import type { QuarantineStore } from '../vocabulary/quarantine'
 import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
+import { RecallBudget, type RecallHost, recallFor } from './recall'
 import { VerdictLogger } from './verdict-log'
 
 /** The guard's per-isolate state, shared by every request it serves. */
@@ -51,6 +52,8 @@ export class Guard implements AttemptHost, PlanServices {
   readonly memo: TextMemo | undefined
   #key: Promise<CanaryKey> | undefined
   #standInKey: Promise<StandInKey> | undefined
+  /** Second opinions per source tenant (undefined when they are off). */
+  readonly #recallBudget: RecallBudget | undefined
 
   constructor(options: GuardOptions) {
     this.options = resolveOptions(options)
@@ -68,6 +71,10 @@ export class Guard implements AttemptHost, PlanServices {
     const content = this.options.foreignContent
     this.fingerprints = content
       ? new FingerprintBook(content, () => this.key(), this.options.now)
+      : undefined
+    const recall = content?.recall
+    this.#recallBudget = recall
+      ? new RecallBudget(recall.perSourcePerHour, this.options.now)
       : undefined
     const memo = this.options.textMemo
     this.memo = memo ? new TextMemo(this.options.secret, memo) : undefined
@@ -145,7 +152,14 @@ export class Guard implements AttemptHost, PlanServices {
         const remembered = this.attribution.remember(tenant)
         hooks.waitUntil?.(remembered)
       }
-      const running = runAttempts(this, upstream, plan, hooks, runOptions)
+      const recall = this.#recall(upstream, plan, hooks)
+      const running = runAttempts(
+        this,
+        upstream,
+        plan,
+        { waitUntil: hooks.waitUntil, ...(recall ? { recall } : {}) },
+        runOptions,
+      )
       const beat = this.options.heartbeatMs
       if (beat > 0 && plan.facts.stream && !plan.viaStream && (await heldPast(running, beat))) {
         // Held past one beat: from here the response is a 200 that beats (a verdict that came sooner
@@ -186,6 +200,34 @@ export class Guard implements AttemptHost, PlanServices {
       }
       throw guardError
     }
+  }
+
+  /**
+   * The second opinion of one request's answers (src/guard/recall.ts): its own request goes through
+   * this guard under a tenant of its own, unprinted and with no second opinion of its own.
+   */
+  #recall(upstream: AiRunner, plan: RequestPlan, hooks: RunnerHooks): Recall | undefined {
+    const settings = this.options.foreignContent?.recall
+    const book = this.fingerprints
+    const budget = this.#recallBudget
+    if (!settings || !book || !budget) return undefined
+    const host: RecallHost = {
+      budget,
+      model: plan.model,
+      requestId: plan.requestId,
+      recalled: (said, given) => book.recalled(said, given),
+      ask: async (tenant, inputs) => {
+        const probe = await planRequest(this, this.options.requestId(), tenant, plan.model, inputs)
+        return runAttempts(
+          this,
+          upstream,
+          probe,
+          { waitUntil: hooks.waitUntil, unprinted: true },
+          undefined,
+        )
+      },
+    }
+    return recallFor(host, settings)
   }
 
   /** Records a withheld answer and returns the error for its client. Never releases anything. */

@@ -3,11 +3,13 @@
  * figures behind it, the texts a release may send, and what a withheld answer records.
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
-import type { ForeignContent, StoreGap } from '../fingerprint'
+import type { StoreGap } from '../fingerprint'
 import { type Channel, channelEntries } from '../format/frames'
 import type { TimingSignal } from '../timing/prefill'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
 import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
+import { ContentHold } from './content-check'
+import { secondOpinion } from './second-opinion'
 import { kindCounts, standInEntries, standInEvidence } from './stand-in-evidence'
 import { decide, type EchoOutcome, type Verdict } from './verdict'
 
@@ -26,7 +28,7 @@ interface Evidence {
    * A stream's foreign-content watch, fed as the stream was held (see ./streamed-answer.ts); without
    * one, the texts are scanned here as a whole answer.
    */
-  watch?: { evidence(): ForeignContent | undefined }
+  watch?: ContentHold
 }
 
 /** What the evidence concluded. */
@@ -57,19 +59,23 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   const { timing, reported } = evidence
   const scanned = await scanChannels(ctx, evidence.texts)
   const standIns = await standInEvidence(ctx, scanned.texts)
-  const { found: content, learn } = await foreignContent(ctx, evidence)
+  const { hold, learn } = await foreignContent(ctx, evidence)
   const estimate = ctx.request.counted ? await ctx.request.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
-  const verdict = decide({
+  const judged = {
     echo: evidence.echo,
     foreignCanaries: scanned.findings.filter((f) => f.kind === 'foreign').length,
     foreignStandIns: standIns.foreign.length,
-    ...(content ? { foreignContent: content } : {}),
     ...(timing ? { timing } : {}),
     ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
     attempt: ctx.attempt,
     retries: ctx.services.options.echoRetries,
-  })
+  }
+  // Content alone (nothing else wrong, the echo not missing): the model is asked before it is withheld.
+  const alone =
+    hold?.evidence() && decide(judged).action === 'release' && evidence.echo !== 'missing'
+  const content = alone ? await secondOpinion(ctx, hold!) : hold?.evidence()
+  const verdict = decide({ ...judged, ...(content ? { foreignContent: content } : {}) })
   const figures = {
     ...timingRecord(timing),
     ...(estimate
@@ -103,14 +109,15 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
 async function foreignContent(
   ctx: AttemptContext,
   evidence: Evidence,
-): Promise<{ found: ForeignContent | undefined; learn: () => void }> {
+): Promise<{ hold: ContentHold | undefined; learn: () => void }> {
   const none = () => {}
-  if (evidence.watch) return { found: evidence.watch.evidence(), learn: none }
+  if (evidence.watch) return { hold: evidence.watch, learn: none }
   const printed = await ctx.content()
-  if (!printed) return { found: undefined, learn: none }
-  const watch = await printed.watch()
-  for (const [channel, text] of channelEntries(evidence.texts)) watch.push(channel, text, true)
-  return { found: watch.evidence(), learn: () => printed.learn(watch) }
+  if (!printed) return { hold: undefined, learn: none }
+  const hold = new ContentHold(await printed.watch())
+  for (const [channel, text] of channelEntries(evidence.texts)) hold.push(channel, text)
+  hold.end()
+  return { hold, learn: () => printed.learn(hold.watch) }
 }
 
 /**

@@ -7,13 +7,16 @@
  * than holding every later event to the end of the stream. Should the channel resume, its new text is
  * judged as a new piece.
  */
+import type { AttemptContext } from '../attempt/context'
 import type { ContentWatch, ForeignContent } from '../fingerprint'
 import type { Channel } from '../format/frames'
 import type { Check } from './check'
+import { secondOpinion } from './second-opinion'
 
 interface Piece {
   /** The watch's key for the channel's current piece. */
   key: string
+  channel: Channel
   /** Where that piece starts in the channel's text. */
   base: number
   /** The channel's text length so far. */
@@ -25,7 +28,13 @@ interface Piece {
 export class ContentHold {
   readonly #watch: ContentWatch
   readonly #pieces = new Map<Channel, Piece>()
+  /** Every piece by its watch key: evidence names the piece, positions are the channel's. */
+  readonly #byKey = new Map<string, Piece>()
+  /** Each channel's text as read, up to {@link KEEP_TEXT} characters: a second opinion's cue. */
+  readonly #texts = new Map<Channel, string>()
   #count = 0
+  /** Second opinions asked for this answer (see ./second-opinion.ts). */
+  opinions = 0
 
   constructor(watch: ContentWatch) {
     this.#watch = watch
@@ -47,11 +56,14 @@ export class ContentHold {
     let piece = this.#pieces.get(channel)
     if (piece === undefined || piece.closed) {
       const base = piece?.length ?? 0
-      piece = { key: `${channel}#${this.#count++}`, base, length: base, closed: false }
+      piece = { key: `${channel}#${this.#count++}`, channel, base, length: base, closed: false }
       this.#pieces.set(channel, piece)
+      this.#byKey.set(piece.key, piece)
     }
     this.#watch.push(piece.key, text, false)
     piece.length += text.length
+    const kept = this.#texts.get(channel) ?? ''
+    if (kept.length < KEEP_TEXT) this.#texts.set(channel, kept + text)
   }
 
   /**
@@ -122,9 +134,63 @@ export class ContentHold {
    */
   evidence(): ForeignContent | undefined {
     const found = this.#watch.evidence()
-    return found ? { ...found, channel: found.channel.replace(/#\d+$/, '') } : undefined
+    if (!found) return undefined
+    const piece = this.#byKey.get(found.channel)
+    const base = piece?.base ?? 0
+    return {
+      ...found,
+      channel: piece?.channel ?? found.channel.replace(/#\d+$/, ''),
+      from: base + found.from,
+      headEnd: base + found.headEnd,
+    }
+  }
+
+  /**
+   * The text a second opinion continues from for this evidence: up to `chars` characters before its
+   * run, then the run's head (its first shingle), with every other match of another tenant's text
+   * cut out. Undefined when that text was not kept (an answer past {@link KEEP_TEXT}).
+   *
+   * @example
+   * const cue = hold.cue(found, 600)
+   */
+  cue(found: ForeignContent, chars: number): { text: string; head: string } | undefined {
+    const text = this.#texts.get(found.channel as Channel)
+    if (text === undefined || found.headEnd > text.length) return undefined
+    const start = Math.max(0, found.from - chars)
+    const cuts: [number, number][] = []
+    for (const piece of this.#byKey.values()) {
+      if (piece.channel !== found.channel) continue
+      for (const m of this.#watch.foreignMatches(piece.key)) {
+        const from = piece.base + m.from
+        const end = piece.base + m.end
+        if (end > start && from < found.from) cuts.push([Math.max(from, start), end])
+      }
+    }
+    cuts.sort((a, b) => a[0] - b[0])
+    let before = ''
+    let at = start
+    for (const [from, end] of cuts) {
+      if (from > at) before += text.slice(at, from)
+      at = Math.max(at, end)
+    }
+    if (at < found.from) before += text.slice(at, found.from)
+    return { text: before, head: text.slice(found.from, found.headEnd) }
+  }
+
+  /**
+   * Excuses what the model recalled from a clean cue (see `ContentWatch.excuse`); true when it took
+   * fingerprints away from a run that was evidence.
+   *
+   * @example
+   * if (!hold.excuse(recalled)) quarantine()
+   */
+  excuse(prints: Iterable<number>): boolean {
+    return this.#watch.excuse(prints) > 0
   }
 }
+
+/** Characters of each channel kept for a second opinion's cue (an answer longer is not probed). */
+const KEEP_TEXT = 1 << 20
 
 /**
  * The foreign-content check as one of a stream's checks: each channel's last words held until they
@@ -140,18 +206,22 @@ export class ContentCheck implements Check {
   /** Where a token of this request's own starts in the channel (see `ContentHold.safeFrom`). */
   readonly #barrier: (channel: Channel) => number
   readonly #onEvidence: (found: ForeignContent) => Promise<never>
+  /** Whom a second opinion is asked of (see ./second-opinion.ts). */
+  readonly #ask: Pick<AttemptContext, 'recall'>
 
   constructor(
     hold: ContentHold,
     options: {
       holdBack: boolean
       barrier: (channel: Channel) => number
+      ask: Pick<AttemptContext, 'recall'>
       onEvidence: (found: ForeignContent) => Promise<never>
     },
   ) {
     this.#hold = hold
     this.#holdBack = options.holdBack
     this.#barrier = options.barrier
+    this.#ask = options.ask
     this.#onEvidence = options.onEvidence
   }
 
@@ -162,8 +232,11 @@ export class ContentCheck implements Check {
 
   judge(final: boolean): Promise<void> | undefined {
     if (final) this.#hold.end()
-    const found = this.#hold.evidence()
-    return found ? this.#onEvidence(found) : undefined
+    if (this.#hold.evidence() === undefined) return undefined
+    // The run is held (its first unit never left): the stream waits while the model is asked.
+    return secondOpinion(this.#ask, this.#hold).then((found) =>
+      found ? this.#onEvidence(found) : undefined,
+    )
   }
 
   releasableTo(name: Channel): number {

@@ -92,6 +92,7 @@ export class AnswerJudge implements StreamJudge, AnswerView {
         ? new ContentCheck(content, {
             holdBack: start.contentHoldBack !== false,
             barrier: (channel) => this.#canaries?.barrier(channel) ?? 0,
+            ask: ctx,
             onEvidence: async (found) => {
               throw await onForeignContent(found, this.seen())
             },

@@ -268,6 +268,23 @@ interface ForeignContentOptions {
    * (`PUBLIC_BACKGROUND`).
    */
   publicTexts?: readonly string[]
+  /**
+   * The second opinion before an answer is withheld for foreign content alone (its echo verified, its
+   * timing honest): a short clean-room request asks the model to continue the answer's text from just
+   * before the matched run; what it writes again of the run is its own knowledge, not a read of the
+   * source's pages (docs/fingerprints.md, "Second opinion"). `false`: withhold on the run alone.
+   */
+  recall?: RecallOptions | false
+}
+
+/** The second opinion's bounds. */
+export interface RecallOptions {
+  /** Second opinions any one source tenant's text may cause per hour, per isolate. @default 60 */
+  perSourcePerHour?: number
+  /** The continuation's output limit, tokens. @default 512 */
+  maxTokens?: number
+  /** Characters of the answer before the run given as the cue. @default 600 */
+  cueChars?: number
 }
 
 /** The foreign-content check as resolved. */
@@ -276,6 +293,7 @@ export interface ResolvedForeignContent {
   publicTexts: readonly string[]
   table: { budgetBytes: number; ttlMs: number; commonAt: number; tenantShare: number }
   params: { n: number; w: number; k: number }
+  recall: Required<RecallOptions> | undefined
 }
 
 /** The structured log line written for every answer the guard decides on. */
@@ -461,6 +479,28 @@ function resolveForeignContent(
       tenantShare: d.tenantShare,
     },
     params: { n: d.n, w: d.w, k: integer('foreignContent.run', o.run ?? d.k, d.k, 64) },
+    recall: resolveRecall(o.recall),
+  }
+}
+
+/** The second opinion's bounds, checked once. */
+function resolveRecall(
+  options: RecallOptions | false | undefined,
+): Required<RecallOptions> | undefined {
+  if (options === false) return undefined
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new Error('option "foreignContent.recall" must be an object or false')
+  }
+  const o = options ?? {}
+  return {
+    perSourcePerHour: integer(
+      'foreignContent.recall.perSourcePerHour',
+      o.perSourcePerHour ?? 60,
+      1,
+      100_000,
+    ),
+    maxTokens: integer('foreignContent.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
+    cueChars: integer('foreignContent.recall.cueChars', o.cueChars ?? 600, 0, 8_000),
   }
 }
 

@@ -73,7 +73,7 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
       // B's middle pages are A's freed pages, read before B's prompt lands in them.
       engine.configure({ staleRate: 1 })
       const b = await send('tenant-b', privateText(2, 24), stream)
-      const sim = engine.stats().recent.at(-1)!
+      const sim = engine.stats().recent.findLast((r) => r.staleSources.length > 0)!
       expect(sim.staleSources.map((s) => s.account)).toContain('gateway')
       expect(b.error).toBeInstanceOf(GuardError)
       expect((b.error as GuardError).code).toBe('response_quarantined')

@@ -101,7 +101,7 @@ describe('text memo: a resent prompt is as protected as a new one', () => {
     engine.configure({ staleRate: 1 })
     // B's stale pages are A's (the fillers' pages were freed before A's last request).
     const b = await send('tenant-b', turn(privateText(4), [], 'Summarise.'))
-    const sources = engine.stats().recent.at(-1)!.staleSources
+    const sources = engine.stats().recent.findLast((r) => r.staleSources.length > 0)!.staleSources
     expect(sources.length).toBeGreaterThan(0)
     expect(b.error).toBeDefined()
     expect(b.delivered).toBe('')

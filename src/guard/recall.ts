@@ -1,0 +1,143 @@
+/**
+ * @module The second opinion's request (src/verify/second-opinion.ts says why it is asked): a short,
+ * clean-room continuation of an answer's own text, sent through the guard like any request — its
+ * canary echoed, its timing checked, any other request's canary in it withheld — under a tenant of its
+ * own (a fresh cache salt or prefix marker), never printed into the foreign-content book, and bounded
+ * per source tenant so that nobody can make the guard call the engine at will by pasting what the
+ * model is likely to write.
+ */
+import type { Recall } from '../attempt/context'
+import { CANARY_PATTERN } from '../canary'
+import { readTexts } from '../format/frames'
+import type { RecallOptions } from '../vocabulary/options'
+
+/** What the model is asked: its own continuation of the cue, word for word, and nothing else. */
+const INSTRUCTION =
+  'Continue the text below exactly as it goes on, word for word, from where it stops. ' +
+  'Write only the continuation; if you do not know how it goes on, write "unknown".'
+
+/**
+ * A cue no answer continues: the second opinion's control. What the model writes after it as well is
+ * not recall of the answer's cue — an engine that answers the same whatever it is asked (stale reads
+ * that repeat, a cache keyed on the wrong thing) clears nothing.
+ */
+const DECOY = {
+  text: 'The ledger of the lighthouse at Kerrow Point, kept by its third keeper, lists ',
+  head: 'four lamps, eleven coils of rope and a barometer that',
+}
+
+/** Sources the budget remembers at once (the least recently charged are forgotten first). */
+const MAX_SOURCES = 10_000
+
+/**
+ * The chat inputs of one second opinion: the instruction and the cue. Canaries in the cue (the
+ * answer's echo of its own) are cut: the engine's copy of one would read as another request's.
+ *
+ * @example
+ * const inputs = recallInputs({ text: 'Here is the app:\n', head: 'from flask import Flask' }, 512)
+ */
+export function recallInputs(
+  cue: { text: string; head: string },
+  maxTokens: number,
+): Record<string, unknown> {
+  const text = `${cue.text}${cue.head}`.replace(CANARY_PATTERN, '').trimStart()
+  return {
+    messages: [
+      { role: 'system', content: INSTRUCTION },
+      { role: 'user', content: text },
+    ],
+    max_tokens: maxTokens,
+    temperature: 0,
+  }
+}
+
+/**
+ * Second opinions per source tenant and model: a bucket of `perSourcePerHour`, refilled evenly over
+ * the hour. Bounded in memory; a source forgotten starts with a full bucket, which only ever allows
+ * what its own budget would have.
+ */
+export class RecallBudget {
+  readonly #perHour: number
+  readonly #now: () => number
+  readonly #buckets = new Map<string, { tokens: number; at: number }>()
+
+  constructor(perHour: number, now: () => number) {
+    this.#perHour = perHour
+    this.#now = now
+  }
+
+  /**
+   * Takes one second opinion from the source's bucket; false when it is empty.
+   *
+   * @example
+   * if (!budget.take(model, source)) return undefined
+   */
+  take(model: string, source: string): boolean {
+    const key = `${model}\u0000${source}`
+    const now = this.#now()
+    const bucket = this.#buckets.get(key) ?? { tokens: this.#perHour, at: now }
+    const refill = ((now - bucket.at) / 3_600_000) * this.#perHour
+    bucket.tokens = Math.min(this.#perHour, bucket.tokens + Math.max(0, refill))
+    bucket.at = now
+    this.#buckets.delete(key)
+    this.#buckets.set(key, bucket)
+    if (this.#buckets.size > MAX_SOURCES) {
+      this.#buckets.delete(this.#buckets.keys().next().value!)
+    }
+    if (bucket.tokens < 1) return false
+    bucket.tokens--
+    return true
+  }
+}
+
+/** What a second opinion needs of the guard: a clean request run through it, and the print key. */
+export interface RecallHost {
+  /** Runs a second opinion's request through the guard (never printed, never asked again). */
+  ask(tenant: string, inputs: Record<string, unknown>): Promise<unknown>
+  /** The fingerprints of every shingle of `said` that `given` does not hold. */
+  recalled(said: readonly string[], given: readonly string[]): Set<number>
+  budget: RecallBudget
+  model: string
+  requestId: string
+}
+
+/**
+ * The second opinion of one request's answers.
+ *
+ * @example
+ * const recall = recallFor(host, settings)
+ * const recalled = await recall.ask(cue, 'globex')
+ */
+export function recallFor(host: RecallHost, settings: Required<RecallOptions>): Recall {
+  let asked = 0
+  const continuation = async (
+    tenant: string,
+    cue: { text: string; head: string },
+  ): Promise<Set<number>> => {
+    const inputs = recallInputs(cue, settings.maxTokens)
+    const said = Object.values(readTexts(await host.ask(tenant, inputs)).texts) as string[]
+    return host.recalled(
+      said,
+      (inputs.messages as { content: string }[]).map((m) => m.content),
+    )
+  }
+  return {
+    cueChars: settings.cueChars,
+    ask: async (cue, source) => {
+      if (!host.budget.take(host.model, source)) return undefined
+      // Tenants of their own: no cache shared with anyone, and an incident (if any) of their own.
+      const tenant = `guard-recall:${host.requestId}:${++asked}`
+      try {
+        const [recalled, control] = await Promise.all([
+          continuation(tenant, cue),
+          continuation(`${tenant}:control`, DECOY),
+        ])
+        for (const print of control) recalled.delete(print)
+        return recalled
+      } catch {
+        // Withheld, refused or failed: no opinion, and the evidence stands.
+        return undefined
+      }
+    },
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * @module The second opinion before an answer is withheld for foreign content alone.
+ *
+ * A run of another tenant's fingerprints is evidence that the answer carries that tenant's prompt
+ * text — or that the model wrote what it knows by heart (a scaffold, a classic, a footer) and one
+ * other tenant happened to paste it. No list of texts tells the two apart; the model can. The guard
+ * asks it to continue the answer's own text from just before the run, in a short clean-room request
+ * (src/guard/recall.ts): nothing of the source's text but the run's first shingle, the other matches
+ * cut out, too short to have middle pages to go stale, with its own canary verified. What the model
+ * writes again of the run it knows; a stale read cannot be reproduced from a prompt that does not
+ * hold it. Only what it recalled is excused: private values inside known text still make a run.
+ */
+import type { AttemptContext } from '../attempt/context'
+import type { ForeignContent } from '../fingerprint'
+
+/** What the second opinion needs of an answer's watch (./content-check.ts `ContentHold`). */
+export interface OpinionHold {
+  evidence(): ForeignContent | undefined
+  cue(found: ForeignContent, chars: number): { text: string; head: string } | undefined
+  excuse(prints: Iterable<number>): boolean
+  /** Second opinions asked for this answer so far. */
+  opinions: number
+}
+
+/** Second opinions one answer may ask for before its evidence stands. */
+const MAX_OPINIONS = 3
+
+/**
+ * The evidence that still stands once the model has been asked about it (undefined: none does). At
+ * most {@link MAX_OPINIONS} per answer; without a second opinion to ask (off, over its budget, the
+ * answer's text not kept) the evidence stands as found.
+ *
+ * @example
+ * const found = await secondOpinion(ctx, hold)
+ * if (found) quarantine(found)
+ */
+export async function secondOpinion(
+  ctx: Pick<AttemptContext, 'recall'>,
+  hold: OpinionHold,
+): Promise<ForeignContent | undefined> {
+  const recall = ctx.recall
+  for (;;) {
+    const found = hold.evidence()
+    if (found === undefined || recall === undefined) return found
+    if (hold.opinions >= MAX_OPINIONS) return found
+    const cue = hold.cue(found, recall.cueChars)
+    if (cue === undefined) return found
+    hold.opinions++
+    const recalled = await recall.ask(cue, found.source)
+    if (recalled === undefined || !hold.excuse(recalled)) return found
+  }
+}
