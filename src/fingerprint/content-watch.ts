@@ -37,6 +37,8 @@ export interface ForeignContent {
   from: number
   /** Where that fingerprint's shingle ends: the head of the run (see {@link ContentWatch.excuse}). */
   headEnd: number
+  /** That fingerprint: a second opinion's cue holds its shingle, so the model cannot recall it. */
+  head: number
 }
 
 /** Where one selection that matched another tenant lies in its channel's text. */
@@ -231,7 +233,7 @@ export class ContentWatch {
   /** The least weight a run must cover to be evidence: see {@link spanFloor}. */
   private readonly floor: number
   private readonly selected = new Set<number>()
-  private best: Omit<ForeignContent, 'from' | 'headEnd'> | undefined
+  private best: Omit<ForeignContent, 'from' | 'headEnd' | 'head'> | undefined
   /** Runs that reached k, in the order they did. */
   private readonly reached: Reached[] = []
   /** Fingerprints the model recalled on its own from a clean cue: its words, never evidence. */
@@ -309,14 +311,16 @@ export class ContentWatch {
     const { source, channel, run } = found
     let from = Number.POSITIVE_INFINITY
     let headEnd = 0
-    for (const place of run.at.values()) {
+    let head = 0
+    for (const [print, place] of run.at) {
       if (place.from < from) {
         from = place.from
         headEnd = place.end
+        head = print
       }
     }
     const matches = this.matched.get(source)?.size ?? run.prints.size
-    return { source, run: run.prints.size, matches, channel, from, headEnd }
+    return { source, run: run.prints.size, matches, channel, from, headEnd, head }
   }
 
   /**
@@ -331,6 +335,8 @@ export class ContentWatch {
   excuse(prints: Iterable<number>): number {
     for (const print of prints) this.excused.add(print)
     let taken = 0
+    // Runs that reached evidence first: a run still under way may be one of them.
+    for (const entry of this.reached) taken += this.dropExcused(entry.run)
     for (const state of this.channels.values()) {
       for (const [source, run] of state.runs) {
         this.dropExcused(run)
@@ -339,7 +345,6 @@ export class ContentWatch {
       state.matches = state.matches.filter((m) => !this.excused.has(m.fingerprint))
       if (state.matches.length === 0) state.foreignShingle = -1
     }
-    for (const entry of this.reached) taken += this.dropExcused(entry.run)
     for (const all of this.matched.values()) for (const print of this.excused) all.delete(print)
     if (this.best !== undefined) {
       const top = this.evidence()
@@ -378,7 +383,7 @@ export class ContentWatch {
    * @example
    * watch.strongest()?.run // 2: below k, not evidence
    */
-  strongest(): Omit<ForeignContent, 'from' | 'headEnd'> | undefined {
+  strongest(): Omit<ForeignContent, 'from' | 'headEnd' | 'head'> | undefined {
     return this.best === undefined ? undefined : { ...this.best }
   }
 

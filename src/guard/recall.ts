@@ -13,8 +13,8 @@ import type { RecallOptions } from '../vocabulary/options'
 
 /** What the model is asked: its own continuation of the cue, word for word, and nothing else. */
 const INSTRUCTION =
-  'Continue the text below exactly as it goes on, word for word, from where it stops. ' +
-  'Write only the continuation; if you do not know how it goes on, write "unknown".'
+  'Continue the text between <text> and </text> exactly as it goes on, word for word, from where ' +
+  'it stops. Write only the continuation; if you do not know how it goes on, write "unknown".'
 
 /**
  * A cue no answer continues: the second opinion's control. What the model writes after it as well is
@@ -44,7 +44,7 @@ export function recallInputs(
   return {
     messages: [
       { role: 'system', content: INSTRUCTION },
-      { role: 'user', content: text },
+      { role: 'user', content: `<text>${text}</text>` },
     ],
     max_tokens: maxTokens,
     temperature: 0,

@@ -178,14 +178,18 @@ export class ContentHold {
   }
 
   /**
-   * Excuses what the model recalled from a clean cue (see `ContentWatch.excuse`); true when it took
-   * fingerprints away from a run that was evidence.
+   * Excuses what the model recalled from a clean cue (see `ContentWatch.excuse`), and the run's head
+   * with it when it recalled any of the run (the head was in the cue: it could not be recalled, and a
+   * next opinion must start after it); true when it took fingerprints away from a run that was
+   * evidence.
    *
    * @example
-   * if (!hold.excuse(recalled)) quarantine()
+   * if (!hold.excuse(recalled, found)) quarantine()
    */
-  excuse(prints: Iterable<number>): boolean {
-    return this.#watch.excuse(prints) > 0
+  excuse(prints: Iterable<number>, found: ForeignContent): boolean {
+    if (this.#watch.excuse(prints) === 0) return false
+    this.#watch.excuse([found.head])
+    return true
   }
 }
 

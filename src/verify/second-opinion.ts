@@ -17,7 +17,7 @@ import type { ForeignContent } from '../fingerprint'
 export interface OpinionHold {
   evidence(): ForeignContent | undefined
   cue(found: ForeignContent, chars: number): { text: string; head: string } | undefined
-  excuse(prints: Iterable<number>): boolean
+  excuse(prints: Iterable<number>, found: ForeignContent): boolean
   /** Second opinions asked for this answer so far. */
   opinions: number
 }
@@ -47,6 +47,6 @@ export async function secondOpinion(
     if (cue === undefined) return found
     hold.opinions++
     const recalled = await recall.ask(cue, found.source)
-    if (recalled === undefined || !hold.excuse(recalled)) return found
+    if (recalled === undefined || !hold.excuse(recalled, found)) return found
   }
 }
