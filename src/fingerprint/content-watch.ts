@@ -35,10 +35,10 @@ export interface ForeignContent {
   channel: string
   /** Where the run's earliest fingerprint not yet excused starts in the channel's text. */
   from: number
-  /** Where that fingerprint's shingle ends: the head of the run (see {@link ContentWatch.excuse}). */
+  /** Where the run's head ends: its first fingerprints' shingles (see {@link ContentWatch.excuse}). */
   headEnd: number
-  /** That fingerprint: a second opinion's cue holds its shingle, so the model cannot recall it. */
-  head: number
+  /** The fingerprints of the head: a second opinion's cue holds them, so the model cannot recall them. */
+  head: number[]
 }
 
 /** Where one selection that matched another tenant lies in its channel's text. */
@@ -195,6 +195,13 @@ const RECENT = 16
 /** Foreign matches a channel remembers for the cue of a second opinion (see `foreignMatches`). */
 const KEEP_MATCHES = 512
 
+/**
+ * Fingerprints of a run given to a second opinion as the end of its cue, by default: enough for the
+ * model to tell which of the places a text repeats a phrase it is at, far short of evidence (at most
+ * k − 2 are ever given).
+ */
+const HEAD_PRINTS = 2
+
 /** A run that reached evidence, kept after it ends so an excusal can revisit it. */
 interface Reached {
   source: string
@@ -296,12 +303,13 @@ export class ContentWatch {
   }
 
   /**
-   * The other tenant with the longest run, when that run has at least k fingerprints.
+   * The other tenant with the longest run, when that run has at least k fingerprints; its head is its
+   * first `headPrints` fingerprints (at most k − 2).
    *
    * @example
    * const found = watch.evidence() // { source: 'globex', run: 4, matches: 6, channel: 'content' }
    */
-  evidence(): ForeignContent | undefined {
+  evidence(headPrints = HEAD_PRINTS): ForeignContent | undefined {
     let found: Reached | undefined
     for (const entry of this.reached) {
       if (entry.run.prints.size >= this.k && entry.run.prints.size > (found?.run.prints.size ?? 0))
@@ -309,16 +317,14 @@ export class ContentWatch {
     }
     if (found === undefined) return undefined
     const { source, channel, run } = found
-    let from = Number.POSITIVE_INFINITY
-    let headEnd = 0
-    let head = 0
-    for (const [print, place] of run.at) {
-      if (place.from < from) {
-        from = place.from
-        headEnd = place.end
-        head = print
-      }
-    }
+    // The head: the run's first HEAD_PRINTS fingerprints by place (a cue's end that tells the model
+    // which of the places a text repeats a phrase it is at, still far short of evidence).
+    const first = [...run.at]
+      .sort((a, b) => a[1].from - b[1].from)
+      .slice(0, Math.max(1, Math.min(headPrints, this.k - 2)))
+    const from = first[0]![1].from
+    const headEnd = Math.max(...first.map(([, place]) => place.end))
+    const head = first.map(([print]) => print)
     const matches = this.matched.get(source)?.size ?? run.prints.size
     return { source, run: run.prints.size, matches, channel, from, headEnd, head }
   }

@@ -32,7 +32,7 @@ import type { QuarantineStore } from '../vocabulary/quarantine'
 import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
-import { RecallBudget, type RecallHost, recallFor } from './recall'
+import { lastQuestion, RecallBudget, type RecallHost, recallFor } from './recall'
 import { VerdictLogger } from './verdict-log'
 
 /** The guard's per-isolate state, shared by every request it serves. */
@@ -215,6 +215,7 @@ export class Guard implements AttemptHost, PlanServices {
       budget,
       model: plan.model,
       requestId: plan.requestId,
+      question: lastQuestion(plan.inputs),
       recalled: (said, given) => book.recalled(said, given),
       ask: async (tenant, inputs) => {
         const probe = await planRequest(this, this.options.requestId(), tenant, plan.model, inputs)

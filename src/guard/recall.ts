@@ -16,6 +16,9 @@ const INSTRUCTION =
   'Continue the text between <text> and </text> exactly as it goes on, word for word, from where ' +
   'it stops. Write only the continuation; if you do not know how it goes on, write "unknown".'
 
+/** Characters of the request's own question given as the cue's context. */
+const QUESTION_CHARS = 500
+
 /**
  * A cue no answer continues: the second opinion's control. What the model writes after it as well is
  * not recall of the answer's cue — an engine that answers the same whatever it is asked (stale reads
@@ -39,12 +42,15 @@ const MAX_SOURCES = 10_000
 export function recallInputs(
   cue: { text: string; head: string },
   maxTokens: number,
+  question = '',
 ): Record<string, unknown> {
   const text = `${cue.text}${cue.head}`.replace(CANARY_PATTERN, '').trimStart()
+  const asked = question.replace(CANARY_PATTERN, '').trim().slice(0, QUESTION_CHARS)
+  const context = asked === '' ? '' : `The text was written in answer to: ${asked}\n\n`
   return {
     messages: [
       { role: 'system', content: INSTRUCTION },
-      { role: 'user', content: `<text>${text}</text>` },
+      { role: 'user', content: `${context}<text>${text}</text>` },
     ],
     max_tokens: maxTokens,
     temperature: 0,
@@ -90,6 +96,29 @@ export class RecallBudget {
   }
 }
 
+/**
+ * The request's own last question (its stand-ins, never its secrets): what tells the model which of
+ * the texts it knows an answer recites. The request's own text: no other tenant's is in it.
+ *
+ * @example
+ * lastQuestion({ messages: [{ role: 'user', content: 'Recite the Gettysburg Address.' }] })
+ */
+export function lastQuestion(inputs: Record<string, unknown>): string {
+  const messages = Array.isArray(inputs.messages) ? (inputs.messages as unknown[]) : []
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: unknown; content?: unknown } | null
+    if (m?.role !== 'user') continue
+    if (typeof m.content === 'string') return m.content
+    if (Array.isArray(m.content)) {
+      return m.content
+        .map((part) => (part as { text?: unknown } | null)?.text)
+        .filter((text): text is string => typeof text === 'string')
+        .join('\n')
+    }
+  }
+  return typeof inputs.prompt === 'string' ? inputs.prompt : ''
+}
+
 /** What a second opinion needs of the guard: a clean request run through it, and the print key. */
 export interface RecallHost {
   /** Runs a second opinion's request through the guard (never printed, never asked again). */
@@ -99,6 +128,8 @@ export interface RecallHost {
   budget: RecallBudget
   model: string
   requestId: string
+  /** The request's own last question (see {@link lastQuestion}). */
+  question: string
 }
 
 /**
@@ -114,7 +145,8 @@ export function recallFor(host: RecallHost, settings: Required<RecallOptions>): 
     tenant: string,
     cue: { text: string; head: string },
   ): Promise<Set<number>> => {
-    const inputs = recallInputs(cue, settings.maxTokens)
+    // The control gets the question too: what the question alone makes the model write is not recall.
+    const inputs = recallInputs(cue, settings.maxTokens, host.question)
     const said = Object.values(readTexts(await host.ask(tenant, inputs)).texts) as string[]
     return host.recalled(
       said,

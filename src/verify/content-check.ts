@@ -132,8 +132,8 @@ export class ContentHold {
    * @example
    * if (hold.evidence()) quarantine()
    */
-  evidence(): ForeignContent | undefined {
-    const found = this.#watch.evidence()
+  evidence(headPrints?: number): ForeignContent | undefined {
+    const found = this.#watch.evidence(headPrints)
     if (!found) return undefined
     const piece = this.#byKey.get(found.channel)
     const base = piece?.base ?? 0
@@ -188,7 +188,7 @@ export class ContentHold {
    */
   excuse(prints: Iterable<number>, found: ForeignContent): boolean {
     if (this.#watch.excuse(prints) === 0) return false
-    this.#watch.excuse([found.head])
+    this.#watch.excuse(found.head)
     return true
   }
 }

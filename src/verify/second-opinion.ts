@@ -15,7 +15,7 @@ import type { ForeignContent } from '../fingerprint'
 
 /** What the second opinion needs of an answer's watch (./content-check.ts `ContentHold`). */
 export interface OpinionHold {
-  evidence(): ForeignContent | undefined
+  evidence(headPrints?: number): ForeignContent | undefined
   cue(found: ForeignContent, chars: number): { text: string; head: string } | undefined
   excuse(prints: Iterable<number>, found: ForeignContent): boolean
   /** Second opinions asked for this answer so far. */
@@ -24,6 +24,13 @@ export interface OpinionHold {
 
 /** Second opinions one answer may ask for before its evidence stands. */
 const MAX_OPINIONS = 3
+
+/**
+ * The run's fingerprints given as the cue's end: two, then four when the model recalled nothing from
+ * two (a phrase many texts share — a manual's `--help` line, a generated stanza — does not tell it
+ * which text it is in). Both are short of the k = 6 of evidence.
+ */
+const HEADS = [2, 4] as const
 
 /**
  * The evidence that still stands once the model has been asked about it (undefined: none does). At
@@ -39,14 +46,17 @@ export async function secondOpinion(
   hold: OpinionHold,
 ): Promise<ForeignContent | undefined> {
   const recall = ctx.recall
+  let head = 0
   for (;;) {
-    const found = hold.evidence()
+    const found = hold.evidence(HEADS[head])
     if (found === undefined || recall === undefined) return found
     if (hold.opinions >= MAX_OPINIONS) return found
     const cue = hold.cue(found, recall.cueChars)
     if (cue === undefined) return found
     hold.opinions++
     const recalled = await recall.ask(cue, found.source)
-    if (recalled === undefined || !hold.excuse(recalled, found)) return found
+    if (recalled === undefined) return found
+    if (hold.excuse(recalled, found)) head = 0
+    else if (++head === HEADS.length) return hold.evidence()
   }
 }

@@ -9,7 +9,12 @@
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } from '../../src'
-import { type KnowingEngineOptions, knowingEngine, lastUserText } from '../support/knowing-engine'
+import {
+  isCue,
+  type KnowingEngineOptions,
+  knowingEngine,
+  lastUserText,
+} from '../support/knowing-engine'
 import { drainText } from '../support/open-stream'
 import { chat } from '../support/prompts'
 import { leakedWords, privateText } from '../support/stale-middle'
@@ -43,7 +48,7 @@ const LEAKED = `Here is the summary you asked for:\n\n${PRIVATE.slice(0, 900)}\n
 /** Ordinary requests: pasting answers "Noted.", asking answers from the script. */
 function script(inputs: Record<string, unknown>) {
   const asked = lastUserText(inputs)
-  if (asked.startsWith('<text>')) return undefined
+  if (isCue(asked)) return undefined
   if (asked === ASK) return { reasoning: 'The user wants the address.', content: RECITED }
   if (asked === LEAK_ASK) return { reasoning: 'A summary of the notes.', content: LEAKED }
   return { reasoning: 'The user pasted a text.', content: 'Noted.' }
@@ -79,7 +84,7 @@ function setup(
     }
   }
   /** Requests the guard sent to ask for a second opinion (each asks twice: the cue and its control). */
-  const opinions = () => engine.requests.filter((r) => lastUserText(r).startsWith('<text>')).length
+  const opinions = () => engine.requests.filter((r) => isCue(lastUserText(r))).length
   return { engine, send, quarantine, verdicts, opinions }
 }
 
@@ -183,7 +188,7 @@ describe('second opinion: a leak stays withheld', () => {
       {
         script: (inputs) => {
           const asked = lastUserText(inputs)
-          if (asked.startsWith('<text>')) return undefined
+          if (isCue(asked)) return undefined
           const seen = asked.match(/^My card is ([\d ]+)\. Recite the speech\.$/)?.[1]
           if (seen) return { content: `Noted, your card ${seen}. Here it is:\n\n${GETTYSBURG}` }
           return { content: 'Noted.' }

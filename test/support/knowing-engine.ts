@@ -31,7 +31,7 @@ export type Recollection =
 
 export interface KnowingEngineOptions {
   /** Texts the model knows by heart. */
-  known: readonly string[]
+  known: readonly string[] | Knowledge
   /** The scripted answer of an ordinary request; undefined: the request is answered from memory. */
   script?: (inputs: Record<string, unknown>) => Written | undefined
   clock?: VirtualClock
@@ -62,26 +62,112 @@ export function lastUserText(inputs: Record<string, unknown>): string {
     .replace(/\s*(?:Note the code|Begin your reply with the code) cnry_[\s\S]*$/, '')
 }
 
+/** Whether a request's last user text is a cue to continue (a second opinion's). */
+export function isCue(text: string): boolean {
+  return text.includes('<text>')
+}
+
+/** A cue's text and the context before it (the question the answer was written for). */
+function cueOf(text: string): { cue: string; context: string } {
+  const at = text.indexOf('<text>')
+  return { context: text.slice(0, at), cue: text.slice(at + 6).replace(/<\/text>$/, '') }
+}
+
 /** The canary the guard asked to be echoed, if any. */
 function echoOf(inputs: Record<string, unknown>): string | undefined {
   const text = JSON.stringify(inputs.messages ?? inputs.prompt ?? '')
   return [...text.matchAll(/Begin your reply with the code (cnry_[0-9a-z]{24})/g)].at(-1)?.[1]
 }
 
+/** Units a cue's tail must share with a known text for the model to go on with it. */
+const TAIL = 6
+
 /**
- * The continuation of a known text from the cue's last words: the longest tail of the cue (at least
- * six units) found verbatim in a known text, then what follows it there.
+ * What a model knows by heart, indexed by every run of six units: a cue is continued from the known
+ * text that shares the longest tail with it (at least six units, read as units: case, spacing and
+ * JSON escapes aside, as a model reads text).
  */
-export function continueFrom(known: readonly string[], cue: string, chars: number): string {
-  const list = units(cue)
-  for (let take = Math.min(14, list.length); take >= 6; take--) {
-    const tail = cue.slice(list[list.length - take]!.start, list.at(-1)!.end)
-    for (const text of known) {
-      const at = text.indexOf(tail)
-      if (at >= 0) return text.slice(at + tail.length, at + tail.length + chars)
+export class Knowledge {
+  readonly #texts: { text: string; title: string; units: { text: string; end: number }[] }[] = []
+  readonly #index = new Map<string, [number, number][]>()
+
+  /** Texts known by heart, each with the title a question may name it by. */
+  constructor(known: readonly (string | { text: string; title: string })[]) {
+    for (const entry of known) {
+      if (typeof entry === 'string') this.add(entry, '')
+      else this.add(entry.text, entry.title)
     }
   }
-  return 'unknown'
+
+  add(text: string, title: string): void {
+    const list = units(text).map((u) => ({ text: u.text, end: u.end }))
+    const t = this.#texts.push({ text, title, units: list }) - 1
+    for (let i = TAIL - 1; i < list.length; i++) {
+      const key = list
+        .slice(i - TAIL + 1, i + 1)
+        .map((u) => u.text)
+        .join(' ')
+      const places = this.#index.get(key)
+      if (places === undefined) this.#index.set(key, [[t, i]])
+      else if (places.length < 4_096) places.push([t, i])
+    }
+  }
+
+  /**
+   * The share of a text's runs of six units that some known text holds (0: nothing of it is known).
+   *
+   * @example
+   * new Knowledge([speech]).familiarity('Four score and seven years ago our fathers') // 1
+   */
+  familiarity(text: string): number {
+    const list = units(text).map((u) => u.text)
+    if (list.length < TAIL) return 0
+    let known = 0
+    for (let i = TAIL; i <= list.length; i++) {
+      if (this.#index.has(list.slice(i - TAIL, i).join(' '))) known++
+    }
+    return known / (list.length - TAIL + 1)
+  }
+
+  /**
+   * What follows the cue in the known text it ends with, up to `chars` characters; "unknown" when it
+   * ends with none. Where several texts end so, the one the context names (its title), then the one
+   * sharing the longest tail, as a model takes the question's word for which text it is at.
+   *
+   * @example
+   * new Knowledge([speech]).continue('Four score and seven years ago', 200)
+   */
+  continue(cue: string, chars: number, context = ''): string {
+    const tail = units(cue).map((u) => u.text)
+    if (tail.length < TAIL) return 'unknown'
+    const places = this.#index.get(tail.slice(-TAIL).join(' '))
+    if (places === undefined) return 'unknown'
+    let best: [number, number] | undefined
+    let bestShared = 0
+    for (const [t, i] of places) {
+      const { units: known, title } = this.#texts[t]!
+      let shared = title !== '' && context.includes(title) ? 1_000_000 : TAIL
+      while (
+        shared < tail.length &&
+        shared <= i &&
+        known[i - shared]!.text === tail[tail.length - 1 - shared]
+      )
+        shared++
+      if (shared > bestShared) {
+        best = [t, i]
+        bestShared = shared
+      }
+    }
+    const [t, i] = best!
+    const { text, units: known } = this.#texts[t]!
+    const from = known[i]!.end
+    return text.slice(from, from + chars)
+  }
+}
+
+/** The continuation of a known text from the cue's last words (see {@link Knowledge}). */
+export function continueFrom(known: readonly string[], cue: string, chars: number): string {
+  return new Knowledge(known).continue(cue, chars)
 }
 
 /** Every `every`-th word of `text` replaced by another: a recall that is not word for word. */
@@ -100,6 +186,8 @@ function slip(text: string, every: number): string {
  */
 export function knowingEngine(options: KnowingEngineOptions): KnowingEngine {
   const requests: Record<string, unknown>[] = []
+  const knowledge =
+    options.known instanceof Knowledge ? options.known : new Knowledge(options.known)
   let lastScripted: Written = { content: 'unknown' }
   return {
     requests,
@@ -113,7 +201,7 @@ export function knowingEngine(options: KnowingEngineOptions): KnowingEngine {
         written = scripted
         lastScripted = scripted
       } else {
-        const cue = lastUserText(inputs).replace(/^<text>|<\/text>$/g, '')
+        const { cue, context } = cueOf(lastUserText(inputs))
         const recollection = options.recollection ?? 'recall'
         const limit = 4 * Number(inputs.max_tokens ?? 256)
         const recalled =
@@ -121,7 +209,7 @@ export function knowingEngine(options: KnowingEngineOptions): KnowingEngine {
             ? cue
             : recollection === 'repeat'
               ? `${lastScripted.reasoning ?? ''}${lastScripted.content}`
-              : slip(continueFrom(options.known, cue, limit), options.slipEvery ?? 0)
+              : slip(knowledge.continue(cue, limit, context), options.slipEvery ?? 0)
         written = {
           reasoning: 'I am to continue the text.',
           content: `${recalled} ${options.inject?.() ?? ''}`,

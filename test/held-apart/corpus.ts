@@ -1,0 +1,240 @@
+/**
+ * @module The held-apart corpus: real public text from families the foreign-content check was never
+ * tuned on (its parameters were chosen on node_modules' Markdown, JavaScript and licences and the
+ * UDHR; docs/fingerprints.md), read from Debian's packages. Node only (it reads the file system).
+ *
+ * | family | package | what |
+ * |---|---|---|
+ * | go | golang-1.19-src | the Go standard library's sources |
+ * | rust | rust-src | Rust's core, alloc and std sources |
+ * | python | python3.11 (the system's) | the Python standard library |
+ * | classics-en | fortunes | literature, poems, the Tao, sayings |
+ * | classics-de, classics-it, classics-ru | fortunes-de, fortunes-it, fortunes-ru | the same in German, Italian, Russian |
+ * | man-de, man-fr, man-es, man-pl, man-ru, man-ja | manpages-* | manual pages in six languages, their translators' footers included |
+ *
+ * Each family is cut into pieces of 30–150 units (paragraphs, functions, entries), in a fixed order,
+ * so a seed picks the same pieces on every machine with the same packages.
+ */
+import { units } from '../../src/fingerprint'
+
+interface Dirent {
+  name: string
+  isDirectory(): boolean
+  isFile(): boolean
+}
+interface NodeFs {
+  readdirSync(path: string, options: { withFileTypes: true }): Dirent[]
+  readFileSync(path: string): Uint8Array
+  existsSync(path: string): boolean
+}
+interface NodeZlib {
+  gunzipSync(data: Uint8Array): Uint8Array
+}
+const fs = (await import('node:fs' as string)) as NodeFs
+const zlib = (await import('node:zlib' as string)) as NodeZlib
+const utf8 = new TextDecoder()
+
+/** One piece of a family, with the title a user would ask for it by. */
+export interface Piece {
+  text: string
+  /** Its file and place: `net/http/server.go, part 3`, `ls (de), part 2`, `literature #41`. */
+  title: string
+}
+
+/** A family of real text and its pieces. */
+export interface Family {
+  name: string
+  /** `code` or `prose`: how answers carry it. */
+  kind: 'code' | 'prose'
+  /** The language of its prose (for openers), or the programming language. */
+  language: string
+  pieces: Piece[]
+}
+
+/** A file's pieces, titled by the file's name and their place in it. */
+function titled(name: string, texts: readonly string[]): Piece[] {
+  return texts.map((text, i) => ({ text, title: `${name}, part ${i + 1}` }))
+}
+
+/** The Debian packages the corpus reads (`.ci/run` installs them for `npm run test:slow`). */
+export const CORPUS_PACKAGES = [
+  'golang-1.19-src',
+  'rust-src',
+  'fortunes',
+  'fortunes-de',
+  'fortunes-it',
+  'fortunes-ru',
+  'manpages-de',
+  'manpages-fr',
+  'manpages-es',
+  'manpages-pl',
+  'manpages-ru',
+  'manpages-ja',
+]
+
+/** Files under `dir` whose names pass `keep`, in path order, every `step`-th, at most `max`. */
+function files(dir: string, keep: (path: string) => boolean, max: number): string[] {
+  const out: string[] = []
+  const walk = (path: string) => {
+    if (out.length >= max * 40) return
+    const entries = fs.readdirSync(path, { withFileTypes: true })
+    entries.sort((a, b) => (a.name < b.name ? -1 : 1))
+    for (const e of entries) {
+      const full = `${path}/${e.name}`
+      if (e.isDirectory() && !/^(test|tests|testdata|idlelib|vendor)$/.test(e.name)) walk(full)
+      else if (e.isFile() && keep(full)) out.push(full)
+    }
+  }
+  if (fs.existsSync(dir)) walk(dir)
+  const step = Math.max(1, Math.floor(out.length / max))
+  return out.filter((_, i) => i % step === 0).slice(0, max)
+}
+
+const read = (path: string) =>
+  utf8.decode(path.endsWith('.gz') ? zlib.gunzipSync(fs.readFileSync(path)) : fs.readFileSync(path))
+
+/** Pieces of 30–150 units: consecutive blocks (split at blank lines) joined until long enough. */
+function piecesOf(text: string, min = 30, max = 150): string[] {
+  const out: string[] = []
+  let current = ''
+  let count = 0
+  for (const block of text.split(/\n\s*\n/)) {
+    const n = units(block).length
+    if (n === 0) continue
+    if (n > max) {
+      if (count >= min) out.push(current.trim())
+      current = ''
+      count = 0
+      continue
+    }
+    current = current ? `${current}\n\n${block}` : block
+    count += n
+    if (count >= min) {
+      if (count <= max) out.push(current.trim())
+      current = ''
+      count = 0
+    }
+  }
+  return out
+}
+
+/** A code file cut into pieces: its head (package, imports, first declaration) and its functions. */
+function codePieces(text: string): string[] {
+  // Licence headers are the tuned family: leave them out.
+  const body = text.replace(/^(\/\/[^\n]*\n|#[^\n]*\n|\s*\n)+/, '')
+  return piecesOf(body)
+}
+
+/** A manual page's text: roff requests and escapes removed, its sections as paragraphs. */
+export function manText(roff: string): string {
+  return roff
+    .split('\n')
+    .map((line) => {
+      if (/^\.(SH|SS)\s/.test(line)) return `\n${line.replace(/^\.\w+\s+/, '').replace(/"/g, '')}\n`
+      if (/^\.(PP|P|LP|TP|IP|br|sp)\b/.test(line)) return '\n'
+      if (/^\.(B|I|BR|IR|RB|RI|BI|IB|SM|UR|MT)\s/.test(line)) {
+        return line.replace(/^\.\w+\s+/, '').replace(/"/g, '')
+      }
+      if (line.startsWith('.') || line.startsWith("'")) return ''
+      return line
+    })
+    .join('\n')
+    .replace(/\\f[BIRP]|\\f\(..|\\f\[[^\]]*\]/g, '')
+    .replace(/\\\(aq/g, "'")
+    .replace(/\\\((?:em|en)/g, '—')
+    .replace(/\\\(../g, '')
+    .replace(/\\\[[^\]]*\]/g, '')
+    .replace(/\\-/g, '-')
+    .replace(/\\[&|^e]/g, '')
+    .replace(/\\ /g, ' ')
+}
+
+/** Fortune entries of 30–150 units. */
+function fortunePieces(dir: string, names: readonly string[] | undefined): Piece[] {
+  if (!fs.existsSync(dir)) return []
+  const out: Piece[] = []
+  const all = fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && !/\.(dat|u8)$/.test(e.name))
+    .map((e) => e.name)
+    .sort()
+  for (const name of names ?? all) {
+    if (!all.includes(name)) continue
+    for (const [i, entry] of read(`${dir}/${name}`).split(/\n%\n/).entries()) {
+      const n = units(entry).length
+      if (n >= 30 && n <= 150) out.push({ text: entry.trim(), title: `${name} fortune #${i + 1}` })
+    }
+  }
+  return out
+}
+
+function manPieces(language: string, max: number): Piece[] {
+  const out: Piece[] = []
+  for (const path of files(`/usr/share/man/${language}`, (p) => p.endsWith('.gz'), max)) {
+    const page = path.split('/').at(-1)!.replace(/\.gz$/, '')
+    out.push(...titled(`the ${language} manual page ${page}`, piecesOf(manText(read(path)))))
+  }
+  return out
+}
+
+function codeFamily(name: string, dir: string, extension: RegExp, max: number): Family {
+  const pieces: Piece[] = []
+  for (const path of files(dir, (p) => extension.test(p) && !/_test\.go$/.test(p), max)) {
+    pieces.push(...titled(path.slice(dir.length + 1), codePieces(read(path))))
+  }
+  return { name, kind: 'code', language: name, pieces }
+}
+
+/**
+ * Every family whose package is installed (a missing one is left out, and the caller says so).
+ *
+ * @example
+ * const families = heldApartFamilies()
+ */
+export function heldApartFamilies(filesPerFamily = 160): Family[] {
+  const families: Family[] = [
+    codeFamily('go', '/usr/share/go-1.19/src', /\.go$/, filesPerFamily),
+    codeFamily('rust', '/usr/src/rustc-1.63.0/library', /\.rs$/, filesPerFamily),
+    codeFamily('python', '/usr/lib/python3.11', /\.py$/, filesPerFamily),
+    {
+      name: 'classics-en',
+      kind: 'prose',
+      language: 'eng',
+      pieces: fortunePieces('/usr/share/games/fortunes', [
+        'literature',
+        'songs-poems',
+        'tao',
+        'wisdom',
+        'people',
+        'humorists',
+      ]),
+    },
+    {
+      name: 'classics-de',
+      kind: 'prose',
+      language: 'deu',
+      pieces: fortunePieces('/usr/share/games/fortunes/de', undefined),
+    },
+    {
+      name: 'classics-it',
+      kind: 'prose',
+      language: 'ita',
+      pieces: fortunePieces('/usr/share/games/fortunes/it', undefined),
+    },
+    {
+      name: 'classics-ru',
+      kind: 'prose',
+      language: 'rus',
+      pieces: fortunePieces('/usr/share/games/fortunes/ru', undefined),
+    },
+    ...(['de', 'fr', 'es', 'pl', 'ru', 'ja'] as const).map(
+      (language): Family => ({
+        name: `man-${language}`,
+        kind: 'prose',
+        language,
+        pieces: manPieces(language, filesPerFamily),
+      }),
+    ),
+  ]
+  return families.filter((family) => family.pieces.length >= 20)
+}
