@@ -128,6 +128,8 @@ const SLOW = [
   'test/node/ceiling-guard.test.ts',
   'test/node/ceiling-merge.test.ts',
   'test/node/fingerprint-chunks.test.ts',
+  // Debian's real text (golang-1.19-src, rust-src, fortunes*, manpages-*: .ci/run installs them).
+  'test/node/held-apart.test.ts',
 ]
 
 /** The workerd projects' plugins: the guard Worker of wrangler.dev.toml with the simulator beside it. */

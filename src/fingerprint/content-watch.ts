@@ -39,6 +39,8 @@ export interface ForeignContent {
   headEnd: number
   /** The fingerprints of the head: a second opinion's cue holds them, so the model cannot recall them. */
   head: number[]
+  /** Every fingerprint of the run, in the order of their places. */
+  prints: number[]
 }
 
 /** Where one selection that matched another tenant lies in its channel's text. */
@@ -240,7 +242,7 @@ export class ContentWatch {
   /** The least weight a run must cover to be evidence: see {@link spanFloor}. */
   private readonly floor: number
   private readonly selected = new Set<number>()
-  private best: Omit<ForeignContent, 'from' | 'headEnd' | 'head'> | undefined
+  private best: Omit<ForeignContent, 'from' | 'headEnd' | 'head' | 'prints'> | undefined
   /** Runs that reached k, in the order they did. */
   private readonly reached: Reached[] = []
   /** Fingerprints the model recalled on its own from a clean cue: its words, never evidence. */
@@ -319,14 +321,14 @@ export class ContentWatch {
     const { source, channel, run } = found
     // The head: the run's first HEAD_PRINTS fingerprints by place (a cue's end that tells the model
     // which of the places a text repeats a phrase it is at, still far short of evidence).
-    const first = [...run.at]
-      .sort((a, b) => a[1].from - b[1].from)
-      .slice(0, Math.max(1, Math.min(headPrints, this.k - 2)))
+    const ordered = [...run.at].sort((a, b) => a[1].from - b[1].from)
+    const first = ordered.slice(0, Math.max(1, Math.min(headPrints, this.k - 2)))
     const from = first[0]![1].from
     const headEnd = Math.max(...first.map(([, place]) => place.end))
     const head = first.map(([print]) => print)
     const matches = this.matched.get(source)?.size ?? run.prints.size
-    return { source, run: run.prints.size, matches, channel, from, headEnd, head }
+    const prints = ordered.map(([print]) => print)
+    return { source, run: run.prints.size, matches, channel, from, headEnd, head, prints }
   }
 
   /**
@@ -389,7 +391,7 @@ export class ContentWatch {
    * @example
    * watch.strongest()?.run // 2: below k, not evidence
    */
-  strongest(): Omit<ForeignContent, 'from' | 'headEnd' | 'head'> | undefined {
+  strongest(): Omit<ForeignContent, 'from' | 'headEnd' | 'head' | 'prints'> | undefined {
     return this.best === undefined ? undefined : { ...this.best }
   }
 

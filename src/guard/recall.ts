@@ -13,11 +13,14 @@ import type { RecallOptions } from '../vocabulary/options'
 
 /** What the model is asked: its own continuation of the cue, word for word, and nothing else. */
 const INSTRUCTION =
-  'Continue the text between <text> and </text> exactly as it goes on, word for word, from where ' +
-  'it stops. Write only the continuation; if you do not know how it goes on, write "unknown".'
+  'Continue the <text> word for word from where it stops. Write only the continuation, or "unknown".'
 
-/** Characters of the request's own question given as the cue's context. */
-const QUESTION_CHARS = 500
+/**
+ * Characters of the request's own question given as the cue's context. With the instruction, the
+ * default 160-character cue and the echo directive, a second opinion is about 150 tokens: no page
+ * lies between the pages that hold its first and last tokens at 64-token pages (docs/fingerprints.md).
+ */
+const QUESTION_CHARS = 120
 
 /**
  * A cue no answer continues: the second opinion's control. What the model writes after it as well is
@@ -147,7 +150,13 @@ export function recallFor(host: RecallHost, settings: Required<RecallOptions>): 
   ): Promise<Set<number>> => {
     // The control gets the question too: what the question alone makes the model write is not recall.
     const inputs = recallInputs(cue, settings.maxTokens, host.question)
-    const said = Object.values(readTexts(await host.ask(tenant, inputs)).texts) as string[]
+    const { texts } = readTexts(await host.ask(tenant, inputs))
+    // Read on from the head: a shingle that joins the cue's last words to the model's first is the
+    // model's writing too, and tells whether it went on from exactly where the cue stops.
+    const said = [`${cue.head}${texts.content ?? ''}`, texts.reasoning ?? '']
+    for (const [channel, text] of Object.entries(texts)) {
+      if (channel !== 'content' && channel !== 'reasoning') said.push(text ?? '')
+    }
     return host.recalled(
       said,
       (inputs.messages as { content: string }[]).map((m) => m.content),

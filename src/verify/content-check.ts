@@ -178,18 +178,25 @@ export class ContentHold {
   }
 
   /**
-   * Excuses what the model recalled from a clean cue (see `ContentWatch.excuse`), and the run's head
-   * with it when it recalled any of the run (the head was in the cue: it could not be recalled, and a
-   * next opinion must start after it); true when it took fingerprints away from a run that was
-   * evidence.
+   * Excuses what the model recalled from a clean cue (see `ContentWatch.excuse`). `cleared`: it went
+   * on from the cue's very end — the run's first fingerprint past the head is among what it wrote —
+   * and wrote more of the run than that, so the head, which its cue held and it could not write, is
+   * its text too and is excused with it; `partial`: it wrote some of the run but not from where the
+   * cue stops (a stock phrase the source had pasted: those words are the model's, the rest stands);
+   * `none`: nothing of it.
    *
    * @example
-   * if (!hold.excuse(recalled, found)) quarantine()
+   * if (hold.excuse(recalled, found) === 'none') quarantine()
    */
-  excuse(prints: Iterable<number>, found: ForeignContent): boolean {
-    if (this.#watch.excuse(prints) === 0) return false
+  excuse(prints: ReadonlySet<number>, found: ForeignContent): 'cleared' | 'partial' | 'none' {
+    const head = new Set(found.head)
+    const rest = found.prints.filter((print) => !head.has(print))
+    const recalled = rest.filter((print) => prints.has(print)).length
+    if (recalled === 0) return 'none'
+    this.#watch.excuse(prints)
+    if (!prints.has(rest[0]!) || recalled < Math.min(2, rest.length)) return 'partial'
     this.#watch.excuse(found.head)
-    return true
+    return 'cleared'
   }
 }
 

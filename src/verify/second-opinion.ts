@@ -17,7 +17,7 @@ import type { ForeignContent } from '../fingerprint'
 export interface OpinionHold {
   evidence(headPrints?: number): ForeignContent | undefined
   cue(found: ForeignContent, chars: number): { text: string; head: string } | undefined
-  excuse(prints: Iterable<number>, found: ForeignContent): boolean
+  excuse(prints: ReadonlySet<number>, found: ForeignContent): 'cleared' | 'partial' | 'none'
   /** Second opinions asked for this answer so far. */
   opinions: number
 }
@@ -26,9 +26,9 @@ export interface OpinionHold {
 const MAX_OPINIONS = 3
 
 /**
- * The run's fingerprints given as the cue's end: two, then four when the model recalled nothing from
- * two (a phrase many texts share — a manual's `--help` line, a generated stanza — does not tell it
- * which text it is in). Both are short of the k = 6 of evidence.
+ * The run's fingerprints given as the cue's end: two, then four when the model did not write most of
+ * the run again from two (a phrase many texts share — a manual's `--help` line, a generated stanza —
+ * does not tell it which text it is in). Both are short of the k = 6 of evidence.
  */
 const HEADS = [2, 4] as const
 
@@ -56,7 +56,8 @@ export async function secondOpinion(
     hold.opinions++
     const recalled = await recall.ask(cue, found.source)
     if (recalled === undefined) return found
-    if (hold.excuse(recalled, found)) head = 0
+    // Cleared: what stands of the run (if anything) is asked about from its new start.
+    if (hold.excuse(recalled, found) === 'cleared') head = 0
     else if (++head === HEADS.length) return hold.evidence()
   }
 }

@@ -283,7 +283,10 @@ export interface RecallOptions {
   perSourcePerHour?: number
   /** The continuation's output limit, tokens. @default 512 */
   maxTokens?: number
-  /** Characters of the answer before the run given as the cue. @default 600 */
+  /**
+   * Characters of the answer before the run given as the cue: the request must stay short enough to
+   * have no middle pages to go stale. @default 160
+   */
   cueChars?: number
 }
 
@@ -500,7 +503,7 @@ function resolveRecall(
       100_000,
     ),
     maxTokens: integer('foreignContent.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
-    cueChars: integer('foreignContent.recall.cueChars', o.cueChars ?? 600, 0, 8_000),
+    cueChars: integer('foreignContent.recall.cueChars', o.cueChars ?? 160, 0, 2_000),
   }
 }
 

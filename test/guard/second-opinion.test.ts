@@ -128,7 +128,8 @@ describe('second opinion: a leak stays withheld', () => {
       expect(b.error).toBeInstanceOf(GuardError)
       expect((b.error as GuardError).code).toBe('response_quarantined')
       expect(leakedWords(received(b), PRIVATE)).toBeLessThan(6)
-      expect(opinions()).toBe(2)
+      // Asked twice (its head two fingerprints, then four), each with its control.
+      expect(opinions()).toBe(4)
       const [summary] = await quarantine.list()
       const record = await quarantine.get(summary!.id)
       expect(record?.reasons).toEqual(['foreign_content'])

@@ -1,0 +1,39 @@
+/**
+ * @module The live guard on honest traffic from families of real text it was never tuned on
+ * (test/held-apart/: Debian's Go, Rust and Python sources, fortunes in four languages, manual pages in
+ * six), three seeds of 2,000 honest answers, about a third reciting a text one other tenant pasted
+ * within the hour: at most 0.1% withheld, no stream broken after its text started, every control that
+ * quotes another tenant's private text withheld with nothing of the quote delivered. Against the same
+ * traffic with the second opinion off, the recitals are withheld: the figure is the mechanism's.
+ */
+import { describe, expect, it } from 'vitest'
+import { CORPUS_PACKAGES, heldApartFamilies } from '../held-apart/corpus'
+import { replayHeldApart } from '../held-apart/replay'
+import { heldApartTraffic } from '../held-apart/traffic'
+
+const families = heldApartFamilies()
+
+describe('held-apart honest traffic through one guard', () => {
+  it('should read every family of the corpus (the packages .ci/run installs)', () => {
+    expect(families.map((f) => f.name).length, `install: ${CORPUS_PACKAGES.join(' ')}`).toBe(13)
+  })
+
+  for (const seed of [1, 2, 3]) {
+    it(`should withhold ≤ 0.1% of 2,000 honest answers, break no stream and withhold every control (seed ${seed})`, async () => {
+      const result = await replayHeldApart(heldApartTraffic(families, { count: 2_000, seed }))
+      expect(result.recitals).toBeGreaterThan(600)
+      expect(result.withheld.length).toBeLessThanOrEqual(2)
+      expect(result.brokenAfterText).toBe(0)
+      expect(result.controls.total).toBeGreaterThanOrEqual(30)
+      expect(result.controls.withheld).toBe(result.controls.total)
+      expect(result.controls.quoteEscaped).toBe(0)
+    }, 120_000)
+  }
+
+  it('should withhold the recitals without the second opinion (the traffic is a real test of it)', async () => {
+    const traffic = heldApartTraffic(families, { count: 500, seed: 4 })
+    const off = await replayHeldApart(traffic, { guard: { foreignContent: { recall: false } } })
+    expect(off.withheld.length).toBeGreaterThan(off.recitals / 4)
+    expect(off.controls.withheld).toBe(off.controls.total)
+  }, 120_000)
+})
