@@ -51,6 +51,9 @@ export function guardFor(env: Env): AiGuard {
           ? {
               quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
                 key: env.QUARANTINE_KEY ?? '',
+                ...(env.QUARANTINE_KEY_PREVIOUS
+                  ? { previousKeys: [env.QUARANTINE_KEY_PREVIOUS] }
+                  : {}),
                 retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
               }),
               // Leaks are attributed to tenants minted in any isolate, not just this one.

@@ -52,6 +52,11 @@ export interface Env {
   QUARANTINE_DB?: D1Database
   /** Secret (≥ 32 bytes) the withheld text is encrypted under. `wrangler secret put QUARANTINE_KEY`. */
   QUARANTINE_KEY?: string
+  /**
+   * The key records were sealed under before the last rotation: read, never written with
+   * (docs/incidents.md, "Rotating QUARANTINE_KEY"). `wrangler secret put QUARANTINE_KEY_PREVIOUS`.
+   */
+  QUARANTINE_KEY_PREVIOUS?: string
   /** Days a quarantine record is kept. @default 30 */
   QUARANTINE_RETENTION_DAYS?: string
   /**

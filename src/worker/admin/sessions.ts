@@ -7,7 +7,7 @@
 import type { Env } from '../env'
 
 /** The session records: `id` is a session's digest (src/worker/admin/auth.ts), never its cookie. */
-export interface SessionStore {
+interface SessionStore {
   add(id: string, expires: number, now: number): Promise<void>
   /** Whether session `id` is recorded and not expired at `now`. */
   live(id: string, now: number): Promise<boolean>
