@@ -190,6 +190,16 @@ describe('sessions: logout ends them in every isolate', () => {
     expect(await access(fetch, other)).toEqual([200, 200])
   })
 
+  it('should let no session in when its store cannot be read (fail closed)', async () => {
+    const session = await sessionOf(isolate(), '198.51.100.96')
+    const down = {
+      prepare() {
+        throw new Error('D1 is down')
+      },
+    } as unknown as D1Database
+    expect(await access(isolate({ QUARANTINE_DB: down }), session)).toEqual([401, 303])
+  })
+
   it('should end a session at logout without D1 too, in the isolate that holds it', async () => {
     const fetch = isolate({ QUARANTINE_DB: undefined })
     const session = await sessionOf(fetch, '198.51.100.93')
