@@ -117,6 +117,7 @@ const SLOW = [
   'test/node/demo-worker.test.ts',
   'test/node/ecosystem-example.test.ts',
   'test/node/ecosystem-wrangler.test.ts',
+  'test/node/body-memory.test.ts',
   'test/node/memory-admission.test.ts',
   'test/node/migrate-local.test.ts',
   'test/node/probe-cli.test.ts',

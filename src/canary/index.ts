@@ -23,6 +23,7 @@ export {
   quickHold,
   scanText,
 } from './scan'
+export { redactSecretPieces, redactTokenPieces } from './seal-redaction'
 export {
   CANARY_ALPHABET,
   CANARY_BODY_LENGTH,

@@ -3,19 +3,26 @@
  * Every value stays under D1's 2,000,000-byte limit whatever the answer: withheld ciphertext over
  * 1 MiB goes in parts (`migrations/0005_incident_withheld_parts.sql`).
  */
-import { assertSecret } from '../crypto/secret'
+import { assertSecret, MIN_SECRET_BYTES } from '../crypto/secret'
 import type {
   QuarantineQuery,
   QuarantineRecord,
   QuarantineStore,
   QuarantineSummary,
 } from '../vocabulary/quarantine'
-import { QUARANTINE_KEY_MESSAGE, seal, sealingKey, unseal } from './seal'
+import { QUARANTINE_KEY_MESSAGE, type SealingKey, seal, sealingKeyring, unseal } from './seal'
+
+const QUARANTINE_PREVIOUS_MESSAGE = `option "QUARANTINE_KEY_PREVIOUS" must be at least ${MIN_SECRET_BYTES} bytes`
 
 /** Options of {@link D1QuarantineStore}. */
 export interface D1QuarantineOptions {
   /** Secret (≥ 32 bytes) the withheld text is encrypted under. */
   key: string
+  /**
+   * Secrets records were sealed under before a rotation (each ≥ 32 bytes): read, never written with.
+   * Records name their key, so each is read under the one that sealed it.
+   */
+  previousKeys?: readonly string[]
   /** Records older than this are deleted. @default 30 */
   retentionDays?: number
   /** Clock, ms. @default Date.now */
@@ -32,6 +39,8 @@ interface Row {
   figures: string
   canaries: string
   source_tenants: string
+  /** The sealing key's id; null for records sealed before key ids. */
+  key_id?: string | null
   count: number
   last_at: number | null
   /** D1 returns BLOBs as arrays of bytes. */
@@ -46,7 +55,7 @@ interface Row {
 const WITHHELD_PART_BYTES = 1024 * 1024
 
 const SUMMARY_COLUMNS =
-  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at'
+  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at, key_id'
 
 /**
  * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`).
@@ -56,24 +65,29 @@ const SUMMARY_COLUMNS =
  */
 export class D1QuarantineStore implements QuarantineStore {
   readonly #db: D1Database
-  readonly #key: Promise<CryptoKey>
+  /** The current key first, then the previous ones. */
+  readonly #ring: Promise<SealingKey[]>
   readonly #retentionMs: number
   readonly #now: () => number
 
   constructor(db: D1Database, options: D1QuarantineOptions) {
     // Checked here, at start-up: found only at the first quarantine, the record would be lost.
     assertSecret('QUARANTINE_KEY', options.key, QUARANTINE_KEY_MESSAGE)
+    for (const previous of options.previousKeys ?? []) {
+      assertSecret('QUARANTINE_KEY_PREVIOUS', previous, QUARANTINE_PREVIOUS_MESSAGE)
+    }
     const days = options.retentionDays ?? 30
     if (!(days > 0)) throw new Error('option "retentionDays" must be a positive number')
     this.#db = db
-    this.#key = sealingKey(options.key)
-    this.#key.catch(() => {}) // surfaced on first use, not as an unhandled rejection
+    this.#ring = sealingKeyring([options.key, ...(options.previousKeys ?? [])])
+    this.#ring.catch(() => {}) // surfaced on first use, not as an unhandled rejection
     this.#retentionMs = days * 86_400_000
     this.#now = options.now ?? (() => Date.now())
   }
 
   async put(record: QuarantineRecord): Promise<void> {
-    const sealed = await seal(await this.#key, JSON.stringify(record.withheld), record.id)
+    const [current] = await this.#ring
+    const sealed = await seal(current!.key, JSON.stringify(record.withheld), record.id)
     // Over a part's size the ciphertext goes to incident_withheld and the row keeps an empty BLOB
     // (AES-GCM output is never empty: the tag alone is 16 bytes).
     const parts = sealed.data.byteLength > WITHHELD_PART_BYTES ? split(sealed.data) : []
@@ -82,8 +96,8 @@ export class D1QuarantineStore implements QuarantineStore {
       this.#db
         .prepare(
           `INSERT INTO incidents (id, at, tenant, model, request_id, reasons, reason_tags, figures,
-             canaries, source_tenants, withheld_iv, withheld, count, last_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canaries, source_tenants, withheld_iv, withheld, count, last_at, key_id)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .bind(
           record.id,
@@ -100,6 +114,7 @@ export class D1QuarantineStore implements QuarantineStore {
           parts.length > 0 ? new Uint8Array(0) : sealed.data,
           record.count ?? 1,
           record.lastAt ?? null,
+          current!.id,
         ),
       ...parts.map((data, part) =>
         this.#db
@@ -133,8 +148,35 @@ export class D1QuarantineStore implements QuarantineStore {
         .all<{ data: number[] | ArrayBuffer }>()
       data = join(results.map((r) => new Uint8Array(r.data)))
     }
-    const plain = await unseal(await this.#key, new Uint8Array(row.withheld_iv), data, row.id)
+    const plain = await this.#open(row, data)
     return { ...summary(row), withheld: JSON.parse(plain) as Record<string, string> }
+  }
+
+  /**
+   * The withheld text of `row`, under the key its id names. A record without an id predates them and
+   * is tried under each key; an id the keyring does not hold is refused by name, never guessed at.
+   */
+  async #open(row: Row, data: Uint8Array): Promise<string> {
+    const ring = await this.#ring
+    const iv = new Uint8Array(row.withheld_iv!)
+    if (row.key_id !== null && row.key_id !== undefined) {
+      const sealer = ring.find((k) => k.id === row.key_id)
+      if (!sealer) {
+        throw new Error(
+          `incident ${row.id} is sealed under key ${row.key_id}, which is neither QUARANTINE_KEY nor QUARANTINE_KEY_PREVIOUS`,
+        )
+      }
+      return unseal(sealer.key, iv, data, row.id)
+    }
+    let failure: unknown
+    for (const { key } of ring) {
+      try {
+        return await unseal(key, iv, data, row.id)
+      } catch (error) {
+        failure = error
+      }
+    }
+    throw failure
   }
 
   async list(query: QuarantineQuery = {}): Promise<QuarantineSummary[]> {
@@ -231,5 +273,6 @@ function summary(row: Row): QuarantineSummary {
     // Absent means 1, as in every store: records that were never folded read as before.
     ...(row.count > 1 ? { count: row.count } : {}),
     ...(row.last_at !== null && row.last_at !== undefined ? { lastAt: row.last_at } : {}),
+    ...(row.key_id ? { keyId: row.key_id } : {}),
   }
 }

@@ -1,5 +1,6 @@
 /**
- * @module Encryption at rest for withheld answers: AES-256-GCM under a key derived from a Worker secret.
+ * @module Encryption at rest for withheld answers: AES-256-GCM under a key derived from a Worker secret,
+ * a keyring of the current secret and the previous ones so that records outlive a rotation.
  */
 import { assertSecret, MIN_SECRET_BYTES } from '../crypto/secret'
 
@@ -15,7 +16,7 @@ export const QUARANTINE_KEY_MESSAGE = `option "QUARANTINE_KEY" must be at least 
  * @example
  * const key = await sealingKey(env.QUARANTINE_KEY)
  */
-export async function sealingKey(secret: string): Promise<CryptoKey> {
+async function sealingKey(secret: string): Promise<CryptoKey> {
   assertSecret('QUARANTINE_KEY', secret, QUARANTINE_KEY_MESSAGE)
   const material = new TextEncoder().encode(secret)
   const base = await crypto.subtle.importKey('raw', material, 'HKDF', false, ['deriveKey'])
@@ -26,6 +27,41 @@ export async function sealingKey(secret: string): Promise<CryptoKey> {
     false,
     ['encrypt', 'decrypt'],
   )
+}
+
+/** One sealing key and the id records name it by. */
+export interface SealingKey {
+  /** 16 hex characters of a SHA-256 over the secret under its own label: names it, reveals nothing. */
+  id: string
+  key: CryptoKey
+}
+
+const KEY_ID_LABEL = new TextEncoder().encode('workers-ai-guard/quarantine/key-id/v1\0')
+
+/**
+ * The current key and the previous ones, each with its id: records are sealed under the first and read
+ * under whichever their id names. Two secrets with one id (the same secret twice) count once.
+ *
+ * @example
+ * const ring = await sealingKeyring([env.QUARANTINE_KEY, env.QUARANTINE_KEY_PREVIOUS])
+ */
+export async function sealingKeyring(secrets: readonly string[]): Promise<SealingKey[]> {
+  const ring: SealingKey[] = []
+  for (const secret of secrets) {
+    const key = await sealingKey(secret)
+    const id = await keyId(secret)
+    if (!ring.some((k) => k.id === id)) ring.push({ id, key })
+  }
+  return ring
+}
+
+async function keyId(secret: string): Promise<string> {
+  const secretBytes = new TextEncoder().encode(secret)
+  const input = new Uint8Array(KEY_ID_LABEL.length + secretBytes.length)
+  input.set(KEY_ID_LABEL, 0)
+  input.set(secretBytes, KEY_ID_LABEL.length)
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', input))
+  return Array.from(digest.slice(0, 8), (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
 /**

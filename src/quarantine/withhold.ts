@@ -2,8 +2,9 @@
  * @module Withholding an answer: the incident record (attributed, folded where allowed) and the error
  * its client gets. A record that cannot be written never releases the answer.
  */
-import type { AttemptContext, AttemptOutcome } from '../attempt/context'
+import { type AttemptContext, type AttemptOutcome, ownTokens } from '../attempt/context'
 import type { TenantAttribution } from '../attribution'
+import { redactSecretPieces } from '../canary'
 import { GuardError } from '../errors'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
 import type { IncidentRecorder } from './aggregate'
@@ -33,19 +34,19 @@ export async function recordIncident(
   const sourceTenants = [
     ...new Set([...attributed.sourceTenants, ...(outcome.contentSources ?? [])]),
   ]
-  const record: QuarantineRecord = {
-    id,
-    at: deps.now(),
-    tenant: ctx.request.tenant,
-    model: ctx.request.model,
-    requestId: ctx.request.requestId,
-    reasons: outcome.verdict.reasons,
-    figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
-    canaries,
-    sourceTenants,
-    withheld: withoutStandIns(ctx, outcome.withheld),
-  }
   try {
+    const record: QuarantineRecord = {
+      id,
+      at: deps.now(),
+      tenant: ctx.request.tenant,
+      model: ctx.request.model,
+      requestId: ctx.request.requestId,
+      reasons: outcome.verdict.reasons,
+      figures: { ...outcome.figures, attempts: ctx.attempt, score: outcome.verdict.score },
+      canaries,
+      sourceTenants,
+      withheld: await sealable(ctx, outcome.withheld),
+    }
     return { id: (await deps.incidents.record(record)).id, stored: true, sourceTenants }
   } catch (error) {
     // Fail closed: the answer stays withheld whether or not the record could be written.
@@ -75,6 +76,22 @@ export function cutOffError(): GuardError {
     'invalid_request',
     'The answer reached its output limit before it could be verified (the model reasons before it answers), so it was withheld. Raise max_tokens.',
     { param: 'max_tokens' },
+  )
+}
+
+/**
+ * The withheld text as it may be stored: stand-ins replaced, and every piece of a canary or marker the
+ * guard can name (src/canary/seal-redaction.ts) — here, while it still knows them, not when a page is
+ * drawn.
+ */
+async function sealable(
+  ctx: AttemptContext,
+  withheld: Record<string, string>,
+): Promise<Record<string, string>> {
+  return redactSecretPieces(
+    await ctx.services.key(),
+    ownTokens(ctx),
+    withoutStandIns(ctx, withheld),
   )
 }
 

@@ -3,7 +3,7 @@
  * text made safe to store (no live canary in it).
  */
 import { type AttemptContext, ownTokens } from '../attempt/context'
-import { CANARY_PATTERN, type Finding, scanText } from '../canary'
+import { type Finding, redactTokenPieces, scanText } from '../canary'
 import type { Channel } from '../format/frames'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
 
@@ -39,11 +39,12 @@ export function canaryEntries(findings: Finding[]): QuarantineRecord['canaries']
     })
 }
 
-/** Every canary-shaped token replaced, so withheld text can be stored without live canaries in it. */
+/**
+ * Every canary-shaped token, and every piece of one elsewhere in the texts, replaced while the tokens
+ * are still in view, so withheld text can be stored without live canaries in it.
+ */
 export function redactCanaries(texts: Partial<Record<Channel, string>>): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [channel, text] of Object.entries(texts)) {
-    if (text) out[channel] = text.replace(new RegExp(CANARY_PATTERN.source, 'gi'), '[canary]')
-  }
-  return out
+  const present: Partial<Record<string, string>> = {}
+  for (const [channel, text] of Object.entries(texts)) if (text) present[channel] = text
+  return redactTokenPieces(present)
 }

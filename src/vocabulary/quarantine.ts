@@ -71,6 +71,11 @@ export interface QuarantineRecord {
   count?: number
   /** When the latest folded incident happened (ms since epoch); absent until one is folded in. */
   lastAt?: number
+  /**
+   * The id of the key `withheld` is sealed under, set by stores that encrypt (D1): after a rotation
+   * the record is read under the previous key it names.
+   */
+  keyId?: string
 }
 
 /** Listing filters. */

@@ -7,8 +7,8 @@ import { GuardError } from '../errors'
 import { guardInfo } from '../index'
 import { adminRoutes } from './admin'
 import { type AdmissionVariables, admitMemory } from './admission'
-import { readJsonObject } from './body'
-import { bodyLimit, guardFor } from './config'
+import { type BodyBudget, readJsonObject } from './body'
+import { bodyLimit, bodyPace, guardFor } from './config'
 import type { Env } from './env'
 import { modelList, requireProfile } from './models'
 import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
@@ -82,9 +82,7 @@ function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
 
 /** `POST /v1/chat/completions`: an OpenAI chat body in, an OpenAI answer or chunk stream out. */
 async function chatCompletions(c: AppContext): Promise<Response> {
-  const { model, inputs } = fromOpenAi(
-    await readJsonObject(c.req.raw, bodyLimit(c.env), {}, (n) => c.var.admission.cover(n)),
-  )
+  const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, modelBodyBudget(c)))
   requireProfile(guardFor(c.env), model)
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) {
@@ -97,13 +95,16 @@ async function chatCompletions(c: AppContext): Promise<Response> {
 /** `POST /ai/run/<model>`: the Workers AI input and output shapes, as `env.AI.run` takes and returns them. */
 async function runNative(c: AppContext): Promise<Response> {
   const model = modelFromPath(c.req.path)
-  const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env), {}, (n) =>
-    c.var.admission.cover(n),
-  )
+  const inputs = await readJsonObject(c.req.raw, modelBodyBudget(c))
   requireProfile(guardFor(c.env), model)
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) return streamResponse(output)
   return c.json(output as Record<string, unknown>, 200, headersFor(output))
+}
+
+/** A model request's body: its limit, its pace, and admission hearing its size as it streams. */
+function modelBodyBudget(c: AppContext): BodyBudget {
+  return { limit: bodyLimit(c.env), pace: bodyPace(c.env), sized: (n) => c.var.admission.cover(n) }
 }
 
 /**

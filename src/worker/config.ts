@@ -8,6 +8,7 @@ import { D1QuarantineStore } from '../quarantine/d1'
 import { type SecretsOptions, WORKER_SECRETS_DEFAULT } from '../secrets/policy'
 import { type AiGuard, createGuard } from '../surfaces/guard-ai'
 import type { ModelProfile } from '../vocabulary/options'
+import { type BodyPace, DEFAULT_BODY_PACE } from './body'
 import { DurableCalibration } from './durable-calibration'
 import { DurableFingerprints } from './durable-fingerprints'
 import type { Env } from './env'
@@ -50,6 +51,9 @@ export function guardFor(env: Env): AiGuard {
           ? {
               quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
                 key: env.QUARANTINE_KEY ?? '',
+                ...(env.QUARANTINE_KEY_PREVIOUS
+                  ? { previousKeys: [env.QUARANTINE_KEY_PREVIOUS] }
+                  : {}),
                 retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
               }),
               // Leaks are attributed to tenants minted in any isolate, not just this one.
@@ -143,9 +147,26 @@ function parseModels(json: string | undefined): Record<string, Partial<ModelProf
  * The largest request body accepted, bytes.
  *
  * @example
- * await readJsonObject(request, bodyLimit(env))
+ * await readJsonObject(request, { limit: bodyLimit(env), pace: bodyPace(env) })
  */
 export function bodyLimit(env: Env): number {
   const n = Number(env.MAX_BODY_BYTES)
   return Number.isInteger(n) && n > 0 ? n : DEFAULT_MAX_BODY_BYTES
+}
+
+/**
+ * How fast every body must arrive (`BODY_GRACE_MS`, `BODY_MIN_BYTES_PER_SECOND`); each unset or
+ * invalid value keeps its default.
+ *
+ * @example
+ * await readForm(request, { limit: 4096, pace: bodyPace(env) })
+ */
+export function bodyPace(env: Env): BodyPace {
+  const grace = Number(env.BODY_GRACE_MS)
+  const rate = Number(env.BODY_MIN_BYTES_PER_SECOND)
+  return {
+    graceMs: Number.isFinite(grace) && grace > 0 ? grace : DEFAULT_BODY_PACE.graceMs,
+    minBytesPerSecond:
+      Number.isFinite(rate) && rate > 0 ? rate : DEFAULT_BODY_PACE.minBytesPerSecond,
+  }
 }

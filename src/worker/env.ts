@@ -37,6 +37,10 @@ export interface Env {
   GUARD_TEXT_MEMO_BYTES?: string
   /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
+  /** ms a request body may take before its pace is checked; slower bodies get 408. @default 10000 */
+  BODY_GRACE_MS?: string
+  /** Bytes per second every body must average after `BODY_GRACE_MS`. @default 65536 */
+  BODY_MIN_BYTES_PER_SECOND?: string
   /**
    * Bytes the isolate's model requests in flight may reserve together (src/worker/admission.ts); over
    * it a request gets 503 with `Retry-After`. @default 83886080 (80 MiB of the isolate's 128 MB)
@@ -48,6 +52,11 @@ export interface Env {
   QUARANTINE_DB?: D1Database
   /** Secret (≥ 32 bytes) the withheld text is encrypted under. `wrangler secret put QUARANTINE_KEY`. */
   QUARANTINE_KEY?: string
+  /**
+   * The key records were sealed under before the last rotation: read, never written with
+   * (docs/incidents.md, "Rotating QUARANTINE_KEY"). `wrangler secret put QUARANTINE_KEY_PREVIOUS`.
+   */
+  QUARANTINE_KEY_PREVIOUS?: string
   /** Days a quarantine record is kept. @default 30 */
   QUARANTINE_RETENTION_DAYS?: string
   /**

@@ -11,7 +11,7 @@ import { DEFAULT_MAX_EVENT_BYTES, encodeSseEvent, type SseEvent, SseParser } fro
  * models take the same fields, so everything but `model` and the OpenAI-only bookkeeping passes on.
  *
  * @example
- * const { model, inputs } = fromOpenAi(await readJsonObject(req, limit))
+ * const { model, inputs } = fromOpenAi(await readJsonObject(req, { limit }))
  */
 export function fromOpenAi(body: Record<string, unknown>): {
   model: string

@@ -301,7 +301,10 @@ describe('readJsonObject with admission', () => {
       body,
       duplex: 'half',
     } as RequestInit)
-    const read = readJsonObject(request, 16 * MB, {}, (n) => streaming.reservation.cover(n))
+    const read = readJsonObject(request, {
+      limit: 16 * MB,
+      sized: (n) => streaming.reservation.cover(n),
+    })
     await expect(read).rejects.toMatchObject({ status: 503, retryAfterSeconds: 2 })
     expect(cancelled).toBe(true)
     // Refused at about (72 − 41) MiB / 20 of body, not at the 16 MiB limit.

@@ -30,6 +30,11 @@ function record(
   }
 }
 
+/** A record as a store gives it back: D1 names the key its text is sealed under. */
+function sealed(store: string, r: QuarantineRecord): QuarantineRecord {
+  return store === 'D1' ? { ...r, keyId: expect.stringMatching(/^[0-9a-f]{16}$/) } : r
+}
+
 const stores: [
   string,
   (now: () => number) => QuarantineStore & Required<Pick<QuarantineStore, 'increment'>>,
@@ -45,7 +50,7 @@ for (const [name, make] of stores) {
       const store = make(() => t0)
       const r = record(`${name}-plain`, `${name}-plain`, t0)
       await store.put(r)
-      expect(await store.get(r.id)).toEqual(r)
+      expect(await store.get(r.id)).toEqual(sealed(name, r))
       const [summary] = await store.list({ tenant: r.tenant })
       expect(summary).not.toHaveProperty('count')
       expect(summary).not.toHaveProperty('lastAt')
@@ -85,7 +90,7 @@ for (const [name, make] of stores) {
       const store = make(() => t0)
       const r = { ...record(`${name}-given`, `${name}-given`, t0), count: 7, lastAt: t0 + 9 }
       await store.put(r)
-      expect(await store.get(r.id)).toEqual(r)
+      expect(await store.get(r.id)).toEqual(sealed(name, r))
     })
   })
 }

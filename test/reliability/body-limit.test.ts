@@ -122,3 +122,98 @@ describe('request body limit', { timeout: 30_000 }, () => {
     expect(res.status).toBe(413)
   })
 })
+
+describe('request body pace', { timeout: 30_000 }, () => {
+  /** A fresh isolate's bindings (its own memory ledger) with a short grace, as tests use. */
+  const paced = (): Env => ({
+    ...(env as unknown as Env),
+    BODY_GRACE_MS: '400',
+    BODY_MIN_BYTES_PER_SECOND: '65536',
+  })
+
+  /** `promise`, or 'pending' when it has not settled within `ms`. */
+  function within<T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> {
+    return Promise.race([
+      promise,
+      new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms)),
+    ])
+  }
+
+  /** A body that sends its first bytes, then one byte a second (until cancelled). */
+  function dripBody(head: string) {
+    let cancelled = false
+    let timer: ReturnType<typeof setInterval> | undefined
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(head))
+        timer = setInterval(() => controller.enqueue(new TextEncoder().encode('a')), 1_000)
+      },
+      cancel() {
+        cancelled = true
+        if (timer !== undefined) clearInterval(timer)
+      },
+    })
+    return { stream, cancelled: () => cancelled }
+  }
+
+  it('should answer 408 to a 1 byte/s upload declaring 3.7 MB, then admit another tenant’s prompt', async () => {
+    const bindings = paced()
+    const drip = dripBody(`{"model":"${MODEL}","messages":[{"role":"user","content":"`)
+    const slow = fetchWorker(chatRequest(drip.stream, { 'content-length': '3700000' }), bindings)
+    // While it drips, its declared size holds the isolate's budget: a ~300 KB prompt is refused.
+    const prompt = JSON.stringify({ model: MODEL, ...chat(`TENANT-B ${'word '.repeat(60_000)}`) })
+    const early = await fetchWorker(chatRequest(prompt), bindings)
+    expect(early.status).toBe(503)
+    await early.arrayBuffer()
+    const res = await within(slow, 10_000)
+    expect(res === 'pending' ? 'pending' : res.status).toBe(408)
+    if (res === 'pending') return
+    const { error } = openAiError(await res.text())
+    expect(error.code).toBe('invalid_request')
+    expect(error.message).toContain('too slowly')
+    expect(drip.cancelled()).toBe(true)
+    // What it reserved is back: the same prompt is admitted and answered.
+    const after = await fetchWorker(chatRequest(prompt), bindings)
+    expect(after.status).toBe(200)
+    expect(await after.text()).toContain('TENANT-B')
+  })
+
+  it('should let a body through that keeps its pace, however it is chunked', async () => {
+    const bindings = paced()
+    const text = JSON.stringify({ model: MODEL, ...chat(`TENANT-A ${'x '.repeat(20_000)}`) })
+    const bytes = new TextEncoder().encode(text)
+    let at = 0
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (at >= bytes.length) return controller.close()
+        // 4 KiB every 20 ms: 200 KiB/s, over the 64 KiB/s floor, taking longer than the grace.
+        await new Promise((r) => setTimeout(r, 20))
+        controller.enqueue(bytes.slice(at, at + 4096))
+        at += 4096
+      },
+    })
+    const res = await fetchWorker(chatRequest(stream), bindings)
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain('TENANT-A')
+  })
+
+  it('should refuse a chunked body that starts fast and then stalls', async () => {
+    const bindings = paced()
+    let sent = 0
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        // 8 KiB at once, then nothing: an attacker front-loading to pass the grace.
+        if (sent === 0) {
+          sent = 8192
+          controller.enqueue(
+            new TextEncoder().encode(`{"model":"${MODEL}","x":"${'a'.repeat(8000)}`),
+          )
+          return
+        }
+        await new Promise(() => {})
+      },
+    })
+    const res = await within(fetchWorker(chatRequest(stream), bindings), 10_000)
+    expect(res === 'pending' ? 'pending' : res.status).toBe(408)
+  })
+})

@@ -1,6 +1,7 @@
 /**
- * @module Console auth: the bearer secret for scripts, a signed expiring session cookie for browsers,
- * CSRF tokens bound to the session, and a per-isolate brake on login guesses.
+ * @module Console auth: the bearer secret for scripts, a signed expiring session cookie for browsers
+ * (honoured while its record lives, ./sessions.ts), CSRF tokens bound to the session, and a brake on
+ * login guesses that slows only the guessing client.
  */
 import { constantTimeEqual } from '../../crypto/bytes'
 
@@ -26,8 +27,12 @@ const SESSION_TTL_MS = 8 * 60 * 60 * 1000
 /** The form field and header that carry the CSRF token. */
 export const CSRF_FIELD = '_csrf'
 
-/** A verified session: its expiry and the token its forms must send back. */
+/**
+ * A verified session: its record's id (the SHA-256 of its nonce: a store that leaks holds no cookie),
+ * its expiry and the token its forms must send back.
+ */
 export interface Session {
+  id: string
   expires: number
   csrf: string
 }
@@ -96,7 +101,8 @@ export async function mintSession(secret: string, now: number): Promise<string> 
 
 /**
  * The session a cookie value stands for, or undefined when it is malformed, tampered with, signed under
- * another secret, or expired at `now`.
+ * another secret, or expired at `now`. Whether it is still recorded (not logged out) is the session
+ * store's to say (./sessions.ts).
  *
  * @example
  * const session = await verifySession(env.ADMIN_SECRET, cookieValue, Date.now())
@@ -119,7 +125,12 @@ export async function verifySession(
   if (!constantTimeEqual(await mac(secret, 'session', body), given)) return undefined
   const expires = Number(expiresText)
   if (!(expires > now)) return undefined
-  return { expires, csrf: await mac(secret, 'csrf', nonce) }
+  return { id: await digest(nonce), expires, csrf: await mac(secret, 'csrf', nonce) }
+}
+
+async function digest(text: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', utf8.encode(text)))
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
 /**
@@ -201,48 +212,78 @@ export function sameOrigin(request: Request): boolean {
   return true
 }
 
-/** Failed logins per client within {@link LOGIN_WINDOW_MS}, per isolate. */
+/** Failed logins per client within {@link LOGIN_WINDOW_MS} before that client waits. */
 const LOGIN_FAILURES_ALLOWED = 5
 /** The window failed logins are counted in. */
 const LOGIN_WINDOW_MS = 60_000
-/** Failures across every client per window before the isolate refuses all logins for its rest. */
-const LOGIN_FAILURES_GLOBAL = 50
+/**
+ * Clients whose failures are remembered per isolate (about 100 bytes each, 1 MB in all). Past it the
+ * least recently failed is forgotten first: to free a guesser's place, others must fail from this many
+ * distinct addresses (or IPv6 /64s) after it, each failure a request of their own.
+ */
+const LOGIN_CLIENTS_KEPT = 10_000
 
 /**
- * A brake on guessing ADMIN_SECRET: five failures per client address per minute, fifty per isolate.
- * Per isolate only (Workers spread load over many), so it slows a guesser rather than stopping one:
- * the secret's length is what makes guessing hopeless; this keeps logs and CPU quiet.
+ * A brake on guessing ADMIN_SECRET that slows only the client that fails: five failures per client
+ * address (an IPv6 client by its /64, which any one host is given whole) per minute, then that client
+ * waits out the minute. There is no isolate-wide cap: failures from other addresses never refuse a
+ * client that has not failed, so no one can lock the operator out. Per isolate (Workers spread load
+ * over many), so it slows a guesser rather than stopping one: the secret's length is what makes
+ * guessing hopeless; this keeps logs and CPU quiet.
  *
  * @example
  * const limiter = new LoginLimiter()
- * if (limiter.blocked(ip, now)) return c.text('Too many attempts', 429)
+ * if (limiter.retryAfter(ip, now) > 0) return c.text('Too many attempts', 429)
  */
 export class LoginLimiter {
-  #clients = new Map<string, { start: number; failures: number }>()
-  #global = { start: 0, failures: 0 }
+  /** Failures per client, least recently failed first (a Map keeps insertion order). */
+  readonly #clients = new Map<string, { start: number; failures: number }>()
+  readonly #capacity: number
 
-  /** ms until `client` may try again, or 0. */
-  retryAfter(client: string, now: number): number {
-    const global = this.#global
-    if (now - global.start < LOGIN_WINDOW_MS && global.failures >= LOGIN_FAILURES_GLOBAL) {
-      return global.start + LOGIN_WINDOW_MS - now
-    }
-    const entry = this.#clients.get(client)
+  constructor(capacity = LOGIN_CLIENTS_KEPT) {
+    this.#capacity = capacity
+  }
+
+  /** ms until `address` may try again, or 0. */
+  retryAfter(address: string, now: number): number {
+    const entry = this.#clients.get(clientOf(address))
     if (!entry || now - entry.start >= LOGIN_WINDOW_MS) return 0
     return entry.failures >= LOGIN_FAILURES_ALLOWED ? entry.start + LOGIN_WINDOW_MS - now : 0
   }
 
-  /** Counts one failed attempt. */
-  fail(client: string, now: number): void {
-    if (now - this.#global.start >= LOGIN_WINDOW_MS) this.#global = { start: now, failures: 0 }
-    this.#global.failures++
+  /** Counts one failed attempt from `address`. */
+  fail(address: string, now: number): void {
+    const client = clientOf(address)
     let entry = this.#clients.get(client)
-    if (!entry || now - entry.start >= LOGIN_WINDOW_MS) {
-      // Bounded: an attacker rotating addresses fills the map at most to the global cap per window.
-      if (this.#clients.size > LOGIN_FAILURES_GLOBAL * 4) this.#clients.clear()
-      entry = { start: now, failures: 0 }
-      this.#clients.set(client, entry)
-    }
+    if (!entry || now - entry.start >= LOGIN_WINDOW_MS) entry = { start: now, failures: 0 }
     entry.failures++
+    // Re-inserted: the map's first entry is always the least recently failed, the one to forget.
+    this.#clients.delete(client)
+    this.#clients.set(client, entry)
+    if (this.#clients.size > this.#capacity) {
+      const oldest = this.#clients.keys().next().value
+      if (oldest !== undefined) this.#clients.delete(oldest)
+    }
   }
+}
+
+/**
+ * The client an address stands for: an IPv4 address itself, an IPv6 address its /64 (the first four
+ * groups, expanded), so a host cannot spread its guesses over the 2^64 addresses it was given.
+ */
+function clientOf(address: string): string {
+  // IPv4, and IPv4 written as IPv6 (`::ffff:192.0.2.1`): the address alone.
+  if (address.includes('.')) return address.slice(address.lastIndexOf(':') + 1)
+  if (!address.includes(':')) return address
+  const [head = '', tail = ''] = address.toLowerCase().split('%')[0]!.split('::')
+  const groups = head === '' ? [] : head.split(':')
+  if (groups.length < 4 && address.includes('::')) {
+    const after = tail === '' ? [] : tail.split(':')
+    const missing = 8 - groups.length - after.length
+    groups.push(...Array<string>(Math.max(0, missing)).fill('0'), ...after)
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`
 }

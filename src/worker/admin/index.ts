@@ -7,7 +7,8 @@ import { html } from 'hono/html'
 import type { CalibrationReport } from '../../calibration/learned'
 import type { TelemetryReader } from '../../telemetry/types'
 import type { QuarantineQuery } from '../../vocabulary/quarantine'
-import { guardFor } from '../config'
+import { type BodyBudget, readForm } from '../body'
+import { bodyPace, guardFor } from '../config'
 import type { DurableCalibration } from '../durable-calibration'
 import type { Env } from '../env'
 import { metricsResponse } from '../metrics'
@@ -31,6 +32,7 @@ import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
 import { overview } from './pages/overview'
 import { redactCanaries } from './redact'
+import { sessionStore } from './sessions'
 import { CONSOLE_CSS, STYLE_PATH } from './style'
 
 /** How a request was let in: a browser session (its CSRF token), or the bearer secret. */
@@ -59,8 +61,13 @@ const ADMIN_CSP =
 
 /** Incidents per list page. */
 const PAGE_SIZE = 50
-/** Largest login form accepted (a secret and a path). */
-const MAX_LOGIN_BYTES = 4096
+/**
+ * Largest body any console route reads (the login form: a secret and a path; logout: its CSRF token),
+ * counted as it streams whatever the headers say. The console's bodies are not charged to memory
+ * admission: at this size they cost nothing, and an unauthenticated route must not be able to take the
+ * model requests' budget.
+ */
+const MAX_FORM_BYTES = 4096
 
 /**
  * The admin routes, mounted at `/admin`:
@@ -89,7 +96,11 @@ export function adminRoutes(options: AdminOptions = {}): Hono<AdminEnv> {
   admin.get('/login', (c) => page(c, loginPage({ next: safeNext(c.req.query('next')) })))
   admin.post('/login', login(now, new LoginLimiter()))
   admin.use('*', authenticate(now))
-  admin.post('/logout', (c) => {
+  admin.post('/logout', async (c) => {
+    // The record goes first: the cookie may have been copied, and clearing it in this browser alone
+    // would leave that copy working in every isolate.
+    const auth = c.var.adminAuth
+    if (auth.kind === 'session') await sessionStore(c.env).revoke(auth.session.id)
     c.header('set-cookie', clearedCookie())
     return c.redirect('/admin/login', 303)
   })
@@ -129,15 +140,18 @@ function login(now: () => number, limiter: LoginLimiter) {
       c.header('retry-after', String(Math.ceil(wait / 1000)))
       return page(c, loginPage({ error: 'Too many failed attempts; wait a minute.' }), 429)
     }
-    if (Number(c.req.header('content-length') ?? 0) > MAX_LOGIN_BYTES) return forbidden(c)
-    const form = await c.req.parseBody()
-    const given = typeof form.secret === 'string' ? form.secret : ''
-    const next = safeNext(typeof form.next === 'string' ? form.next : undefined)
-    if (!bearerMatches(`Bearer ${given}`, c.env.ADMIN_SECRET!)) {
+    const form = await readForm(c.req.raw, consoleBody(c.env))
+    const given = form.secret ?? ''
+    const next = safeNext(form.next)
+    const secret = c.env.ADMIN_SECRET!
+    if (!bearerMatches(`Bearer ${given}`, secret)) {
       limiter.fail(client, now())
       return page(c, loginPage({ error: 'Wrong admin secret.', next }), 401)
     }
-    c.header('set-cookie', sessionCookie(await mintSession(c.env.ADMIN_SECRET!, now())))
+    const value = await mintSession(secret, now())
+    const session = (await verifySession(secret, value, now()))!
+    await sessionStore(c.env).add(session.id, session.expires, now())
+    c.header('set-cookie', sessionCookie(value))
     return c.redirect(next, 303)
   }
 }
@@ -211,7 +225,7 @@ function authenticate(now: () => number): MiddlewareHandler<AdminEnv> {
       c.set('adminAuth', { kind: 'bearer' })
       return await next()
     }
-    const session = await verifySession(secret, readCookie(c.req.header('cookie')), now())
+    const session = await liveSession(c.env, readCookie(c.req.header('cookie')), now())
     if (!session) {
       if (c.req.method === 'GET' && wantsHtml(c)) {
         const url = new URL(c.req.url)
@@ -222,13 +236,36 @@ function authenticate(now: () => number): MiddlewareHandler<AdminEnv> {
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       if (!sameOrigin(c.req.raw)) return forbidden(c)
       const header = c.req.header('x-csrf-token')
-      const form = header === undefined ? await c.req.parseBody().catch(() => ({})) : {}
-      const field = (form as Record<string, unknown>)[CSRF_FIELD]
-      const token = header ?? (typeof field === 'string' ? field : '')
+      const form = header === undefined ? await readForm(c.req.raw, consoleBody(c.env)) : {}
+      const token = header ?? form[CSRF_FIELD] ?? ''
       if (!bearerMatches(`Bearer ${token}`, session.csrf)) return forbidden(c)
     }
     c.set('adminAuth', { kind: 'session', session })
     await next()
+  }
+}
+
+/** What a console route may read of a body: a small form, at the Worker's pace. */
+function consoleBody(env: Env): BodyBudget {
+  return { limit: MAX_FORM_BYTES, pace: bodyPace(env) }
+}
+
+/**
+ * The session a cookie stands for while its record lives: signed, unexpired and not logged out in any
+ * isolate. A store that cannot be read lets no session in (fail closed); the bearer secret still works.
+ */
+async function liveSession(
+  env: Env,
+  cookie: string | undefined,
+  now: number,
+): Promise<Session | undefined> {
+  const session = await verifySession(env.ADMIN_SECRET!, cookie, now)
+  if (!session) return undefined
+  try {
+    return (await sessionStore(env).live(session.id, now)) ? session : undefined
+  } catch (error) {
+    console.error(JSON.stringify({ event: 'ai_guard_session_store_failed', error: String(error) }))
+    return undefined
   }
 }
 
