@@ -44,11 +44,7 @@ export interface ForeignContent {
 }
 
 /** Where one selection that matched another tenant lies in its channel's text. */
-export interface ForeignMatch {
-  fingerprint: number
-  from: number
-  end: number
-}
+type ForeignMatch = { fingerprint: number; from: number; end: number }
 
 /** What a {@link ContentWatch} needs. */
 export interface ContentWatchOptions {
@@ -368,7 +364,7 @@ export class ContentWatch {
    * @example
    * for (const m of watch.foreignMatches('content')) cue = cut(cue, m.from, m.end)
    */
-  foreignMatches(channel: string): readonly ForeignMatch[] {
+  foreignMatches(channel: string): readonly { fingerprint: number; from: number; end: number }[] {
     return this.channels.get(channel)?.matches ?? []
   }
 

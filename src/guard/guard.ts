@@ -29,7 +29,7 @@ import {
   resolveOptions,
 } from '../vocabulary/options'
 import type { QuarantineStore } from '../vocabulary/quarantine'
-import { type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
+import { type AttemptHooks, type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
 import { lastQuestion, RecallBudget, type RecallHost, recallFor } from './recall'
@@ -152,14 +152,7 @@ export class Guard implements AttemptHost, PlanServices {
         const remembered = this.attribution.remember(tenant)
         hooks.waitUntil?.(remembered)
       }
-      const recall = this.#recall(upstream, plan, hooks)
-      const running = runAttempts(
-        this,
-        upstream,
-        plan,
-        { waitUntil: hooks.waitUntil, ...(recall ? { recall } : {}) },
-        runOptions,
-      )
+      const running = this.#attempts(upstream, plan, hooks, runOptions)
       const beat = this.options.heartbeatMs
       if (beat > 0 && plan.facts.stream && !plan.viaStream && (await heldPast(running, beat))) {
         // Held past one beat: from here the response is a 200 that beats (a verdict that came sooner
@@ -200,6 +193,18 @@ export class Guard implements AttemptHost, PlanServices {
       }
       throw guardError
     }
+  }
+
+  /** The request's attempts, with the second opinion of its answers (the host's hooks: only waitUntil). */
+  #attempts(
+    upstream: AiRunner,
+    plan: RequestPlan,
+    hooks: RunnerHooks,
+    runOptions: Record<string, unknown> | undefined,
+  ): Promise<unknown> {
+    const recall = this.#recall(upstream, plan, hooks)
+    const own: AttemptHooks = { waitUntil: hooks.waitUntil, ...(recall ? { recall } : {}) }
+    return runAttempts(this, upstream, plan, own, runOptions)
   }
 
   /**

@@ -38,11 +38,8 @@ const MAX_SOURCES = 10_000
 /**
  * The chat inputs of one second opinion: the instruction and the cue. Canaries in the cue (the
  * answer's echo of its own) are cut: the engine's copy of one would read as another request's.
- *
- * @example
- * const inputs = recallInputs({ text: 'Here is the app:\n', head: 'from flask import Flask' }, 512)
  */
-export function recallInputs(
+function recallInputs(
   cue: { text: string; head: string },
   maxTokens: number,
   question = '',

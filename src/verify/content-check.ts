@@ -11,7 +11,7 @@ import type { AttemptContext } from '../attempt/context'
 import type { ContentWatch, ForeignContent } from '../fingerprint'
 import type { Channel } from '../format/frames'
 import type { Check } from './check'
-import { secondOpinion } from './second-opinion'
+import { type OpinionHold, secondOpinion } from './second-opinion'
 
 interface Piece {
   /** The watch's key for the channel's current piece. */
@@ -25,7 +25,7 @@ interface Piece {
 }
 
 /** One answer's foreign-content watch, with channels that may pause. */
-export class ContentHold {
+export class ContentHold implements OpinionHold {
   readonly #watch: ContentWatch
   readonly #pieces = new Map<Channel, Piece>()
   /** Every piece by its watch key: evidence names the piece, positions are the channel's. */
