@@ -18,6 +18,7 @@ import {
   type Segment,
   type Turn,
 } from '../support/honest-traffic'
+import { pieces } from '../support/knowing-engine'
 import { directiveCanary, sseText } from '../support/prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -27,19 +28,6 @@ const utf8 = new TextEncoder()
 function chunk(delta: Record<string, unknown>): string {
   const event = { id: 'c', object: 'chat.completion.chunk', created: 1, model: MODEL }
   return `data: ${JSON.stringify({ ...event, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`
-}
-
-/** Pieces of 1–6 units' worth of characters, as a model's tokens come. */
-function pieces(text: string, seed: number): string[] {
-  const out: string[] = []
-  let x = seed
-  for (let i = 0; i < text.length; ) {
-    x = (x * 48_271) % 2_147_483_647
-    const n = 3 + (x % 22)
-    out.push(text.slice(i, i + n))
-    i += n
-  }
-  return out
 }
 
 /**

@@ -145,31 +145,3 @@ export async function replayHeldApart(
   }
   return out
 }
-
-/**
- * The one-sided 95% upper bound of a rate seen `k` times in `n` (Clopper–Pearson, by bisection).
- *
- * @example
- * upperBound95(0, 6_000) // 0.000499
- */
-export function upperBound95(k: number, n: number): number {
-  if (k >= n) return 1
-  // P(X ≤ k | p) = 0.05
-  const cdf = (p: number) => {
-    let term = (1 - p) ** n
-    let sum = term
-    for (let i = 1; i <= k; i++) {
-      term *= ((n - i + 1) / i) * (p / (1 - p))
-      sum += term
-    }
-    return sum
-  }
-  let lo = k / n
-  let hi = 1
-  for (let i = 0; i < 60; i++) {
-    const mid = (lo + hi) / 2
-    if (cdf(mid) > 0.05) lo = mid
-    else hi = mid
-  }
-  return hi
-}
