@@ -34,6 +34,8 @@ interface Row {
   source_tenants: string
   count: number
   last_at: number | null
+  /** 1: released under observe (migrations/0006_incident_observed.sql). */
+  observed: number
   /** D1 returns BLOBs as arrays of bytes. */
   withheld_iv?: number[] | ArrayBuffer
   withheld?: number[] | ArrayBuffer
@@ -46,10 +48,11 @@ interface Row {
 const WITHHELD_PART_BYTES = 1024 * 1024
 
 const SUMMARY_COLUMNS =
-  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at'
+  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at, observed'
 
 /**
- * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`).
+ * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`,
+ * `0006_incident_observed.sql`).
  *
  * @example
  * const store = new D1QuarantineStore(env.QUARANTINE_DB, { key: env.QUARANTINE_KEY })
@@ -82,8 +85,8 @@ export class D1QuarantineStore implements QuarantineStore {
       this.#db
         .prepare(
           `INSERT INTO incidents (id, at, tenant, model, request_id, reasons, reason_tags, figures,
-             canaries, source_tenants, withheld_iv, withheld, count, last_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canaries, source_tenants, withheld_iv, withheld, count, last_at, observed)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .bind(
           record.id,
@@ -100,6 +103,7 @@ export class D1QuarantineStore implements QuarantineStore {
           parts.length > 0 ? new Uint8Array(0) : sealed.data,
           record.count ?? 1,
           record.lastAt ?? null,
+          record.observed ? 1 : 0,
         ),
       ...parts.map((data, part) =>
         this.#db
@@ -214,6 +218,7 @@ function filters(query: QuarantineQuery): { where: string; args: (string | numbe
     const escaped = query.reason.replace(/[\\%_]/g, (c) => `\\${c}`)
     filter("reason_tags LIKE ? ESCAPE '\\'", `%,${escaped},%`)
   }
+  if (query.observed !== undefined) filter('observed = ?', query.observed ? 1 : 0)
   return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
 }
 
@@ -231,5 +236,6 @@ function summary(row: Row): QuarantineSummary {
     // Absent means 1, as in every store: records that were never folded read as before.
     ...(row.count > 1 ? { count: row.count } : {}),
     ...(row.last_at !== null && row.last_at !== undefined ? { lastAt: row.last_at } : {}),
+    ...(row.observed === 1 ? { observed: true as const } : {}),
   }
 }

@@ -44,6 +44,7 @@ export async function recordIncident(
     canaries,
     sourceTenants,
     withheld: withoutStandIns(ctx, outcome.withheld),
+    ...(outcome.verdict.observed ? { observed: true as const } : {}),
   }
   try {
     return { id: (await deps.incidents.record(record)).id, stored: true, sourceTenants }

@@ -37,7 +37,10 @@ export interface Conclusion {
   texts: Texts
   /** Secrets restored in `texts`, per kind. */
   restored: Record<string, number>
-  /** The outcome of withholding the answer whose unreleased text is `raw`. */
+  /**
+   * The outcome of withholding the answer whose unreleased text is `raw` (under observe: what its
+   * observed incident records).
+   */
   withheld(raw: Texts): AttemptOutcome<never>
   /**
    * For a whole answer once released with its echo verified: its words become known as the model's
@@ -60,16 +63,19 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   const { found: content, learn } = await foreignContent(ctx, evidence)
   const estimate = ctx.request.counted ? await ctx.request.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
-  const verdict = decide({
-    echo: evidence.echo,
-    foreignCanaries: scanned.findings.filter((f) => f.kind === 'foreign').length,
-    foreignStandIns: standIns.foreign.length,
-    ...(content ? { foreignContent: content } : {}),
-    ...(timing ? { timing } : {}),
-    ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
-    attempt: ctx.attempt,
-    retries: ctx.services.options.echoRetries,
-  })
+  const verdict = decide(
+    {
+      echo: evidence.echo,
+      foreignCanaries: scanned.findings.filter((f) => f.kind === 'foreign').length,
+      foreignStandIns: standIns.foreign.length,
+      ...(content ? { foreignContent: content } : {}),
+      ...(timing ? { timing } : {}),
+      ...(lower !== undefined && reported !== undefined ? { usage: { reported, lower } } : {}),
+      attempt: ctx.attempt,
+      retries: ctx.services.options.echoRetries,
+    },
+    ctx.services.options.observe,
+  )
   const figures = {
     ...timingRecord(timing),
     ...(estimate

@@ -139,14 +139,14 @@ export class ContentCheck implements Check {
   readonly #holdBack: boolean
   /** Where a token of this request's own starts in the channel (see `ContentHold.safeFrom`). */
   readonly #barrier: (channel: Channel) => number
-  readonly #onEvidence: (found: ForeignContent) => Promise<never>
+  readonly #onEvidence: (found: ForeignContent) => Promise<void>
 
   constructor(
     hold: ContentHold,
     options: {
       holdBack: boolean
       barrier: (channel: Channel) => number
-      onEvidence: (found: ForeignContent) => Promise<never>
+      onEvidence: (found: ForeignContent) => Promise<void>
     },
   ) {
     this.#hold = hold

@@ -71,6 +71,11 @@ export interface QuarantineRecord {
   count?: number
   /** When the latest folded incident happened (ms since epoch); absent until one is folded in. */
   lastAt?: number
+  /**
+   * Released under observe: the answer reached its client, and this is what enforce would have
+   * withheld (`withheld` is its text). Absent: the answer was withheld.
+   */
+  observed?: true
 }
 
 /** Listing filters. */
@@ -79,6 +84,8 @@ export interface QuarantineQuery {
   until?: number
   tenant?: string
   reason?: string
+  /** `true`: only incidents released under observe; `false`: only withheld ones. */
+  observed?: boolean
   limit?: number
 }
 
