@@ -34,7 +34,7 @@ interface Row {
   source_tenants: string
   count: number
   last_at: number | null
-  /** 1: released under observe (migrations/0006_incident_observed.sql). */
+  /** 1: released under observe (migrations/0008_incident_observed.sql). */
   observed: number
   /** D1 returns BLOBs as arrays of bytes. */
   withheld_iv?: number[] | ArrayBuffer
@@ -52,7 +52,7 @@ const SUMMARY_COLUMNS =
 
 /**
  * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`,
- * `0006_incident_observed.sql`).
+ * `0008_incident_observed.sql`).
  *
  * @example
  * const store = new D1QuarantineStore(env.QUARANTINE_DB, { key: env.QUARANTINE_KEY })
