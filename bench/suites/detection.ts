@@ -11,7 +11,10 @@
  * Streams run under both release policies (`streamRelease`): `verified`, the default, must let nothing
  * of another tenant's through in any incident-class cell — the suite throws if it ever does — and
  * `async`, whose escapes are counted byte for byte (anything delivered before an in-stream quarantine
- * counts) and reported, split by whether the guard ended the stream afterwards.
+ * counts) and reported, split by whether the guard ended the stream afterwards. A third set of rows
+ * runs every check whose evidence is a judgement in observe mode (`observe`: content, timing, echo),
+ * whole and streamed: what it releases that enforce withholds, whether each such release was recorded
+ * as an observed incident, and that proof (another request's canary) is still withheld.
  */
 import { VirtualClock } from '../../sim/clock'
 import type { SimMode } from '../../sim/config'
@@ -71,7 +74,11 @@ const CONFIGS = {
 type Column = 'unguarded' | keyof typeof CONFIGS
 /** The release policies streams run under; whole answers and unguarded cells have none (`n/a`). */
 const POLICIES: ReleasePolicy[] = ['verified', 'async']
-type CellPolicy = ReleasePolicy | 'n/a'
+/** `observe`: the default release, every judgement's check observed (`observe` option). */
+type GuardPolicy = ReleasePolicy | 'observe'
+type CellPolicy = GuardPolicy | 'n/a'
+/** Every check that has an observe mode. */
+const OBSERVE_ALL = { content: true, timing: true, echo: true } as const
 const MODES: SimMode[] = ['fixed', 'pd-abort-leak', 'truncate', 'stale-pages']
 const SIZES = [0.5, 0.95, 1.05, 1.25]
 /** Each of the victim's two documents, as a share of the pool: together they fill most of it. */
@@ -88,6 +95,8 @@ interface Outcome {
   /** A stream that began (status 200) and was then ended by an error: a quarantine arriving in-stream. */
   endedInStream: boolean
   reasons: string[]
+  /** Released under observe with an incident recording what enforce would have withheld. */
+  observed: boolean
   /** The simulator's outcome for the (last) attempt. */
   simOutcome: string
   attempts: number
@@ -111,6 +120,10 @@ interface CellCounts {
   leakKinds: Partial<Record<LeakKind, number>>
   /** Streams that began (status 200) and were then ended by an error, leaked or not. */
   endedInStream: number
+  /** Released under observe, recorded as an observed incident (`observe` rows). */
+  observed: number
+  /** … of the leaks, those recorded so (the others left no incident at all). */
+  leakedObserved: number
   delivery: Record<Delivery, number>
   reasons: Record<string, number>
   simOutcomes: Record<string, number>
@@ -141,7 +154,7 @@ async function sized(label: string, tokens: number, salt = 0): Promise<string> {
 function guardFor(
   clock: VirtualClock,
   profile: ModelProfile,
-  policy: ReleasePolicy = 'verified',
+  policy: GuardPolicy = 'verified',
 ): Guard {
   return new Guard({
     secret: BENCH_SECRET,
@@ -149,7 +162,8 @@ function guardFor(
     now: () => clock.now(),
     onVerdict: () => {},
     // The default is left implicit, so the default policy is what is measured, not a copy of it.
-    ...(policy === 'verified' ? {} : { streamRelease: policy }),
+    ...(policy === 'async' ? { streamRelease: policy } : {}),
+    ...(policy === 'observe' ? { observe: OBSERVE_ALL } : {}),
   })
 }
 
@@ -227,9 +241,19 @@ async function classify(
   } else if (d.status !== 200) {
     delivery = 'upstream_error'
   }
+  // Released under observe: the incident that says what enforce would have withheld, if any.
+  let observed = false
+  if (delivery === 'released' && guard) {
+    const [record] = await guard.quarantine.list({ tenant: 'tenant-b', observed: true })
+    if (record) {
+      observed = true
+      reasons = record.reasons
+    }
+  }
   return {
     delivery,
     leaked: leak !== undefined,
+    observed,
     ...(leak ? { leak } : {}),
     endedInStream:
       d.stream && d.status === 200 && (d.error !== undefined || d.failure !== undefined),
@@ -298,6 +322,8 @@ function emptyCell(
     leakedCompleted: 0,
     leakKinds: {},
     endedInStream: 0,
+    observed: 0,
+    leakedObserved: 0,
     delivery: { released: 0, quarantined: 0, refused: 0, upstream_error: 0, other_error: 0 },
     reasons: {},
     simOutcomes: {},
@@ -321,8 +347,10 @@ function count(cell: CellCounts, o: Outcome & { victimGuarded: boolean }): void 
     if (o.endedInStream) cell.leakedThenEnded++
     else cell.leakedCompleted++
     if (o.leak) cell.leakKinds[o.leak] = (cell.leakKinds[o.leak] ?? 0) + 1
+    if (o.observed) cell.leakedObserved++
   }
   if (o.endedInStream) cell.endedInStream++
+  if (o.observed) cell.observed++
   cell.delivery[o.delivery]++
   for (const r of o.reasons) cell.reasons[r] = (cell.reasons[r] ?? 0) + 1
   cell.simOutcomes[o.simOutcome] = (cell.simOutcomes[o.simOutcome] ?? 0) + 1
@@ -357,7 +385,8 @@ async function matrix(samples: number): Promise<Row[]> {
     for (const size of SIZES) {
       for (const stream of [false, true]) {
         const unguarded = await fill(emptyCell(mode, size, stream, 'unguarded', 'n/a'), samples)
-        for (const policy of stream ? POLICIES : (['n/a'] as const)) {
+        const policies: CellPolicy[] = stream ? [...POLICIES, 'observe'] : ['n/a', 'observe']
+        for (const policy of policies) {
           const right = await fill(emptyCell(mode, size, stream, 'right', policy), samples)
           const wrong = await fill(emptyCell(mode, size, stream, 'wrong', policy), samples)
           rows.push({ policy, unguarded, right, wrong })
@@ -540,6 +569,7 @@ function guardedCell(c: CellCounts): string {
     parts[0] += ` (${c.leakedThenEnded} ended in-stream, ${c.leakedCompleted} completed)`
   const d = c.delivery
   if (d.released) parts.push(`released ${d.released}`)
+  if (c.observed) parts.push(`observed ${c.observed}`)
   if (d.quarantined)
     parts.push(
       `quarantined ${d.quarantined}${c.policy === 'async' && c.endedInStream ? ` (${c.endedInStream} in-stream)` : ''}`,
@@ -562,13 +592,23 @@ interface Escapes {
   requests: number
   thenEnded: number
   completed: number
+  /** Escapes recorded as an observed incident (observe rows; the rest left no record). */
+  observed: number
   kinds: Partial<Record<LeakKind, number>>
   /** The cells that let something through: `mode size× stream policy column`. */
   cells: string[]
 }
 
 function escapesOf(rows: Row[]): Escapes {
-  const out: Escapes = { escapes: 0, requests: 0, thenEnded: 0, completed: 0, kinds: {}, cells: [] }
+  const out: Escapes = {
+    escapes: 0,
+    requests: 0,
+    thenEnded: 0,
+    completed: 0,
+    observed: 0,
+    kinds: {},
+    cells: [],
+  }
   for (const row of rows) {
     if (!incidentClass(row.unguarded)) continue
     for (const c of [row.right, row.wrong]) {
@@ -576,6 +616,7 @@ function escapesOf(rows: Row[]): Escapes {
       out.escapes += c.leaked
       out.thenEnded += c.leakedThenEnded
       out.completed += c.leakedCompleted
+      out.observed += c.leakedObserved
       for (const [k, v] of Object.entries(c.leakKinds))
         out.kinds[k as LeakKind] = (out.kinds[k as LeakKind] ?? 0) + v
       if (c.leaked)
@@ -588,7 +629,11 @@ function escapesOf(rows: Row[]): Escapes {
 }
 
 /** The rows of the default policy: whole answers (no policy applies) and `verified` streams. */
-const defaultRows = (rows: Row[]) => rows.filter((r) => r.policy !== 'async')
+const defaultRows = (rows: Row[]) =>
+  rows.filter((r) => r.policy === 'n/a' || r.policy === 'verified')
+
+/** The observe rows: whole and streamed, every judgement's check observed. */
+const observeRows = (rows: Row[]) => rows.filter((r) => r.policy === 'observe')
 
 function rowLine(row: Row): string {
   const { unguarded: u, right: r, wrong: w } = row
@@ -626,6 +671,7 @@ function table(rows: Row[], hs: Healthy[], samples: number, quick: boolean): str
   const byDefault = escapesOf(defaultRows(rows))
   const asyncRows = rows.filter((r) => r.policy === 'async')
   const early = escapesOf(asyncRows)
+  const observed = escapesOf(observeRows(rows))
   const h = hs[0]!
   return [
     `Scaled-down incident: real pool ${POOL.toLocaleString('en-US')} tokens, advertised window ${WINDOW.toLocaleString('en-US')}, ` +
@@ -660,6 +706,18 @@ function table(rows: Row[], hs: Healthy[], samples: number, quick: boolean): str
     '|---|---:|---|---|---:|---|---|---|',
     ...asyncRows.map(rowLine),
     '',
+    `**Observe mode (\`observe: { content, timing, echo }\`: a verdict of those checks alone releases the answer and ` +
+      `records the incident enforce would have made; proof — another request's canary — is withheld as ever)**, ` +
+      `whole and streamed, the same seeds — released in incident-class cells that leak: **${observed.escapes}** of ` +
+      `${observed.requests} guarded requests, **${observed.observed}** of them recorded as observed incidents` +
+      (observed.escapes ? ` (shown by ${kindsText(observed.kinds)})` : '') +
+      '. “observed N”: answers released with such a record (leaked or not); “quarantined”: withheld on proof, or a ' +
+      'reason beside it no mode observes.',
+    '',
+    '| mode | B prompt × pool | stream | engine did (unguarded) | unguarded leak | guarded, right ceiling | guarded, wrong ceiling | caught by (right / wrong) |',
+    '|---|---:|---|---|---:|---|---|---|',
+    ...observeRows(rows).map(rowLine),
+    '',
     `Healthy traffic (\`fixed\`, every prompt within the real pool, echo ignored 2% of the time, ${h.prefixHitsOwn} repeats of a ` +
       `tenant's own document and ${h.prefixHitsShared} of a handbook every tenant sends — ${h.cachedTokenRequests} requests served partly ` +
       `from the simulator's prefix cache; ${h.streams} of ${h.requests} streamed; the same sessions under each policy): ` +
@@ -679,6 +737,12 @@ function failures(rows: Row[], stale: StaleCell[]): string[] {
       `default policy: ${byDefault.escapes} leak escapes in incident-class cells (${byDefault.cells.join('; ')})`,
     )
   out.push(...staleFailures(stale))
+  // Observe releases judgements, never proof, and never without a record.
+  const observed = escapesOf(observeRows(rows))
+  if (observed.kinds.canary)
+    out.push(`observe: ${observed.kinds.canary} answers released with a canary (proof is enforced)`)
+  if (observed.escapes > observed.observed)
+    out.push(`observe: ${observed.escapes - observed.observed} leaks released without an incident`)
   return out
 }
 
@@ -703,6 +767,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       profiles: CONFIGS,
       sizes: SIZES,
       policies: POLICIES,
+      observe: `rows with policy “observe”: the default release with observe ${JSON.stringify(OBSERVE_ALL)}`,
       victim: `two documents of ${VICTIM_SHARE}× pool, guarded for even seeds, direct for odd`,
       samplesPerCell: samples,
     },
@@ -719,6 +784,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       default: escapesOf(defaultRows(rows)),
       verifiedStreams: escapesOf(rows.filter((r) => r.policy === 'verified')),
       async: asyncEscapes,
+      observe: escapesOf(observeRows(rows)),
     },
     failures: failed,
     cells: cellsOf(rows),

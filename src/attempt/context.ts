@@ -32,6 +32,11 @@ export interface AttemptServices {
   readonly prefixes: PrefixRecord
   /** Records a withheld answer and returns the error for its client; never releases anything. */
   withhold(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<GuardError>
+  /**
+   * Records an answer released under observe (`verdict.observed`) as the incident it would have been,
+   * with its `would_block` verdict line; `withheld` is what enforce would have withheld.
+   */
+  observe(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<void>
 }
 
 /** This request's prompt in the foreign-content book (src/guard/fingerprint-book.ts). */
@@ -130,9 +135,14 @@ export interface Lesson {
   refusal?: boolean
   /** Verified answers only: makes the answer's words known as the model's (src/guard/fingerprint-book.ts). */
   content?: () => void
+  /** A stream released under observe with a finding: it teaches nothing at all. */
+  observed?: true
 }
 
-/** What a verification step concluded, and the withheld text if it did not release. */
+/**
+ * What a verification step concluded, and the withheld text if it did not release (or, released under
+ * observe, what its incident records).
+ */
 export interface AttemptOutcome<T> {
   verdict: Verdict
   released?: T

@@ -108,6 +108,8 @@ export async function runAttempts(
       case 'quarantine':
         throw await host.withhold(ctx, outcome)
       default:
+        // Observed: recorded before it leaves; it carries no lesson, whole or streamed.
+        if (outcome.verdict.observed) await host.observe(ctx, outcome)
         // A stream's lesson comes at its end (toClientStream above); a whole answer's is here.
         if (outcome.lesson) learnFrom(ctx, outcome.lesson)
         return release(host, plan, outcome, attempt, ctx)
@@ -135,6 +137,7 @@ function teachingRefusal(ctx: AttemptContext, plan: RequestPlan): (error: unknow
  * and the foreign-content background from a verified answer.
  */
 function learnFrom(ctx: AttemptContext, lesson: Lesson): void {
+  if (lesson.observed) return
   teach(ctx, lesson)
   lesson.content?.()
 }

@@ -16,7 +16,7 @@ import { TextMemo } from '../memo/text-memo'
 import { type PlanServices, planRequest, type RequestPlan } from '../plan/plan'
 import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
-import { quarantineError, recordIncident } from '../quarantine/withhold'
+import { type Incident, quarantineError, recordIncident } from '../quarantine/withhold'
 import { heartbeatStream, heldPast } from '../release/heartbeat'
 import { importStandInKey, type StandInKey } from '../secrets'
 import type { ResolvedSecrets } from '../secrets/policy'
@@ -238,13 +238,23 @@ export class Guard implements AttemptHost, PlanServices {
 
   /** Records a withheld answer and returns the error for its client. Never releases anything. */
   async withhold(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<GuardError> {
+    return quarantineError((await this.#incident(ctx, outcome)).id)
+  }
+
+  /** Records an answer released under observe as the incident it would have been; withholds nothing. */
+  async observe(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<void> {
+    await this.#incident(ctx, outcome)
+  }
+
+  /** The incident record and its verdict line (`quarantine`, or `would_block` when observed). */
+  async #incident(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<Incident> {
     const incident = await recordIncident(
       { attribution: this.attribution, incidents: this.incidents, now: this.options.now },
       ctx,
       outcome,
     )
     this.logger.quarantined(ctx, outcome, incident)
-    return quarantineError(incident.id)
+    return incident
   }
 }
 

@@ -47,8 +47,12 @@ export class VerdictLogger {
         tenant: plan.tenant,
         model: plan.model,
         action: 'release',
-        // A release's own notes (`cache_unexplained`) and whether it took a retry.
-        reasons: [...outcome.verdict.reasons, ...(attempt > 1 ? ['released_after_retry'] : [])],
+        // A release's own notes (`cache_unexplained`) and whether it took a retry; an observed
+        // verdict's reasons are on its `would_block` line.
+        reasons: [
+          ...(outcome.verdict.observed ? [] : outcome.verdict.reasons),
+          ...(attempt > 1 ? ['released_after_retry'] : []),
+        ],
         ...(outcome.figures.estimatedTokens !== undefined
           ? tokenFigures(outcome.figures)
           : promptFigures(plan.admission)),
@@ -71,14 +75,15 @@ export class VerdictLogger {
     )
   }
 
+  /** A withheld answer's incident, or (`would_block`) the one an answer released under observe made. */
   quarantined(ctx: AttemptContext, outcome: AttemptOutcome<unknown>, incident: Incident): void {
-    const { reasons } = outcome.verdict
+    const { reasons, observed } = outcome.verdict
     this.log(
       {
         requestId: ctx.request.requestId,
         tenant: ctx.request.tenant,
         model: ctx.request.model,
-        action: 'quarantine',
+        action: observed ? 'would_block' : 'quarantine',
         reasons: incident.stored ? reasons : [...reasons, 'store_failed'],
         incidentId: incident.id,
         ...(incident.sourceTenants.length > 0 ? { sourceTenants: incident.sourceTenants } : {}),

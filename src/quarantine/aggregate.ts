@@ -7,7 +7,7 @@
  * with sealed text: a tenant could bury real incidents under thousands of its own and fill D1.
  *
  * Policy (per isolate):
- * - Key: (tenant, model, sorted reasons). The first incident of a key opens a window of `windowMs`
+ * - Key: (tenant, model, sorted reasons, observed or not). The first incident of a key opens a window of `windowMs`
  *   (fixed, not sliding, so a steady flood cannot keep one record open for ever) and is stored in
  *   full. Later incidents of the key inside the window add nothing but the count: `count` + 1 and
  *   `lastAt` on the open record — one small UPDATE, no sealing, no text — and their client gets that
@@ -110,7 +110,9 @@ export class IncidentRecorder {
       await this.store.put(record)
       return { id: record.id, aggregated: false }
     }
-    const key = JSON.stringify([record.tenant, record.model, [...new Set(record.reasons)].sort()])
+    // An observed incident (released) never folds into a withheld one's record, nor the reverse.
+    const reasons = [...new Set(record.reasons)].sort()
+    const key = JSON.stringify([record.tenant, record.model, reasons, record.observed === true])
     const open = this.#open.get(key)
     if (open && this.#now() < open.until) {
       this.#open.delete(key) // re-inserted: most recently used

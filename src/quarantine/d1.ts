@@ -43,6 +43,8 @@ interface Row {
   key_id?: string | null
   count: number
   last_at: number | null
+  /** 1: released under observe (migrations/0008_incident_observed.sql). */
+  observed: number
   /** D1 returns BLOBs as arrays of bytes. */
   withheld_iv?: number[] | ArrayBuffer
   withheld?: number[] | ArrayBuffer
@@ -55,10 +57,11 @@ interface Row {
 const WITHHELD_PART_BYTES = 1024 * 1024
 
 const SUMMARY_COLUMNS =
-  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at, key_id'
+  'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at, key_id, observed'
 
 /**
- * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`).
+ * Quarantine records in D1 (schema: `migrations/0001_incidents.sql`, `0002_incident_counts.sql`,
+ * `0008_incident_observed.sql`).
  *
  * @example
  * const store = new D1QuarantineStore(env.QUARANTINE_DB, { key: env.QUARANTINE_KEY })
@@ -96,8 +99,8 @@ export class D1QuarantineStore implements QuarantineStore {
       this.#db
         .prepare(
           `INSERT INTO incidents (id, at, tenant, model, request_id, reasons, reason_tags, figures,
-             canaries, source_tenants, withheld_iv, withheld, count, last_at, key_id)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canaries, source_tenants, withheld_iv, withheld, count, last_at, key_id, observed)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .bind(
           record.id,
@@ -115,6 +118,7 @@ export class D1QuarantineStore implements QuarantineStore {
           record.count ?? 1,
           record.lastAt ?? null,
           current!.id,
+          record.observed ? 1 : 0,
         ),
       ...parts.map((data, part) =>
         this.#db
@@ -256,6 +260,7 @@ function filters(query: QuarantineQuery): { where: string; args: (string | numbe
     const escaped = query.reason.replace(/[\\%_]/g, (c) => `\\${c}`)
     filter("reason_tags LIKE ? ESCAPE '\\'", `%,${escaped},%`)
   }
+  if (query.observed !== undefined) filter('observed = ?', query.observed ? 1 : 0)
   return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
 }
 
@@ -274,5 +279,6 @@ function summary(row: Row): QuarantineSummary {
     ...(row.count > 1 ? { count: row.count } : {}),
     ...(row.last_at !== null && row.last_at !== undefined ? { lastAt: row.last_at } : {}),
     ...(row.key_id ? { keyId: row.key_id } : {}),
+    ...(row.observed === 1 ? { observed: true as const } : {}),
   }
 }

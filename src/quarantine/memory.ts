@@ -75,5 +75,6 @@ function matches(record: QuarantineSummary, query: QuarantineQuery): boolean {
   if (query.until !== undefined && record.at > query.until) return false
   if (query.tenant !== undefined && record.tenant !== query.tenant) return false
   if (query.reason !== undefined && !record.reasons.includes(query.reason)) return false
+  if (query.observed !== undefined && (record.observed === true) !== query.observed) return false
   return true
 }

@@ -46,6 +46,7 @@ export async function recordIncident(
       canaries,
       sourceTenants,
       withheld: await sealable(ctx, outcome.withheld),
+      ...(outcome.verdict.observed ? { observed: true as const } : {}),
     }
     return { id: (await deps.incidents.record(record)).id, stored: true, sourceTenants }
   } catch (error) {

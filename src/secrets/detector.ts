@@ -68,6 +68,16 @@ export const NUMBER_START = tokenStart(DIGIT_JOIN_BEFORE)
 /** Where a number kind ends: not into a letter or digit, nor a digit join. */
 export const NUMBER_END = tokenEnd(TOKEN_RUN, DIGIT_JOIN_AFTER)
 
+/**
+ * A payment card's digits as people write them, between {@link NUMBER_START} and {@link NUMBER_END}:
+ * plain (13–19), in fours with a shorter last group, Amex 4-6-5 and Diners 4-6-4, and 13 digits as
+ * 4-3-3-3 (how 13-digit Visa and Maestro numbers are printed), one kind of separator each. Shared
+ * by the detector and the stand-in's candidates, so a stand-in keeps any layout the detector takes.
+ * Capture 1 is the fours' separator.
+ */
+export const CARD_DIGITS =
+  '[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\\1[0-9]{4}(?:\\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\\2[0-9]{4,5}|[0-9]{3}([ -])[0-9]{3}\\3[0-9]{3}\\3[0-9]{3})'
+
 /** National numbers also refuse a `+` before them: a phone number's country code (`+4712…`). */
 export const NATIONAL_START = tokenStart(`${DIGIT_JOIN_BEFORE}|\\+`)
 

@@ -7,6 +7,7 @@
  */
 import { fnrControl, ibanRemainder, luhnValid } from './checksums'
 import {
+  CARD_DIGITS,
   NATIONAL_START,
   NUMBER_END,
   NUMBER_START,
@@ -56,17 +57,14 @@ export function knownIssuer(digits: string): boolean {
 
 /**
  * Payment card numbers: 13–19 digits, plain or grouped the ways people write them (fours with the
- * last group shorter; Amex 4-6-5 and Diners 4-6-4) with one kind of separator (space or dash), in a
+ * last group shorter; Amex 4-6-5, Diners 4-6-4, 13 digits 4-3-3-3) with one kind of separator (space or dash), in a
  * known issuer range with a length it issues, passing Luhn. The groupings are in the regex, so a
  * run of digits and separators that no one writes (`1 2 3 4 …`) is not even a candidate.
  */
 const card = regexDetector(
   'card-number',
   'high',
-  new RegExp(
-    `${NUMBER_START}[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\\1[0-9]{4}(?:\\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\\2[0-9]{4,5})${NUMBER_END}`,
-    'g',
-  ),
+  new RegExp(`${NUMBER_START}${CARD_DIGITS}${NUMBER_END}`, 'g'),
   (m) => {
     if (m[1] !== undefined && /[ -][0-9]{1,3}[ -]/.test(m[0])) return false // a short inner group
     const digits = m[0].replace(/[ -]/g, '')

@@ -9,6 +9,7 @@
  */
 import { BASE62, base62, crc32, fnrControl, ibanCheckDigits, luhnCheckDigit } from './checksums'
 import {
+  CARD_DIGITS,
   KEY_RUN,
   NATIONAL_START,
   NUMBER_END,
@@ -310,10 +311,7 @@ export const SHAPES: Readonly<Record<string, StandInShape>> = {
     keep: fixed(1),
     keepEnd: fixed(1),
     fix: (s) => wrongLuhn(s, (d) => d),
-    candidates: new RegExp(
-      `${NUMBER_START}[1-9](?:[0-9]{12,18}|[0-9]{3}([ -])[0-9]{4}\\1[0-9]{4}(?:\\1[0-9]{1,4}){1,2}|[0-9]{3}([ -])[0-9]{6}\\2[0-9]{4,5})${NUMBER_END}`,
-      'g',
-    ),
+    candidates: new RegExp(`${NUMBER_START}${CARD_DIGITS}${NUMBER_END}`, 'g'),
     gate: { minRun: 4, digit: true },
   },
   iban: {

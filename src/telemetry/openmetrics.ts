@@ -33,7 +33,7 @@ interface CounterFamily {
 const COUNTERS: Record<CounterMetric, CounterFamily> = {
   verdicts: {
     name: 'guard_verdicts',
-    help: "Verdicts by model, action and first (strongest) reason; 'none' is a clean release.",
+    help: "Verdicts by model, action and first (strongest) reason; 'none' is a clean release; would_block: released under observe, what enforce would have withheld (beside the answer's own release).",
     labels: ['model', 'action', 'reason'],
   },
   verdict_reasons: {

@@ -8,7 +8,7 @@ export interface VerdictSample {
   at: number
   model: string
   tenant: string
-  action: 'release' | 'quarantine' | 'reject'
+  action: 'release' | 'quarantine' | 'reject' | 'would_block'
   reasons: string[]
   /** The prompt's estimated tokens, when it was counted. */
   estimatedTokens?: number

@@ -39,7 +39,10 @@ export interface Conclusion {
   texts: Texts
   /** Secrets restored in `texts`, per kind. */
   restored: Record<string, number>
-  /** The outcome of withholding the answer whose unreleased text is `raw`. */
+  /**
+   * The outcome of withholding the answer whose unreleased text is `raw` (under observe: what its
+   * observed incident records).
+   */
   withheld(raw: Texts): AttemptOutcome<never>
   /**
    * For a whole answer once released with its echo verified: its words become known as the model's
@@ -75,7 +78,10 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   const alone =
     hold?.evidence() && decide(judged).action === 'release' && evidence.echo !== 'missing'
   const content = alone ? await secondOpinion(ctx, hold!) : hold?.evidence()
-  const verdict = decide({ ...judged, ...(content ? { foreignContent: content } : {}) })
+  const verdict = decide(
+    { ...judged, ...(content ? { foreignContent: content } : {}) },
+    ctx.services.options.observe,
+  )
   const figures = {
     ...timingRecord(timing),
     ...(estimate

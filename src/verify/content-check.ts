@@ -216,7 +216,7 @@ export class ContentCheck implements Check {
   readonly #holdBack: boolean
   /** Where a token of this request's own starts in the channel (see `ContentHold.safeFrom`). */
   readonly #barrier: (channel: Channel) => number
-  readonly #onEvidence: (found: ForeignContent) => Promise<never>
+  readonly #onEvidence: (found: ForeignContent) => Promise<void>
   /** Whom a second opinion is asked of (see ./second-opinion.ts). */
   readonly #ask: Pick<AttemptContext, 'recall'>
 
@@ -226,7 +226,7 @@ export class ContentCheck implements Check {
       holdBack: boolean
       barrier: (channel: Channel) => number
       ask: Pick<AttemptContext, 'recall'>
-      onEvidence: (found: ForeignContent) => Promise<never>
+      onEvidence: (found: ForeignContent) => Promise<void>
     },
   ) {
     this.#hold = hold

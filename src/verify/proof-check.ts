@@ -14,7 +14,11 @@ import type { EchoWatch } from './echo-watch'
 export interface OwedProof {
   /** Reads the reasoning for this attempt's canary (text proofs only; see `EchoWatch.early`). */
   reasoning: EchoWatch
-  onFailed: (outcome: 'missing' | 'cut-off', seen: Record<string, string>) => Promise<GuardError>
+  /** The error that ends the stream; none: recorded under observe, and the stream goes on. */
+  onFailed: (
+    outcome: 'missing' | 'cut-off',
+    seen: Record<string, string>,
+  ) => Promise<GuardError | undefined>
 }
 
 /**
@@ -74,7 +78,7 @@ export class ProofCheck implements Check {
     const content = this.#view.seenText('content')
     const outcome = final && cutOff(this.#view.finishReason, content) ? 'cut-off' : 'missing'
     return owed.onFailed(outcome, this.#view.seen()).then((error) => {
-      throw error
+      if (error) throw error
     })
   }
 

@@ -41,8 +41,14 @@ export interface JudgeStart {
   content?: ContentHold
   /** This request's stand-in book: its stand-ins leave as their values, another's ends the stream. */
   secrets?: StreamSecrets
-  /** Called when another tenant's prompt text appears after release; returns the ending error. */
-  onForeignContent?: (found: ForeignContent, seen: Record<string, string>) => Promise<GuardError>
+  /**
+   * Called when another tenant's prompt text appears after release; returns the ending error, or
+   * none when it was recorded under observe (the check then steps aside: nothing more held or ended).
+   */
+  onForeignContent?: (
+    found: ForeignContent,
+    seen: Record<string, string>,
+  ) => Promise<GuardError | undefined>
   /** Called when a foreign canary appears after release; returns the error that ends the stream. */
   onForeign: (
     channel: Channel,
@@ -62,11 +68,11 @@ const SEEN_LIMIT = 65_536
  */
 export class AnswerJudge implements StreamJudge, AnswerView {
   readonly #proof: ProofCheck
-  readonly #content: ContentCheck | undefined
+  #content: ContentCheck | undefined
   readonly #standIns: StandInCheck | undefined
   readonly #canaries: CanaryCheck | undefined
   /** Every check, in the order their verdicts go first. */
-  readonly #checks: Check[]
+  #checks: Check[]
   readonly #edits = new Map<Channel, Edit[]>()
   /** The channels read so far, in the order their first text came. */
   readonly #channels: Channel[] = []
@@ -94,7 +100,9 @@ export class AnswerJudge implements StreamJudge, AnswerView {
             barrier: (channel) => this.#canaries?.barrier(channel) ?? 0,
             ask: ctx,
             onEvidence: async (found) => {
-              throw await onForeignContent(found, this.seen())
+              const ending = await onForeignContent(found, this.seen())
+              if (ending) throw ending
+              this.#stepAside(this.#content)
             },
           })
         : undefined
@@ -102,6 +110,12 @@ export class AnswerJudge implements StreamJudge, AnswerView {
     this.#checks = [this.#proof, this.#content, this.#standIns, this.#canaries].filter(
       (check): check is NonNullable<typeof check> => check !== undefined,
     )
+  }
+
+  /** A check whose finding was recorded under observe: it neither holds nor ends the stream again. */
+  #stepAside(check: Check | undefined): void {
+    this.#checks = this.#checks.filter((c) => c !== check)
+    if (check === this.#content) this.#content = undefined
   }
 
   async start(): Promise<void> {

@@ -20,6 +20,7 @@ import type { Channel, Frame, Usage } from '../format/frames'
 import { cutOffError } from '../quarantine/withhold'
 import type { TimingSignal } from '../timing/prefill'
 import type { HeldFrames, StreamJudge } from '../vocabulary/release-judge'
+import type { Observe } from '../vocabulary/verdict-types'
 import { type Conclusion, conclude } from './conclude'
 import { ContentHold } from './content-check'
 import { EchoWatch } from './echo-watch'
@@ -108,6 +109,8 @@ class HeldStream {
   #firstTokenMs: number | undefined
   #timing: TimingSignal | undefined
   #concluded: EchoOutcome | undefined
+  /** Released under observe with a finding (at its verdict or after): it teaches nothing. */
+  #wouldBlock = false
 
   constructor(
     ctx: AttemptContext,
@@ -256,14 +259,25 @@ class HeldStream {
       firstByte.settle(undefined)
       return ctx.services.withhold(ctx, outcome)
     }
+    // A judgement found after the first byte: withheld, or under observe recorded and let go on.
+    const judged = async (outcome: AttemptOutcome<unknown>) => {
+      if (!outcome.verdict.observed) return withhold(outcome)
+      this.#wouldBlock = true
+      await ctx.services.observe(ctx, outcome)
+      return undefined
+    }
+    if (verdict.observed) this.#wouldBlock = true
+    // Content already observed at the verdict is recorded: its check has nothing left to say.
+    const content =
+      verdict.observed && verdict.reasons.includes('foreign_content') ? undefined : this.#content
     const judge = new AnswerJudge(ctx, {
       strips: span && span.end > span.start ? { content: [span] } : {},
       ...(contentEcho ? { contentEcho } : {}),
-      ...(this.#owed ? { proofOwed: this.#proofOwed(figures, withhold) } : {}),
+      ...(this.#owed ? { proofOwed: this.#proofOwed(figures, judged) } : {}),
       contentHoldBack: ctx.services.options.streamRelease !== 'async',
-      ...(this.#content ? { content: this.#content } : {}),
+      ...(content ? { content } : {}),
       ...this.#streamSecrets(figures, withhold),
-      ...midStreamLeaks(figures, withhold),
+      ...midStreamLeaks(figures, withhold, judged, ctx.services.options.observe),
     })
     const format = this.#format
     return {
@@ -281,6 +295,8 @@ class HeldStream {
       canaries: [],
       firstByte,
       ...(format ? { format } : {}),
+      // Under observe, the record of what enforce would have withheld (the held head) goes with it.
+      ...(verdict.observed ? conclusion.withheld(this.raw) : {}),
     }
   }
 
@@ -312,7 +328,7 @@ class HeldStream {
   /** What ends an `async` release whose proof never came: a quarantine, or the client's own limit. */
   #proofOwed(
     figures: Conclusion['figures'],
-    withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
+    judged: (outcome: AttemptOutcome<unknown>) => Promise<GuardError | undefined>,
   ): JudgeStart['proofOwed'] {
     return {
       // The same watch read on: a canary split across the last held and the first released event counts.
@@ -320,8 +336,8 @@ class HeldStream {
       onFailed: async (outcome, seen) =>
         outcome === 'cut-off'
           ? cutOffError()
-          : withhold({
-              verdict: decideReleased({ echo: 'missing' }),
+          : judged({
+              verdict: decideReleased({ echo: 'missing' }, this.#ctx.services.options.observe),
               withheld: seen,
               figures,
               canaries: [],
@@ -337,6 +353,7 @@ class HeldStream {
   }
 
   #lesson(usage: Usage | undefined): Lesson {
+    if (this.#wouldBlock) return { verified: false, observed: true }
     // An owed proof that was not paid ended the stream before this point.
     const verified = this.#concluded === 'echoed' || this.#owed
     const content = this.#content
@@ -355,16 +372,21 @@ class HeldStream {
 
 /**
  * What the release does with another tenant's text or canary found after the first byte: end the
- * stream before it and record what was seen.
+ * stream before it and record what was seen (text under observe: record it, and go on).
  */
 function midStreamLeaks(
   figures: Conclusion['figures'],
   withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
+  judged: (outcome: AttemptOutcome<unknown>) => Promise<GuardError | undefined>,
+  observe: Observe,
 ): Pick<JudgeStart, 'onForeignContent' | 'onForeign'> {
   return {
     onForeignContent: (found, seen) =>
-      withhold({
-        verdict: decideReleased({ foreignContent: { source: found.source, run: found.run } }),
+      judged({
+        verdict: decideReleased(
+          { foreignContent: { source: found.source, run: found.run } },
+          observe,
+        ),
         withheld: seen,
         figures: { ...figures, contentRun: found.run, contentMatches: found.matches },
         canaries: [],

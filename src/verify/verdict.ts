@@ -24,10 +24,20 @@
  * |                                                  |            | raise max_tokens — a client error, no incident  |
  * | echo verified or not required, nothing else      | release    |                                                 |
  *
+ * Observe mode (the operator's `observe` option, never a request's): a quarantine above whose every
+ * reason is a judgement of an observed check (content, timing, echo) becomes a release marked
+ * `observed`, recorded as the incident it would have been. Proof is never observed.
+ *
  * The score (0–1) orders incidents for review: it is the strongest single piece of evidence, not a
  * threshold — any quarantine rule above is sufficient on its own.
  */
-import type { Reason, Signals, Verdict } from '../vocabulary/verdict-types'
+import type {
+  ObservableCheck,
+  Observe,
+  Reason,
+  Signals,
+  Verdict,
+} from '../vocabulary/verdict-types'
 
 export type { EchoOutcome, Reason, Signals, Verdict } from '../vocabulary/verdict-types'
 
@@ -48,13 +58,39 @@ const WEIGHT: Record<Reason, number> = {
  * generation counts the prompt that low (see src/ceiling/estimate.ts), while silent truncation drops
  * far more (a prompt cut to a 681,280-token pool from a 1,048,576-token window keeps 65% of it).
  */
+/** The check each reason belongs to; proof and the client's own limit are never observed. */
+const CHECK: Record<Reason, ObservableCheck | undefined> = {
+  foreign_canary: undefined,
+  foreign_stand_in: undefined,
+  foreign_content: 'content',
+  ttft_impossible: 'timing',
+  usage_undercount: 'timing',
+  cache_unexplained: 'timing',
+  echo_missing: 'echo',
+  echo_missing_repeatedly: 'echo',
+  echo_cut_off: undefined,
+}
+
 /**
- * Combines the signals into one verdict (see the module table).
+ * Combines the signals into one verdict (see the module table). Under `observe`, a quarantine whose
+ * every reason belongs to an observed check is released instead, marked `observed`; one enforced
+ * reason among them (proof above all) keeps it withheld.
  *
  * @example
  * decide({ echo: 'echoed', foreignCanaries: 0, attempt: 1, retries: 1 }).action // 'release'
  */
-export function decide(signals: Signals): Verdict {
+export function decide(signals: Signals, observe?: Observe): Verdict {
+  const verdict = enforced(signals)
+  if (!observe || verdict.action !== 'quarantine') return verdict
+  const observed = verdict.reasons.every((reason) => {
+    const check = CHECK[reason]
+    return check !== undefined && observe[check]
+  })
+  return observed ? { ...verdict, action: 'release', observed: true } : verdict
+}
+
+/** The verdict with every check enforced. */
+function enforced(signals: Signals): Verdict {
   const hard: Reason[] = []
   if (signals.foreignCanaries > 0) hard.push('foreign_canary')
   if ((signals.foreignStandIns ?? 0) > 0) hard.push('foreign_stand_in')
@@ -100,15 +136,12 @@ export function decide(signals: Signals): Verdict {
  */
 export function decideReleased(
   found: Partial<Pick<Signals, 'echo' | 'foreignCanaries' | 'foreignStandIns' | 'foreignContent'>>,
+  observe?: Observe,
 ): Verdict {
-  return decide({
-    echo: 'echoed',
-    foreignCanaries: 0,
-    ...found,
-    attempt: 1,
-    retries: 0,
-    phase: 'released',
-  })
+  return decide(
+    { echo: 'echoed', foreignCanaries: 0, ...found, attempt: 1, retries: 0, phase: 'released' },
+    observe,
+  )
 }
 
 function score(reasons: Reason[]): number {

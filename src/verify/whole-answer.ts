@@ -47,9 +47,15 @@ export async function verifyWholeAnswer(
     ...(typeof reported === 'number' ? { reported } : {}),
   })
   if (conclusion.verdict.action !== 'release') return conclusion.withheld(read.texts)
+  const released = replaceTexts(output, conclusion.texts)
+  if (conclusion.verdict.observed) {
+    // Released under observe: the record of what enforce would have withheld goes with it, and no
+    // lesson (an answer the guard doubts must not teach what an honest one looks like).
+    return { ...conclusion.withheld(read.texts), released, restored: conclusion.restored }
+  }
   return {
     verdict: conclusion.verdict,
-    released: replaceTexts(output, conclusion.texts),
+    released,
     withheld: {},
     figures: conclusion.figures,
     canaries: [],

@@ -7,6 +7,7 @@ import { assertSecret } from '../crypto/secret'
 import { FINGERPRINT_DEFAULTS, type FingerprintStore, PUBLIC_BACKGROUND } from '../fingerprint'
 import { type ResolvedSecrets, resolveSecrets, type SecretsOptions } from '../secrets/policy'
 import type { QuarantineStore } from './quarantine'
+import type { ObservableCheck, Observe } from './verdict-types'
 
 /**
  * What the canary guard asks of a model's answer.
@@ -246,6 +247,16 @@ export interface GuardOptions {
    * @default { budgetBytes: 16 MiB }
    */
   textMemo?: { budgetBytes?: number } | false
+  /**
+   * Checks to run in observe mode (docs/how-it-decides.md, "Observe mode"): their verdicts release the
+   * answer, whole or streamed, and record what they would have withheld — an incident marked
+   * `observed`, a `would_block` verdict line — and teach nothing. `content`: foreign content;
+   * `timing`: the first token too fast, usage below the estimate, an unexplained cache report; `echo`:
+   * a missing echo once its retries are spent (a lone slip is still retried). Proof — another
+   * request's canary or secret stand-in — is enforced in every mode, and a verdict with any enforced
+   * reason still withholds. The operator's alone: no request can set it. @default all enforced
+   */
+  observe?: { content?: boolean; timing?: boolean; echo?: boolean }
 }
 
 /** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
@@ -304,7 +315,11 @@ export interface VerdictLog {
   requestId: string
   tenant: string
   model: string
-  action: 'release' | 'quarantine' | 'reject'
+  /**
+   * `would_block`: an answer released under observe that enforce would have withheld (`reasons`; its
+   * observed incident is `incidentId`); the same answer's own line says `release`.
+   */
+  action: 'release' | 'quarantine' | 'reject' | 'would_block'
   reasons: string[]
   incidentId?: string
   /**
@@ -384,6 +399,8 @@ export interface ResolvedOptions {
   secrets: ResolvedSecrets | undefined
   /** Undefined: nothing is remembered between requests. */
   textMemo: { budgetBytes: number } | undefined
+  /** The checks in observe mode (every one false: all enforced). */
+  observe: Observe
 }
 
 /**
@@ -429,6 +446,30 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     foreignContent: resolveForeignContent(options.foreignContent),
     secrets: resolveSecrets(options.secrets),
     textMemo: resolveTextMemo(options.textMemo),
+    observe: resolveObserve(options.observe),
+  }
+}
+
+const OBSERVABLE: readonly ObservableCheck[] = ['content', 'timing', 'echo']
+
+/** The observed checks: an object of `content`, `timing`, `echo` set to true or false. */
+function resolveObserve(options: GuardOptions['observe']): Observe {
+  if (options === undefined) return { content: false, timing: false, echo: false }
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new Error('option "observe" must be an object of content, timing and echo')
+  }
+  for (const [name, value] of Object.entries(options)) {
+    if (!(OBSERVABLE as readonly string[]).includes(name)) {
+      throw new Error(`option "observe" has no check "${name}" (content, timing or echo)`)
+    }
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new Error(`option "observe.${name}" must be true or false`)
+    }
+  }
+  return {
+    content: options.content === true,
+    timing: options.timing === true,
+    echo: options.echo === true,
   }
 }
 

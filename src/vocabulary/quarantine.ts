@@ -76,6 +76,11 @@ export interface QuarantineRecord {
    * the record is read under the previous key it names.
    */
   keyId?: string
+  /**
+   * Released under observe: the answer reached its client, and this is what enforce would have
+   * withheld (`withheld` is its text). Absent: the answer was withheld.
+   */
+  observed?: true
 }
 
 /** Listing filters. */
@@ -84,6 +89,8 @@ export interface QuarantineQuery {
   until?: number
   tenant?: string
   reason?: string
+  /** `true`: only incidents released under observe; `false`: only withheld ones. */
+  observed?: boolean
   limit?: number
 }
 

@@ -49,10 +49,26 @@ export type Reason =
   | 'echo_cut_off'
   | 'cache_unexplained'
 
+/**
+ * The checks whose evidence is a judgement, each of which the operator may run in observe mode:
+ * `content` (`foreign_content`), `timing` (`ttft_impossible`, `usage_undercount`, `cache_unexplained`)
+ * and `echo` (`echo_missing`, `echo_missing_repeatedly`). Proof (another request's canary or
+ * stand-in) has no such mode.
+ */
+export type ObservableCheck = 'content' | 'timing' | 'echo'
+
+/** Which checks are observed: their verdicts release the answer and record what they would withhold. */
+export type Observe = Readonly<Record<ObservableCheck, boolean>>
+
 /** The decision on one answer. */
 export interface Verdict {
   /** `refuse`: withheld as a client error (nothing leaked, nothing to review), never an incident. */
   action: 'release' | 'retry' | 'quarantine' | 'refuse'
   reasons: Reason[]
   score: number
+  /**
+   * Released under observe: every one of `reasons` belongs to an observed check, and enforced they
+   * would have withheld the answer. It is recorded as an observed incident and teaches nothing.
+   */
+  observed?: true
 }

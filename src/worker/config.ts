@@ -7,7 +7,7 @@ import { GuardError } from '../errors'
 import { D1QuarantineStore } from '../quarantine/d1'
 import { type SecretsOptions, WORKER_SECRETS_DEFAULT } from '../secrets/policy'
 import { type AiGuard, createGuard } from '../surfaces/guard-ai'
-import type { ModelProfile } from '../vocabulary/options'
+import type { GuardOptions, ModelProfile } from '../vocabulary/options'
 import { type BodyPace, DEFAULT_BODY_PACE } from './body'
 import { DurableCalibration } from './durable-calibration'
 import { DurableFingerprints } from './durable-fingerprints'
@@ -44,6 +44,7 @@ export function guardFor(env: Env): AiGuard {
           : {}),
         ...heartbeat(env.GUARD_HEARTBEAT_MS),
         secrets: parseSecrets(env.GUARD_SECRETS),
+        ...parseObserve(env.GUARD_OBSERVE),
         ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
           ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
           : {}),
@@ -100,6 +101,31 @@ function heartbeat(value: string | undefined): { heartbeatMs?: number } {
   const trimmed = value?.trim() ?? ''
   if (trimmed === '' || trimmed === '0') return {}
   return { heartbeatMs: Number(trimmed) }
+}
+
+/**
+ * `GUARD_OBSERVE`: the checks in observe mode, `content`, `timing` and `echo` separated by commas or
+ * spaces, or `all`; unset, empty or `off`: every check enforced (the option's default). A name it does
+ * not know stops the guard rather than leave a check the operator meant to observe enforced, or the
+ * reverse.
+ */
+function parseObserve(value: string | undefined): Pick<GuardOptions, 'observe'> {
+  const names = (value ?? '')
+    .split(/[\s,]+/)
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '')
+  if (names.length === 0 || (names.length === 1 && names[0] === 'off')) return {}
+  if (names.length === 1 && names[0] === 'all') {
+    return { observe: { content: true, timing: true, echo: true } }
+  }
+  const observe: Record<string, boolean> = {}
+  for (const name of names) {
+    if (name !== 'content' && name !== 'timing' && name !== 'echo') {
+      throw new Error('GUARD_OBSERVE must list content, timing or echo (or be all or off)')
+    }
+    observe[name] = true
+  }
+  return { observe }
 }
 
 /**

@@ -35,6 +35,11 @@ export interface Env {
    * @default 16777216 (16 MiB)
    */
   GUARD_TEXT_MEMO_BYTES?: string
+  /**
+   * Checks run in observe mode (the `observe` option): `content`, `timing`, `echo`, comma-separated,
+   * or `all`; `off` or unset: all enforced. Proof is enforced whatever it says.
+   */
+  GUARD_OBSERVE?: string
   /** Largest accepted request body, bytes. @default 16777216 (16 MiB) */
   MAX_BODY_BYTES?: string
   /** ms a request body may take before its pace is checked; slower bodies get 408. @default 10000 */

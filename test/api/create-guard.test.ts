@@ -6,6 +6,7 @@ import {
   CANARY_PATTERN,
   createGuard,
   GuardError,
+  type GuardOptions,
   guardAi,
   MemoryCalibration,
   MemoryQuarantineStore,
@@ -94,6 +95,13 @@ describe('createGuard: one guard, a cheap runner per request', () => {
       /guard.wrap needs an upstream/,
     )
     expect(() => guard.wrap(ignoresEcho, { tenant: '' })).toThrow(/option "tenant"/)
+    const observe = (value: unknown) => () =>
+      createGuard({ secret: SECRET, observe: value as GuardOptions['observe'] })
+    expect(observe('all')).toThrow(/option "observe" must be an object/)
+    expect(observe({ proof: true })).toThrow(/option "observe" has no check "proof"/)
+    expect(observe({ canary: true })).toThrow(/option "observe" has no check "canary"/)
+    expect(observe({ content: 'yes' })).toThrow(/option "observe.content" must be true or false/)
+    expect(observe({ content: true, timing: false })).not.toThrow()
   })
 
   it('should show what it guards, read-only: models, profiles, its stores', () => {

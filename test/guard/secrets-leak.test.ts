@@ -590,3 +590,27 @@ describe('against the leaking simulator', () => {
     }
   }
 })
+
+describe('another request’s stand-in under observe', () => {
+  for (const stream of [false, true]) {
+    it(`should withhold it with every check observed, alone or beside a missing echo (${stream ? 'stream' : 'whole'})`, async () => {
+      const observe = { content: true, timing: true, echo: true }
+      for (const echoes of [true, false]) {
+        const { victim, leaker, quarantine, verdicts } = rig({ observe })
+        const prompt = secretPrompt(7, ['openai-key'])
+        const [standIn] = await victim(prompt)
+        verdicts.clear()
+        const got = await leaker(
+          (own) => ({ deltas: [echoes ? `${own}\n` : '', 'From the notes: ', standIn!, ' done.'] }),
+          stream,
+        )
+        // Proof is enforced whatever the mode: withheld, recorded as a withheld answer.
+        const record = await expectStandInIncident(got, quarantine, 'openai-key')
+        expect(record.observed).toBeUndefined()
+        expect(standInsIn(readable(got.body), [standIn!])).toEqual([])
+        expect(valuesIn(got.body, [prompt.values[0]!.value])).toEqual([])
+        expect(verdicts.of('would_block')).toEqual([])
+      }
+    })
+  }
+})

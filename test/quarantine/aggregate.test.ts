@@ -132,6 +132,23 @@ describe('IncidentRecorder: flooding', () => {
     expect(await rows('mixed-other-tenant')).toHaveLength(1)
   })
 
+  it('should never fold an observed incident into a withheld one, nor the reverse', async () => {
+    const { clock, incidents } = recorder()
+    const at = clock.now
+    await incidents.record(incident('observe-fold', at))
+    await incidents.record(incident('observe-fold', at, { observed: true }))
+    await incidents.record(incident('observe-fold', at, { observed: true }))
+    await incidents.record(incident('observe-fold', at))
+    const stored = await db
+      .prepare('SELECT count, observed FROM incidents WHERE tenant = ? ORDER BY observed')
+      .bind('observe-fold')
+      .all<{ count: number; observed: number }>()
+    expect(stored.results).toEqual([
+      { count: 2, observed: 0 },
+      { count: 2, observed: 1 },
+    ])
+  })
+
   it('should hold at most one record per isolate per window per key', async () => {
     const start = Date.now()
     const isolates = [recorder(start), recorder(start)]

@@ -58,6 +58,24 @@ for (const [name, make] of stores) {
       expect(summary?.canaries[0]?.tenants).toEqual(['a', 'z'])
     })
 
+    it('should keep an observed record marked, and filter the list on it', async () => {
+      const t0 = Date.now()
+      const store = make(() => t0)
+      const tenant = `${name}-observe`
+      const observed = { ...record(`${name}-obs`, tenant, t0), observed: true as const }
+      const withheld = record(`${name}-wh`, tenant, t0 + 1)
+      await store.put(observed)
+      await store.put(withheld)
+      expect(await store.get(observed.id)).toEqual(observed)
+      expect(await store.get(withheld.id)).toEqual(withheld)
+      const ids = async (query: { observed?: boolean }) =>
+        (await store.list({ tenant, ...query })).map((r) => r.id)
+      expect(await ids({ observed: true })).toEqual([observed.id])
+      expect(await ids({ observed: false })).toEqual([withheld.id])
+      expect((await ids({})).sort()).toEqual([observed.id, withheld.id].sort())
+      expect((await store.list({ tenant, observed: true }))[0]?.observed).toBe(true)
+    })
+
     it('should fold incidents in with increment, and report them in get, list and counts', async () => {
       const t0 = Date.now()
       const store = make(() => t0)

@@ -73,6 +73,9 @@ const CARD_PREFIXES: [string, number][] = [
 function group(number: string, sep: string): string {
   if (number.length === 15)
     return [number.slice(0, 4), number.slice(4, 10), number.slice(10)].join(sep)
+  // 13 digits are printed 4-3-3-3 as often as in fours; chosen by a digit, so no draw is added.
+  if (number.length === 13 && Number(number[5]) % 2 === 0)
+    return [number.slice(0, 4), number.slice(4, 7), number.slice(7, 10), number.slice(10)].join(sep)
   return number.match(/.{1,4}/g)!.join(sep)
 }
 

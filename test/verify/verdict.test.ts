@@ -133,4 +133,62 @@ describe('verdict', () => {
     // Nothing found: nothing to withhold.
     expect(decideReleased({}).action).toBe('release')
   })
+
+  describe('observe mode', () => {
+    const none = { content: false, timing: false, echo: false }
+    const all = { content: true, timing: true, echo: true }
+    const content = { source: 'acme', run: 6 }
+
+    it('should release what only an observed check withholds, marked observed, reasons kept', () => {
+      const cases = [
+        [{ foreignContent: content }, { ...none, content: true }, ['foreign_content']],
+        [{ timing: impossible }, { ...none, timing: true }, ['ttft_impossible']],
+        [{ usage: { reported: 1, lower: 2 } }, { ...none, timing: true }, ['usage_undercount']],
+        [{ echo: 'missing', attempt: 3 }, { ...none, echo: true }, ['echo_missing_repeatedly']],
+        [{ echo: 'missing', phase: 'released' }, { ...none, echo: true }, ['echo_missing']],
+        [{ foreignContent: content, echo: 'missing' }, all, ['foreign_content', 'echo_missing']],
+      ] as const
+      for (const [signals, observe, reasons] of cases) {
+        const base = { echo: 'echoed', foreignCanaries: 0, attempt: 1, retries: 2 } as const
+        const verdict = decide({ ...base, ...signals }, observe)
+        expect(verdict, reasons.join()).toMatchObject({ action: 'release', observed: true })
+        expect(verdict.reasons).toEqual(reasons)
+        // The same signals enforced: withheld.
+        expect(decide({ ...base, ...signals }, none).action).toBe('quarantine')
+        expect(decide({ ...base, ...signals }).observed).toBeUndefined()
+      }
+    })
+
+    it('should withhold when any reason is enforced, and proof always', () => {
+      const base = { echo: 'echoed', foreignCanaries: 0, attempt: 1, retries: 2 } as const
+      // Content observed, the missing echo beside it enforced.
+      expect(
+        decide({ ...base, echo: 'missing', foreignContent: content }, { ...none, content: true })
+          .action,
+      ).toBe('quarantine')
+      // Timing observed, content enforced.
+      expect(
+        decide({ ...base, timing: impossible, foreignContent: content }, { ...none, timing: true })
+          .action,
+      ).toBe('quarantine')
+      for (const proof of [{ foreignCanaries: 1 }, { foreignStandIns: 1 }]) {
+        expect(decide({ ...base, ...proof }, all)).toMatchObject({ action: 'quarantine' })
+        expect(decide({ ...base, ...proof, foreignContent: content }, all).action).toBe(
+          'quarantine',
+        )
+        expect(decideReleased(proof, all).action).toBe('quarantine')
+      }
+    })
+
+    it('should leave retries, refusals and releases as they are', () => {
+      const base = { foreignCanaries: 0, attempt: 1, retries: 2 } as const
+      expect(decide({ ...base, echo: 'missing' }, all).action).toBe('retry')
+      expect(decide({ ...base, echo: 'cut-off' }, all).action).toBe('refuse')
+      expect(decide({ ...base, echo: 'echoed' }, all)).toEqual({
+        action: 'release',
+        reasons: [],
+        score: 0,
+      })
+    })
+  })
 })

@@ -20,6 +20,8 @@ export interface IncidentFilters {
   source?: string
   reason?: string
   model?: string
+  /** `true`: only answers released under observe (`observed=1`); `false`: only withheld ones (`0`). */
+  observed?: boolean
   /** Paging: rows strictly after this one in the list's order (`at` descending, then `id`). */
   before?: { at: number; id: string }
 }
@@ -44,9 +46,24 @@ export function parseFilters(params: URLSearchParams): IncidentFilters {
     const value = params.get(key)?.trim()
     if (value && value.length <= MAX_FILTER) filters[key] = value
   }
+  const observed = observedFilter(params.get('observed'))
+  if (observed !== undefined) filters.observed = observed
   const before = /^(\d{1,16})\.(.{1,128})$/.exec(params.get('before') ?? '')
   if (before) filters.before = { at: Number(before[1]), id: before[2]! }
   return filters
+}
+
+/**
+ * The `observed` filter: `1` (or `true`) released under observe, `0` (or `false`) withheld; anything
+ * else, no filter.
+ *
+ * @example
+ * observedFilter('1') // true
+ */
+export function observedFilter(value: string | null | undefined): boolean | undefined {
+  if (value === '1' || value === 'true') return true
+  if (value === '0' || value === 'false') return false
+  return undefined
 }
 
 function time(value: string | null, endOfDay: boolean): number | undefined {
@@ -73,7 +90,7 @@ const BATCH = 500
 const MAX_BATCHES = 8
 
 /**
- * One page of incidents matching `filters`. The store filters by time, tenant and reason; the source
+ * One page of incidents matching `filters`. The store filters by time, tenant, reason and observe; the source
  * tenant and the model are filtered here, reading at most {@link MAX_BATCHES} batches of
  * {@link BATCH} summaries per page (a rare filter over a huge store shows a short page with a "next"
  * link rather than scanning everything in one request).
@@ -96,6 +113,7 @@ export async function incidentPage(
       ...(until !== undefined ? { until } : {}),
       ...(filters.tenant ? { tenant: filters.tenant } : {}),
       ...(filters.reason ? { reason: filters.reason } : {}),
+      ...(filters.observed !== undefined ? { observed: filters.observed } : {}),
       limit: BATCH,
     })
     found.sort(byListOrder)

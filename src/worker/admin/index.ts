@@ -26,7 +26,13 @@ import {
   sessionCookie,
   verifySession,
 } from './auth'
-import { incidentPage, type OverviewSources, overviewData, parseFilters } from './data'
+import {
+  incidentPage,
+  type OverviewSources,
+  observedFilter,
+  overviewData,
+  parseFilters,
+} from './data'
 import { incidentDetail } from './pages/incident'
 import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
@@ -74,7 +80,7 @@ const MAX_FORM_BYTES = 4096
  * - console (HTML, when the request accepts `text/html`): `/admin/` overview, `/admin/incidents` list,
  *   `/admin/incidents/:id` detail; `/admin/login` (GET form, POST), `/admin/logout` (POST);
  * - JSON (any other Accept, unchanged for bearer clients): `/admin/incidents` (filters `since`, `until`
- *   (ms), `tenant`, `reason`, `limit`), `/admin/incidents/:id` (withheld text decrypted), `/admin/stats`;
+ *   (ms), `tenant`, `reason`, `observed` (1 or 0), `limit`), `/admin/incidents/:id` (withheld text decrypted), `/admin/stats`;
  * - `/admin/metrics` (OpenMetrics text).
  * Every route but login and the stylesheet needs a session cookie or `Authorization: Bearer
  * <ADMIN_SECRET>`; with no ADMIN_SECRET (or one under 16 characters) every route answers 403.
@@ -175,6 +181,8 @@ async function incidents(c: AdminContext): Promise<Response> {
   const reason = c.req.query('reason')
   if (tenant) query.tenant = tenant
   if (reason) query.reason = reason
+  const observed = observedFilter(c.req.query('observed'))
+  if (observed !== undefined) query.observed = observed
   return c.json({ data: await store.list(query) })
 }
 

@@ -50,6 +50,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .tag{display:inline-block;padding:1px 7px;border-radius:10px;background:#eef2f7;margin:0 4px 2px 0;font-size:12px}
 .tag.hard{background:#fde8e7;color:var(--bad)}
+.tag.observed{background:#fff4d6;color:#7a5a00}
 form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:var(--muted);gap:2px}
 input,select{font:inherit;padding:5px 7px;border:1px solid var(--line);border-radius:4px;background:#fff}

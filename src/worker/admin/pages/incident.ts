@@ -45,6 +45,7 @@ export function incidentDetail(record: QuarantineRecord): Html {
 <dt>Model</dt><dd class="mono">${record.model}</dd>
 <dt>Request id</dt><dd class="mono">${record.requestId}</dd>
 <dt>Source tenants</dt><dd id="sources">${record.sourceTenants.length ? record.sourceTenants.join(', ') : 'none identified'}</dd>
+<dt>Answer</dt><dd id="answer">${record.observed ? html`<span class="tag observed">observed</span> released: its checks were in observe mode; below is what enforce would have withheld` : 'withheld'}</dd>
 </dl>
 </section>
 <div class="grid2">

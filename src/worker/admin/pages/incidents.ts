@@ -1,5 +1,5 @@
 /**
- * @module The incident list: filters (time, tenant, source tenant, reason, model) and paging, as a
+ * @module The incident list: filters (time, tenant, source tenant, reason, model, observed) and paging, as a
  * plain GET form — it works without script, and every view has a URL to paste into a ticket.
  */
 import { html } from 'hono/html'
@@ -17,6 +17,12 @@ const HARD = new Set([
   'usage_undercount',
 ])
 
+/** The `observed` filter's choices: released under observe, or withheld. */
+const OBSERVED = [
+  ['1', 'released (observed)', true],
+  ['0', 'withheld', false],
+] as const
+
 /**
  * The list page's body.
  *
@@ -32,6 +38,7 @@ export function incidentList(page: IncidentPage, filters: IncidentFilters): Html
     const value = filters[key]
     if (value) query.set(key, value)
   }
+  if (filters.observed !== undefined) query.set('observed', filters.observed ? '1' : '0')
   const nextQuery = new URLSearchParams(query)
   if (page.next) nextQuery.set('before', page.next)
   return html`<section class="card">
@@ -44,6 +51,10 @@ export function incidentList(page: IncidentPage, filters: IncidentFilters): Html
     (r) => html`<option value="${r}"${r === filters.reason ? html` selected` : ''}>${r}</option>`,
   )}</select></label>
 <label>Model<input name="model" value="${filters.model ?? ''}" placeholder="any" maxlength="256"></label>
+<label>Answer<select name="observed"><option value="">any</option>${OBSERVED.map(
+    ([value, label, on]) =>
+      html`<option value="${value}"${filters.observed === on ? html` selected` : ''}>${label}</option>`,
+  )}</select></label>
 <button class="primary" type="submit">Filter</button>
 <a href="/admin/incidents">Clear</a>
 </form>
@@ -70,7 +81,7 @@ function row(r: QuarantineSummary): Html {
 <td class="mono"><a href="/admin/incidents/${encodeURIComponent(r.id)}">${when(r.at)}</a></td>
 <td>${r.tenant}</td>
 <td class="mono">${r.model}</td>
-<td>${r.reasons.map((reason) => html`<span class="tag${HARD.has(reason) ? ' hard' : ''}">${reason}</span>`)}</td>
+<td>${r.reasons.map((reason) => html`<span class="tag${HARD.has(reason) ? ' hard' : ''}">${reason}</span>`)}${r.observed ? html` <span class="tag observed" title="released under observe: what enforce would have withheld">observed</span>` : ''}</td>
 <td>${r.sourceTenants.length ? r.sourceTenants.join(', ') : html`<span class="muted">—</span>`}</td>
 <td class="num">${tokens === undefined ? '—' : tokens.toLocaleString('en-US')}</td>
 <td class="num">${r.figures.ttftMs === undefined ? '—' : `${Math.round(r.figures.ttftMs)} ms`}</td>

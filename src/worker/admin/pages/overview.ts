@@ -91,6 +91,8 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
   const plotted = new Set<string>()
   for (const s of data.samples) {
     const tokens = s.estimatedTokens ?? s.tokenBound
+    // Released under observe: the same answer's release sample is its point.
+    if (s.action === 'would_block') continue
     if (tokens === undefined || s.ttftMs === undefined || tokens <= 0) continue
     if (s.incidentId) plotted.add(s.incidentId)
     points.push({
@@ -106,7 +108,7 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
   }
   for (const r of data.incidents) {
     const tokens = r.figures.estimatedTokens ?? r.figures.tokenBound
-    if (r.model !== data.model || plotted.has(r.id) || tokens === undefined) continue
+    if (r.model !== data.model || plotted.has(r.id) || r.observed || tokens === undefined) continue
     if (r.figures.ttftMs === undefined || tokens <= 0) continue
     points.push({
       tokens: charged(tokens, r.figures.expectedMinMs),
