@@ -119,7 +119,7 @@ describe('examples/hono-app', () => {
     expect(engine.stats().requests.total).toBe(0)
   })
 
-  it('should withhold a leaked answer with a 502 and the incident id', async () => {
+  it('should withhold a leaked answer with a 422 and the incident id', async () => {
     // A pool far smaller than the built-in profile believes: over-pool prompts reach the engine.
     const engine = new SimEngine({
       mode: 'pd-abort-leak',
@@ -137,7 +137,7 @@ describe('examples/hono-app', () => {
       )
       const res = await ask(app, engine, 'bob', { question: document('BOB', 12_000) })
       const text = await res.text()
-      expect(res.status).toBe(502)
+      expect(res.status).toBe(422)
       expect(text).not.toContain('ALICE')
       const { error } = JSON.parse(text) as { error: { code: string; incident_id: string } }
       expect(error.code).toBe('response_quarantined')

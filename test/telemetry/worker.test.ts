@@ -152,7 +152,7 @@ describe('verdict telemetry through the Worker', () => {
       { model: MODEL, ...chat(document('TENANT-B', 12_000)) },
       KEY_B,
     )
-    expect(res.status).toBe(502)
+    expect(res.status).toBe(422)
     const incident = ((await res.json()) as { error: { incident_id: string } }).error.incident_id
     const sample = await sampleOf('tenant-b', 'quarantine', since)
     expect(sample?.incidentId).toBe(incident)

@@ -125,10 +125,10 @@ describe('heartbeat through the Worker', () => {
       ['off', {}],
       ['on, the verdict before the first beat', { GUARD_HEARTBEAT_MS: '100' }],
     ])(
-      'should answer 502 with x-should-retry: false and no byte of the answer, heartbeat %s',
+      'should answer 422 with x-should-retry: false and no byte of the answer, heartbeat %s',
       async (_, vars) => {
         const res = await postWith(vars, leaking, KEY_B)
-        expect(res.status).toBe(502)
+        expect(res.status).toBe(422)
         expect(res.headers.get('x-should-retry')).toBe('false')
         const body = await res.text()
         expect((JSON.parse(body) as { error: { code: string } }).error.code).toBe(

@@ -41,7 +41,7 @@ describe('quarantine through the Worker', () => {
     for (const stream of [false, true]) {
       it(`should withhold the answer and tell the client only the incident id (${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
         const { res, body } = await leak(stream, mode)
-        expect(res.status).toBe(502)
+        expect(res.status).toBe(422)
         const parsed = JSON.parse(body) as { error: Record<string, unknown> }
         expect(Object.keys(parsed.error).sort()).toEqual([
           'code',
