@@ -26,7 +26,7 @@ import {
   verifySession,
 } from './auth'
 import { incidentPage, type OverviewSources, overviewData, parseFilters } from './data'
-import { incidentDetail } from './pages/incident'
+import { incidentDetail, type ProfileFigures } from './pages/incident'
 import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
 import { overview } from './pages/overview'
@@ -169,7 +169,8 @@ async function incident(c: AdminContext): Promise<Response> {
   const record = await guardFor(c.env).quarantine.get(c.req.param('id') ?? '')
   if (wantsHtml(c)) {
     if (!record) return consolePage(c, 'No such incident', 'incidents', notFoundBody(), 404)
-    return consolePage(c, `Incident ${record.id}`, 'incidents', incidentDetail(record))
+    const detail = incidentDetail(record, profileFigures(c.env, record.model))
+    return consolePage(c, `Incident ${record.id}`, 'incidents', detail)
   }
   if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
   return c.json(record)
@@ -313,6 +314,16 @@ function defaultTelemetry(env: Env): TelemetryReader | undefined {
 function profileRate(env: Env, model: string): number | undefined {
   try {
     return guardFor(env).profile(model).maxPrefillTokensPerSecond
+  } catch {
+    return undefined
+  }
+}
+
+/** The model's pool and window from its resolved profile, or undefined for a model without one. */
+function profileFigures(env: Env, model: string): ProfileFigures | undefined {
+  try {
+    const { kvPoolTokens, contextWindow } = guardFor(env).profile(model)
+    return { kvPoolTokens, contextWindow }
   } catch {
     return undefined
   }
