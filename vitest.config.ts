@@ -113,6 +113,7 @@ const OWN_ISOLATE = [
 const SLOW = [
   // Processes: wrangler dev (npm start), workerd under a 128 MB heap, Chromium, the CLIs.
   'test/node/console-browser.test.ts',
+  'test/node/openmetrics-strict.test.ts',
   'test/node/demo.test.ts',
   'test/node/demo-worker.test.ts',
   'test/node/ecosystem-example.test.ts',

@@ -1,22 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import type { VerdictLog } from '../../src'
 import { renderOpenMetrics } from '../../src/telemetry/openmetrics'
 import type { CounterRow, HistogramRow, MetricsSnapshot } from '../../src/telemetry/types'
 import { incrementsOf, OTHER } from '../../src/telemetry/verdict-rows'
-
-/** Most model label values on the page, the rest folded into `other` (docs/telemetry.md). */
-const MAX_MODEL_SERIES = 32
+import { GLM, MAX_MODEL_SERIES, MODELS, snapshotOf, TRAFFIC, verdict } from './openmetrics-fixtures'
 
 /**
- * /admin/metrics' text, rendered from Node (the renderer is pure) over realistic rows, read back by two
- * parsers: the npm `parse-prometheus-text-format` (what a JavaScript scraper would use) and the
- * Prometheus project's own strict OpenMetrics parser (python3-prometheus-client), which refuses
- * anything the format does not allow — unordered or non-cumulative buckets, a count that is not the
- * +Inf bucket, a unit not in the name, a line after `# EOF`.
+ * /admin/metrics' text read back by the Prometheus project's own strict OpenMetrics parser
+ * (python3-prometheus-client), which refuses anything the format does not allow — unordered or
+ * non-cumulative buckets, a count that is not the +Inf bucket, a unit not in the name, a line after
+ * `# EOF`. It needs that Debian package, so it runs in `npm run test:slow` (CI installs it); the same
+ * figures through the npm parser are in ./openmetrics.test.ts, part of `npm test`.
  */
-const GLM = '@cf/zai-org/glm-5.3'
-const LLAMA = '@cf/meta/llama-3.3-70b-instruct-fp8-fast'
-const MODELS = new Set([GLM, LLAMA])
 
 // Node's child_process beyond the project's small shim (bench/support/node.d.ts declares spawn only).
 const { execFileSync } = (await import('node:child_process' as string)) as {
@@ -26,16 +20,6 @@ const { execFileSync } = (await import('node:child_process' as string)) as {
     options: { input: string; encoding: 'utf8' },
   ) => string
 }
-
-/** What parse-prometheus-text-format returns (the package ships no types). */
-type ParsedFamily = {
-  name: string
-  type: string
-  metrics: { value?: string; labels?: Record<string, string>; buckets?: Record<string, string> }[]
-}
-const { default: parsePrometheusTextFormat } = (await import(
-  'parse-prometheus-text-format' as string
-)) as { default: (text: string) => ParsedFamily[] }
 
 interface Family {
   name: string
@@ -64,77 +48,6 @@ function strictParse(text: string): Family[] {
   })
   return JSON.parse(stdout) as Family[]
 }
-
-/** Sums a list of verdicts into rows, as D1's upserts would. */
-function snapshotOf(events: VerdictLog[]): MetricsSnapshot {
-  const counters = new Map<string, CounterRow>()
-  const histograms = new Map<string, HistogramRow>()
-  for (const event of events) {
-    const { counters: add, observations } = incrementsOf(event, MODELS)
-    for (const row of add) {
-      const key = JSON.stringify([row.metric, row.model, row.action, row.reason, row.script])
-      const old = counters.get(key)
-      if (old) old.value += row.value
-      else counters.set(key, { ...row })
-    }
-    for (const o of observations) {
-      const key = JSON.stringify([o.metric, o.model, o.le])
-      const old = histograms.get(key) ?? {
-        metric: o.metric,
-        model: o.model,
-        le: o.le,
-        count: 0,
-        sum: 0,
-      }
-      old.count += 1
-      old.sum += o.seconds
-      histograms.set(key, old)
-    }
-  }
-  return { counters: [...counters.values()], histograms: [...histograms.values()] }
-}
-
-function verdict(overrides: Partial<VerdictLog>): VerdictLog {
-  return {
-    requestId: 'r',
-    tenant: 'tenant-a',
-    model: GLM,
-    action: 'release',
-    reasons: [],
-    ...overrides,
-  }
-}
-
-/** A day's worth of shapes: clean releases, retries, refusals by script, quarantines, a store failure. */
-const TRAFFIC: VerdictLog[] = [
-  ...Array.from({ length: 40 }, (_, i) =>
-    verdict({ ttftMs: 30 + i * 137, firstByteMs: 35 + i * 140, estimatedTokens: 1000 * i }),
-  ),
-  verdict({ model: LLAMA, ttftMs: 800, firstByteMs: 900 }),
-  verdict({ reasons: ['released_after_retry'], ttftMs: 2_400, firstByteMs: 2_500 }),
-  verdict({ action: 'reject', reasons: ['context_length_exceeded'], scripts: ['georgian'] }),
-  verdict({ action: 'reject', reasons: ['context_length_exceeded'], scripts: ['han', 'latin'] }),
-  verdict({ action: 'reject', reasons: ['echo_cut_off'] }),
-  verdict({
-    action: 'quarantine',
-    reasons: ['foreign_canary', 'echo_missing'],
-    ttftMs: 4,
-    incidentId: 'inc_1',
-    sourceTenants: ['tenant-b'],
-  }),
-  verdict({ action: 'quarantine', reasons: ['ttft_impossible', 'store_failed'], ttftMs: 2 }),
-  verdict({ ttftMs: 300_000, firstByteMs: 300_100 }), // beyond the last bound: +Inf only
-  verdict({
-    secrets: { substituted: { 'card-number': 2, 'openai-key': 1 }, detected: { 'us-ssn': 1 } },
-  }),
-  verdict({ secrets: { substituted: { 'card-number': 3 }, restored: { 'card-number': 3 } } }),
-  verdict({
-    action: 'quarantine',
-    reasons: ['foreign_stand_in'],
-    incidentId: 'inc_2',
-    secrets: { foreign: { 'github-token': 1 } },
-  }),
-]
 
 function family(families: Family[], name: string): Family {
   const found = families.find((f) => f.name === name)
@@ -209,20 +122,6 @@ describe('OpenMetrics rendering', () => {
     expect(value(ttft, 'guard_ttft_seconds_sum', { model: GLM })).toBeCloseTo(sum, 5)
   })
 
-  it('should be read by parse-prometheus-text-format with the same figures', () => {
-    const parsed = parsePrometheusTextFormat(text)
-    // An OpenMetrics counter's samples end in _total; this Prometheus 0.0.4 parser files them under
-    // that name. The figures are the same.
-    const verdicts = parsed.find((f) => f.name === 'guard_verdicts_total')!
-    const clean = verdicts.metrics.find(
-      (m) => m.labels?.model === GLM && m.labels.action === 'release' && m.labels.reason === 'none',
-    )
-    expect(clean?.value).toBe('43')
-    const ttft = parsed.find((f) => f.name === 'guard_ttft_seconds')!
-    expect(ttft.type).toBe('HISTOGRAM')
-    expect(ttft.metrics.length).toBeGreaterThan(0)
-  })
-
   it('should escape hostile label values so that no value can end its line or forge a sample', () => {
     const hostile = [
       'x"} 1\nguard_verdicts_total{model="forged"} 999\n# EOF',
@@ -284,28 +183,6 @@ describe('OpenMetrics rendering', () => {
     expect(value(ttft, 'guard_ttft_seconds_count', { model: OTHER })).toBe(
       500 - (MAX_MODEL_SERIES - 1),
     )
-  })
-
-  it('should count a model outside the configured set as other, and an unknown script or reason too', () => {
-    const { counters } = incrementsOf(
-      verdict({
-        model: 'made-up\n"model',
-        action: 'reject',
-        reasons: ['context_length_exceeded', 'Not A Reason'],
-        scripts: ['klingon', 'latin'],
-      }),
-      MODELS,
-    )
-    expect(new Set(counters.map((c) => c.model))).toEqual(new Set([OTHER]))
-    expect(counters.filter((c) => c.metric === 'verdict_reasons').map((c) => c.reason)).toEqual([
-      'context_length_exceeded',
-      OTHER,
-    ])
-    expect(counters.filter((c) => c.metric === 'refusals').map((c) => c.script)).toEqual([
-      OTHER,
-      'latin',
-    ])
-    expect(JSON.stringify(counters)).not.toContain('tenant')
   })
 
   it('should count secrets by outcome and kind, with the counts of each verdict, never a value', () => {
