@@ -10,7 +10,7 @@ import { type AdmissionVariables, admitMemory } from './admission'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'
 import type { Env } from './env'
-import { modelList, requireProfile } from './models'
+import { modelList, unknownModel } from './models'
 import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
 import { tenantFor } from './tenants'
 
@@ -85,7 +85,8 @@ async function chatCompletions(c: AppContext): Promise<Response> {
   const { model, inputs } = fromOpenAi(
     await readJsonObject(c.req.raw, bodyLimit(c.env), {}, (n) => c.var.admission.cover(n)),
   )
-  requireProfile(guardFor(c.env), model)
+  const refused = unknownModel(guardFor(c.env), model)
+  if (refused) return refused
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) {
     // Chat-format streams are already OpenAI chunks, sent as they are: only legacy events need rewriting.
@@ -100,7 +101,8 @@ async function runNative(c: AppContext): Promise<Response> {
   const inputs = await readJsonObject(c.req.raw, bodyLimit(c.env), {}, (n) =>
     c.var.admission.cover(n),
   )
-  requireProfile(guardFor(c.env), model)
+  const refused = unknownModel(guardFor(c.env), model)
+  if (refused) return refused
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) return streamResponse(output)
   return c.json(output as Record<string, unknown>, 200, headersFor(output))

@@ -3,7 +3,7 @@
  * OpenAI-compatible endpoint's do.
  */
 import { env, SELF } from 'cloudflare:test'
-import { beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../src/worker/app'
 import type { Env } from '../../src/worker/env'
 import { chat, document } from '../support/prompts'
@@ -155,13 +155,43 @@ describe('an unknown model', () => {
     ['/v1/chat/completions', { model: '@cf/example/unknown', ...chat('hi') }],
     ['/ai/run/@cf/example/unknown', chat('hi')],
   ] as const) {
-    it(`should name GUARD_MODELS, the Worker's setting, not the library's option (${path})`, async () => {
-      const res = await post(path, body, KEY_A)
-      expect(res.status).toBe(400)
+    it(`should answer the tenant 404 model_not_found and log the operator's hint (${path})`, async () => {
+      const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+      const before = (await sim.stats()).requests.total
+      let res: Response
+      let logged: string[]
+      try {
+        res = await post(path, body, KEY_A)
+        logged = warn.mock.calls.map((c) => String(c[0])).filter((l) => l.includes('unknown_model'))
+      } finally {
+        warn.mockRestore()
+      }
+      expect(res.status).toBe(404)
       const reply = (await res.json()) as ErrorReply
-      expect(reply.error.param).toBe('model')
-      expect(reply.error.message).toContain('GUARD_MODELS')
-      expect(reply.error.message).not.toContain('"models" option')
+      expect(reply.error).toMatchObject({
+        code: 'model_not_found',
+        type: 'invalid_request_error',
+        param: 'model',
+      })
+      expect(reply.error.message).toContain('@cf/example/unknown')
+      // The tenant is told nothing it cannot act on; the operator's remedy is in the log.
+      expect(reply.error.message).not.toContain('GUARD_MODELS')
+      expect(logged).toHaveLength(1)
+      expect(JSON.parse(logged[0]!)).toMatchObject({ model: '@cf/example/unknown' })
+      expect(logged[0]).toContain('GUARD_MODELS')
+      expect((await sim.stats()).requests.total).toBe(before)
     })
   }
+
+  // Must not fire: a guarded model is answered, and nothing is logged about it.
+  it('should answer a guarded model without the hint', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      const res = await post('/v1/chat/completions', { model: MODEL, ...chat('hi') }, KEY_A)
+      expect(res.status).toBe(200)
+      expect(warn.mock.calls.filter((c) => String(c[0]).includes('unknown_model'))).toEqual([])
+    } finally {
+      warn.mockRestore()
+    }
+  })
 })
