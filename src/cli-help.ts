@@ -4,14 +4,14 @@
  */
 
 /** The bin's commands, in the order a user meets them. */
-export const COMMANDS = {
+const COMMANDS = {
   init: 'write a guarded Worker starter into a project (wrangler configs, src/, npm scripts)',
   probe: 'measure the prompt length a deployment really serves (its real KV pool)',
   directive: 'measure how the model follows the echo directive; print the profile to deploy',
   audit: "find the KV-cache incident's signature in exported request logs",
 } as const
 
-export type CommandName = keyof typeof COMMANDS
+type CommandName = keyof typeof COMMANDS
 
 /** What `workers-ai-guard`, `--help` and `help` print. */
 export const CLI_HELP = `Usage: workers-ai-guard <command> [options]

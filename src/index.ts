@@ -23,7 +23,13 @@ export {
 } from './calibration/learned'
 export type { AiRunner, ChatMessage, ContentPart } from './call/upstream'
 export { CANARY_PATTERN } from './canary'
-export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
+export {
+  type ErrorBody,
+  errorBody,
+  GuardError,
+  type GuardErrorCode,
+  responseStatus,
+} from './errors'
 export type { Usage } from './format/frames'
 export { type GuardInfo, guardInfo } from './guard'
 export { IncidentRecorder } from './quarantine/aggregate'

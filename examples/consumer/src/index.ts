@@ -48,7 +48,7 @@ async function answer(ai: AiRunner, request: Request): Promise<Response> {
     const messages = [{ role: 'user', content: body.question }]
     return Response.json(await ai.run(MODEL, { messages }))
   } catch (error) {
-    // 400 context_length_exceeded (before any upstream call), 502 response_quarantined (an incident).
+    // 400 context_length_exceeded (before any upstream call), 422 response_quarantined (an incident).
     if (error instanceof GuardError) return error.getResponse()
     throw error
   }
