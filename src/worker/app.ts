@@ -9,6 +9,7 @@ import { adminRoutes } from './admin'
 import { type AdmissionVariables, admitMemory } from './admission'
 import { readJsonObject } from './body'
 import { bodyLimit, guardFor } from './config'
+import { cors } from './cors'
 import type { Env } from './env'
 import { modelList, unknownModel } from './models'
 import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
@@ -27,6 +28,15 @@ type AppContext = Context<AppEnv>
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
   app.get('/health', (c) => c.json({ ok: true, service: 'workers-ai-guard' }))
+  // Before the key: a browser's preflight carries none. Only the operator's origins get CORS headers.
+  app.use(
+    '/v1/*',
+    cors<AppEnv>((env) => env.GUARD_CORS_ORIGINS),
+  )
+  app.use(
+    '/ai/*',
+    cors<AppEnv>((env) => env.GUARD_CORS_ORIGINS),
+  )
   // Every model route needs a tenant: the key alone decides it, never a header the client picks.
   app.use('/v1/*', requireTenant(OPENAI_UNAUTHORIZED))
   app.use('/ai/*', requireTenant(NATIVE_UNAUTHORIZED))
