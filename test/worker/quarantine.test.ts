@@ -158,3 +158,36 @@ describe('quarantine through the Worker', () => {
     expect(text).not.toContain('TENANT-A')
   })
 })
+
+describe('the incidents API filters', () => {
+  it('should refuse a filter it cannot read with a 400 naming it, never ignore it', async () => {
+    for (const [query, param] of [
+      ['limit=abc', 'limit'],
+      ['limit=0', 'limit'],
+      ['limit=2.5', 'limit'],
+      ['limit=1001', 'limit'],
+      ['limit=', 'limit'],
+      ['since=yesterday', 'since'],
+      ['until=1e999', 'until'],
+    ] as const) {
+      const res = await get(`/admin/incidents?${query}`, ADMIN)
+      expect(res.status, query).toBe(400)
+      const { error } = (await res.json()) as {
+        error: { code: string; param: string; message: string }
+      }
+      expect([error.code, error.param], query).toEqual(['invalid_request', param])
+      expect(error.message).toContain(param)
+    }
+  })
+
+  // Must not fire: good values are applied.
+  it('should apply readable filters', async () => {
+    await leak(false)
+    await leak(false)
+    const one = await get('/admin/incidents?limit=1&tenant=tenant-b', ADMIN)
+    expect(one.status).toBe(200)
+    expect(((await one.json()) as { data: unknown[] }).data).toHaveLength(1)
+    const none = await get(`/admin/incidents?since=${Date.now() + 60_000}`, ADMIN)
+    expect(((await none.json()) as { data: unknown[] }).data).toEqual([])
+  }, 60_000)
+})

@@ -6,7 +6,6 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { html } from 'hono/html'
 import type { CalibrationReport } from '../../calibration/learned'
 import type { TelemetryReader } from '../../telemetry/types'
-import type { QuarantineQuery } from '../../vocabulary/quarantine'
 import { guardFor } from '../config'
 import type { DurableCalibration } from '../durable-calibration'
 import type { Env } from '../env'
@@ -30,6 +29,7 @@ import { incidentDetail, type ProfileFigures } from './pages/incident'
 import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
 import { overview } from './pages/overview'
+import { incidentQuery } from './query'
 import { redactCanaries } from './redact'
 import { CONSOLE_CSS, STYLE_PATH } from './style'
 
@@ -150,17 +150,7 @@ async function incidents(c: AdminContext): Promise<Response> {
     const found = await incidentPage(store, filters, PAGE_SIZE)
     return consolePage(c, 'Incidents', 'incidents', incidentList(found, filters))
   }
-  const query: QuarantineQuery = {}
-  const since = Number(c.req.query('since'))
-  const until = Number(c.req.query('until'))
-  const limit = Number(c.req.query('limit'))
-  if (Number.isFinite(since)) query.since = since
-  if (Number.isFinite(until)) query.until = until
-  if (Number.isInteger(limit) && limit > 0) query.limit = limit
-  const tenant = c.req.query('tenant')
-  const reason = c.req.query('reason')
-  if (tenant) query.tenant = tenant
-  if (reason) query.reason = reason
+  const query = incidentQuery(new URL(c.req.url).searchParams)
   return c.json({ data: await store.list(query) })
 }
 
