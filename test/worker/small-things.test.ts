@@ -195,3 +195,51 @@ describe('an unknown model', () => {
     }
   })
 })
+
+describe('tool calling through the Worker, on the simulator', () => {
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'lookup_order',
+        parameters: { type: 'object', properties: { order_id: { type: 'string' } } },
+      },
+    },
+  ]
+
+  it('should deliver the simulated tool call, whole and streamed', async () => {
+    const res = await post(
+      '/v1/chat/completions',
+      { model: MODEL, ...chat('Order 7?'), tools },
+      KEY_A,
+    )
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as {
+      choices: {
+        message: { tool_calls?: { function: { name: string; arguments: string } }[] }
+        finish_reason: string
+      }[]
+    }
+    expect(body.choices[0]!.finish_reason).toBe('tool_calls')
+    expect(body.choices[0]!.message.tool_calls?.[0]?.function).toEqual({
+      name: 'lookup_order',
+      arguments: '{"order_id":"simulated"}',
+    })
+    const streamed = await post(
+      '/v1/chat/completions',
+      { model: MODEL, ...chat('Order 7?'), tools, stream: true },
+      KEY_A,
+    )
+    const text = await streamed.text()
+    expect(streamed.status).toBe(200)
+    expect(text).toContain('"name":"lookup_order"')
+    expect(text).toContain('"finish_reason":"tool_calls"')
+  })
+
+  // Must not fire: without tools, no call.
+  it('should answer without a tool call when the request offers no tools', async () => {
+    const res = await post('/v1/chat/completions', { model: MODEL, ...chat('Order 7?') }, KEY_A)
+    const text = await res.text()
+    expect(text).not.toContain('tool_calls')
+  })
+})
