@@ -45,6 +45,14 @@ export {
 export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
 export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'
 export {
+  type AiAnswer,
+  type AnswerChoice,
+  type AnswerToolCall,
+  type AnswerUsage,
+  type GuardedAi,
+  sseResponse,
+} from './surfaces/typed-runner'
+export {
   BUILTIN_PROFILES,
   type CacheIsolation,
   defaultCacheIsolation,

@@ -18,7 +18,7 @@ const MAX_AGE_S = '600'
  * @example
  * allowedOrigins('https://app.example.com, http://localhost:5173') // Set of the two
  */
-export function allowedOrigins(value: string | undefined): {
+function allowedOrigins(value: string | undefined): {
   origins: ReadonlySet<string>
   rejected: string[]
 } {

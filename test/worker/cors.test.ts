@@ -1,7 +1,6 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../src/worker/app'
-import { allowedOrigins } from '../../src/worker/cors'
 import type { Env } from '../../src/worker/env'
 import { chat } from '../support/prompts'
 import { KEY_A } from '../support/worker'
@@ -99,7 +98,15 @@ describe('CORS for the operator’s origins', () => {
     } finally {
       error.mockRestore()
     }
-    expect(allowedOrigins(`*, ${APP}`)).toEqual({ origins: new Set([APP]), rejected: ['*'] })
+    // A listed origin beside a `*` still works; the `*` adds nothing.
+    const mixed = await fetchWith(`*, ${APP}`, '/v1/chat/completions', preflight(APP))
+    expect(mixed.headers.get('access-control-allow-origin')).toBe(APP)
+    const other = await fetchWith(
+      `*, ${APP}`,
+      '/v1/chat/completions',
+      preflight('https://evil.example'),
+    )
+    expect(other.headers.get('access-control-allow-origin')).toBeNull()
   })
 
   it('should keep the admin console out of CORS', async () => {
