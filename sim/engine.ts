@@ -479,7 +479,7 @@ export class SimEngine {
       reasoningDeltas: tok.decodeGroups(reasoningGroups),
       contentDeltas: tok.decodeGroups(contentGroups),
       finishReason: output.finishReason,
-      ...toolCallOf(format, inputs.tools, `call_sim${(config.seed >>> 0).toString(16)}-${ordinal}`),
+      ...toolCallOf(format, inputs, `call_sim${(config.seed >>> 0).toString(16)}-${ordinal}`),
       usage: {
         prompt_tokens: record.reportedPromptTokens,
         completion_tokens: completion,
@@ -659,8 +659,12 @@ function readMaxTokens(inputs: Record<string, unknown>): number | undefined | nu
 }
 
 /** A chat answer's tool call when the request offers tools (legacy models take none). */
-function toolCallOf(format: string, tools: unknown, id: string): { toolCall?: SimToolCall } {
-  const call = format === 'chat' ? toolCallFor(tools, id) : undefined
+function toolCallOf(
+  format: string,
+  inputs: { tools?: unknown; tool_choice?: unknown; messages?: unknown },
+  id: string,
+): { toolCall?: SimToolCall } {
+  const call = format === 'chat' ? toolCallFor(inputs, id) : undefined
   return call ? { toolCall: call } : {}
 }
 

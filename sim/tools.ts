@@ -1,7 +1,8 @@
 /**
- * @module The simulated model's tool call: when a chat request offers callable tools, the answer calls
- * the first one, with arguments its own JSON schema shapes. Drawn from no random stream, so every
- * figure a request without tools gets (seeded timings, splits, quotes) stays as it was.
+ * @module The simulated model's tool call: when a chat request offers callable tools and wants one —
+ * `tool_choice` forces it (`required`, or a function by name), or, left to the model (`auto`), a user
+ * message names the function — the answer calls it, with arguments its own JSON schema shapes. Drawn
+ * from no random stream, so every figure a request without that call gets stays as it was.
  */
 
 /** One tool call of an answer, in the chat-completions shape. */
@@ -12,27 +13,53 @@ export interface SimToolCall {
 }
 
 /**
- * The call the model makes to the first function in `tools`, or undefined when the request offers
- * none (no `tools`, an empty list, or no function with a name).
+ * The call the model makes, or undefined: no function offered, `tool_choice: 'none'`, or left to the
+ * model with no user message naming an offered function.
  *
  * @example
- * toolCallFor([{ type: 'function', function: { name: 'lookup' } }], 'call_sim-1')
+ * toolCallFor({ tools, tool_choice: 'required', messages }, 'call_sim-1')
  * // { id: 'call_sim-1', type: 'function', function: { name: 'lookup', arguments: '{}' } }
  */
-export function toolCallFor(tools: unknown, id: string): SimToolCall | undefined {
-  if (!Array.isArray(tools)) return undefined
-  for (const tool of tools) {
-    const fn = (tool as { type?: unknown; function?: unknown } | null)?.function as
-      | { name?: unknown; parameters?: unknown }
-      | undefined
-    if (typeof fn?.name !== 'string' || fn.name === '') continue
-    return {
-      id,
-      type: 'function',
-      function: { name: fn.name, arguments: JSON.stringify(argumentsFor(fn.parameters)) },
-    }
+export function toolCallFor(
+  inputs: { tools?: unknown; tool_choice?: unknown; messages?: unknown },
+  id: string,
+): SimToolCall | undefined {
+  const offered = functionsOf(inputs.tools)
+  const choice = inputs.tool_choice
+  let chosen: (typeof offered)[number] | undefined
+  if (choice === 'none') return undefined
+  if (choice === 'required') chosen = offered[0]
+  else if (typeof choice === 'object' && choice !== null) {
+    const name = (choice as { function?: { name?: unknown } }).function?.name
+    chosen = offered.find((f) => f.name === name)
+  } else {
+    const asked = userText(inputs.messages)
+    chosen = offered.find((f) => asked.includes(f.name))
   }
-  return undefined
+  if (!chosen) return undefined
+  const args = JSON.stringify(argumentsFor(chosen.parameters))
+  return { id, type: 'function', function: { name: chosen.name, arguments: args } }
+}
+
+/** The functions `tools` offers, with a name. */
+function functionsOf(tools: unknown): { name: string; parameters: unknown }[] {
+  if (!Array.isArray(tools)) return []
+  return tools.flatMap((tool) => {
+    const fn = (tool as { function?: { name?: unknown; parameters?: unknown } } | null)?.function
+    return typeof fn?.name === 'string' && fn.name !== ''
+      ? [{ name: fn.name, parameters: fn.parameters }]
+      : []
+  })
+}
+
+/** Every user message's text, joined. */
+function userText(messages: unknown): string {
+  if (!Array.isArray(messages)) return ''
+  return messages
+    .filter((m) => (m as { role?: unknown } | null)?.role === 'user')
+    .map((m) => (m as { content?: unknown }).content)
+    .map((c) => (typeof c === 'string' ? c : JSON.stringify(c ?? '')))
+    .join('\n')
 }
 
 /** A value for each required property (or the first, when none is required), by its schema type. */

@@ -30,8 +30,11 @@ async function whole(sim: SimEngine, extra: Record<string, unknown>) {
 }
 
 describe('tool calls', () => {
-  it('should call the first offered tool, arguments shaped by its schema, whole and streamed', async () => {
-    const { message, finish_reason } = await whole(engine({ seed: 7 }), { tools: TOOLS })
+  it('should call the tool a request forces, arguments shaped by its schema, whole and streamed', async () => {
+    const { message, finish_reason } = await whole(engine({ seed: 7 }), {
+      tools: TOOLS,
+      tool_choice: 'required',
+    })
     expect(finish_reason).toBe('tool_calls')
     const calls = message.tool_calls as {
       id: string
@@ -45,7 +48,10 @@ describe('tool calls', () => {
     const streamed = await readSse(
       await engine({ seed: 7 })
         .binding('a')
-        .run(GLM, userMessage('Where is order 7?', { tools: TOOLS, stream: true })),
+        .run(
+          GLM,
+          userMessage('Where is order 7?', { tools: TOOLS, tool_choice: 'required', stream: true }),
+        ),
     )
     expect(streamed.finishReason).toBe('tool_calls')
     const deltas = (streamed.events as { choices?: unknown }[]).flatMap(
@@ -62,12 +68,33 @@ describe('tool calls', () => {
     expect(streamed.content).toBe(message.content)
   })
 
-  // Must not fire: without tools (or with none callable) nothing changes, byte for byte.
-  it('should leave an answer without tools exactly as it was', async () => {
-    for (const tools of [undefined, [], [{ type: 'function', function: {} }]]) {
-      const extra = tools === undefined ? {} : { tools }
+  it('should call a tool left to the model when the user names it, or the one named in tool_choice', async () => {
+    const sim = engine({ seed: 7 })
+    const named = (await sim
+      .binding('a')
+      .run(GLM, userMessage('Please use lookup_order for order 7.', { tools: TOOLS }))) as {
+      choices: { message: { tool_calls?: { function: { name: string } }[] } }[]
+    }
+    expect(named.choices[0]!.message.tool_calls?.[0]?.function.name).toBe('lookup_order')
+    const forced = await whole(engine({ seed: 7 }), {
+      tools: TOOLS,
+      tool_choice: { type: 'function', function: { name: 'lookup_order' } },
+    })
+    expect(forced.finish_reason).toBe('tool_calls')
+  })
+
+  // Must not fire: without tools, none callable, none wanted (auto, unnamed) or refused (none).
+  it('should leave an answer that calls no tool exactly as it was', async () => {
+    for (const extra of [
+      {},
+      { tools: [] },
+      { tools: [{ type: 'function', function: {} }], tool_choice: 'required' },
+      { tools: TOOLS },
+      { tools: TOOLS, tool_choice: 'auto' },
+      { tools: TOOLS, tool_choice: 'none' },
+    ]) {
       const { message, finish_reason } = await whole(engine({ seed: 7 }), extra)
-      expect(message.tool_calls).toBeUndefined()
+      expect(message.tool_calls, JSON.stringify(extra)).toBeUndefined()
       expect(finish_reason).not.toBe('tool_calls')
     }
     // The whole replay of test/sim/wire.test.ts ('determinism') and every seeded figure of the other

@@ -208,11 +208,9 @@ describe('tool calling through the Worker, on the simulator', () => {
   ]
 
   it('should deliver the simulated tool call, whole and streamed', async () => {
-    const res = await post(
-      '/v1/chat/completions',
-      { model: MODEL, ...chat('Order 7?'), tools },
-      KEY_A,
-    )
+    // Left to the model (no tool_choice), the simulator calls a tool the user names.
+    const ask = chat('Use lookup_order for order 7.')
+    const res = await post('/v1/chat/completions', { model: MODEL, ...ask, tools }, KEY_A)
     expect(res.status).toBe(200)
     const body = (await res.json()) as {
       choices: {
@@ -227,7 +225,7 @@ describe('tool calling through the Worker, on the simulator', () => {
     })
     const streamed = await post(
       '/v1/chat/completions',
-      { model: MODEL, ...chat('Order 7?'), tools, stream: true },
+      { model: MODEL, ...ask, tools, stream: true },
       KEY_A,
     )
     const text = await streamed.text()
@@ -236,10 +234,15 @@ describe('tool calling through the Worker, on the simulator', () => {
     expect(text).toContain('"finish_reason":"tool_calls"')
   })
 
-  // Must not fire: without tools, no call.
-  it('should answer without a tool call when the request offers no tools', async () => {
-    const res = await post('/v1/chat/completions', { model: MODEL, ...chat('Order 7?') }, KEY_A)
-    const text = await res.text()
-    expect(text).not.toContain('tool_calls')
+  // Must not fire: without tools, or with tools the request does not ask for, no call.
+  it('should answer without a tool call when none is offered or wanted', async () => {
+    for (const extra of [{}, { tools }]) {
+      const res = await post(
+        '/v1/chat/completions',
+        { model: MODEL, ...chat('Order 7?'), ...extra },
+        KEY_A,
+      )
+      expect(await res.text()).not.toContain('tool_calls')
+    }
   })
 })
