@@ -107,12 +107,14 @@ const OWN_ISOLATE = [
 
 /**
  * `npm run test:slow`, in CI beside `npm test`: runs that start processes (wrangler dev, a heap-capped
- * workerd, Chromium, the CLIs) or measure over whole real-text corpora (50 UDHR languages through five
+ * workerd, Chromium, the CLIs), need a Debian package (`npm test` needs only Node), or measure over whole real-text corpora (50 UDHR languages through five
  * tokenizers, the audit's real logs). Each is a full-strength check; they take 5–25 s apiece.
  */
 const SLOW = [
   // Processes: wrangler dev (npm start), workerd under a 128 MB heap, Chromium, the CLIs.
   'test/node/console-browser.test.ts',
+  // A Debian package: the Prometheus project's strict OpenMetrics parser (python3-prometheus-client).
+  'test/node/openmetrics-strict.test.ts',
   'test/node/demo.test.ts',
   'test/node/demo-worker.test.ts',
   'test/node/ecosystem-example.test.ts',

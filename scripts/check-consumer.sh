@@ -141,7 +141,7 @@ start_wrangler() {
 readme_requests() {
   local line out
   while IFS= read -r line; do
-    line=${line//localhost:8787/127.0.0.1:$port}
+    line=${line//localhost:8788/127.0.0.1:$port}
     echo "\$ $line"
     out=$(cd "$app" && bash -euo pipefail -c "$line") || return 1
     echo "$out"

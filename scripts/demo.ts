@@ -6,6 +6,7 @@
  */
 import { SimEngine } from '../sim/engine'
 import type { AiRunner } from '../src/call/upstream'
+import { GuardError, responseStatus } from '../src/errors'
 import { guardAi } from '../src/surfaces/guard-ai'
 import { BUILTIN_PROFILES, type ModelProfile, type VerdictLog } from '../src/vocabulary/options'
 
@@ -186,7 +187,9 @@ function readEvent(frame: string, out: StreamOutcome): void {
   out.reasoning += event.choices?.[0]?.delta?.reasoning_content ?? ''
 }
 
+/** A refusal as an HTTP client of the guard would see it: the status it is sent with, and its code. */
 function describeError(error: unknown): string {
+  if (error instanceof GuardError) return `${responseStatus(error)} ${error.code}`
   if (typeof error === 'object' && error !== null) {
     const { status, code, message } = error as {
       status?: unknown
@@ -325,6 +328,7 @@ export function formatGuardTable(rows: readonly DemoReport[]): string {
 }
 
 /** Where `npm start` serves the guard Worker. */
+/** Where `npm start` listens unless `GUARD_PORT` says otherwise. */
 export const DEFAULT_WORKER_URL = 'http://localhost:8787'
 
 /** The development tenant keys and admin secret of wrangler.dev.toml. */
@@ -480,7 +484,7 @@ async function requireSimulatorWorker(fetcher: Fetcher, base: string): Promise<v
     : undefined
   if (service !== 'workers-ai-guard') {
     throw new WorkerUnavailable(
-      `No guard Worker answers at ${base}: run \`npm start\` in another shell, then \`npm run demo:worker\` again (--worker <url> or GUARD_URL for another address).`,
+      `No guard Worker answers at ${base}: run \`npm start\` in another shell, then \`npm run demo:worker\` again (GUARD_PORT if \`npm start\` runs on another port; --worker <url> or GUARD_URL for another address).`,
     )
   }
   const stats = await fetcher(`${base}/sim/stats`, {
@@ -715,9 +719,21 @@ async function expectStatus(res: Response, status: number, step: string): Promis
 type NodeProcess = { argv: string[]; env: Record<string, string | undefined>; exitCode?: number }
 const nodeProcess = (globalThis as { process?: NodeProcess }).process
 
-function workerUrl(argv: readonly string[]): string {
+/**
+ * The Worker the demo talks to: `--worker <url>`, else `GUARD_URL`, else `npm start`'s own address on
+ * `GUARD_PORT` (8787), the one setting `npm start`, the demos and the README's lines follow.
+ *
+ * @example
+ * workerUrl([], { GUARD_PORT: '9000' }) // 'http://localhost:9000'
+ */
+export function workerUrl(
+  argv: readonly string[],
+  env: Record<string, string | undefined> = nodeProcess?.env ?? {},
+): string {
   const at = argv.indexOf('--worker')
-  return (at >= 0 ? argv[at + 1] : undefined) ?? nodeProcess?.env.GUARD_URL ?? DEFAULT_WORKER_URL
+  const flag = at >= 0 ? argv[at + 1] : undefined
+  const port = env.GUARD_PORT?.trim()
+  return flag ?? (env.GUARD_URL || (port ? `http://localhost:${port}` : DEFAULT_WORKER_URL))
 }
 
 /** `npm run demo:worker`: the Worker demo alone; exit code 1 when no Worker answers or data leaked. */
@@ -756,7 +772,7 @@ async function main(argv: readonly string[]): Promise<void> {
   } catch (error) {
     if (!(error instanceof WorkerUnavailable)) throw error
     console.log(
-      `\nNo guard Worker answers at ${base}. Start one with \`npm start\` and run the demo again (or \`npm run demo:worker\`): it then ends with the same leak through the Worker and the console URL of the incident it causes there (--worker <url> or GUARD_URL for another address).`,
+      `\nNo guard Worker answers at ${base}. Start one with \`npm start\` and run the demo again (or \`npm run demo:worker\`): it then ends with the same leak through the Worker and the console URL of the incident it causes there (GUARD_PORT if \`npm start\` runs on another port; --worker <url> or GUARD_URL for another address).`,
     )
   }
 }

@@ -17,6 +17,7 @@ import { EMPTY_SLOT, KvPool, type PageWriter, type PoolStats } from './pool'
 import { hashPage, hashString, mixSeed, PURPOSE, prng, randomInt } from './random'
 import { renderPrompt, TemplateError } from './template'
 import { forgetLongTexts, loadTokenizer, type SimTokenizer } from './tokenizer'
+import { type SimToolCall, toolCallFor } from './tools'
 import {
   type Answer,
   type ChatCompletion,
@@ -478,6 +479,7 @@ export class SimEngine {
       reasoningDeltas: tok.decodeGroups(reasoningGroups),
       contentDeltas: tok.decodeGroups(contentGroups),
       finishReason: output.finishReason,
+      ...toolCallOf(format, inputs, `call_sim${(config.seed >>> 0).toString(16)}-${ordinal}`),
       usage: {
         prompt_tokens: record.reportedPromptTokens,
         completion_tokens: completion,
@@ -654,6 +656,16 @@ function readMaxTokens(inputs: Record<string, unknown>): number | undefined | nu
   const raw = inputs.max_completion_tokens ?? inputs.max_tokens
   if (raw === undefined || raw === null) return undefined
   return typeof raw === 'number' && Number.isInteger(raw) && raw > 0 ? raw : null
+}
+
+/** A chat answer's tool call when the request offers tools (legacy models take none). */
+function toolCallOf(
+  format: string,
+  inputs: { tools?: unknown; tool_choice?: unknown; messages?: unknown },
+  id: string,
+): { toolCall?: SimToolCall } {
+  const call = format === 'chat' ? toolCallFor(inputs, id) : undefined
+  return call ? { toolCall: call } : {}
 }
 
 function readIncludeUsage(options: unknown): boolean {

@@ -3,6 +3,7 @@
  * format, and SSE bytes split at awkward places the way a real network splits them.
  */
 import { type Prng, randomInt } from './random'
+import type { SimToolCall } from './tools'
 
 /** Token accounting, as Workers AI reports it for chat models. */
 export interface SimUsage {
@@ -20,8 +21,13 @@ export interface ChatCompletion {
   model: string
   choices: {
     index: 0
-    message: { role: 'assistant'; content: string; reasoning_content: string | null }
-    finish_reason: 'stop' | 'length'
+    message: {
+      role: 'assistant'
+      content: string
+      reasoning_content: string | null
+      tool_calls?: SimToolCall[]
+    }
+    finish_reason: 'stop' | 'length' | 'tool_calls'
   }[]
   usage: SimUsage
 }
@@ -39,8 +45,15 @@ export interface Answer {
   model: string
   reasoningDeltas: string[]
   contentDeltas: string[]
+  /** The request offered callable tools: the call the model makes (after its content). */
+  toolCall?: SimToolCall
   finishReason: 'stop' | 'length'
   usage: SimUsage
+}
+
+/** A finished answer that called a tool ends with `tool_calls`, as OpenAI's do. */
+function finishOf(a: Answer): 'stop' | 'length' | 'tool_calls' {
+  return a.toolCall && a.finishReason === 'stop' ? 'tool_calls' : a.finishReason
 }
 
 /** One SSE event to send after `delayMs` (the time decode took to produce it). */
@@ -69,8 +82,9 @@ export function chatCompletion(a: Answer): ChatCompletion {
           role: 'assistant',
           content: a.contentDeltas.join(''),
           reasoning_content: reasoning.length > 0 ? reasoning : null,
+          ...(a.toolCall ? { tool_calls: [a.toolCall] } : {}),
         },
-        finish_reason: a.finishReason,
+        finish_reason: finishOf(a),
       },
     ],
     usage: a.usage,
@@ -103,7 +117,7 @@ export function chatEvents(
   const head = { id: a.id, object: 'chat.completion.chunk', created: a.created, model: a.model }
   const events: TimedEvent[] = []
   let i = 0
-  const push = (delta: Record<string, string>): void => {
+  const push = (delta: Record<string, unknown>): void => {
     const full = i === 0 ? { role: 'assistant', ...delta } : delta
     const delayMs = i === 0 ? firstDelayMs : (deltaDelays[i] ?? 0)
     events.push({
@@ -115,9 +129,10 @@ export function chatEvents(
   for (const d of a.reasoningDeltas) push({ reasoning_content: d })
   for (const d of a.contentDeltas) push({ content: d })
   if (i === 0) push({ content: '' })
+  if (a.toolCall) push({ tool_calls: [{ index: 0, ...a.toolCall }] })
   events.push({
     delayMs: 0,
-    data: json({ ...head, choices: [{ index: 0, delta: {}, finish_reason: a.finishReason }] }),
+    data: json({ ...head, choices: [{ index: 0, delta: {}, finish_reason: finishOf(a) }] }),
   })
   if (includeUsage)
     events.push({ delayMs: 0, data: json({ ...head, choices: [], usage: a.usage }) })

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * @module The `workers-ai-guard` bin: `workers-ai-guard init` (writes a starter Worker; Node 20 too),
+ * @module The `workers-ai-guard` bin (`workers-ai-guard --help` lists its commands): `workers-ai-guard init` (writes a starter Worker; Node 20 too),
  * `workers-ai-guard probe [options]`, `workers-ai-guard directive [options]` and
  * `workers-ai-guard audit <files…> [options]` (Node 22). A thin
  * adapter that hands argv, the environment, the standard streams and (for audit) the file system to
@@ -14,6 +14,7 @@
  */
 import { auditCommand } from './audit/audit-command'
 import { nodeLogSource } from './audit/node-files'
+import { CLI_HELP, type CliRoute, cliRoute } from './cli-help'
 import { directiveCommand } from './directive/directive-command'
 import { initCommand } from './init/init-command'
 import { type CommandIo, probeCommand } from './probe/command'
@@ -51,11 +52,20 @@ const argv = proc.argv.slice(2)
 // exitCode, not exit(): stdout may still be flushing a large JSON report into a pipe.
 // The starter `init` copies ships in the package beside dist/ (and sits beside src/ in the repository).
 const starter = new URL('../examples/consumer/', (import.meta as unknown as { url: string }).url)
-proc.exitCode =
-  argv[0] === 'audit'
-    ? await auditCommand(argv.slice(1), { ...io, open: nodeLogSource })
-    : argv[0] === 'init'
-      ? await initCommand(argv.slice(1), { ...io, cwd: proc.cwd() }, starter)
-      : argv[0] === 'directive'
-        ? await directiveCommand(argv.slice(1), io)
-        : await probeCommand(argv, io)
+proc.exitCode = await run(cliRoute(argv))
+
+async function run(route: CliRoute): Promise<number> {
+  if (route.kind === 'help') {
+    ;(route.asked ? io.stdout : io.stderr)(CLI_HELP)
+    return route.asked ? 0 : 2
+  }
+  if (route.kind === 'unknown') {
+    io.stderr(`workers-ai-guard: unknown command ${JSON.stringify(route.given)}\n\n${CLI_HELP}`)
+    return 2
+  }
+  const { name, args } = route
+  if (name === 'audit') return await auditCommand(args, { ...io, open: nodeLogSource })
+  if (name === 'init') return await initCommand(args, { ...io, cwd: proc.cwd() }, starter)
+  if (name === 'directive') return await directiveCommand(args, io)
+  return await probeCommand(['probe', ...args], io)
+}

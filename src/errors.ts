@@ -79,18 +79,35 @@ export class GuardError extends Error {
 
   /**
    * The ready OpenAI-style response, like Hono's `HTTPException#getResponse`, so an app's default error
-   * handler already answers with the right status and body.
+   * handler already answers with the right status and body. A quarantine is sent as 422 (see
+   * {@link responseStatus}), every other error with its `status`.
    */
   getResponse(): Response {
-    return Response.json(errorBody(this), { status: this.status, headers: errorHeaders(this) })
+    return Response.json(errorBody(this), {
+      status: responseStatus(this),
+      headers: errorHeaders(this),
+    })
   }
+}
+
+/**
+ * The HTTP status a guard error is sent with. `status` stays the error's class (a quarantine is the
+ * upstream's failure: 502), but on the wire a quarantine is 422: client libraries resend any 5xx on
+ * their own (the AI SDK three times, ignoring `x-should-retry`), each resend another call to a leaking
+ * engine and another incident, and none of them resends a 422.
+ *
+ * @example
+ * new Response(body, { status: responseStatus(error) })
+ */
+export function responseStatus(error: GuardError): number {
+  return error.code === 'response_quarantined' ? 422 : error.status
 }
 
 /** Headers of an error response: the incident id, so operators can find the record from a client log. */
 function errorHeaders(error: GuardError): Record<string, string> {
   const headers: Record<string, string> = {}
   if (error.incidentId) headers['x-guard-incident-id'] = error.incidentId
-  // Not transient: clients retry 5xx by default, and a retry re-sends the prompt to a leaking engine.
+  // Not transient: a retry re-sends the prompt to a leaking engine (the `openai` client reads this).
   if (error.code === 'response_quarantined') headers['x-should-retry'] = 'false'
   if (error.retryAfterSeconds !== undefined)
     headers['retry-after'] = String(error.retryAfterSeconds)

@@ -23,7 +23,13 @@ export {
 } from './calibration/learned'
 export type { AiRunner, ChatMessage, ContentPart } from './call/upstream'
 export { CANARY_PATTERN } from './canary'
-export { type ErrorBody, errorBody, GuardError, type GuardErrorCode } from './errors'
+export {
+  type ErrorBody,
+  errorBody,
+  GuardError,
+  type GuardErrorCode,
+  responseStatus,
+} from './errors'
 export type { Usage } from './format/frames'
 export { type GuardInfo, guardInfo } from './guard'
 export { IncidentRecorder } from './quarantine/aggregate'
@@ -38,6 +44,14 @@ export {
 } from './secrets/policy'
 export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
 export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'
+export {
+  type AiAnswer,
+  type AnswerChoice,
+  type AnswerToolCall,
+  type AnswerUsage,
+  type GuardedAi,
+  sseResponse,
+} from './surfaces/typed-runner'
 export {
   BUILTIN_PROFILES,
   type CacheIsolation,

@@ -132,9 +132,9 @@ ${kept}
 Next:
   npm run types    # Env for src/index.ts from wrangler.toml (AI and the secrets it declares)
   npm run check    # tsc
-  npm run dev      # your Worker on http://localhost:8787, env.AI the leaking simulator
+  npm run dev      # your Worker on http://localhost:8788, env.AI the leaking simulator
                    # (${INSTALLED_SIM_CONFIG})
-  curl -s localhost:8787/ask -H 'authorization: Bearer dev-key-alice' -d '{"question":"Summarise our Q3 plan."}'
+  curl -s localhost:8788/ask -H 'authorization: Bearer dev-key-alice' -d '{"question":"Summarise our Q3 plan."}'
 
 Before deploying: replace src/auth.ts with your own sign-in, then
   npx wrangler secret put GUARD_SECRET   # at least 32 random bytes

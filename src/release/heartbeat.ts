@@ -5,8 +5,8 @@
  * The cost, stated where it is paid: the response exists before the verdict, so its status is 200;
  * an answer withheld after that ends the stream with the guard's error instead of an error status.
  * So the beating response starts only once a verdict has taken `heartbeatMs` ({@link heldPast}): a
- * verdict that comes sooner keeps its own status (a quarantine's 502, which no client retries as a
- * stream error).
+ * verdict that comes sooner keeps its own status (a quarantine's 422, which no client library
+ * resends).
  */
 
 /** The comment sent while held: SSE clients ignore comment lines. */

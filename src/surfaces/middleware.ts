@@ -6,11 +6,15 @@ import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
 import type { GuardOptions } from '../vocabulary/options'
 import { type AiGuard, createGuard } from './guard-ai'
+import type { GuardedAi } from './typed-runner'
 
 /** The variables `aiGuard` sets on the context. */
 export interface AiGuardVariables {
-  /** The guarded runner: call `c.var.ai.run(model, inputs)` exactly like `env.AI.run`. */
-  ai: AiRunner
+  /**
+   * The guarded runner: call `c.var.ai.run(model, inputs)` exactly like `env.AI.run`; a whole answer
+   * is typed (`AiAnswer`), a stream is SSE bytes for `sseResponse`.
+   */
+  ai: GuardedAi
 }
 
 declare module 'hono' {
@@ -72,7 +76,8 @@ export function aiGuard(options: AiGuardOptions): MiddlewareHandler {
       throw new Error('aiGuard: no upstream; bind Workers AI as "AI" or pass the "upstream" option')
     }
     const who = typeof tenant === 'function' ? await tenant(c) : tenant
-    c.set('ai', guard.wrap(ai, { tenant: who, waitUntil: hostWaitUntil(c) }))
+    // The runner resolves to the binding's own shapes (or a stream), which GuardedAi types.
+    c.set('ai', guard.wrap(ai, { tenant: who, waitUntil: hostWaitUntil(c) }) as GuardedAi)
     clientErrorOnMalformedJson(c)
     await next()
     if (c.error instanceof GuardError) {

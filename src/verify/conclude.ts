@@ -7,6 +7,7 @@ import type { StoreGap } from '../fingerprint'
 import { type Channel, channelEntries } from '../format/frames'
 import type { TimingSignal } from '../timing/prefill'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
+import type { PlanEstimate } from '../vocabulary/request-facts'
 import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
 import { ContentHold } from './content-check'
 import { secondOpinion } from './second-opinion'
@@ -22,6 +23,11 @@ interface Evidence {
   /** The answer's texts, scanned here for canaries. */
   texts: Texts
   timing?: TimingSignal
+  /**
+   * The time to the first token (a whole answer: to the answer) as measured, judged or not: a prompt
+   * too short for the prefill bound to matter is still plotted by the console.
+   */
+  observedMs?: number
   /** The engine's `usage.prompt_tokens`. */
   reported?: number
   /**
@@ -83,10 +89,9 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
     ctx.services.options.observe,
   )
   const figures = {
+    ...(evidence.observedMs !== undefined ? { ttftMs: evidence.observedMs } : {}),
     ...timingRecord(timing),
-    ...(estimate
-      ? { estimatedTokens: estimate.bound + estimate.overhead }
-      : { tokenBound: ctx.request.admission.estimated }),
+    ...(await promptFigures(ctx, verdict, estimate)),
     ...(reported !== undefined ? { promptTokensReported: reported } : {}),
     ...(content ? { contentRun: content.run, contentMatches: content.matches } : {}),
     ...gapFigures(await (await ctx.content())?.gap()),
@@ -133,6 +138,24 @@ async function foreignContent(
 function gapFigures(gap: StoreGap): QuarantineRecord['figures'] {
   if (!gap) return {}
   return 'down' in gap ? { fingerprintStoreDown: true } : { fingerprintShardsUnread: gap.shards }
+}
+
+/**
+ * The prompt's size: its estimate when counted. A prompt far under the ceiling is admitted on its byte
+ * bound, uncounted (several times its tokens); a withheld answer's record is what a responder compares
+ * against the profile's pool, so its prompt is counted then (once, rarely), for the record only.
+ */
+async function promptFigures(
+  ctx: AttemptContext,
+  verdict: Verdict,
+  estimate: PlanEstimate | undefined,
+): Promise<QuarantineRecord['figures']> {
+  const counted =
+    estimate ??
+    (verdict.action === 'release' ? undefined : await ctx.request.estimate().catch(() => undefined))
+  return counted
+    ? { estimatedTokens: counted.bound + counted.overhead }
+    : { tokenBound: ctx.request.admission.estimated }
 }
 
 /** Timing figures for a quarantine record. */

@@ -226,6 +226,7 @@ class HeldStream {
       echo,
       texts: this.raw,
       ...(this.#content ? { watch: this.#content } : {}),
+      ...(this.#firstTokenMs !== undefined ? { observedMs: this.#firstTokenMs } : {}),
       ...(this.#timing ? { timing: this.#timing } : {}),
       ...(reported !== undefined ? { reported } : {}),
     })

@@ -43,6 +43,7 @@ export async function verifyWholeAnswer(
   const conclusion = await conclude(ctx, {
     echo,
     texts,
+    observedMs,
     ...(timing ? { timing } : {}),
     ...(typeof reported === 'number' ? { reported } : {}),
   })

@@ -9,8 +9,9 @@ import { adminRoutes } from './admin'
 import { type AdmissionVariables, admitMemory } from './admission'
 import { type BodyBudget, readJsonObject } from './body'
 import { bodyLimit, bodyPace, guardFor } from './config'
+import { cors } from './cors'
 import type { Env } from './env'
-import { modelList, requireProfile } from './models'
+import { modelList, unknownModel } from './models'
 import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
 import { tenantFor } from './tenants'
 
@@ -27,6 +28,15 @@ type AppContext = Context<AppEnv>
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
   app.get('/health', (c) => c.json({ ok: true, service: 'workers-ai-guard' }))
+  // Before the key: a browser's preflight carries none. Only the operator's origins get CORS headers.
+  app.use(
+    '/v1/*',
+    cors<AppEnv>((env) => env.GUARD_CORS_ORIGINS),
+  )
+  app.use(
+    '/ai/*',
+    cors<AppEnv>((env) => env.GUARD_CORS_ORIGINS),
+  )
   // Every model route needs a tenant: the key alone decides it, never a header the client picks.
   app.use('/v1/*', requireTenant(OPENAI_UNAUTHORIZED))
   app.use('/ai/*', requireTenant(NATIVE_UNAUTHORIZED))
@@ -83,7 +93,8 @@ function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
 /** `POST /v1/chat/completions`: an OpenAI chat body in, an OpenAI answer or chunk stream out. */
 async function chatCompletions(c: AppContext): Promise<Response> {
   const { model, inputs } = fromOpenAi(await readJsonObject(c.req.raw, modelBodyBudget(c)))
-  requireProfile(guardFor(c.env), model)
+  const refused = unknownModel(guardFor(c.env), model)
+  if (refused) return refused
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) {
     // Chat-format streams are already OpenAI chunks, sent as they are: only legacy events need rewriting.
@@ -96,7 +107,8 @@ async function chatCompletions(c: AppContext): Promise<Response> {
 async function runNative(c: AppContext): Promise<Response> {
   const model = modelFromPath(c.req.path)
   const inputs = await readJsonObject(c.req.raw, modelBodyBudget(c))
-  requireProfile(guardFor(c.env), model)
+  const refused = unknownModel(guardFor(c.env), model)
+  if (refused) return refused
   const output = await runnerFor(c).run(model, inputs)
   if (output instanceof ReadableStream) return streamResponse(output)
   return c.json(output as Record<string, unknown>, 200, headersFor(output))

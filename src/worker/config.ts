@@ -93,8 +93,7 @@ export function guardFor(env: Env): AiGuard {
 /**
  * `GUARD_HEARTBEAT_MS`: ms between `: held` comments while a stream is held for its verdict; unset,
  * empty or `0`: none (the option's default). The deployed Worker sets 15000 in wrangler.toml: the
- * measured clients give up on a silent stream at 300 s and the AI SDK resends a quarantine's 502,
- * while common proxies close an idle one at 60–100 s (docs/streaming.md, "Heartbeat"). Anything
+ * measured clients give up on a silent stream at 300 s, while common proxies close an idle one at 60–100 s (docs/streaming.md, "Heartbeat"). Anything
  * else is the option's to validate (a whole number of at least 100).
  */
 function heartbeat(value: string | undefined): { heartbeatMs?: number } {

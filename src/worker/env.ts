@@ -51,6 +51,11 @@ export interface Env {
    * it a request gets 503 with `Retry-After`. @default 83886080 (80 MiB of the isolate's 128 MB)
    */
   GUARD_MEMORY_BUDGET_BYTES?: string
+  /**
+   * Origins a browser app may call the model routes from: exact origins, comma-separated
+   * (`https://app.example.com`); `*` is never honoured. Unset: no CORS headers (server-side callers).
+   */
+  GUARD_CORS_ORIGINS?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
   ADMIN_SECRET?: string
   /** D1 database of quarantined answers (schema in migrations/). In-memory per isolate when unbound. */

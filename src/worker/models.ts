@@ -1,9 +1,10 @@
 /**
- * @module The Worker's model surface: `GET /v1/models` lists what it guards, and an unknown model's
- * refusal names the setting a Worker operator has (`GUARD_MODELS`), not the library's option.
+ * @module The Worker's model surface: `GET /v1/models` lists what it guards, and an unknown model is
+ * OpenAI's 404 for the tenant, with the setting a Worker operator has (`GUARD_MODELS`) in the log.
  */
 import { GuardError } from '../errors'
 import type { AiGuard } from '../surfaces/guard-ai'
+import { refusalBody } from './openai'
 
 /** One entry of OpenAI's `GET /v1/models` list. */
 interface ModelEntry {
@@ -45,21 +46,28 @@ const PROFILE_FIELDS = [
   .join(', ')
 
 /**
- * Refuses a model the guard has no profile for, before any work, with a message for a Worker
- * operator: the library's wording points at the `models` option, which a Worker user never sees.
+ * A model the guard has no profile for, refused before any work: the tenant gets OpenAI's 404
+ * `model_not_found` (what its client expects, nothing it cannot act on); the operator's remedy, a
+ * `GUARD_MODELS` entry, goes to the log. Undefined for a model the guard serves.
  *
  * @example
- * requireProfile(guardFor(c.env), model)
+ * const refused = unknownModel(guardFor(c.env), model)
+ * if (refused) return refused
  */
-export function requireProfile(guard: AiGuard, model: string): void {
+export function unknownModel(guard: AiGuard, model: string): Response | undefined {
   try {
     guard.profile(model)
+    return undefined
   } catch (error) {
     if (!(error instanceof GuardError) || error.param !== 'model') throw error
-    throw new GuardError(
-      'invalid_request',
-      `Model ${JSON.stringify(model)} has no profile, so no safe token ceiling is known; add one to the Worker's GUARD_MODELS variable, a JSON object {${JSON.stringify(model)}: {${PROFILE_FIELDS}}}. GET /v1/models lists the models guarded now.`,
-      { param: 'model', cause: error },
-    )
   }
+  console.warn(
+    JSON.stringify({
+      event: 'ai_guard_unknown_model',
+      model,
+      hint: `No profile, so no safe token ceiling is known: to serve it, add it to the Worker's GUARD_MODELS variable, a JSON object {${JSON.stringify(model)}: {${PROFILE_FIELDS}}}.`,
+    }),
+  )
+  const message = `The model ${JSON.stringify(model)} does not exist or is not served here; GET /v1/models lists the models you can use.`
+  return Response.json(refusalBody('model_not_found', message, 'model'), { status: 404 })
 }

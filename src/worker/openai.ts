@@ -269,6 +269,8 @@ type RefusalCode =
   | 'forbidden'
   /** No such route, or no such incident. */
   | 'not_found'
+  /** A model the Worker has no profile for (OpenAI's code for an unknown model). */
+  | 'model_not_found'
   /** A route that exists, called with a method it does not answer (the `Allow` header names it). */
   | 'method_not_allowed'
 

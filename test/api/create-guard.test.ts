@@ -232,7 +232,7 @@ describe('aiGuard', () => {
   it('should share the guard it was given: incidents land in its store', async () => {
     const { hono, guard } = app(ignoresEcho)
     const res = await post(hono, '/chat/whole', JSON.stringify(chat('Hello there.')))
-    expect(res.status).toBe(502)
+    expect(res.status).toBe(422)
     const body = (await res.json()) as { error: { code: string; incident_id: string } }
     expect(body.error.code).toBe('response_quarantined')
     const records = await guard.quarantine.list()

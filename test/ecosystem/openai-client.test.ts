@@ -54,7 +54,7 @@ describe('the openai client against the Worker', () => {
   }, 30_000)
 
   for (const stream of [false, true]) {
-    it(`should surface a leaked answer as a 502 APIError with the incident id (${stream ? 'stream' : 'whole'})`, async () => {
+    it(`should surface a leaked answer as a 422 APIError with the incident id (${stream ? 'stream' : 'whole'})`, async () => {
       expectOwn(await ask(a, document('TENANT-A', 6_000), false), 'TENANT-A', ['TENANT-B'])
       const error = await apiError(ask(b, document('TENANT-B', 12_000), stream))
       const incident = expectQuarantined(error, ['TENANT-A'])
@@ -68,9 +68,8 @@ describe('the openai client against the Worker', () => {
     }, 30_000)
   }
 
-  // The openai client retries 5xx twice by default; a quarantine is not transient, and each retry sends
-  // the oversized prompt to the leaking engine again. Flips once error responses for
-  // response_quarantined carry `x-should-retry: false` (see docs/ecosystem.md, "Read incidents").
+  // A quarantine is not transient: each retry would send the oversized prompt to the leaking engine
+  // again. Every client library is checked in ./client-retries.test.ts; this one with retries asked for.
   it('should not be retried by the client default retry policy', async () => {
     const retrying = client(BASE, 'tenant-b', { ...viaSelf, maxRetries: 2 })
     await ask(a, document('TENANT-A', 6_000), false)

@@ -15,7 +15,7 @@ type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Resp
 
 /**
  * An OpenAI client for one tenant of the Worker at `baseURL`, retries off unless asked for: a retried
- * 502 would make a second upstream call per quarantine and blur what one request did.
+ * error would make a second upstream call and blur what one request did.
  *
  * @example
  * const a = client('http://127.0.0.1:8787/v1', 'tenant-a')
@@ -102,7 +102,7 @@ export async function apiError(
 }
 
 /**
- * Asserts a withheld answer reached the client as the client's own 502 error class with our code, and
+ * Asserts a withheld answer reached the client as the client's own 422 error class with our code, and
  * returns the incident id, which the body and the `x-guard-incident-id` header both carry.
  *
  * @example
@@ -112,8 +112,8 @@ export function expectQuarantined(
   error: InstanceType<typeof OpenAI.APIError>,
   others: string[],
 ): string {
-  expect(error).toBeInstanceOf(OpenAI.InternalServerError)
-  expect(error.status).toBe(502)
+  expect(error).toBeInstanceOf(OpenAI.UnprocessableEntityError)
+  expect(error.status).toBe(422)
   expect(error.code).toBe('response_quarantined')
   expect(error.type).toBe('server_error')
   const incident = (error.error as { incident_id?: string }).incident_id

@@ -94,7 +94,7 @@ describe('the primer + opt-out leak (issue 12)', () => {
             chat(attack.slice(0, Math.floor(attack.length / 2)), { stream, ...optOut }),
           )
           expect(b.text).not.toContain('TENANT-A')
-          expect(b.status).toBe(502)
+          expect(b.status).toBe(422)
           expect(b.code).toBe('response_quarantined')
           const record = await quarantine.get(b.incidentId!)
           expect(record?.tenant).toBe('tenant-b')
@@ -302,7 +302,7 @@ describe('incidents are for leaks', () => {
     const ids = new Set<string>()
     for (let i = 0; i < 30; i++) {
       const out = await send('tenant-b', MODEL, chat(document('TENANT-B', 500)))
-      expect(out.status).toBe(502)
+      expect(out.status).toBe(422)
       expect(out.text).not.toContain('TENANT-A')
       ids.add(out.incidentId!)
     }
@@ -316,7 +316,7 @@ describe('incidents are for leaks', () => {
     for (let i = 0; i < 3; i++) {
       const out = await send('tenant-b', MODEL, chat(document('TENANT-B', 12_000)))
       expect(out.text).not.toContain('TENANT-A')
-      expect(out.status).toBe(502)
+      expect(out.status).toBe(422)
       leaks.push(out.incidentId!)
     }
     for (const id of leaks) {

@@ -131,7 +131,7 @@ function expectNothingSecret(body: string): void {
 describe('leak alerts from wrangler dev', () => {
   it('should alert the operator and the source tenant without delaying the client', async () => {
     const client = await leakFrom('dev-key-tenant-a', 'TENANT-A', true)
-    expect(client.status).toBe(502)
+    expect(client.status).toBe(422)
     const incidentId = incidentOf(client.body)
     // The client has its whole answer; the alerts' first attempts are still held open by us.
     const ops = await rx.arrival('/operator')
@@ -179,7 +179,7 @@ describe('leak alerts from wrangler dev', () => {
   it('should keep a hostile tenant name from injecting into the JSON or the Slack alert', async () => {
     const before = rx.requests.filter((r) => r.path === '/operator').length
     const client = await leakFrom('dev-key-hostile', 'HOSTILE', false)
-    expect(client.status).toBe(502)
+    expect(client.status).toBe(422)
     const incidentId = incidentOf(client.body)
     const ops = await rx.arrival('/operator', before + 1)
     const slack = await rx.arrival('/hostile')

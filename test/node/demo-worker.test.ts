@@ -54,7 +54,7 @@ describe('the leak demo against the running Worker', () => {
     expect(report.rows.map((r) => [r.tenant, r.status])).toEqual([
       ['B', '200'],
       ['A', '200'],
-      ['B', '502 response_quarantined'],
+      ['B', '422 response_quarantined'],
     ])
     // Checked on the bodies as received: nobody got another tenant's secret or rows.
     for (const row of report.rows) expect(row.receivedDataOf).toBeNull()
@@ -110,7 +110,7 @@ describe('the leak demo against the running Worker', () => {
     const report = JSON.parse(out) as Awaited<ReturnType<typeof runWorkerDemo>>
     expect(report.rows.at(-1)).toMatchObject({
       tenant: 'B',
-      status: '502 response_quarantined',
+      status: '422 response_quarantined',
       receivedDataOf: null,
     })
     expect(report.incident?.id).toMatch(/^inc_/)
@@ -149,7 +149,7 @@ describe('the leak demo against the running Worker', () => {
     expect(code).toBe(1)
     expect(out).toBe('')
     expect(err.trim().split('\n')).toEqual([
-      `No guard Worker answers at ${closed}: run \`npm start\` in another shell, then \`npm run demo:worker\` again (--worker <url> or GUARD_URL for another address).`,
+      `No guard Worker answers at ${closed}: run \`npm start\` in another shell, then \`npm run demo:worker\` again (GUARD_PORT if \`npm start\` runs on another port; --worker <url> or GUARD_URL for another address).`,
     ])
   }, 30_000)
 })

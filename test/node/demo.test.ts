@@ -36,7 +36,7 @@ describe('incident demo', () => {
     expect(bLong.guarded.status).toBe('400 context_length_exceeded')
     // Guarded with a wrong pool figure: the answer is withheld, by canary and timing evidence.
     expect(bLong.guardedWrongPool).toMatchObject({ verdict: 'quarantine', leaksSecretOf: null })
-    expect(bLong.guardedWrongPool.status).toBe('502 response_quarantined')
+    expect(bLong.guardedWrongPool.status).toBe('422 response_quarantined')
     // Which evidence fires depends on which stale pages decode read; the answer is withheld either way,
     // and at least one of the proofs (another request's canary, an impossible first token) is there.
     expect(
@@ -54,6 +54,6 @@ describe('incident demo', () => {
     expect(a.guarded.received).toContain('SECRET-A-PAYROLL')
 
     expect(formatTable(rows)).toContain('YES (A)')
-    expect(formatGuardTable(rows)).toContain('502 response_quarantined quarantine (')
+    expect(formatGuardTable(rows)).toContain('422 response_quarantined quarantine (')
   }, 90_000)
 })

@@ -109,6 +109,17 @@ describe('the README and docs agree with the code', () => {
     )
   })
 
+  // npm start's binding table marks the simulator `[not connected]` (wrangler's registry of other dev
+  // processes; the simulator runs in the same one): a new operator takes it for a broken binding.
+  it("should explain npm start's [not connected] binding status where npm start is run", async () => {
+    const readme = await read('README.md')
+    const start = readme.slice(readme.indexOf('**Against the running Worker:**'))
+    const said = start.slice(0, start.indexOf('```'))
+    expect(said).toContain('`env.AI (workers-ai-sim#SimulatedAi) … [not connected]`')
+    expect(said).toMatch(/other\*? `wrangler dev`\s+processes/)
+    expect(said).toContain('the binding works')
+  })
+
   it('should keep the README a landing page: at most 400 lines, the rest linked in docs/', async () => {
     const readme = await read('README.md')
     expect(readme.split('\n').length).toBeLessThanOrEqual(400)

@@ -1,7 +1,9 @@
 import { build } from 'esbuild'
 import type { Hono } from 'hono'
 import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { signInFirst } from '../../examples/consumer/src/auth'
 import { SimEngine } from '../../sim/engine'
+import { errorBody, GuardError } from '../../src'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
 import { hasCanary } from '../support/leak-scenario'
 import { document, sseText } from '../support/prompts'
@@ -32,6 +34,16 @@ beforeAll(async () => {
     createApp: typeof createApp
   })
 }, 30_000)
+
+/** A refused sign-in, as OpenAI clients parse it. */
+const SIGN_IN_FIRST = {
+  error: {
+    message: 'Sign in first.',
+    type: 'invalid_request_error',
+    code: 'invalid_api_key',
+    param: null,
+  },
+}
 
 /** The example's dev keys (wrangler.toml's USER_KEYS holds their SHA-256). */
 const USER_KEYS = JSON.stringify({
@@ -74,9 +86,19 @@ describe('examples/hono-app', () => {
     for (const headers of attempts) {
       const res = await ask(app, engine, undefined, { question: 'hi' }, headers)
       expect(res.status).toBe(401)
-      expect(await res.json()).toEqual({ error: 'Sign in first.' })
+      expect(await res.json()).toEqual(SIGN_IN_FIRST)
     }
     expect(engine.stats().requests.total).toBe(0)
+  })
+
+  // The starter `init` writes answers the same OpenAI shape as the guard's own errors.
+  it("should refuse with the OpenAI error shape in the consumer starter's sign-in too", async () => {
+    const res = signInFirst()
+    expect(res.status).toBe(401)
+    const body = (await res.json()) as { error: Record<string, unknown> }
+    expect(body).toEqual(SIGN_IN_FIRST)
+    const guardShape = errorBody(new GuardError('invalid_request', 'x'))
+    expect(Object.keys(body.error).sort()).toEqual(Object.keys(guardShape.error).sort())
   })
 
   it('should answer each user from their own question, whole and streamed, canary stripped', async () => {
@@ -95,6 +117,8 @@ describe('examples/hono-app', () => {
       stream: true,
     })
     expect(streamed.headers.get('content-type')).toContain('text/event-stream')
+    // sseResponse: the guard's request id travels with the stream.
+    expect(streamed.headers.get('x-guard-request-id')).toBeTruthy()
     const text = await streamed.text()
     expect(sseText(text).content).toContain('ALICE')
     expect(hasCanary(text)).toBe(false)
@@ -119,7 +143,7 @@ describe('examples/hono-app', () => {
     expect(engine.stats().requests.total).toBe(0)
   })
 
-  it('should withhold a leaked answer with a 502 and the incident id', async () => {
+  it('should withhold a leaked answer with a 422 and the incident id', async () => {
     // A pool far smaller than the built-in profile believes: over-pool prompts reach the engine.
     const engine = new SimEngine({
       mode: 'pd-abort-leak',
@@ -137,7 +161,7 @@ describe('examples/hono-app', () => {
       )
       const res = await ask(app, engine, 'bob', { question: document('BOB', 12_000) })
       const text = await res.text()
-      expect(res.status).toBe(502)
+      expect(res.status).toBe(422)
       expect(text).not.toContain('ALICE')
       const { error } = JSON.parse(text) as { error: { code: string; incident_id: string } }
       expect(error.code).toBe('response_quarantined')

@@ -182,7 +182,13 @@ describe('the packed package installed in an empty project', () => {
     const help = await host.run(host.join(host.cwd, 'node_modules/.bin/node'), [cli, '--help'], {
       cwd: dir,
     })
-    expect(help).toContain('workers-ai-guard probe')
+    // Every command, one line each, under --help and help alike.
+    for (const name of ['init', 'probe', 'directive', 'audit'])
+      expect(help).toMatch(new RegExp(`\\n  ${name} +\\S`))
+    const word = await host.run(host.join(host.cwd, 'node_modules/.bin/node'), [cli, 'help'], {
+      cwd: dir,
+    })
+    expect(word).toBe(help)
   }, 30_000)
 })
 

@@ -17,7 +17,9 @@ export const MODEL = '@cf/zai-org/glm-5.3'
  * Statuses a surface may answer with: an answer, a clear client error, or a clear upstream/guard
  * failure. 500 is not among them: it means the guard itself broke.
  */
-export const ALLOWED_STATUSES: ReadonlySet<number> = new Set([200, 400, 413, 429, 502, 503, 504])
+export const ALLOWED_STATUSES: ReadonlySet<number> = new Set([
+  200, 400, 413, 422, 429, 502, 503, 504,
+])
 
 /** Strings that have broken parsers, tokenizers and scanners before: all must be handled. */
 const NASTY = fc.constantFrom(

@@ -201,7 +201,7 @@ describe('the Worker with its stores unbound or down', { timeout: 30_000 }, () =
     await sim.configure({ echoIgnoreRate: 1 })
     const res = await ask(workerEnv)
     const { error } = openAiError(await res.text())
-    expect([res.status, error.code]).toEqual([502, 'response_quarantined'])
+    expect([res.status, error.code]).toEqual([422, 'response_quarantined'])
     const record = (await (
       await call(workerEnv, `/admin/incidents/${error.incident_id}`, {
         headers: { authorization: `Bearer ${ADMIN}` },
@@ -233,7 +233,7 @@ describe('the Worker with its stores unbound or down', { timeout: 30_000 }, () =
       logs.restore()
     }
     const { error } = openAiError(await res.text())
-    expect([res.status, error.code]).toEqual([502, 'response_quarantined'])
+    expect([res.status, error.code]).toEqual([422, 'response_quarantined'])
     expect(logs.text()).toContain('ai_guard_store_failed')
     expect(logs.text()).toContain(error.incident_id)
   })

@@ -78,7 +78,7 @@ describe('the tenant comes from the bearer key alone', { timeout: 30_000 }, () =
       SPOOF_HEADERS,
     )
     const { error } = openAiError(await res.text())
-    expect([res.status, error.code]).toEqual([502, 'response_quarantined'])
+    expect([res.status, error.code]).toEqual([422, 'response_quarantined'])
     const record = (await (
       await SELF.fetch(`http://guard.test/admin/incidents/${error.incident_id}`, {
         headers: { authorization: `Bearer ${ADMIN}` },

@@ -28,6 +28,11 @@ export type Recollection =
   | 'copy-cue'
   /** Writes its last scripted answer again, whatever it is asked (stale reads that repeat). */
   | 'repeat'
+  /**
+   * Does what the question the cue came with says ("… and write what the last user sent"), writing
+   * its last scripted answer for it: a tenant's prompt that makes the model restate others' words.
+   */
+  | 'obey-question'
 
 export interface KnowingEngineOptions {
   /** Texts the model knows by heart. */
@@ -207,7 +212,8 @@ export function knowingEngine(options: KnowingEngineOptions): KnowingEngine {
         const recalled =
           recollection === 'copy-cue'
             ? cue
-            : recollection === 'repeat'
+            : recollection === 'repeat' ||
+                (recollection === 'obey-question' && /write what the last user sent/.test(context))
               ? `${lastScripted.reasoning ?? ''}${lastScripted.content}`
               : slip(knowledge.continue(cue, limit, context), options.slipEvery ?? 0)
         written = {

@@ -113,7 +113,7 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
               chat(await documentOf(engine, 'TENANT-B', bTokens), { stream }),
             )
             expect(leaked(b)).toEqual([])
-            expect(b.status).toBe(502)
+            expect(b.status).toBe(422)
             expect(b.code).toBe('response_quarantined')
             const record = await quarantine.get(b.incidentId!)
             expect(record?.tenant).toBe('tenant-b')

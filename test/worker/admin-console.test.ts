@@ -217,6 +217,8 @@ describe('overview', () => {
       reasons: action === 'release' ? [] : ['ttft_impossible'],
       estimatedTokens: tokens,
       ttftMs,
+      // A withheld answer here was judged on its timing: the minimum for its tokens at 1M/s.
+      ...(action === 'release' ? {} : { expectedMinMs: tokens / 1_000 }),
       weight: 1,
       ...(incidentId ? { incidentId } : {}),
     })
@@ -228,6 +230,9 @@ describe('overview', () => {
         // The ceiling's estimate (400k) is an upper bound; the timing guard charged its lower count,
         // 300k uncached tokens (300 ms at 1M/s): released at 350 ms, it is plotted above the line.
         { ...sample(400_000, 350, 'release'), expectedMinMs: 300 },
+        // Not judged (a prompt too short for the bound to matter), its byte bound far to the right:
+        // plotted no further right than where the line meets its 20 ms, never under the line.
+        { ...sample(100_000, 20, 'release'), estimatedTokens: undefined, tokenBound: 100_000 },
       ],
       [
         { reason: 'context_length_exceeded', script: 'cjk', count: 7 },
@@ -239,11 +244,15 @@ describe('overview', () => {
       ],
     )
     const incidents = [
-      record({ id: 'inc_fast', at: now - HOUR, figures: { estimatedTokens: 300_000, ttftMs: 4 } }),
+      record({
+        id: 'inc_fast',
+        at: now - HOUR,
+        figures: { estimatedTokens: 300_000, ttftMs: 4, expectedMinMs: 300 },
+      }),
       record({
         id: 'inc_only_store',
         at: now - 2 * HOUR,
-        figures: { estimatedTokens: 50_000, ttftMs: 2 },
+        figures: { estimatedTokens: 50_000, ttftMs: 2, expectedMinMs: 50 },
       }),
     ]
     const sources: OverviewSources = {
@@ -287,6 +296,7 @@ describe('overview', () => {
       ['release', 200_000, null],
       ['quarantine', 300_000, 'inc_fast'],
       ['release', 300_000, null],
+      ['release', 20_000, null],
       ['quarantine', 50_000, 'inc_only_store'], // in the store, not sampled: plotted once all the same
     ])
     // SVG y grows downwards: under the line (faster than physics) is a larger y.

@@ -1,4 +1,4 @@
-import { env } from 'cloudflare:test'
+import { env, SELF } from 'cloudflare:test'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { CANARY_PATTERN } from '../../src'
 import type { QuarantineRecord, QuarantineSummary } from '../../src/vocabulary/quarantine'
@@ -41,7 +41,7 @@ describe('quarantine through the Worker', () => {
     for (const stream of [false, true]) {
       it(`should withhold the answer and tell the client only the incident id (${mode}, ${stream ? 'stream' : 'whole'})`, async () => {
         const { res, body } = await leak(stream, mode)
-        expect(res.status).toBe(502)
+        expect(res.status).toBe(422)
         const parsed = JSON.parse(body) as { error: Record<string, unknown> }
         expect(Object.keys(parsed.error).sort()).toEqual([
           'code',
@@ -82,6 +82,33 @@ describe('quarantine through the Worker', () => {
     const stored = new TextDecoder().decode(new Uint8Array(row!.withheld))
     expect(stored).not.toContain('TENANT-A')
     expect(stored).not.toContain('ledger')
+  })
+
+  // A prompt far under the ceiling is admitted on its byte bound (about 4× its tokens) and never
+  // counted; its incident page compared that bound with the pool. The record counts it instead.
+  it('should record an uncounted prompt counted, shown beside the profile pool on its page', async () => {
+    const { body } = await leak(false)
+    const id = (JSON.parse(body) as { error: { incident_id: string } }).error.incident_id
+    const record = (await (await get(`/admin/incidents/${id}`, ADMIN)).json()) as QuarantineRecord
+    expect(record.figures.tokenBound).toBeUndefined()
+    // The guard's upper estimate, within a fifth of the engine's own count (the byte bound: ~4×).
+    const reported = record.figures.promptTokensReported!
+    expect(record.figures.estimatedTokens).toBeGreaterThanOrEqual(reported)
+    expect(record.figures.estimatedTokens).toBeLessThan(reported * 1.2)
+    // Must not fire: a released answer is not counted for its figures (its line keeps the bound).
+    const released = logged.events.find((v) => v.action === 'release')!
+    expect(released.estimatedTokens).toBeUndefined()
+    expect(released.tokenBound).toBeGreaterThan(20_000)
+    const page = await (
+      await SELF.fetch(`http://guard.test/admin/incidents/${id}`, {
+        headers: { accept: 'text/html', authorization: `Bearer ${ADMIN}` },
+      })
+    ).text()
+    const shown = (figure: string) =>
+      new RegExp(`data-figure="${figure}">([\\d,]+)<`).exec(page)?.[1]?.replaceAll(',', '')
+    expect(Number(shown('estimatedTokens'))).toBe(record.figures.estimatedTokens)
+    expect(shown('kvPoolTokens')).toBe('681280')
+    expect(page).toContain('the prompt size below against the profile’s kvPoolTokens')
   })
 
   it('should list and decrypt incidents for the admin only', async () => {
@@ -130,4 +157,37 @@ describe('quarantine through the Worker', () => {
     expect(text).toContain('TENANT-B')
     expect(text).not.toContain('TENANT-A')
   })
+})
+
+describe('the incidents API filters', () => {
+  it('should refuse a filter it cannot read with a 400 naming it, never ignore it', async () => {
+    for (const [query, param] of [
+      ['limit=abc', 'limit'],
+      ['limit=0', 'limit'],
+      ['limit=2.5', 'limit'],
+      ['limit=1001', 'limit'],
+      ['limit=', 'limit'],
+      ['since=yesterday', 'since'],
+      ['until=1e999', 'until'],
+    ] as const) {
+      const res = await get(`/admin/incidents?${query}`, ADMIN)
+      expect(res.status, query).toBe(400)
+      const { error } = (await res.json()) as {
+        error: { code: string; param: string; message: string }
+      }
+      expect([error.code, error.param], query).toEqual(['invalid_request', param])
+      expect(error.message).toContain(param)
+    }
+  })
+
+  // Must not fire: good values are applied.
+  it('should apply readable filters', async () => {
+    await leak(false)
+    await leak(false)
+    const one = await get('/admin/incidents?limit=1&tenant=tenant-b', ADMIN)
+    expect(one.status).toBe(200)
+    expect(((await one.json()) as { data: unknown[] }).data).toHaveLength(1)
+    const none = await get(`/admin/incidents?since=${Date.now() + 60_000}`, ADMIN)
+    expect(((await none.json()) as { data: unknown[] }).data).toEqual([])
+  }, 60_000)
 })

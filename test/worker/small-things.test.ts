@@ -3,7 +3,7 @@
  * OpenAI-compatible endpoint's do.
  */
 import { env, SELF } from 'cloudflare:test'
-import { beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../src/worker/app'
 import type { Env } from '../../src/worker/env'
 import { chat, document } from '../support/prompts'
@@ -155,13 +155,94 @@ describe('an unknown model', () => {
     ['/v1/chat/completions', { model: '@cf/example/unknown', ...chat('hi') }],
     ['/ai/run/@cf/example/unknown', chat('hi')],
   ] as const) {
-    it(`should name GUARD_MODELS, the Worker's setting, not the library's option (${path})`, async () => {
-      const res = await post(path, body, KEY_A)
-      expect(res.status).toBe(400)
+    it(`should answer the tenant 404 model_not_found and log the operator's hint (${path})`, async () => {
+      const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+      const before = (await sim.stats()).requests.total
+      let res: Response
+      let logged: string[]
+      try {
+        res = await post(path, body, KEY_A)
+        logged = warn.mock.calls.map((c) => String(c[0])).filter((l) => l.includes('unknown_model'))
+      } finally {
+        warn.mockRestore()
+      }
+      expect(res.status).toBe(404)
       const reply = (await res.json()) as ErrorReply
-      expect(reply.error.param).toBe('model')
-      expect(reply.error.message).toContain('GUARD_MODELS')
-      expect(reply.error.message).not.toContain('"models" option')
+      expect(reply.error).toMatchObject({
+        code: 'model_not_found',
+        type: 'invalid_request_error',
+        param: 'model',
+      })
+      expect(reply.error.message).toContain('@cf/example/unknown')
+      // The tenant is told nothing it cannot act on; the operator's remedy is in the log.
+      expect(reply.error.message).not.toContain('GUARD_MODELS')
+      expect(logged).toHaveLength(1)
+      expect(JSON.parse(logged[0]!)).toMatchObject({ model: '@cf/example/unknown' })
+      expect(logged[0]).toContain('GUARD_MODELS')
+      expect((await sim.stats()).requests.total).toBe(before)
     })
   }
+
+  // Must not fire: a guarded model is answered, and nothing is logged about it.
+  it('should answer a guarded model without the hint', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      const res = await post('/v1/chat/completions', { model: MODEL, ...chat('hi') }, KEY_A)
+      expect(res.status).toBe(200)
+      expect(warn.mock.calls.filter((c) => String(c[0]).includes('unknown_model'))).toEqual([])
+    } finally {
+      warn.mockRestore()
+    }
+  })
+})
+
+describe('tool calling through the Worker, on the simulator', () => {
+  const tools = [
+    {
+      type: 'function',
+      function: {
+        name: 'lookup_order',
+        parameters: { type: 'object', properties: { order_id: { type: 'string' } } },
+      },
+    },
+  ]
+
+  it('should deliver the simulated tool call, whole and streamed', async () => {
+    // Left to the model (no tool_choice), the simulator calls a tool the user names.
+    const ask = chat('Use lookup_order for order 7.')
+    const res = await post('/v1/chat/completions', { model: MODEL, ...ask, tools }, KEY_A)
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as {
+      choices: {
+        message: { tool_calls?: { function: { name: string; arguments: string } }[] }
+        finish_reason: string
+      }[]
+    }
+    expect(body.choices[0]!.finish_reason).toBe('tool_calls')
+    expect(body.choices[0]!.message.tool_calls?.[0]?.function).toEqual({
+      name: 'lookup_order',
+      arguments: '{"order_id":"simulated"}',
+    })
+    const streamed = await post(
+      '/v1/chat/completions',
+      { model: MODEL, ...ask, tools, stream: true },
+      KEY_A,
+    )
+    const text = await streamed.text()
+    expect(streamed.status).toBe(200)
+    expect(text).toContain('"name":"lookup_order"')
+    expect(text).toContain('"finish_reason":"tool_calls"')
+  })
+
+  // Must not fire: without tools, or with tools the request does not ask for, no call.
+  it('should answer without a tool call when none is offered or wanted', async () => {
+    for (const extra of [{}, { tools }]) {
+      const res = await post(
+        '/v1/chat/completions',
+        { model: MODEL, ...chat('Order 7?'), ...extra },
+        KEY_A,
+      )
+      expect(await res.text()).not.toContain('tool_calls')
+    }
+  })
 })

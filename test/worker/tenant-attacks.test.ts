@@ -71,7 +71,7 @@ describe('the primer + opt-out leak over HTTP (issue 12)', () => {
           stream,
         })
         expect(b.text).not.toContain('TENANT-A')
-        expect([b.status, b.code]).toEqual([502, 'response_quarantined'])
+        expect([b.status, b.code]).toEqual([422, 'response_quarantined'])
         const record = (await (await get(`/admin/incidents/${b.incidentId}`, ADMIN)).json()) as {
           tenant: string
           reasons: string[]

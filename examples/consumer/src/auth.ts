@@ -24,3 +24,19 @@ export async function verifiedUser(request: Request, keys: string): Promise<stri
   const user = (users as Record<string, unknown> | null)?.[hex]
   return typeof user === 'string' && user !== '' ? user : undefined
 }
+
+/**
+ * The 401 for a request without a valid key, in the OpenAI error shape the guard's own errors have, so
+ * a client reads every refusal the same way.
+ *
+ * @example
+ * if (!user) return signInFirst()
+ */
+export function signInFirst(): Response {
+  const error = {
+    message: 'Sign in first.',
+    type: 'invalid_request_error',
+    code: 'invalid_api_key',
+  }
+  return Response.json({ error: { ...error, param: null } }, { status: 401 })
+}

@@ -6,8 +6,15 @@
 // #region readme-guard
 import { env } from 'cloudflare:workers'
 import { Hono } from 'hono'
-import { type AiRunner, aiGuard, createGuard, GuardError, guardAi } from 'workers-ai-guard'
-import { verifiedUser } from './auth' // your own sign-in: a key, session or token the server checked
+import {
+  type AiRunner,
+  aiGuard,
+  createGuard,
+  GuardError,
+  guardAi,
+  sseResponse,
+} from 'workers-ai-guard'
+import { signInFirst, verifiedUser } from './auth' // your own sign-in: a key, session or token
 
 const MODEL = '@cf/zai-org/glm-5.3'
 
@@ -22,7 +29,7 @@ export default {
     const { pathname } = new URL(request.url)
     if (pathname === '/chat') return app.fetch(request, env, ctx)
     const user = await verifiedUser(request, env.USER_KEYS)
-    if (!user) return Response.json({ error: 'Sign in first.' }, { status: 401 })
+    if (!user) return signInFirst()
     if (pathname === '/ask') {
       // Per request: a runner for this user over this request's binding (cheap: no I/O).
       const ai = guard.wrap(env.AI, { tenant: user, waitUntil: (p) => ctx.waitUntil(p) })
@@ -42,13 +49,15 @@ export default {
 async function answer(ai: AiRunner, request: Request): Promise<Response> {
   const body = await request.json<{ question?: unknown }>().catch(() => undefined)
   if (typeof body?.question !== 'string') {
-    return Response.json({ error: 'Send {"question": "…"}.' }, { status: 400 })
+    return new GuardError('invalid_request', 'Send {"question": "…"}.', {
+      param: 'question',
+    }).getResponse()
   }
   try {
     const messages = [{ role: 'user', content: body.question }]
     return Response.json(await ai.run(MODEL, { messages }))
   } catch (error) {
-    // 400 context_length_exceeded (before any upstream call), 502 response_quarantined (an incident).
+    // 400 context_length_exceeded (before any upstream call), 422 response_quarantined (an incident).
     if (error instanceof GuardError) return error.getResponse()
     throw error
   }
@@ -61,13 +70,15 @@ async function answer(ai: AiRunner, request: Request): Promise<Response> {
 const app = new Hono<{ Bindings: Env; Variables: { user: string } }>()
 app.use('/chat', async (c, next) => {
   const user = await verifiedUser(c.req.raw, c.env.USER_KEYS)
-  if (!user) return c.json({ error: 'Sign in first.' }, 401)
+  if (!user) return signInFirst()
   c.set('user', user)
   await next()
 })
 app.use('/chat', aiGuard({ guard, tenant: (c) => c.var.user }))
 app.post('/chat', async (c) => {
-  const { messages } = await c.req.json<{ messages: { role: string; content: string }[] }>()
-  return c.json((await c.var.ai.run(MODEL, { messages })) as Record<string, unknown>)
+  const { messages, stream } = await c.req.json<{ messages: unknown[]; stream?: boolean }>()
+  // A stream is SSE bytes for sseResponse; a whole answer is typed (answer.choices[0].message).
+  if (stream === true) return sseResponse(await c.var.ai.run(MODEL, { messages, stream: true }))
+  return c.json(await c.var.ai.run(MODEL, { messages }))
 })
 // #endregion

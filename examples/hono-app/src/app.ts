@@ -3,7 +3,7 @@
  * guard added: the two lines marked "workers-ai-guard" are the whole change.
  */
 import { Hono } from 'hono'
-import { aiGuard } from 'workers-ai-guard' // workers-ai-guard
+import { aiGuard, sseResponse } from 'workers-ai-guard' // workers-ai-guard
 
 /** The app's bindings: Workers AI, the canary secret and the app's own API keys. */
 export interface Bindings {
@@ -55,7 +55,15 @@ export function createApp(secret: string): Hono<AppEnv> {
   // The app's own authentication, unchanged: the key the server checked decides whose request it is.
   app.use('/chat', async (c, next) => {
     const user = await userFor(c.env.USER_KEYS, c.req.header('authorization'))
-    if (!user) return c.json({ error: 'Sign in first.' }, 401)
+    if (!user) {
+      // The OpenAI error shape, as the guard's own errors have it: clients read every refusal alike.
+      const error = {
+        message: 'Sign in first.',
+        type: 'invalid_request_error',
+        code: 'invalid_api_key',
+      }
+      return c.json({ error: { ...error, param: null } }, 401)
+    }
     c.set('user', user)
     await next()
   })
@@ -72,10 +80,8 @@ export function createApp(secret: string): Hono<AppEnv> {
       messages: [{ role: 'user', content: question }],
       stream: stream === true,
     })
-    if (answer instanceof ReadableStream) {
-      return new Response(answer, { headers: { 'content-type': 'text/event-stream' } })
-    }
-    return c.json(answer as Record<string, unknown>)
+    if (answer instanceof ReadableStream) return sseResponse(answer)
+    return c.json(answer)
   })
 
   return app

@@ -6,7 +6,6 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { html } from 'hono/html'
 import type { CalibrationReport } from '../../calibration/learned'
 import type { TelemetryReader } from '../../telemetry/types'
-import type { QuarantineQuery } from '../../vocabulary/quarantine'
 import { type BodyBudget, readForm } from '../body'
 import { bodyPace, guardFor } from '../config'
 import type { DurableCalibration } from '../durable-calibration'
@@ -33,10 +32,11 @@ import {
   overviewData,
   parseFilters,
 } from './data'
-import { incidentDetail } from './pages/incident'
+import { incidentDetail, type ProfileFigures } from './pages/incident'
 import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
 import { overview } from './pages/overview'
+import { incidentQuery } from './query'
 import { redactCanaries } from './redact'
 import { sessionStore } from './sessions'
 import { CONSOLE_CSS, STYLE_PATH } from './style'
@@ -170,17 +170,7 @@ async function incidents(c: AdminContext): Promise<Response> {
     const found = await incidentPage(store, filters, PAGE_SIZE)
     return consolePage(c, 'Incidents', 'incidents', incidentList(found, filters))
   }
-  const query: QuarantineQuery = {}
-  const since = Number(c.req.query('since'))
-  const until = Number(c.req.query('until'))
-  const limit = Number(c.req.query('limit'))
-  if (Number.isFinite(since)) query.since = since
-  if (Number.isFinite(until)) query.until = until
-  if (Number.isInteger(limit) && limit > 0) query.limit = limit
-  const tenant = c.req.query('tenant')
-  const reason = c.req.query('reason')
-  if (tenant) query.tenant = tenant
-  if (reason) query.reason = reason
+  const query = incidentQuery(new URL(c.req.url).searchParams)
   const observed = observedFilter(c.req.query('observed'))
   if (observed !== undefined) query.observed = observed
   return c.json({ data: await store.list(query) })
@@ -191,7 +181,8 @@ async function incident(c: AdminContext): Promise<Response> {
   const record = await guardFor(c.env).quarantine.get(c.req.param('id') ?? '')
   if (wantsHtml(c)) {
     if (!record) return consolePage(c, 'No such incident', 'incidents', notFoundBody(), 404)
-    return consolePage(c, `Incident ${record.id}`, 'incidents', incidentDetail(record))
+    const detail = incidentDetail(record, profileFigures(c.env, record.model))
+    return consolePage(c, `Incident ${record.id}`, 'incidents', detail)
   }
   if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
   return c.json(record)
@@ -358,6 +349,16 @@ function defaultTelemetry(env: Env): TelemetryReader | undefined {
 function profileRate(env: Env, model: string): number | undefined {
   try {
     return guardFor(env).profile(model).maxPrefillTokensPerSecond
+  } catch {
+    return undefined
+  }
+}
+
+/** The model's pool and window from its resolved profile, or undefined for a model without one. */
+function profileFigures(env: Env, model: string): ProfileFigures | undefined {
+  try {
+    const { kvPoolTokens, contextWindow } = guardFor(env).profile(model)
+    return { kvPoolTokens, contextWindow }
   } catch {
     return undefined
   }

@@ -3,6 +3,7 @@
  * tenants, and the withheld text decrypted with every canary-shaped token redacted.
  */
 import { html } from 'hono/html'
+import type { ModelProfile } from '../../../vocabulary/options'
 import type { QuarantineRecord } from '../../../vocabulary/quarantine'
 import { guideFor } from '../guidance'
 import { redactCanaries } from '../redact'
@@ -25,13 +26,16 @@ const FIGURES: Record<keyof QuarantineRecord['figures'], string> = {
   fingerprintShardsUnread: 'Fingerprint shards not read',
 }
 
+/** What the Worker's profile says of the incident's model: the figures the advice compares against. */
+export type ProfileFigures = Pick<ModelProfile, 'kvPoolTokens' | 'contextWindow'>
+
 /**
- * The detail page's body.
+ * The detail page's body; `profile` is the model's profile as the Worker runs it now.
  *
  * @example
- * layout({ title: `Incident ${id}`, section: 'incidents', body: incidentDetail(record) })
+ * layout({ title: `Incident ${id}`, section: 'incidents', body: incidentDetail(record, profile) })
  */
-export function incidentDetail(record: QuarantineRecord): Html {
+export function incidentDetail(record: QuarantineRecord, profile?: ProfileFigures): Html {
   const figures = Object.entries(record.figures).filter(([, v]) => v !== undefined) as [
     keyof QuarantineRecord['figures'],
     number | boolean | number[],
@@ -52,8 +56,12 @@ export function incidentDetail(record: QuarantineRecord): Html {
 <section class="card">
 <h2>Figures</h2>
 <dl class="figures" id="figures">${figures.map(
-    ([k, v]) => html`<dt>${FIGURES[k] ?? k}</dt><dd>${format(k, v)}</dd>`,
-  )}</dl>
+    ([k, v]) => html`<dt>${FIGURES[k] ?? k}</dt><dd data-figure="${k}">${format(k, v)}</dd>`,
+  )}${
+    profile
+      ? html`<dt>Profile’s kvPoolTokens (GUARD_MODELS)</dt><dd data-figure="kvPoolTokens">${profile.kvPoolTokens.toLocaleString('en-US')}</dd><dt>Profile’s context window</dt><dd data-figure="contextWindow">${profile.contextWindow.toLocaleString('en-US')}</dd>`
+      : ''
+  }</dl>
 </section>
 <section class="card">
 <h2>Canary findings</h2>

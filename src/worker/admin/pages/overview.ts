@@ -83,10 +83,15 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
   // as many tokens for some scripts: plotted at it, an honest answer could sit under the line. So a
   // point is under the line exactly when the guard found its first token too fast. (When a learned
   // minimum was the larger bound, the point sits where the physical line reaches that minimum.)
-  const charged = (estimate: number, expectedMinMs: number | undefined) =>
-    rate && expectedMinMs !== undefined && expectedMinMs > 0
-      ? (expectedMinMs * rate) / 1000
-      : estimate
+  // An answer the timing guard did not judge (a prompt too short for its bound to matter) has only an
+  // upper estimate, often its byte bound: plotted there it could sit under the line though nothing was
+  // found. It goes no further right than where the line meets its TTFT (a hair left of it, so that
+  // rounding never puts it under).
+  const charged = (estimate: number, expectedMinMs: number | undefined, ttftMs: number) => {
+    if (!rate) return estimate
+    if (expectedMinMs !== undefined && expectedMinMs > 0) return (expectedMinMs * rate) / 1000
+    return Math.max(1, Math.min(estimate, ((ttftMs * rate) / 1000) * (1 - 1e-6)))
+  }
   const points: ScatterPoint[] = []
   const plotted = new Set<string>()
   for (const s of data.samples) {
@@ -96,7 +101,7 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
     if (tokens === undefined || s.ttftMs === undefined || tokens <= 0) continue
     if (s.incidentId) plotted.add(s.incidentId)
     points.push({
-      tokens: charged(tokens, s.expectedMinMs),
+      tokens: charged(tokens, s.expectedMinMs, s.ttftMs),
       estimatedTokens: tokens,
       ttftMs: s.ttftMs,
       action: s.action,
@@ -111,7 +116,7 @@ function scatterPoints(data: OverviewData): ScatterPoint[] {
     if (r.model !== data.model || plotted.has(r.id) || r.observed || tokens === undefined) continue
     if (r.figures.ttftMs === undefined || tokens <= 0) continue
     points.push({
-      tokens: charged(tokens, r.figures.expectedMinMs),
+      tokens: charged(tokens, r.figures.expectedMinMs, r.figures.ttftMs),
       estimatedTokens: tokens,
       ttftMs: r.figures.ttftMs,
       action: 'quarantine',
