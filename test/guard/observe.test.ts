@@ -134,7 +134,13 @@ describe('observe mode: foreign content', () => {
         reasons: ['foreign_content'],
         incidentId: summary!.id,
       })
-      expect(verdicts.of('release').map((v) => v.tenant)).toEqual(['tenant-a', 'tenant-b'])
+      // The second opinion's own requests log lines of their own (tenants guard-recall:…).
+      expect(
+        verdicts
+          .of('release')
+          .map((v) => v.tenant)
+          .filter((t) => !t.startsWith('guard-recall:')),
+      ).toEqual(['tenant-a', 'tenant-b'])
       expect(verdicts.of('quarantine')).toEqual([])
       // A's verified answer taught the model's answers table; B's observed one did not.
       await settle()
@@ -192,7 +198,13 @@ describe('observe mode: foreign content after the first byte', () => {
       expect((await send('tenant-a', MODEL, chat(`A: ${a}`))).status).toBe(200)
       const b = await send('tenant-b', MODEL, chat('B: what is on file?', { stream: true }))
       // Released on its echo, before the evidence: the verdict after it is a line of its own.
-      expect(verdicts.of('release').map((v) => v.tenant)).toEqual(['tenant-a', 'tenant-b'])
+      // The second opinion's own requests log lines of their own (tenants guard-recall:…).
+      expect(
+        verdicts
+          .of('release')
+          .map((v) => v.tenant)
+          .filter((t) => !t.startsWith('guard-recall:')),
+      ).toEqual(['tenant-a', 'tenant-b'])
       const [summary] = await quarantine.list()
       expect(summary?.reasons).toEqual(['foreign_content'])
       if (!observe) {
@@ -410,7 +422,7 @@ describe('observe mode never releases proof', () => {
       const { send, quarantine, verdicts } = setup(bEchoes)
       expect((await send('tenant-a', MODEL, chat('A: my notes'))).status).toBe(200)
       const b = await send('tenant-b', MODEL, chat('B: my notes'))
-      expect(b.status).toBe(502)
+      expect(b.status).toBe(422)
       expect(b.code).toBe('response_quarantined')
       expect(b.text).not.toContain('TENANT-A')
       const record = await quarantine.get(b.incidentId!)
