@@ -66,8 +66,8 @@ for (const [name, make] of stores) {
       const withheld = record(`${name}-wh`, tenant, t0 + 1)
       await store.put(observed)
       await store.put(withheld)
-      expect(await store.get(observed.id)).toEqual(observed)
-      expect(await store.get(withheld.id)).toEqual(withheld)
+      expect(await store.get(observed.id)).toEqual(sealed(name, observed))
+      expect(await store.get(withheld.id)).toEqual(sealed(name, withheld))
       const ids = async (query: { observed?: boolean }) =>
         (await store.list({ tenant, ...query })).map((r) => r.id)
       expect(await ids({ observed: true })).toEqual([observed.id])
