@@ -46,6 +46,11 @@ export interface Env {
    * it a request gets 503 with `Retry-After`. @default 83886080 (80 MiB of the isolate's 128 MB)
    */
   GUARD_MEMORY_BUDGET_BYTES?: string
+  /**
+   * ms a long prompt that does not fit yet waits for its tenant's turn before its 503; `0` refuses at
+   * once (src/worker/memory-ledger.ts). @default 30000
+   */
+  GUARD_ADMISSION_WAIT_MS?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
   ADMIN_SECRET?: string
   /** D1 database of quarantined answers (schema in migrations/). In-memory per isolate when unbound. */
