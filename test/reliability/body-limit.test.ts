@@ -162,7 +162,10 @@ describe('request body pace', { timeout: 30_000 }, () => {
     const slow = fetchWorker(chatRequest(drip.stream, { 'content-length': '3700000' }), bindings)
     // While it drips, its declared size holds the isolate's budget: a ~300 KB prompt waits its turn.
     const prompt = JSON.stringify({ model: MODEL, ...chat(`TENANT-B ${'word '.repeat(60_000)}`) })
-    const early = fetchWorker(chatRequest(prompt), bindings)
+    // Its length declared, as HTTP clients send it: a body without one is charged as it grows and
+    // refused, not queued, when it outgrows what is free.
+    const sized = { 'content-length': String(new TextEncoder().encode(prompt).byteLength) }
+    const early = fetchWorker(chatRequest(prompt, sized), bindings)
     expect(await within(early, 100)).toBe('pending')
     const res = await within(slow, 10_000)
     expect(res === 'pending' ? 'pending' : res.status).toBe(408)
