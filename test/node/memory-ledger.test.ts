@@ -8,7 +8,7 @@ import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { GuardError } from '../../src/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
-import { readJsonObject } from '../../src/worker/body'
+import { discardBody, readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'
 
 const MB = 1024 * 1024
@@ -480,5 +480,60 @@ describe('fair admission between tenants', () => {
       }
     }
     expect(await nothingReserved(env)).toBe(true)
+  })
+})
+
+describe('a refused request’s body', () => {
+  /** A body of `chunks` 64 KiB chunks (endless when Infinity), counting what was pulled. */
+  function counted(chunks: number) {
+    const seen = { pulled: 0, cancelled: false, ended: false }
+    const chunk = new Uint8Array(64 * 1024).fill(0x61)
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (seen.pulled >= chunks) {
+          seen.ended = true
+          return controller.close()
+        }
+        seen.pulled++
+        controller.enqueue(chunk)
+      },
+      cancel() {
+        seen.cancelled = true
+      },
+    })
+    return { body, seen }
+  }
+
+  it('should be read to its end before the 503 goes out, so a client still uploading gets it', async () => {
+    const env = isolate(80 * MB)
+    const held = await admitted(env, 3 * MB)
+    const { body, seen } = counted(48) // 3 MiB
+    const handler = app(() => Response.json({}))
+    const response = await handler.request(
+      '/run',
+      {
+        method: 'POST',
+        headers: { 'content-length': String(48 * 64 * 1024), 'x-tenant': 'b' },
+        body,
+        duplex: 'half',
+      } as RequestInit,
+      env,
+    )
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
+    expect([seen.pulled, seen.ended, seen.cancelled]).toEqual([48, true, false])
+    await held.letGo()
+  })
+
+  it('should not be read past the route’s limit: an endless body is cut off', async () => {
+    const { body, seen } = counted(Number.POSITIVE_INFINITY)
+    const request = new Request('http://guard/run', {
+      method: 'POST',
+      body,
+      duplex: 'half',
+    } as RequestInit)
+    await discardBody(request, { limit: 1 * MB })
+    expect(seen.cancelled).toBe(true)
+    expect(seen.pulled * 64 * 1024).toBeLessThanOrEqual(1 * MB + 2 * 64 * 1024)
   })
 })
