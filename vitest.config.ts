@@ -121,6 +121,7 @@ const SLOW = [
   'test/node/ecosystem-wrangler.test.ts',
   'test/node/body-memory.test.ts',
   'test/node/memory-admission.test.ts',
+  'test/node/admission-fairness.test.ts',
   'test/node/migrate-local.test.ts',
   'test/node/probe-cli.test.ts',
   'test/node/reliability-memory.test.ts',

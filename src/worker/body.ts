@@ -313,9 +313,26 @@ async function readChunks(
       keep(chunk)
     }
   } catch (error) {
-    await reader.cancel().catch(() => {})
+    // A retryable refusal (memory admission) leaves the rest for the caller to drain before it
+    // answers; anything else stops the upload here.
+    if (error instanceof GuardError && error.retryAfterSeconds !== undefined) reader.releaseLock()
+    else await reader.cancel().catch(() => {})
     throw error
   }
+}
+
+/**
+ * Reads what is left of the body and drops it, within the budget's limit and pace (past either the
+ * upload is cancelled), so an answer sent without the body reaches a client that is still sending it.
+ * A body already read, locked or absent is left alone.
+ *
+ * @example
+ * await discardBody(c.req.raw, { limit: bodyLimit(c.env), pace: bodyPace(c.env) })
+ */
+export async function discardBody(request: Request, budget: BodyBudget): Promise<void> {
+  if (!request.body || request.body.locked || request.bodyUsed) return
+  const bounds = { limit: budget.limit, pace: budget.pace ?? DEFAULT_BODY_PACE }
+  await readChunks(request, bounds, () => {}).catch(() => {})
 }
 
 /** The next chunk, or a 408 when it has not come within `ms`. */

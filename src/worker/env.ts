@@ -56,6 +56,11 @@ export interface Env {
    * (`https://app.example.com`); `*` is never honoured. Unset: no CORS headers (server-side callers).
    */
   GUARD_CORS_ORIGINS?: string
+  /**
+   * ms a long prompt that does not fit yet waits for its tenant's turn before its 503; `0` refuses at
+   * once (src/worker/memory-ledger.ts). @default 30000
+   */
+  GUARD_ADMISSION_WAIT_MS?: string
   /** Bearer secret of the /admin routes. Admin routes are off when it is unset. */
   ADMIN_SECRET?: string
   /** D1 database of quarantined answers (schema in migrations/). In-memory per isolate when unbound. */

@@ -8,7 +8,7 @@ import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
 import { GuardError } from '../../src/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
-import { readJsonObject } from '../../src/worker/body'
+import { discardBody, readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'
 
 const MB = 1024 * 1024
@@ -16,17 +16,25 @@ const MB = 1024 * 1024
 const SMALL_FLOOR = 8 * MB
 
 type Reservation = AdmissionVariables['admission']
-type Vars = { Bindings: Env; Variables: AdmissionVariables }
+type Vars = { Bindings: Env; Variables: AdmissionVariables & { tenant?: string } }
 
-/** An isolate's bindings: each has a ledger of its own, of `budget` bytes (the default without). */
-function isolate(budget?: number): Env {
+/**
+ * An isolate's bindings: each has a ledger of its own, of `budget` bytes (the default without), whose
+ * long prompts wait `waitMs` for their turn (none here unless a test says so: refused at once).
+ */
+function isolate(budget?: number, waitMs = 0): Env {
   const limit = budget === undefined ? {} : { GUARD_MEMORY_BUDGET_BYTES: String(budget) }
-  return { GUARD_SECRET: 'x', ...limit } as unknown as Env
+  return { GUARD_SECRET: 'x', GUARD_ADMISSION_WAIT_MS: String(waitMs), ...limit } as unknown as Env
 }
 
 /** `handler` behind the Worker's admission; a GuardError answered as the Worker answers it. */
 function app(handler: (c: { var: AdmissionVariables }) => Response | Promise<Response>) {
   const a = new Hono<Vars>()
+  // The tenant, as the Worker's key check sets it before admission runs.
+  a.post('/run', async (c, next) => {
+    c.set('tenant', c.req.header('x-tenant') ?? 'tenant-a')
+    await next()
+  })
   a.post('/run', admitMemory())
   a.post('/run', (c) => handler(c))
   a.onError((error) =>
@@ -38,10 +46,10 @@ function app(handler: (c: { var: AdmissionVariables }) => Response | Promise<Res
 }
 
 /** A request declaring a body of `bytes` (`Content-Length`, what admission charges up front). */
-const post = async (a: Hono<Vars>, env: Env, bytes: number): Promise<Response> =>
+const post = async (a: Hono<Vars>, env: Env, bytes: number, tenant = 'tenant-a') =>
   a.request(
     '/run',
-    { method: 'POST', headers: { 'content-length': String(bytes) }, body: 'x' },
+    { method: 'POST', headers: { 'content-length': String(bytes), 'x-tenant': tenant }, body: 'x' },
     env,
   )
 
@@ -306,11 +314,226 @@ describe('readJsonObject with admission', () => {
       sized: (n) => streaming.reservation.cover(n),
     })
     await expect(read).rejects.toMatchObject({ status: 503, retryAfterSeconds: 2 })
-    expect(cancelled).toBe(true)
+    // Reading stopped, and the rest is left unlocked for the middleware to drain before its 503.
+    expect(cancelled).toBe(false)
+    expect(request.body?.locked).toBe(false)
     // Refused at about (72 − 41) MiB / 20 of body, not at the 16 MiB limit.
     expect(pulled * chunk.byteLength).toBeLessThan(2 * MB)
     await streaming.letGo()
     await held.letGo()
     expect(await nothingReserved(env)).toBe(true)
+  })
+})
+
+/** A request of `tenant` declaring `bytes`, started now: it enters its handler when admitted. */
+interface Started {
+  tenant: string
+  /** Resolves when it is in its handler, holding its reservation. */
+  entered: Promise<void>
+  /** The response: after `letGo` when admitted, at once when refused. */
+  response: Promise<Response>
+  letGo(): void
+}
+
+function start(env: Env, tenant: string, bytes: number, order: string[] = []): Started {
+  let open!: () => void
+  const gate = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  let enter!: () => void
+  const entered = new Promise<void>((resolve) => {
+    enter = resolve
+  })
+  const handler = app(async () => {
+    order.push(tenant)
+    enter()
+    await gate
+    return Response.json({})
+  })
+  return { tenant, entered, response: post(handler, env, bytes, tenant), letGo: () => open() }
+}
+
+/** Lets the first request of `started` that is in its handler go, and waits for its answer. */
+async function letGoFirstIn(started: Started[], order: string[], served: number): Promise<void> {
+  const next = started.find((s) => s.tenant === order[served] && !doneSet.has(s))!
+  doneSet.add(next)
+  next.letGo()
+  expect((await next.response).status).toBe(200)
+}
+const doneSet = new WeakSet<Started>()
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 5))
+
+describe('fair admission between tenants', () => {
+  it('should let the waiting tenants take turns at freed memory, a newcomer first', async () => {
+    const env = isolate(80 * MB, 10_000)
+    const order: string[] = []
+    // A holds 61 MB of the 72 large requests may hold; 3 more of A wait, then 2 of B.
+    const first = start(env, 'a', 3 * MB, order)
+    await first.entered
+    const waiting = [
+      ...[1, 2, 3].map(() => start(env, 'a', 3 * MB, order)),
+      ...[1, 2].map(() => start(env, 'b', 3 * MB, order)),
+    ]
+    await tick()
+    expect(order).toEqual(['a'])
+    const all = [first, ...waiting]
+    for (let served = 0; served < all.length; served++) {
+      await letGoFirstIn(all, order, served)
+      await tick()
+    }
+    // B never let in, so first; then whoever was let in longest ago: alternating while both wait.
+    expect(order).toEqual(['a', 'b', 'a', 'b', 'a', 'a'])
+    expect(await nothingReserved(env)).toBe(true)
+  })
+
+  it('should serve a victim next however many long prompts an attacker keeps waiting', async () => {
+    const env = isolate(80 * MB, 10_000)
+    const order: string[] = []
+    const first = start(env, 'attacker', 3 * MB, order)
+    await first.entered
+    const flood = Array.from({ length: 12 }, () => start(env, 'attacker', 3 * MB, order))
+    await tick()
+    const victim = start(env, 'victim', 3 * MB, order)
+    await tick()
+    // Eight of the attacker's wait; the rest are refused at once, with Retry-After.
+    const settled = await Promise.all(
+      flood.map((s) => Promise.race([s.response, tick().then(() => undefined)])),
+    )
+    const refusedNow = settled.filter((r): r is Response => r !== undefined)
+    expect(refusedNow.length).toBe(12 - 8)
+    for (const r of refusedNow) {
+      expect(r.status).toBe(503)
+      expect(r.headers.get('retry-after')).toMatch(/^\d+$/)
+    }
+    doneSet.add(first)
+    first.letGo()
+    await first.response
+    await victim.entered
+    expect(order).toEqual(['attacker', 'victim'])
+    doneSet.add(victim)
+    victim.letGo()
+    await victim.response
+    const queued = flood.filter((_, i) => settled[i] === undefined)
+    for (const s of queued) {
+      await s.entered
+      doneSet.add(s)
+      s.letGo()
+      await s.response
+    }
+    expect(await nothingReserved(env)).toBe(true)
+  })
+
+  it('should refuse a waiting request with 503 and Retry-After when its wait is over', async () => {
+    const env = isolate(80 * MB, 50)
+    const first = start(env, 'a', 3 * MB)
+    await first.entered
+    const began = Date.now()
+    const late = await start(env, 'b', 3 * MB).response
+    expect(late.status).toBe(503)
+    expect(late.headers.get('retry-after')).toMatch(/^\d+$/)
+    expect(Date.now() - began).toBeGreaterThanOrEqual(45)
+    first.letGo()
+    await first.response
+    expect(await nothingReserved(env)).toBe(true)
+  })
+
+  it('should not let a chunked body grow past another tenant waiting its turn', async () => {
+    const env = isolate(80 * MB, 10_000)
+    const held = await admitted(env, 1 * MB) // 21 MB of tenant-a
+    const waiting = start(env, 'b', 3 * MB) // 61 MB more would not fit: B waits
+    await tick()
+    const chunked = await admitted(env, 0)
+    // 21 MB more would fit beside the 21 held, but B is waiting for freed memory: refused.
+    expect(refusal(() => chunked.reservation.cover(1 * MB)).status).toBe(503)
+    await chunked.letGo()
+    await held.letGo()
+    await waiting.entered
+    waiting.letGo()
+    expect((await waiting.response).status).toBe(200)
+    expect(await nothingReserved(env)).toBe(true)
+  })
+
+  it('should bound how many wait in all, displacing the tenant with the most waiting', async () => {
+    const env = isolate(80 * MB, 300)
+    const first = start(env, 'a', 3 * MB)
+    await first.entered
+    // Eight tenants with eight waiting each: the isolate's 64.
+    const crowd = Array.from({ length: 64 }, (_, i) => start(env, `t${i % 8}`, 3 * MB))
+    await tick()
+    const newcomer = start(env, 'newcomer', 3 * MB)
+    await tick()
+    const settled = await Promise.all(
+      [...crowd, newcomer].map((s) => Promise.race([s.response, tick().then(() => undefined)])),
+    )
+    // One of the crowd made room; the newcomer waits.
+    expect(settled.filter((r) => r?.status === 503).length).toBe(1)
+    expect(settled.at(-1)).toBeUndefined()
+    first.letGo()
+    await first.response
+    // Each is let in by turn or times out with its 503; nothing is left reserved.
+    for (const s of [...crowd, newcomer]) {
+      const r = await Promise.race([s.response, s.entered.then(() => undefined)])
+      if (r === undefined) {
+        s.letGo()
+        await s.response
+      }
+    }
+    expect(await nothingReserved(env)).toBe(true)
+  })
+})
+
+describe('a refused request’s body', () => {
+  /** A body of `chunks` 64 KiB chunks (endless when Infinity), counting what was pulled. */
+  function counted(chunks: number) {
+    const seen = { pulled: 0, cancelled: false, ended: false }
+    const chunk = new Uint8Array(64 * 1024).fill(0x61)
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (seen.pulled >= chunks) {
+          seen.ended = true
+          return controller.close()
+        }
+        seen.pulled++
+        controller.enqueue(chunk)
+      },
+      cancel() {
+        seen.cancelled = true
+      },
+    })
+    return { body, seen }
+  }
+
+  it('should be read to its end before the 503 goes out, so a client still uploading gets it', async () => {
+    const env = isolate(80 * MB)
+    const held = await admitted(env, 3 * MB)
+    const { body, seen } = counted(48) // 3 MiB
+    const handler = app(() => Response.json({}))
+    const response = await handler.request(
+      '/run',
+      {
+        method: 'POST',
+        headers: { 'content-length': String(48 * 64 * 1024), 'x-tenant': 'b' },
+        body,
+        duplex: 'half',
+      } as RequestInit,
+      env,
+    )
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
+    expect([seen.pulled, seen.ended, seen.cancelled]).toEqual([48, true, false])
+    await held.letGo()
+  })
+
+  it('should not be read past the route’s limit: an endless body is cut off', async () => {
+    const { body, seen } = counted(Number.POSITIVE_INFINITY)
+    const request = new Request('http://guard/run', {
+      method: 'POST',
+      body,
+      duplex: 'half',
+    } as RequestInit)
+    await discardBody(request, { limit: 1 * MB })
+    expect(seen.cancelled).toBe(true)
+    expect(seen.pulled * 64 * 1024).toBeLessThanOrEqual(1 * MB + 2 * 64 * 1024)
   })
 })

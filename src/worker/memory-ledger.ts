@@ -1,0 +1,298 @@
+/**
+ * @module The isolate's memory ledger: what requests in flight reserve, within one budget, and a short
+ * fair queue for large requests — tenants take turns at freed memory, so one tenant's many long prompts
+ * cannot keep another tenant's out.
+ */
+import { GuardError } from '../errors'
+
+/**
+ * Peak bytes (V8 heap + ArrayBuffers) a request adds per byte of its body, at most, over the scripts
+ * measured in workerd (docs/reliability.md, "Memory admission"; Han text costs the most per byte): the
+ * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
+ * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
+ */
+const BYTES_PER_BODY_BYTE = 20
+
+/** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
+const REQUEST_BASE_BYTES = 1024 * 1024
+
+/**
+ * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
+ * request in flight (o200k's tables, the family bound, memo, prefix records: measured after maximal
+ * prompts, docs/reliability.md) and headroom for the garbage V8 has not collected yet.
+ */
+const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
+
+/**
+ * Reservations at most this large are small: ordinary chat requests (bodies up to ~50 KB). They are never
+ * refused while only small requests are in flight, and large ones may never take the last
+ * {@link SMALL_FLOOR_BYTES} of the budget, so ordinary traffic keeps flowing beside long prompts.
+ */
+const SMALL_REQUEST_BYTES = 2 * 1024 * 1024
+
+/** The part of the budget only small requests may use. */
+const SMALL_FLOOR_BYTES = 8 * 1024 * 1024
+
+/** Seconds a refused client is told to wait: a maximal prompt is answered in a few seconds. */
+const RETRY_AFTER_SECONDS = 2
+
+/**
+ * How long a large request waits for its turn before its 503: about two tenants' full queues of
+ * maximal prompts (3–4 s each in workerd). A waiting request holds a connection and its headers,
+ * never its body (nothing of it is read yet).
+ */
+const DEFAULT_QUEUE_WAIT_MS = 30_000
+
+/** Large requests one tenant may have waiting; past it, its requests are refused at once. */
+const MAX_WAITING_PER_TENANT = 8
+
+/** Large requests all tenants may have waiting; a tenant with fewer waiting displaces the most waiting. */
+const MAX_WAITING = 64
+
+/** One request's share of the ledger. `release` is idempotent: every exit path may call it. */
+export interface Reservation {
+  /** Bytes reserved now. */
+  readonly bytes: number
+  /** Raises the reservation to cover a body of `bodyBytes` (seen so far); throws 503 over budget. */
+  cover(bodyBytes: number): void
+  release(): void
+}
+
+/** A large request waiting for its turn. */
+interface Waiter {
+  tenant: string
+  bytes: number
+  grant(): void
+  refuse(): void
+}
+
+/**
+ * The isolate's ledger of bytes reserved by requests in flight. Only the operator's budget bounds it:
+ * nothing a request sends changes the budget, only what that request is charged, and no tenant's
+ * requests take memory while another tenant waits for its turn.
+ *
+ * @example
+ * const ledger = new MemoryLedger(80 * 1024 * 1024)
+ * const r = await ledger.admit('tenant-a', Number(request.headers.get('content-length') ?? 0))
+ * try { … } finally { r.release() }
+ */
+export class MemoryLedger {
+  readonly budget: number
+  /** Bytes reserved by requests in flight. */
+  reserved = 0
+  /** Bytes reserved by requests over {@link SMALL_REQUEST_BYTES}. */
+  reservedLarge = 0
+  /** Waiting large requests per tenant, oldest first. */
+  readonly #queues = new Map<string, Waiter[]>()
+  #waiting = 0
+  /**
+   * Per tenant with large requests in flight or waiting: how many are in flight, and when it was last
+   * let in (a count of admissions). The waiting tenant let in longest ago has the next turn.
+   */
+  readonly #turns = new Map<string, { inFlight: number; last: number }>()
+  #admissions = 0
+  /** ms a large request may wait for its turn. */
+  readonly #waitMs: number
+
+  constructor(budget = DEFAULT_MEMORY_BUDGET_BYTES, waitMs = DEFAULT_QUEUE_WAIT_MS) {
+    if (!Number.isFinite(budget) || budget < SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES) {
+      throw new Error(
+        `GUARD_MEMORY_BUDGET_BYTES must be at least ${SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES}`,
+      )
+    }
+    if (!Number.isFinite(waitMs) || waitMs < 0) {
+      throw new Error('GUARD_ADMISSION_WAIT_MS must be a number of milliseconds, 0 or more')
+    }
+    this.budget = budget
+    this.#waitMs = waitMs
+  }
+
+  /** What a body of `bodyBytes` costs to serve, at most, capped at what large requests may hold. */
+  cost(bodyBytes: number): number {
+    // A body whose estimate is over the cap (a 14 MB fully escaped prompt is admissible; escapes cost
+    // ~4 bytes per byte, not 20) runs alone, so its retryable refusal is a true one.
+    const full = REQUEST_BASE_BYTES + BYTES_PER_BODY_BYTE * Math.max(0, bodyBytes)
+    return Math.min(full, this.budget - SMALL_FLOOR_BYTES)
+  }
+
+  /**
+   * Reserves for `tenant`'s body of `bodyBytes` (0 when unknown yet). A small request is admitted or
+   * refused at once; a large one that does not fit now, or would jump other tenants' turns, waits in
+   * its tenant's queue up to the ledger's wait (none when it is 0). Rejects with 503 (`Retry-After`)
+   * when refused.
+   */
+  async admit(tenant: string, bodyBytes: number): Promise<Reservation> {
+    const bytes = this.cost(bodyBytes)
+    if (bytes <= SMALL_REQUEST_BYTES || (this.#waiting === 0 && this.#fits(bytes, true))) {
+      const reservation = this.#reservation(tenant, 0)
+      reservation.cover(bodyBytes)
+      return reservation
+    }
+    await this.#wait(tenant, bytes)
+    // Granted: its bytes were reserved and its turn taken when its turn came, so nothing arriving
+    // since took them.
+    return this.#reservation(tenant, bytes)
+  }
+
+  /** A reservation of `tenant` already holding `held` bytes (large when over the small size). */
+  #reservation(tenant: string, held: number): Reservation {
+    let bytes = held
+    let large = held > SMALL_REQUEST_BYTES
+    let open = true
+    const ledger = this
+    return {
+      get bytes() {
+        return bytes
+      },
+      cover(body) {
+        const wanted = ledger.cost(body)
+        if (!open || wanted <= bytes) return
+        const nowLarge = wanted > SMALL_REQUEST_BYTES
+        // Growing while another tenant waits would take its turn: a chunked body is no way round.
+        if (nowLarge && ledger.#othersWait(tenant)) throw overBudget()
+        if (!ledger.#fits(wanted - bytes, nowLarge)) throw overBudget()
+        if (nowLarge && !large) ledger.#takeTurn(tenant)
+        ledger.reserved += wanted - bytes
+        if (nowLarge) ledger.reservedLarge += wanted - (large ? bytes : 0)
+        bytes = wanted
+        large = nowLarge
+      },
+      release() {
+        if (!open) return
+        open = false
+        ledger.reserved -= bytes
+        if (large) {
+          ledger.reservedLarge -= bytes
+          ledger.#leave(tenant)
+        }
+        ledger.#grant()
+      },
+    }
+  }
+
+  /** Whether `more` bytes fit, for a request that is (or becomes) large when `large`. */
+  #fits(more: number, large: boolean): boolean {
+    // The floor: small requests are refused only when large ones hold memory too, and large ones
+    // never take the last SMALL_FLOOR_BYTES.
+    if (!large) return this.reservedLarge === 0 || this.reserved + more <= this.budget
+    return this.reserved + more <= this.budget - SMALL_FLOOR_BYTES
+  }
+
+  /** A large request of `tenant` let in: it now has one more in flight, and its turn is spent. */
+  #takeTurn(tenant: string): void {
+    const turn = this.#turns.get(tenant) ?? { inFlight: 0, last: 0 }
+    turn.inFlight++
+    turn.last = ++this.#admissions
+    this.#turns.set(tenant, turn)
+  }
+
+  /** A large request of `tenant` done; a tenant with nothing in flight or waiting is forgotten. */
+  #leave(tenant: string): void {
+    const turn = this.#turns.get(tenant)
+    if (!turn) return
+    turn.inFlight--
+    if (turn.inFlight <= 0 && !this.#queues.has(tenant)) this.#turns.delete(tenant)
+  }
+
+  #othersWait(tenant: string): boolean {
+    return this.#waiting > (this.#queues.get(tenant)?.length ?? 0)
+  }
+
+  /** Resolves when the request's turn has come and its bytes fit; rejects with 503 otherwise. */
+  #wait(tenant: string, bytes: number): Promise<void> {
+    const queue = this.#queues.get(tenant) ?? []
+    if (this.#waitMs === 0 || queue.length >= MAX_WAITING_PER_TENANT) {
+      return Promise.reject(overBudget())
+    }
+    if (this.#waiting >= MAX_WAITING && !this.#displaceFor(queue.length)) {
+      return Promise.reject(overBudget())
+    }
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => waiter.refuse(), this.#waitMs)
+      const waiter: Waiter = {
+        tenant,
+        bytes,
+        grant: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+        refuse: () => {
+          clearTimeout(timer)
+          if (!this.#remove(waiter)) return
+          reject(overBudget())
+          // The next turn may be one that fits.
+          this.#grant()
+        },
+      }
+      if (!this.#queues.has(tenant)) this.#queues.set(tenant, queue)
+      queue.push(waiter)
+      this.#waiting++
+      this.#grant()
+    })
+  }
+
+  /** Refuses the newest waiter of the tenant with the most waiting, if it has more than `fewer`. */
+  #displaceFor(fewer: number): boolean {
+    let longest: Waiter[] | undefined
+    for (const queue of this.#queues.values()) {
+      if (!longest || queue.length > longest.length) longest = queue
+    }
+    if (!longest || longest.length <= fewer + 1) return false
+    longest.at(-1)?.refuse()
+    return true
+  }
+
+  #remove(waiter: Waiter): boolean {
+    const queue = this.#queues.get(waiter.tenant)
+    const at = queue?.indexOf(waiter) ?? -1
+    if (!queue || at < 0) return false
+    queue.splice(at, 1)
+    this.#waiting--
+    if (queue.length === 0) {
+      this.#queues.delete(waiter.tenant)
+      if (!this.#turns.get(waiter.tenant)?.inFlight) this.#turns.delete(waiter.tenant)
+    }
+    return true
+  }
+
+  /**
+   * Hands freed memory to waiting requests, a turn at a time: the waiting tenant let in longest ago
+   * (a newcomer first) gets its oldest request in. A turn whose request does not fit yet is kept,
+   * never skipped for a smaller one, so a long prompt is not starved by shorter ones.
+   */
+  #grant(): void {
+    for (;;) {
+      const head = this.#nextTurn()
+      if (!head || !this.#fits(head.bytes, true)) return
+      // Its turn taken before it leaves the queue, so its tenant is not forgotten in between.
+      this.#takeTurn(head.tenant)
+      this.#remove(head)
+      // Reserved now, so no request arriving before the waiter runs can take its bytes.
+      this.reserved += head.bytes
+      this.reservedLarge += head.bytes
+      head.grant()
+    }
+  }
+
+  /** The oldest waiting request of the waiting tenant let in longest ago (ties: the first to wait). */
+  #nextTurn(): Waiter | undefined {
+    let next: Waiter | undefined
+    let nextLast = Number.POSITIVE_INFINITY
+    for (const [tenant, queue] of this.#queues) {
+      const last = this.#turns.get(tenant)?.last ?? 0
+      if (last < nextLast) {
+        next = queue[0]
+        nextLast = last
+      }
+    }
+    return next
+  }
+}
+
+function overBudget(): GuardError {
+  return new GuardError(
+    'guard_unavailable',
+    'This isolate is serving as many long prompts as its memory allows; retry shortly.',
+    { retryAfterSeconds: RETRY_AFTER_SECONDS },
+  )
+}
