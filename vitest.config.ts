@@ -110,6 +110,18 @@ const OWN_ISOLATE = [
  * workerd, Chromium, the CLIs), need a Debian package (`npm test` needs only Node), or measure over whole real-text corpora (50 UDHR languages through five
  * tokenizers, the audit's real logs). Each is a full-strength check; they take 5–25 s apiece.
  */
+/**
+ * The slow runs that measure a heap-capped workerd under load (floods of maximal prompts, 60 MiB
+ * uploads): run one at a time after the rest, as a process of their own would be in production. Beside
+ * each other (or beside a corpus run) on a 2-core machine, one flood's CPU starved the other's server
+ * past its deadlines.
+ */
+const ALONE = [
+  'test/node/body-memory.test.ts',
+  'test/node/memory-admission.test.ts',
+  'test/node/admission-fairness.test.ts',
+]
+
 const SLOW = [
   // Processes: wrangler dev (npm start), workerd under a 128 MB heap, Chromium, the CLIs.
   'test/node/console-browser.test.ts',
@@ -119,9 +131,6 @@ const SLOW = [
   'test/node/demo-worker.test.ts',
   'test/node/ecosystem-example.test.ts',
   'test/node/ecosystem-wrangler.test.ts',
-  'test/node/body-memory.test.ts',
-  'test/node/memory-admission.test.ts',
-  'test/node/admission-fairness.test.ts',
   'test/node/migrate-local.test.ts',
   'test/node/probe-cli.test.ts',
   'test/node/reliability-memory.test.ts',
@@ -204,7 +213,7 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/node/**/*.test.ts'],
-          exclude: SLOW,
+          exclude: [...SLOW, ...ALONE],
           environment: 'node',
           isolate: true,
         },
@@ -212,6 +221,17 @@ export default defineConfig({
       {
         // `npm run test:slow` (see SLOW); `npm test` leaves it out.
         test: { name: 'slow', include: SLOW, environment: 'node', isolate: true },
+      },
+      {
+        // `npm run test:slow` too, after the rest and one file at a time (see ALONE).
+        test: {
+          name: 'slow-alone',
+          include: ALONE,
+          environment: 'node',
+          isolate: true,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
       },
     ],
   },

