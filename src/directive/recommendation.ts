@@ -216,9 +216,12 @@ export function recommend(
 
 const pct = (n: number | null): string => (n === null ? '—' : `${Math.round(n * 100)}%`)
 
-/** The wait for a wording's proof: ms when a rate is known, else tokens (the same unit for all). */
-const wait = (w: WordingSummary): number =>
-  w.firstByteMs.verified ?? w.tokensToProof ?? Number.POSITIVE_INFINITY
+/**
+ * The wait for a wording's proof, in tokens: the rate is the same for every wording, and the
+ * milliseconds are rounded (at a fast rate 26 and 30 tokens round to 0 ms and 1 ms, which would
+ * read as one wording halving the other's wait).
+ */
+const wait = (w: WordingSummary): number => w.tokensToProof ?? Number.POSITIVE_INFINITY
 
 /**
  * Among the wordings whose echo reaches `minEchoRate`: `reply-first`, the shorter directive, unless

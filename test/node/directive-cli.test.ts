@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
 import { directiveCommand } from '../../src/directive/directive-command'
+import { recommend } from '../../src/directive/recommendation'
 import type { CommandIo } from '../../src/probe/command'
 
 function io(fetcher?: typeof fetch): CommandIo & { out: string; err: string; calls: number } {
@@ -115,5 +116,39 @@ describe('workers-ai-guard directive', () => {
     expect(await directiveCommand(['--url', 'http://sim/v1', ...SMALL], run)).toBe(2)
     expect(run.err).toContain('HTTP 401: bad key')
     expect(run.calls).toBe(1)
+  })
+})
+
+describe('the recommended wording', () => {
+  const summary = (wording: 'reply-first' | 'note-first', tokensToProof: number, ms: number) => ({
+    wording,
+    answers: 4,
+    echoRate: 1,
+    restateRate: 1,
+    noProofRate: 0,
+    tokensToProof,
+    reasoningTokens: 200,
+    echoTokens: 20,
+    firstByteMs: { verified: ms, async: 0 },
+    firstContentMs: 0,
+  })
+  const settings = { minEchoRate: 0.9, latencyBudgetMs: 2000, acceptAsync: false }
+
+  it('stays reply-first when the waits differ by rounding (30 and 26 tokens at 51,589 tokens/s)', () => {
+    const r = recommend(
+      [summary('reply-first', 30, 1), summary('note-first', 26, 0)],
+      settings,
+      'm',
+    )
+    expect(r.profile.directive).toBe('reply-first')
+  })
+
+  it('moves to note-first when it halves the wait', () => {
+    const r = recommend(
+      [summary('reply-first', 300, 6), summary('note-first', 120, 2)],
+      settings,
+      'm',
+    )
+    expect(r.profile.directive).toBe('note-first')
   })
 })
