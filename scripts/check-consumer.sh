@@ -158,7 +158,7 @@ ask() {
 
 # Every 8-character piece of alice's prefix marker, one a line, in $work/marker-pieces: the marker opens
 # each of her prompts (glm-5.3 is prefix-isolated) and a quote of the prompt's start must not carry any
-# of it, prefix or not (issue 45). Minted by the repository's own code under the example's dev secret.
+# of it, prefix or not. Minted by the repository's own code under the example's dev secret.
 marker_pieces() {
   local secret
   secret=$(sed -nE 's/^GUARD_SECRET *= *"(.*)"$/\1/p' "$root/examples/consumer/wrangler.dev.toml") ||
@@ -197,7 +197,7 @@ requests() {
   expect_guarded /chat '{"messages":[{"role":"user","content":"Summarise the HONO-2290 ledger."}]}' \
     'HONO-2290 ledger' || return 1
   # A first line longer than a quote: the simulator quotes it from a few characters in, so from
-  # inside the marker that opens it (issue 45's `nry_y5np…`).
+  # inside the marker that opens it (as in `nry_y5np…`).
   expect_guarded /ask "{\"question\":\"$(printf 'Summarise the LONG-4410 ledger of %s.' \
     'the quarter, every account and every entry, with totals by region and by month')\"}" \
     'LONG-4410 ledger' || return 1

@@ -44,7 +44,7 @@ export interface LayoutReport {
 /** Where the code that is not the package lives: what may import `src/` from outside it. */
 const OUTSIDE = ['test', 'bench', 'scripts', 'sim']
 
-/** The folders of the request's and the answer's path, whose imports should run one way (issue 47). */
+/** The folders of the request's and the answer's path, whose imports should run one way. */
 export const STAGES = [
   'surfaces',
   'guard',
@@ -68,7 +68,7 @@ interface Direction {
 const INNER_STAGES = STAGES.filter((s) => s !== 'surfaces' && s !== 'guard')
 
 /**
- * Which way the stream path runs (issue 47): the release asks a judge it only knows as a type
+ * Which way the stream path runs: the release asks a judge it only knows as a type
  * (src/vocabulary/judge.ts) and never reads the checks; the verification hands over what it verified
  * and the guard composes the release; no stage reaches back up into the guard (options and shared
  * types live in src/vocabulary/); an attempt's context names no stage; the Worker is built on the

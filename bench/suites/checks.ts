@@ -10,7 +10,7 @@
  *
  * One variant a round, not all of them: with six guard variants in every round, the guard's code and
  * data stay in the CPU's caches while Portkey's are evicted, which put the guard ahead of Portkey
- * where a fair mix puts it behind (docs/streaming.md, session 15).
+ * where a fair mix puts it behind (docs/benchmarks.md).
  */
 import {
   machineInfo,

@@ -298,7 +298,7 @@ function table(cells: Cell[], quick: boolean): string {
       `Node ${m.node}, ${m.cpu} (${m.cores} cores)${quick ? ', quick run' : ''}. ` +
       '“added” is the median (p99) of the per-round differences guarded − direct. Direct requests carry ' +
       'the same echo directive (a fresh look-alike token) so the simulator does identical work on both. ' +
-      `Target (issue 17): ≤ 2 ms median added at 32k tokens, whole, in workerd — ${target.map(verdict).join('; ')}.`,
+      `Target: ≤ 2 ms median added at 32k tokens, whole, in workerd — ${target.map(verdict).join('; ')}.`,
     '',
     '| runtime | engine | prompt tokens | stream | direct median | guarded median | added median | added p99 | guarded ÷ direct | released |',
     '|---|---|---:|---|---:|---:|---:|---:|---:|---:|',

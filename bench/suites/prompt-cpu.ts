@@ -2,7 +2,7 @@
  * @module Benchmark: where one maximal admissible prompt's CPU goes, per stage of the guard's
  * per-prompt work (byte bound, o200k pre-tokenizer split, o200k count, family estimate, the whole
  * ceiling decision, fingerprint units and print, secrets scan), for English, Russian, Chinese and
- * Thai side by side in one run (issue 46, item 2).
+ * Thai side by side in one run.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -156,7 +156,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       console.log(`    ${stage.padEnd(18)} ${ms(s.median).padStart(10)}`)
     }
   }
-  // Issue 46's line: each script's CPU per maximal prompt against English's, in this one run; a fresh
+  // The target: each script's CPU per maximal prompt against English's, in this one run; a fresh
   // isolate's first is the case that counts; the ceiling alone is shown beside it.
   const median = (script: string, stage: string) =>
     rows.find((r) => r.script === script)?.stages[stage]?.median ?? Number.NaN

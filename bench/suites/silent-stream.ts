@@ -1,5 +1,5 @@
 /**
- * @module Benchmark (issue 49): what clients and `wrangler dev` do with a long silent stream — the
+ * @module Benchmark: what clients and `wrangler dev` do with a long silent stream — the
  * guard holding a streamed answer for its verdict. A local upstream (bench/support/silent-upstream.ts)
  * holds a chat completion for S seconds with no byte at all (the guard without heartbeat), with SSE
  * headers then silence, or with `: held` comments every 10 s; the `openai` client and the AI SDK

@@ -321,7 +321,7 @@ async function holdBack(quick: boolean): Promise<TtfbRow[]> {
     // The operator's latency policy: released from the first token, proof and evidence checked after.
     rows.push(await simulatorRow('simulator model', 'async', rate, seeds, {}))
     rows.push(await simulatorRow('simulator, restating', 'async', rate, seeds, restating))
-    // The `note-first` wording on a model that follows it (issue 49): it notes the code as it starts.
+    // The `note-first` wording on a model that follows it: it notes the code as it starts.
     const noting = { thinkingNoteRate: 1 }
     rows.push(
       await simulatorRow('simulator, note-first', 'verified', rate, seeds, noting, 'note-first'),

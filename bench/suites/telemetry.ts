@@ -1,5 +1,5 @@
 /**
- * @module Benchmark: what recording verdict telemetry (issue 18) costs per request, side by side with
+ * @module Benchmark: what recording verdict telemetry costs per request, side by side with
  * today's Worker without it — the real guard Worker (src/worker) in workerd with its local D1, Durable
  * Objects and the simulator bound as env.AI, started three times: telemetry off, on (every verdict
  * sampled) and sampled at 10%. Measured: the client's latency (alternating rounds), throughput at a

@@ -6,7 +6,7 @@
  *
  * Why pieces: the marker opens every prompt of a prefix-isolated tenant and the canary closes it, so a
  * model quoting its prompt from the second character on, or an answer built from stale pages, carries
- * them without the prefix the whole-token scan (./scan.ts) looks for (issue 45: `nry_y5np…`,
+ * them without the prefix the whole-token scan (./scan.ts) looks for (as in `nry_y5np…`,
  * `5nptpffn4qc3…`). Both are secrets of the guard: the client must never learn them.
  *
  * How: a transducer over the text as it will be released. Each character that completes a window of

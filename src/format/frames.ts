@@ -457,7 +457,7 @@ const DELTA_TEXT_KEYS = new Set(['content', 'reasoning_content'])
  * Whether an event whose texts were cut now tells the client nothing: a chat chunk whose delta holds
  * only empty `content` / `reasoning_content`, or a legacy `{"response":""}`, with no role, finish
  * reason, usage, tool call or any other field. Such an event is not sent: where a canary was cut, a
- * client saw runs of `"content":""` deltas (issue 48). An event with anything else in it is kept.
+ * client saw runs of `"content":""` deltas. An event with anything else in it is kept.
  *
  * @example
  * isBlankEvent({ data: '{"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}' }) // true

@@ -7,7 +7,7 @@
  * The stylesheet. Classes only: the CSP allows no inline `style` attributes or elements.
  *
  * Charts scale with their card, and SVG text with them: at phone width the 720-unit charts were drawn
- * at under half size, their 11-unit labels painted at 5 px (issue 48). Below 640 px a chart keeps a
+ * at under half size, their 11-unit labels painted at 5 px. Below 640 px a chart keeps a
  * minimum width (its card scrolls sideways), its labels are drawn larger in chart units, and the
  * scatter's y title, which the larger tick labels would cross, gives way to the card's heading.
  */
