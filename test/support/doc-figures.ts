@@ -3,7 +3,7 @@
  * them.
  *
  * A measured figure is a number followed by a unit (ns, µs, ms, s, min, B, KB, KiB, MB, MiB, GB,
- * GiB, %, ×, tokens/s, req/s), outside code fences, `code spans`, HTML comments and link targets.
+ * GiB, %, ×, tokens/s, req/s; `s` and `min` after a space, so "422s" is a plural), outside code fences, `code spans`, HTML comments and link targets.
  * Settings, defaults and limits are written as code (`30 s`, `3 MiB`): they are configured, not
  * measured. Each figure's unit of text (a paragraph, a list item or a table row) must cite a
  * `bench/results/*.json` file, and one of the cited files must hold the number: as the doc writes it,
@@ -18,7 +18,7 @@ export type Figure = { number: string; unit: string; text: string; cites: string
 const UNIT = String.raw`(?:tokens\/s|req\/s|ns|µs|us|ms|min|s|KiB|MiB|GiB|KB|MB|GB|B|%|×)`
 const NUMBER = String.raw`\d+(?:,\d{3})*(?:\.\d+)?`
 const FIGURE = new RegExp(
-  String.raw`(?<![\w.\/-])(${NUMBER})(?:\s*[–-]\s*(${NUMBER}))?\s?(${UNIT})(?![\w\/])`,
+  String.raw`(?<![\w.\/-])(${NUMBER})(?:\s*[–-]\s*(${NUMBER}))?(?:\s(?=s\b|min\b)|\s?(?!s\b|min\b))(${UNIT})(?![\w\/])`,
   'g',
 )
 const CITE = /bench\/results\/[\w.-]+\.json/g
