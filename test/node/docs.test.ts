@@ -1,12 +1,14 @@
+import { readFileSync } from 'node:fs'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
+import { figureProblems, logWords, wordCount } from '../support/doc-figures'
 import { STARTER_SCRIPTS } from '../support/starter'
 
 /**
  * The docs say what the code does. Each check here reads the source of truth (a type union, the
  * package scripts, the file tree) and the prose that describes it, so a new reason, error code, script
- * or moved file cannot leave the README behind without a red test. The README is a landing page
- * (issue 48): the full tables live in docs/, and it links there.
+ * or moved file cannot leave the README behind without a red test. The README is a landing page:
+ * the full tables live in docs/, and it links there.
  */
 const read = (path: string): Promise<string> => readFile(path, 'utf8')
 
@@ -123,9 +125,8 @@ describe('the README and docs agree with the code', () => {
   it('should keep the README a landing page: at most 400 lines, the rest linked in docs/', async () => {
     const readme = await read('README.md')
     expect(readme.split('\n').length).toBeLessThanOrEqual(400)
-    // The suites write their tables to docs/benchmarks.md, never into the README.
+    // The suites' tables stay in their results files; the README and docs quote headlines from them.
     expect(readme).not.toMatch(/<!-- bench:/)
-    expect(await read('docs/benchmarks.md')).toMatch(/<!-- bench:detection -->/)
     for (const doc of [
       'benchmarks',
       'how-it-decides',
@@ -163,7 +164,7 @@ describe('the README and docs agree with the code', () => {
   })
 
   // npm links no package's own bin into its own node_modules/.bin: `npx workers-ai-guard` in this
-  // repository is "command not found" whatever was built (issue 48). In-repo commands are the scripts.
+  // repository is "command not found" whatever was built. In-repo commands are the scripts.
   it('should not tell the reader to run the package bin inside this repository', async () => {
     const wrong = /npx workers-ai-guard[^.;]*(?:in this repository|after `npm run build`)/i
     const problems: string[] = []
@@ -178,7 +179,7 @@ describe('the README and docs agree with the code', () => {
     expect(JSON.parse(await read('package.json')).scripts.probe).toContain('src/cli.ts probe')
   })
 
-  // The public surface (issue 47): every export of each entry point has its line in docs/api.md, and
+  // The public surface: every export of each entry point has its line in docs/api.md, and
   // nothing is listed there that the entry point does not export.
   it('should list every export of each entry point in docs/api.md, and only those', async () => {
     const api = await read('docs/api.md')
@@ -229,5 +230,118 @@ describe('the README and docs agree with the code', () => {
       }
     }
     expect(broken).toEqual([])
+  })
+
+  it('should keep docs/ under 30,000 words, as `cat docs/*.md | wc -w` counts them', async () => {
+    let words = 0
+    for (const entry of await readdir('docs')) {
+      if (entry.endsWith('.md')) words += wordCount(await read(`docs/${entry}`))
+    }
+    expect(words).toBeGreaterThan(5000)
+    expect(words).toBeLessThanOrEqual(30_000)
+  })
+
+  it('should name no work session and no issue number in the README or docs', async () => {
+    const found: string[] = []
+    for (const file of await userDocs()) {
+      for (const word of logWords(await read(file))) found.push(`${file}: ${word}`)
+    }
+    expect(found).toEqual([])
+  })
+
+  it('should cite, for every measured figure, a bench/results file that holds it', async () => {
+    const problems: string[] = []
+    for (const file of await userDocs()) {
+      problems.push(...figureProblems(file, await read(file), readOrNull))
+    }
+    expect(problems).toEqual([])
+  })
+
+  it('should point the benchmarks page at every results file', async () => {
+    const page = await read('docs/benchmarks.md')
+    const missing = (await readdir('bench/results'))
+      .filter((f) => f.endsWith('.json') && !/-quick\.json$/.test(f))
+      .filter((f) => !page.includes(`bench/results/${f}`) && !page.includes(`\`${f}\``))
+    expect(missing).toEqual([])
+  })
+})
+
+/** The README and docs/*.md: the pages held to the figure and word rules. */
+async function userDocs(): Promise<string[]> {
+  const docs = (await readdir('docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
+  return ['README.md', ...docs]
+}
+
+/** A file's text from the repository root, or null when it does not exist. */
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return null
+  }
+}
+
+describe('the docs rules fail on a doc made to break them', () => {
+  const results = (path: string): string | null =>
+    path === 'bench/results/peer.json'
+      ? JSON.stringify({ rows: [{ added: { median: 4.8312 }, ratio: 0.512 }] })
+      : null
+
+  it('should pass a cited figure the results file holds, rounded as the doc writes it', () => {
+    expect(
+      figureProblems('ok.md', 'The guard adds 4.83 ms (bench/results/peer.json).', results),
+    ).toEqual([])
+    expect(
+      figureProblems(
+        'ok.md',
+        'It runs at 51% of a pass-through (bench/results/peer.json).',
+        results,
+      ),
+    ).toEqual([])
+    expect(
+      figureProblems('ok.md', 'The guard adds 4,831 µs (bench/results/peer.json).', results),
+    ).toEqual([])
+  })
+
+  it('should flag a figure with no citation', () => {
+    const problems = figureProblems('bad.md', 'The guard adds 4.83 ms to each request.', results)
+    expect(problems).toHaveLength(1)
+    expect(problems[0]).toContain('cites no bench/results file')
+  })
+
+  it('should flag a cited figure the file does not hold, and a file that does not exist', () => {
+    expect(
+      figureProblems('bad.md', 'It adds 9.99 ms (bench/results/peer.json).', results)[0],
+    ).toContain('not in bench/results/peer.json')
+    expect(
+      figureProblems('bad.md', 'It adds 4.83 ms (bench/results/gone.json).', results)[0],
+    ).toContain('missing')
+  })
+
+  it('should check each list item and table row on its own citation', () => {
+    const list = '- adds 4.83 ms (bench/results/peer.json)\n- adds 4.83 ms'
+    expect(figureProblems('bad.md', list, results)).toHaveLength(1)
+    const table = '| a | b |\n|---|---|\n| x | 4.83 ms (bench/results/peer.json) |\n| y | 4.83 ms |'
+    expect(figureProblems('bad.md', table, results)).toHaveLength(1)
+  })
+
+  it('should treat settings written as code, and plurals like 422s, as no measured figure', () => {
+    expect(
+      figureProblems('ok.md', 'The budget is `80 MiB`; the tests show the 422s.', results),
+    ).toEqual([])
+  })
+
+  it('should flag work-log words, but not a cookie or code', () => {
+    expect(logWords('Measured in session 21 (issue 45, issue #7).')).toEqual([
+      'session',
+      'issue 45',
+      'issue #7',
+    ])
+    expect(logWords('A login cookie; the header `x-session-affinity`.')).toEqual([])
+  })
+
+  it('should count words as wc -w does', () => {
+    expect(wordCount(' one  two\nthree\t')).toBe(3)
+    expect(wordCount('word '.repeat(30_001))).toBeGreaterThan(30_000)
   })
 })
