@@ -17,8 +17,8 @@
  * 2. **Family estimate with early exit**: o200k's tokens through the family table, per class, with
  *    the class margins; counting stops as soon as the charged figure passes the ceiling, so its cost
  *    is bounded by the ceiling, not by the prompt.
- * No sound bound between these two saves enough to be worth it (the designs examined, and the
- * history of this policy: docs/ceiling-design.md).
+ * No sound bound between these two saves enough to be worth it (the rule: docs/how-it-decides.md,
+ * "The ceiling holds in every language").
  */
 import type { TextFacts } from '../memo/text-memo'
 import { type ClassFigures, loadFamily, scanFamily, type TextTally } from './estimate'

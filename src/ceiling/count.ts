@@ -12,7 +12,7 @@ import { isMergeCore, type MergeCore, pieceMerger } from './bpe-merge'
  * bound, because real text has long pre-tokens (Thai, Lao and Khmer are written without spaces) and
  * their bytes would cost those scripts most of their usable context; chunking adds a few percent at
  * most. The count of a chunked pre-token is not o200k's exact count (usually a few tokens more), so
- * it says so. Figures: docs/ceiling-design.md.
+ * it says so (docs/how-it-decides.md, "The ceiling holds in every language").
  */
 export const LONG_PIECE_UNITS = 32
 
@@ -95,7 +95,7 @@ async function load(): Promise<PieceTokenizer> {
 /**
  * The library's own countNative loop, minus special-token handling, over the ceiling's merge
  * (bpe-merge.ts: the library's ids, several times faster on Han, kana, Thai and Cyrillic, which the
- * library merges slowly: docs/ceiling-design.md). Ranks are o200k's token ids.
+ * library merges slowly). Ranks are o200k's token ids.
  */
 function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenizer {
   const merger = pieceMerger(core)

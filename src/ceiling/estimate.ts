@@ -182,8 +182,8 @@ interface FamilyScan extends PromptEstimate {
  * Tokens added to every class present, for merges across o200k token boundaries that cost a family
  * tokenizer a token or two more than the parts (Qwen3 splits "asjonal" into 3, o200k's two tokens
  * into 1 each). Over a long text the table's slack absorbs them, and the per-class safety factor
- * covers the rest; in a short text a single one is a large share (the corpus figure behind 2:
- * docs/ceiling-design.md).
+ * covers the rest; in a short text a single one is a large share (without the slack, short windows
+ * of the corpus fell a token or two short).
  */
 const CLASS_SLACK = 2
 

@@ -14,7 +14,7 @@ import { GuardError } from '../errors'
  * thousand round trips — an agent session far longer than any seen, at ~68 tokens each to fill the
  * window — are 140,000 values; 128 tools (OpenAI's maximum) with 500-value schemas add 64,000. 2¹⁸
  * admits all of that, and its worst body still fits beside the tokenizer in a 128 MB isolate where
- * 2¹⁹ did not (the peaks: docs/reliability.md, "Bounded per request"; `npm run bench -- body`).
+ * 2¹⁹ did not (the peaks: docs/reliability.md, "What someone without a key cannot do"; `npm run bench -- body`).
  */
 const MAX_JSON_VALUES = 262_144
 
@@ -263,7 +263,7 @@ export async function readForm(
  * kept, and the text is a rope of decoded parts until `JSON.parse` flattens it. Of the three readers
  * measured in workerd on 16 MiB bodies, this one peaks lowest; collecting the bytes and decoding them
  * at once is the worst for non-ASCII text (workerd's TextDecoder holds many times its input): the
- * figures are in docs/reliability.md, "Bounded per request".
+ * figures are in docs/reliability.md, "What someone without a key cannot do".
  */
 async function readText(
   request: Request,

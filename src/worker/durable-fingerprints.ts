@@ -4,7 +4,7 @@
  * every row of it; a read asks every column of one row (the isolate's, fixed by its cursor) at once,
  * each read bounded in time, because a leak can come from any tenant. Every publish meets every read
  * at one object, and an object sees 1/shards of the publishes and 1/replicas of the reads
- * (docs/fingerprints.md, "Sharding").
+ * (docs/fingerprints.md, "Sharing across isolates").
  */
 import type { FingerprintBatch, FingerprintStore } from '../fingerprint'
 import { BACKFILL_HASHES, joinChunks, PAGE_HASHES, type RawBatch } from './fingerprint-chunks'

@@ -89,7 +89,7 @@ export interface Env {
   GUARD_STATE?: DurableObjectNamespace<GuardState>
   /**
    * Prompt fingerprints shared across isolates (foreign-content check): per model, a grid of
-   * `FINGERPRINT_SHARDS` × `FINGERPRINT_REPLICAS` objects (docs/fingerprints.md, "Sharding").
+   * `FINGERPRINT_SHARDS` × `FINGERPRINT_REPLICAS` objects (docs/fingerprints.md, "Sharing across isolates").
    */
   FINGERPRINTS?: DurableObjectNamespace<FingerprintLog>
   /** Columns of each model's fingerprint log, by tenant (1–256). @default 1 */

@@ -1,7 +1,7 @@
 /**
  * @module FingerprintLog: a Durable Object through which the Worker's isolates share their prompts'
  * fingerprints. One model's log is spread over one or more of them, by tenant (see
- * `DurableFingerprints` in durable-fingerprints.ts and docs/fingerprints.md, "Sharding"); each object
+ * `DurableFingerprints` in durable-fingerprints.ts and docs/fingerprints.md, "Sharing across isolates"); each object
  * is the log of the tenants that hash to it.
  *
  * Batches are appended to the object's SQLite storage with a sequence number; isolates read what is

