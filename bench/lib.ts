@@ -1,6 +1,6 @@
 /**
  * @module Benchmark helpers: robust statistics, an alternating side-by-side runner, machine info, and
- * writers for `bench/results/*.json` and the tables of `docs/benchmarks.md`.
+ * writers for `bench/results/*.json` and for a table between `bench:<suite>` markers in a doc.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
@@ -23,7 +23,7 @@ export interface SuiteOptions {
 export interface Suite {
   /** Its name, used on the command line and as the results file name. */
   name: string
-  /** Runs it, writes its results, updates its table in `docs/benchmarks.md`. */
+  /** Runs it, writes its results (and its table, where a doc keeps its markers). */
   run: (options: SuiteOptions) => Promise<void>
 }
 
@@ -170,7 +170,7 @@ export async function writeResult(name: string, json: unknown): Promise<string> 
 /**
  * Replaces the text between `<!-- bench:<marker> -->` and `<!-- /bench:<marker> -->` in
  * `docs/benchmarks.md` (or the file given). A file without both markers is left untouched (returns
- * false). The name is historical: the tables lived in the README until it became a landing page.
+ * false): `docs/benchmarks.md` quotes headline figures with their results file and keeps no markers.
  *
  * @example
  * await updateReadmeTable('ceiling', '| size | decide | count |\n|---|---|---|\n…')

@@ -74,14 +74,10 @@ export async function runAttempts(
       runOptions: withAffinity(runOptions, isolated.affinity),
       streamed,
     })
-    // The call is made: from now on its prompt's pages can turn up in another tenant's answer, so the
-    // print is registered at once (any answer checked from here on makes it first). The work itself —
-    // print, count and hash, each once per request — waits until the call has left, and runs while
-    // the engine prefills: run in this task it delays the send by as long as it takes (it grows with
-    // the prompt), and a 0 ms timer still fired inside a 130 KB send in workerd (the send
-    // of a 32k-token body takes several turns of its event loop); 1 ms did not. Whatever the verdict
-    // needs before then, it runs itself. The wait is kept alive with the request where the host
-    // allows: a call that fails at once still had its prompt sent, so the print is still published.
+    // The call is made, so its print is registered now (an answer checked before the work runs makes it
+    // first); the work waits until the send has left, so it runs while the engine prefills instead of
+    // delaying the send (AFTER_SEND_MS: a 0 ms timer fired inside a long send in workerd). Kept alive with
+    // the request: a call that fails at once still had its prompt sent, so the print is published.
     print.sent()
     const afterSend = new Promise<void>((resolve) =>
       setTimeout(() => {

@@ -260,10 +260,8 @@ export async function readForm(
 
 /**
  * The body as text. Each chunk is scanned, then decoded and appended as it arrives: no bytes are
- * kept, and the text is a rope of decoded parts until `JSON.parse` flattens it. Of the three readers
- * measured in workerd on 16 MiB bodies, this one peaks lowest; collecting the bytes and decoding them
- * at once is the worst for non-ASCII text (workerd's TextDecoder holds many times its input): the
- * figures are in docs/reliability.md, "What someone without a key cannot do".
+ * kept, and the text is a rope of decoded parts until `JSON.parse` flattens it: of the readers tried in
+ * workerd this one peaks lowest (bench/results/body.json).
  */
 async function readText(
   request: Request,

@@ -92,9 +92,9 @@ export function guardFor(env: Env): AiGuard {
 
 /**
  * `GUARD_HEARTBEAT_MS`: ms between `: held` comments while a stream is held for its verdict; unset,
- * empty or `0`: none (the option's default). The deployed Worker sets 15000 in wrangler.toml: the
- * measured clients give up on a silent stream at 300 s, while common proxies close an idle one at 60–100 s (docs/streaming.md, "Heartbeat"). Anything
- * else is the option's to validate (a whole number of at least 100).
+ * empty or `0`: none (the option's default). The deployed Worker sets 15000 in wrangler.toml, under
+ * the idle limits of common clients and proxies (docs/streaming.md, "Heartbeat"). Anything else is
+ * the option's to validate (a whole number of at least 100).
  */
 function heartbeat(value: string | undefined): { heartbeatMs?: number } {
   const trimmed = value?.trim() ?? ''
