@@ -46,7 +46,7 @@ describe('verdict log figures', { timeout: 60_000 }, () => {
 })
 
 /**
- * What the Worker's telemetry reads from each verdict line (issue 18): a refusal names the script
+ * What the Worker's telemetry reads from each verdict line: a refusal names the script
  * classes behind its estimate, a quarantine the tenants whose data it carried, and the hook gets the
  * request's `waitUntil` so its writes never stand in front of the answer.
  */

@@ -10,7 +10,7 @@
  * stock phrases models end their answers with (in eight languages), which — like the commonest code
  * preambles, mined from `node_modules` — also turn up in exactly one other tenant's prompt.
  *
- * The hard cases of issue 45 are all in the honest traffic: stock sign-offs and code preambles that
+ * The hard cases are all in the honest traffic: stock sign-offs and code preambles that
  * one other tenant pasted, public texts and licences pasted by several tenants or by one and recited
  * by the model to others, shared system prompts, later turns, retries, chance runs in CJK, Cyrillic,
  * Devanagari, Arabic, Hangul and Thai. Leaks are planted on top: prompts over the published pool
@@ -55,7 +55,7 @@ const LANGUAGES = ['spa', 'deu_1996', 'fra', 'arb', 'kor', 'jpn', 'cmn_hans', 'r
 
 /**
  * What models end answers with. Written out, as no public corpus holds model output; the English
- * ones are the phrases issue 45 saw proved as leaks, the others their usual translations.
+ * ones are phrases once wrongly proved as leaks, the others their usual translations.
  */
 const STOCK: Record<string, readonly string[]> = {
   en: [
@@ -87,7 +87,7 @@ const SYSTEM_PROMPTS = [
   'You are a support agent for a documentation portal. Answer only from the documents provided, quote them where it helps, and reply in the language of the question.',
 ]
 
-/** The Express scaffold of issue 45's proofs (its README's hello world), beside the mined preambles. */
+/** Express's README hello world, once wrongly proved a leak, beside the mined preambles. */
 const EXPRESS =
   "const express = require('express')\nconst app = express()\nconst port = 3000\n\napp.get('/', (req, res) => {\n  res.send('Hello World!')\n})"
 

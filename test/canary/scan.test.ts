@@ -57,7 +57,7 @@ describe('scanText: the whole-answer cut', () => {
     const mutated = own.slice(0, -1) + (own.endsWith('0') ? '1' : '0')
     const text = `see ${lookalike} and ${mutated}!`
     const { text: out, findings } = await scanText(key, own, 'tool:1', text)
-    // The mutated canary's first 28 characters are a piece of ours (issue 45): cut.
+    // The mutated canary's first 28 characters are a piece of ours: cut.
     expect(out).toBe(`see ${lookalike} and ${mutated.slice(-1)}!`)
     expect(findings).toEqual([
       { kind: 'lookalike', channel: 'tool:1' },

@@ -3,7 +3,7 @@ import { estimateTexts } from '../../src/ceiling/estimate'
 import { prose, rng } from './gen'
 
 /**
- * A long prompt's scan shares its isolate (issue 46): Workers runs an isolate's concurrent requests
+ * A long prompt's scan shares its isolate: Workers runs an isolate's concurrent requests
  * one task at a time, so a scan in one task holds every other request until it ends. The scan lets
  * the isolate's other work run every few thousand pre-tokens (src/ceiling/yield.ts); a short text is
  * scanned in one task, costing ordinary requests no extra turn.

@@ -122,7 +122,8 @@ describe('Vercel AI SDK with the guarded binding', () => {
   }, 30_000)
 
   // toTextStreamResponse() sends text parts only: a refused request is a 200 with an empty body
-  // (issue 48). docs/ecosystem.md gives the forms that carry the refusal; this pins both halves.
+  // that looks like an empty answer. docs/ecosystem.md gives the forms that carry the refusal;
+  // this pins both halves.
   it('should carry a refusal in toUIMessageStreamResponse({ onError }), not in a text stream', async () => {
     const { provider } = setup()
     const refused = () =>

@@ -161,7 +161,7 @@ describe('release on the first proof', () => {
 })
 
 /**
- * The `note-first` wording (issue 49): the directive also asks the model to note the code first thing
+ * The `note-first` wording: the directive also asks the model to note the code first thing
  * in its thinking, so a reasoning model that follows it proves the read as it starts. Operator
  * configuration, per model profile; a model that ignores the note is proven by its reply's echo.
  */

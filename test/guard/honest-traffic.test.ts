@@ -1,5 +1,5 @@
 /**
- * @module Issue 45's live-guard line: realistic honest multi-tenant traffic built from real public text
+ * @module The live guard on honest traffic: multi-tenant traffic built from real public text
  * (test/support/honest-traffic.ts) replayed in time order through one guard with the default policy,
  * whole and streamed, on a virtual clock. False quarantines are counted by cause, streams that broke
  * off after delivering bytes apart; control answers quoting 30–80 units of another tenant's private

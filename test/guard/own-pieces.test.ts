@@ -218,7 +218,7 @@ function expectNoPieces(text: Answer, secrets: string[]): void {
 }
 
 describe('pieces of our own canary and marker', () => {
-  it('should cut the marker quoted from its second and tenth character (the issue 45 answer)', async () => {
+  it('should cut the marker quoted from its second and tenth character', async () => {
     for (const stream of [false, true]) {
       const upstream = quoting(
         (prompt) => ({

@@ -1,5 +1,5 @@
 /**
- * @module Issue 20's leak properties: another request's stand-in in an answer is a leak — quarantined,
+ * @module Secrets' leaks: another request's stand-in in an answer is a leak — quarantined,
  * attributed to its tenant, never restored, in whole and streamed answers, before or after release;
  * against the leaking simulator a tenant's secrets never reach the engine and never reach another
  * tenant; look-alikes and pasted stand-ins hand over no one's value; and no log line or incident

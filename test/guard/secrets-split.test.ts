@@ -1,5 +1,5 @@
 /**
- * @module Issue 20's streams split anywhere: the upstream's SSE bytes cut at every byte offset, and
+ * @module Secrets in streams split anywhere: the upstream's SSE bytes cut at every byte offset, and
  * every stand-in cut across SSE events at every character position (and one character per event). The
  * client always gets the values — never a stand-in, never half of one.
  */

@@ -1,5 +1,5 @@
 /**
- * @module Issue 20's first property through both surfaces, whole and streamed: a prompt with a secret
+ * @module Secrets through both surfaces, whole and streamed: a prompt with a secret
  * of every kind reaches the upstream with stand-ins only, and the client gets every value back where
  * the model quoted its stand-in — in content, reasoning, tool-call arguments and a JSON-mode object
  * (values with JSON escapes come back as valid JSON). Then the policies: `detect` and `off` send the

@@ -13,9 +13,9 @@ import { direct, SURFACES, type Surface } from '../support/surfaces'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 
 /**
- * Issue 12's attacks, each as the attacker ran it, asserting on what every client received. The
- * incident scaled 1:80 (pool 8,192 behind a 16,384-token window) on one virtual clock shared by engine
- * and guard, so every TTFT is exactly the simulated prefill.
+ * The cross-tenant attacks, each as the attacker ran it, asserting on what every client received.
+ * The incident scaled 1:80 (pool 8,192 behind a 16,384-token window) on one virtual clock shared by
+ * engine and guard, so every TTFT is exactly the simulated prefill.
  */
 const MODEL = '@cf/zai-org/glm-5.3'
 const SECRET = 'tenant-attack-canary-secret-0123456789abcdef'
@@ -70,7 +70,7 @@ const OPT_OUTS: [string, Record<string, unknown>][] = [
   ['response_format null', { response_format: null }],
 ]
 
-describe('the primer + opt-out leak (issue 12)', () => {
+describe('the primer + opt-out leak', () => {
   for (const [surfaceName, surface] of SURFACES) {
     for (const [name, optOut] of OPT_OUTS) {
       for (const stream of [false, true]) {

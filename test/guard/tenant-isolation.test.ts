@@ -10,7 +10,7 @@ import { chat, document, english } from '../support/prompts'
 import { recordVerdicts } from '../support/verdicts'
 
 /**
- * The property issue 12 asks for: after any sequence of 1,000 requests from one tenant — every script,
+ * Tenant isolation: after any sequence of 1,000 requests from one tenant — every script,
  * every size, streams and whole answers, opt-out fields, `max_tokens: 1`, prompts the engine refuses —
  * another tenant's honest traffic gets exactly the verdicts it got before. Honest engine (`fixed`),
  * one guard shared by both tenants (as in the Worker), one virtual clock.

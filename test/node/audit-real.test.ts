@@ -1,5 +1,5 @@
 /**
- * @module The audit on real text (issue 45, item 3): a dozen tenants' honest traffic built from the
+ * @module The audit on real text: a dozen tenants' honest traffic built from the
  * READMEs, docs, code and licences in node_modules and the UDHR in eleven languages, with the hard
  * cases real traffic has (stock sign-offs and code preambles one other tenant pasted, shared system
  * prompts, public texts pasted by several, chance runs in CJK), must not be accused: no honest request

@@ -93,7 +93,7 @@ beforeAll(async () => {
   )
 }, 120_000)
 
-describe('family bound (issue 13): at least every reference tokenizer, with no calibration', () => {
+describe('family bound: at least every reference tokenizer, with no calibration', () => {
   it('should hold a corpus of at least 25 languages and kinds of text', () => {
     expect(UDHR_LANGUAGES.length).toBeGreaterThanOrEqual(25)
     expect(corpus.length).toBeGreaterThanOrEqual(100)

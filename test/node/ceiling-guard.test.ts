@@ -14,9 +14,10 @@ import {
 } from './ceiling-corpus'
 
 /**
- * Issue 13 through `guardAi`, as a client meets it: a prompt just over the real pool in ANY reference
- * tokenizer is refused before it reaches the upstream, in every script; English at 95% of the ceiling
- * (by its largest reference count) is still admitted. A small pool keeps the sizes quick to count.
+ * The ceiling through `guardAi`, as a client meets it: a prompt just over the real pool in ANY
+ * reference tokenizer is refused before it reaches the upstream, in every script; English at 95% of
+ * the ceiling (by its largest reference count) is still admitted. A small pool keeps the sizes
+ * quick to count.
  */
 let encoders: Encoder[] = []
 const PLAIN = { disallowedSpecial: new Set<string>() }
@@ -78,7 +79,7 @@ beforeAll(async () => {
   encoders = Object.values(await loadReferenceFamily())
 }, 60_000)
 
-describe('the ceiling through guardAi (issue 13)', () => {
+describe('the ceiling through guardAi', () => {
   const next = rng(13)
   const SOURCES: [string, () => string][] = [
     ['English', () => udhrText('eng')],

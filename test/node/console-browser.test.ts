@@ -300,8 +300,8 @@ describe('the console in headless Chromium', () => {
     await context.close()
   }, 60_000)
 
-  // At phone width the 720-unit charts were drawn at half scale: 11-unit labels painted at 5 px
-  // (issue 48). Every label a chart paints must be at least 10 CSS px and clear of its neighbours.
+  // At phone width the 720-unit charts were drawn at half scale: 11-unit labels painted at 5 px.
+  // Every label a chart paints must be at least 10 CSS px and clear of its neighbours.
   for (const width of [390, 1280]) {
     it(`should paint every chart label readable and apart, ${width} px wide`, async () => {
       const context = await browser!.createBrowserContext()

@@ -1,6 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { figureProblems, logWords, wordCount } from '../support/doc-figures'
+import { figureProblems, logWords, numberedLogWords, wordCount } from '../support/doc-figures'
+import { comments } from '../support/source-comments'
 import { STARTER_SCRIPTS } from '../support/starter'
 
 /**
@@ -248,6 +249,21 @@ describe('the README and docs agree with the code', () => {
     expect(found).toEqual([])
   })
 
+  it('should name no work session and no issue number in a comment of src/, test/, bench/, scripts/ or sim/', async () => {
+    const found: string[] = []
+    let files = 0
+    for (const dir of ['src', 'test', 'bench', 'scripts', 'sim']) {
+      for (const entry of await readdir(dir, { recursive: true })) {
+        if (!String(entry).endsWith('.ts')) continue
+        files++
+        const file = `${dir}/${entry}`
+        for (const word of commentLogWords(await read(file))) found.push(`${file}: ${word}`)
+      }
+    }
+    expect(files).toBeGreaterThan(400)
+    expect(found).toEqual([])
+  })
+
   it('should cite, for every measured figure, a bench/results file that holds it', async () => {
     const problems: string[] = []
     const results = await resultsFiles()
@@ -265,6 +281,11 @@ describe('the README and docs agree with the code', () => {
     expect(missing).toEqual([])
   })
 })
+
+/** The numbered work-log words in a source's comments; its strings (this file's test data) are not read. */
+function commentLogWords(source: string): string[] {
+  return comments(source).flatMap(numberedLogWords)
+}
 
 /** The README and docs/*.md: the pages held to the figure and word rules. */
 async function userDocs(): Promise<string[]> {
@@ -338,6 +359,22 @@ describe('the docs rules fail on a doc made to break them', () => {
       'issue #7',
     ])
     expect(logWords('A login cookie; the header `x-session-affinity`.')).toEqual([])
+  })
+
+  it('should flag a numbered session or issue in a comment, not in a string, template or regex', () => {
+    expect(
+      commentLogWords('const a = 1 // as issue 12 asked\n/* Session 3: */ const b = 2'),
+    ).toEqual(['issue 12', 'Session 3'])
+    expect(commentLogWords('/**\n * Issues #4 and 5.\n */\nexport {}')).toEqual(['Issues #4'])
+    const code = [
+      "const s = 'issue 12 // issue 13'",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the source of a template, as text
+      'const t = `https://x/${{ a: "issue 14" }.a} // issue 15`',
+      'const r = /\\/\\/ issue 16 [/]/g.test(s) // the console session cookie',
+      'const d = a / b / c',
+    ].join('\n')
+    expect(comments(code)).toEqual(['// the console session cookie'])
+    expect(commentLogWords(code)).toEqual([])
   })
 
   it('should count words as wc -w does', () => {

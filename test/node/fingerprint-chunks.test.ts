@@ -108,7 +108,7 @@ describe('FingerprintLog chunks', () => {
       ),
       {
         numRuns: 25,
-        // The densest corner always: one-letter words at the ceiling (issue 46: 2,102,984 B).
+        // The densest corner always: one-letter words at the ceiling (2,102,984 B of fingerprints).
         examples: [['latin-words', 1, MAX_UNITS, 7]],
       },
     )

@@ -108,7 +108,7 @@ describe('the span floor', () => {
   })
 
   it('should weigh a Han or kana sentence per word: 30–46 characters are not evidence', () => {
-    // What a CJK sign-off is (the 45-character Japanese one issue 45's replays withheld): as many
+    // What a CJK sign-off is (a 45-character Japanese one was once withheld as a leak): as many
     // units as a 30-unit English quote, but half its words.
     const next = prng(23)
     for (const code of ['cmn_hans', 'jpn']) {

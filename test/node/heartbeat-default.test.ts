@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 
 /**
- * The heartbeat's defaults (issue 49), as configured and as documented: the deployed Worker beats
+ * The heartbeat's defaults, as configured and as documented: the deployed Worker beats
  * every 15 s (wrangler.toml), the local one (wrangler.dev.toml: `npm start`, the tests) and the
  * library (`heartbeatMs`) do not. What the client receives either way: test/worker/heartbeat.test.ts;
  * why 15 s: docs/streaming.md, "Heartbeat", measured by `npm run bench -- silent-stream`.

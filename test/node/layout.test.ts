@@ -24,7 +24,7 @@ describe('src/ layout', () => {
     expect(report.tooLong).toBe(0)
   })
 
-  // The pipeline's stage folders import one way (issue 47). Options, the quarantine record, the
+  // The pipeline's stage folders import one way. Options, the quarantine record, the
   // verdict's types, the request's facts and the release's judge live in src/vocabulary/, which every
   // stage may import.
   it('should have no two stage folders importing each other both ways, and no import the wrong way', async () => {
@@ -62,7 +62,7 @@ describe('src/ layout', () => {
     await rm(root, { recursive: true, force: true })
   })
 
-  // No test hooks (issue 47): what tests, benchmarks or scripts need of src/ they reach through what
+  // No test hooks: what tests, benchmarks or scripts need of src/ they reach through what
   // src/ itself uses.
   it('should export nothing that only tests, benchmarks or scripts import, nor what nobody imports', () => {
     expect(report.exports.outsideOnly.map((e) => e.name)).toEqual([])
@@ -85,7 +85,7 @@ describe('src/ layout', () => {
     await rm(top, { recursive: true, force: true })
   })
 
-  // One authority on verdicts (issue 47): a Verdict is an object with an action and a score, and
+  // One authority on verdicts: a Verdict is an object with an action and a score, and
   // only src/verify/verdict.ts writes one; every stage asks decide() (or decideReleased()). An action
   // followed by `|` is the type's union (src/vocabulary/verdict-types.ts), not a verdict.
   it("should write a verdict's action in src/verify/verdict.ts only", async () => {
@@ -102,7 +102,7 @@ describe('src/ layout', () => {
     expect(writers['src/verify/verdict.ts']).toBeGreaterThanOrEqual(5)
   })
 
-  // Learned state is taught once, from the outcome (issue 47): only the orchestrator imports what
+  // Learned state is taught once, from the outcome: only the orchestrator imports what
   // teaches calibration; verification says what an answer can teach (its Lesson), the call stage
   // keeps the engine's refusal as its error's cause.
   it('should teach learned state from src/guard/attempts.ts only', async () => {

@@ -1,7 +1,7 @@
 /**
  * @module Memory admission under the platform's limit: 16 concurrent maximal prompts (English and
  * Chinese) in one workerd isolate whose V8 heap is capped at 128 MB. Without admission the isolate dies
- * ("Ineffective mark-compacts near heap limit") and every request in it is lost (issue 46).
+ * ("Ineffective mark-compacts near heap limit") and every request in it is lost.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cjk, english } from '../../bench/texts'

@@ -1,6 +1,6 @@
 /**
  * @module `npm start`'s prestart prints one line, not wrangler's migration table once per migration
- * (four tables on a fresh clone, issue 48), and the whole output when something fails.
+ * (four tables on a fresh clone), and the whole output when something fails.
  */
 import { describe, expect, it } from 'vitest'
 import { summarize } from '../../scripts/migrate-local'

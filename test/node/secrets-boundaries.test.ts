@@ -1,5 +1,5 @@
 /**
- * @module Issue 45, item 4: a secret is found whatever stands around it. Every high-confidence kind,
+ * @module A secret is found whatever stands around it. Every high-confidence kind,
  * wrapped in random separators and containers (CSV and TSV cells, quotes, underscores, brackets,
  * URL-encoding, JSON escapes written out, Markdown and HTML table cells, `.env` lines, keyword-less
  * lists, line wraps), is found whole and substituted; a decimal fraction and a digit-dash join stay

@@ -1,5 +1,5 @@
 /**
- * @module Issue 45, item 5: a secret comes back as itself, never as another value. Substitution is
+ * @module A secret comes back as itself, never as another value. Substitution is
  * one pass over each original text — no stand-in the book issued is a candidate again, whole or in
  * part — and restoration is exact at any nesting: tool-call arguments (their JSON text and the
  * strings inside it), JSON-mode content, content parts, CSV. Before, an IBAN's stand-in in tool-call

@@ -200,7 +200,7 @@ describe('the release stage', () => {
     for (const pieces of splits(text)) {
       const { released, error } = await release(pieces.map((p) => ['tool:1', p]))
       expect(error).toBeUndefined()
-      // Its first 28 characters are a piece of our canary (issue 45): never released.
+      // Its first 28 characters are a piece of our canary: never released.
       expect(released['tool:1']).toBe(`see ${lookalike} and ${mutated.slice(-1)}!`)
     }
   })

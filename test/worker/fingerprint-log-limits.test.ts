@@ -94,7 +94,7 @@ describe('FingerprintLog under the platform limits', () => {
   })
 
   const prompts: [string, () => string][] = [
-    // 657k one-letter words: the prompt of 2,102,984 B of fingerprints in issue 46.
+    // 657k one-letter words: the densest prompt, 2,102,984 B of fingerprints.
     ['one-letter words', () => words(1, 'abcdefghijklmnopqrstuvwxyz', 660_000, ' ')],
     [
       'Han text',

@@ -1,5 +1,5 @@
 /**
- * @module The deployed Worker's secrets policy (issue 20), its default (no GUARD_SECRETS: high-
+ * @module The deployed Worker's secrets policy, its default (no GUARD_SECRETS: high-
  * confidence kinds substituted, medium ones counted), through its OpenAI-compatible route against the
  * simulator: an OpenAI key and a card number go to the engine as stand-ins, come back to the client
  * as their values, and no log line holds either.

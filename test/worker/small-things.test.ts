@@ -1,5 +1,5 @@
 /**
- * @module What a user notices first (issue 48, point 5): the Worker's small surfaces behave as an
+ * @module What a user notices first: the Worker's small surfaces behave as an
  * OpenAI-compatible endpoint's do.
  */
 import { env, SELF } from 'cloudflare:test'

@@ -3,10 +3,11 @@ import { chat, document, sseText } from '../support/prompts'
 import { ADMIN, get, KEY_A, KEY_B, post, sim } from '../support/worker'
 
 /**
- * Issue 12's attacks over HTTP against the Worker as configured for development (built-in glm-5.3
- * profile: the guard believes the published 681,280-token pool), with the simulator's pool wrongly
- * smaller (8,192 behind a 16,384-token window): every over-pool prompt slips past the ceiling, so the
- * canary guards stand alone, as they must when a deployment's pool shrinks under its profile.
+ * The cross-tenant attacks over HTTP against the Worker as configured for development (built-in
+ * glm-5.3 profile: the guard believes the published 681,280-token pool), with the simulator's pool
+ * wrongly smaller (8,192 behind a 16,384-token window): every over-pool prompt slips past the
+ * ceiling, so the canary guards stand alone, as they must when a deployment's pool shrinks under
+ * its profile.
  */
 const MODEL = '@cf/zai-org/glm-5.3'
 
@@ -54,7 +55,7 @@ const OPT_OUTS: [string, Record<string, unknown>][] = [
   ['response_format json_object', { response_format: { type: 'json_object' } }],
 ]
 
-describe('the primer + opt-out leak over HTTP (issue 12)', () => {
+describe('the primer + opt-out leak over HTTP', () => {
   for (const [name, optOut] of OPT_OUTS) {
     for (const stream of [false, true]) {
       it(`should deliver no byte of A to B and record the incident (${name}, ${stream ? 'stream' : 'whole'})`, async () => {
