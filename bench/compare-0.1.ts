@@ -2,7 +2,7 @@
  * @module What the guard's hot path costs now next to 0.1 (a git worktree of its last commit), in one
  * session: (1) the hot path's parts, 0.1's modules and today's imported into one Node process and timed
  * alternately on the same prompts; (2) the overhead suite's quick run on both trees, alternating.
- * Rendered as the README's "overhead vs 0.1" section.
+ * Prints its tables and writes `bench/results/overhead-vs-0.1.json`.
  *
  * Usage (from the repository root):
  *   git worktree add /tmp/base 5217d87 && ln -s "$PWD/node_modules" /tmp/base/node_modules
@@ -11,7 +11,7 @@
  * `--now <dir>` runs another tree's overhead suite as "now" (default: this one); `--from <dir>` takes
  * overhead results already collected there (`ov-base-<i>.json`, `ov-now-<i>.json`) instead of running them.
  * `--no-parts` skips (1), whose base calls are 0.1's signatures: for a base tree other than 0.1 (run it with
- * that tree's worktree as the working directory so the README and results it writes are the worktree's).
+ * that tree's worktree as the working directory so the results it writes are the worktree's).
  */
 import { spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
@@ -32,7 +32,6 @@ import {
   ROOT,
   type Summary,
   sideBySide,
-  updateReadmeTable,
   writeResult,
 } from './lib'
 import { BENCH_SECRET, chat } from './support/prompts'
@@ -400,11 +399,8 @@ async function main(): Promise<void> {
     parts,
     rows: all,
   })
-  const updated = await updateReadmeTable(
-    'overhead-vs-0.1',
-    `${table(all, runs)}\n\n${partsTable(parts)}\n\n${reading(all, parts)}\n\n${CHANGES}`,
-  )
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(`${table(all, runs)}\n\n${partsTable(parts)}\n\n${reading(all, parts)}\n\n${CHANGES}`)
+  console.log(`  wrote ${path}`)
 }
 
 main().catch((error: unknown) => {

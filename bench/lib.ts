@@ -1,8 +1,8 @@
 /**
  * @module Benchmark helpers: robust statistics, an alternating side-by-side runner, machine info, and
- * writers for `bench/results/*.json` and for a table between `bench:<suite>` markers in a doc.
+ * the writer of `bench/results/*.json`.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
 
@@ -10,8 +10,6 @@ import { join } from 'node:path'
 export const ROOT: string = process.cwd()
 /** This folder. */
 export const BENCH_DIR = join(ROOT, 'bench')
-/** Where the suites' tables live (the README keeps only the key figures and links here). */
-export const BENCHMARKS_DOC: string = join(ROOT, 'docs', 'benchmarks.md')
 
 /** Options every suite receives from `bench/run.ts`. */
 export interface SuiteOptions {
@@ -168,35 +166,6 @@ export async function writeResult(name: string, json: unknown): Promise<string> 
 }
 
 /**
- * Replaces the text between `<!-- bench:<marker> -->` and `<!-- /bench:<marker> -->` in
- * `docs/benchmarks.md` (or the file given). A file without both markers is left untouched (returns
- * false): `docs/benchmarks.md` quotes headline figures with their results file and keeps no markers.
- *
- * @example
- * await updateReadmeTable('ceiling', '| size | decide | count |\n|---|---|---|\n…')
- */
-export async function updateReadmeTable(
-  marker: string,
-  markdown: string,
-  readmePath = BENCHMARKS_DOC,
-): Promise<boolean> {
-  let readme: string
-  try {
-    readme = await readFile(readmePath, 'utf8')
-  } catch {
-    return false
-  }
-  const open = `<!-- bench:${marker} -->`
-  const close = `<!-- /bench:${marker} -->`
-  const start = readme.indexOf(open)
-  const end = readme.indexOf(close, start + open.length)
-  if (start < 0 || end < 0) return false
-  const next = `${readme.slice(0, start + open.length)}\n${markdown.trim()}\n${readme.slice(end)}`
-  if (next !== readme) await writeFile(readmePath, next)
-  return true
-}
-
-/**
  * Formats milliseconds for a table: 3 significant digits, µs below 1 ms.
  *
  * @example
@@ -209,10 +178,10 @@ export function ms(value: number): string {
 }
 
 /**
- * The line under a bench table that says how it was made and how to make it again.
+ * How a suite's figures were made and how to make them again: a results file's `reproduce` line.
  *
  * @example
- * await updateReadmeTable('peer', `${markdown}\n\n${reproduce('peer', quick, started)}`)
+ * await writeResult('telemetry', { machine: machineInfo(), reproduce: reproduce('telemetry', quick, started) })
  */
 export function reproduce(suite: string, quick: boolean, startedAt: number): string {
   const seconds = Math.round((performance.now() - startedAt) / 1000)

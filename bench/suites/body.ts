@@ -14,11 +14,8 @@ import {
   type MachineInfo,
   machineInfo,
   median,
-  ROOT,
-  reproduce,
   type Suite,
   type SuiteOptions,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { BENCH_SECRET, MODEL } from '../support/prompts'
@@ -511,33 +508,7 @@ function limitText(f: LimitFigures): string {
   )
 }
 
-/** What `bench/results/body.json` holds. */
-interface BodyResult {
-  quick: boolean
-  machine: MachineInfo
-  seconds: number
-  limit: LimitFigures
-  rows: Row[]
-}
-
-/** Writes the table into the README and docs/reliability.md, between their `bench:body` markers. */
-async function publish(result: BodyResult): Promise<string[]> {
-  const started = performance.now() - result.seconds * 1000
-  const markdown = `${table(result.rows, result.limit, result.quick, result.machine)}\n\n${reproduce('body', result.quick, started)}`
-  const written: string[] = []
-  if (await updateReadmeTable('body', markdown)) written.push('README.md')
-  const docs = join(ROOT, 'docs', 'reliability.md')
-  if (await updateReadmeTable('body', markdown, docs)) written.push('docs/reliability.md')
-  return written
-}
-
 async function run({ quick }: SuiteOptions): Promise<void> {
-  // BODY_RENDER=1: only rewrite the tables from bench/results/body.json (after adding markers).
-  if (process.env.BODY_RENDER) {
-    const saved = JSON.parse(await readFile(join(ROOT, 'bench', 'results', 'body.json'), 'utf8'))
-    console.log(`  rewrote ${(await publish(saved as BodyResult)).join(', ') || 'nothing'}`)
-    return
-  }
   const started = performance.now()
   const langs = await languages()
   const figures = limitFigures(langs)
@@ -599,8 +570,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     rows,
   }
   const path = await writeResult('body', result)
-  const written = await publish(result)
-  console.log(`  wrote ${path}${written.length ? ` and ${written.join(', ')}` : ''}`)
+  console.log(table(rows, figures, quick, result.machine))
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'body', run }

@@ -10,15 +10,7 @@ import { SimEngine } from '../../sim/engine'
 import type { ModelProfile } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { Guard } from '../../src/guard'
-import {
-  machineInfo,
-  ROOT,
-  reproduce,
-  type Suite,
-  type SuiteOptions,
-  updateReadmeTable,
-  writeResult,
-} from '../lib'
+import { machineInfo, ROOT, type Suite, type SuiteOptions, writeResult } from '../lib'
 import { type Kind, type Part, type Planned, TrafficPlan } from '../support/boilerplate-traffic'
 import { contentOf, type Delivered, deliver, recordAnswers } from '../support/deliver'
 import { BENCH_SECRET, chat, MODEL } from '../support/prompts'
@@ -570,7 +562,6 @@ function table(stats: TrafficStats, cells: RecitalCell[], quick: boolean): strin
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const shared = await sharedTexts(ROOT)
   const total = quick ? 400 : 6_000
   const tenants = quick ? 40 : 150
@@ -602,11 +593,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     traffic: stats,
     recitals: cells,
   })
-  const updated = await updateReadmeTable(
-    'boilerplate',
-    `${table(stats, cells, quick)}\n\n${reproduce('boilerplate', quick, started)}`,
-  )
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(table(stats, cells, quick))
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'boilerplate', run }

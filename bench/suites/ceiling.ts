@@ -14,14 +14,12 @@ import {
   BENCH_DIR,
   machineInfo,
   ms,
-  reproduce,
   type Suite,
   type SuiteOptions,
   type Summary,
   sideBySide,
   summarize,
   timeOnce,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { runScript } from '../support/processes'
@@ -394,7 +392,6 @@ function table(
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const sizes = await sizeRows(quick ? 1 : 5, quick)
   console.log('  crafted prompts…')
   const crafted = await craftedRows(quick ? 1 : 3)
@@ -426,15 +423,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     crafted,
     coldStart: cold,
   })
-  // A quick run's figures are noisy: they go to the results file, not to the README.
-  const updated =
-    !quick &&
-    (await updateReadmeTable(
-      'ceiling',
-      `${table(sizes, crafted, cold, quick)}\n\n${reproduce('ceiling', quick, started)}`,
-    ))
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
-  if (quick) console.log(table(sizes, crafted, cold, quick))
+  console.log(table(sizes, crafted, cold, quick))
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'ceiling', run }

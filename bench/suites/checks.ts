@@ -17,10 +17,8 @@ import {
   median,
   ms,
   percentile,
-  reproduce,
   type Suite,
   type SuiteOptions,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { CHECK_VARIANTS, type CheckVariant } from '../support/checks-worker'
@@ -61,7 +59,6 @@ interface Row {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const children: Child[] = []
   let worker: RunningWorker | undefined
   try {
@@ -136,11 +133,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       note: "Times in ms. Each guard variant's rounds: one request each to the simulator (direct), Portkey and Portkey with its regex guardrails (whole answers only), the reading proxy and that variant, in a fresh order; variants take turns in blocks of `block` rounds. added = median of per-round (target − direct); overProxy = median of per-round (target − reading proxy) with its interquartile range; vsGuard = a peer's (Portkey, with guardrails, the reading proxy) per-round difference from the default guard in the default guard's rounds (with its interquartile range), or a variant's overProxy minus the default guard's. The reading proxy and every guard variant run in one workerd isolate; Portkey and the simulator in their own Node processes.",
       rows,
     })
-    const updated = await updateReadmeTable(
-      'checks',
-      `${table(rows, rounds, quick)}\n\n${reproduce('checks', quick, started)}`,
-    )
-    console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+    console.log(table(rows, rounds, quick))
+    console.log(`  wrote ${path}`)
   } finally {
     await worker?.dispose()
     for (const child of children.reverse()) await child.stop()

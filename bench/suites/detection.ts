@@ -21,15 +21,7 @@ import type { SimMode } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, type ModelProfile } from '../../src'
 import { Guard } from '../../src/guard'
-import {
-  machineInfo,
-  reproduce,
-  type Suite,
-  type SuiteOptions,
-  topCounts,
-  updateReadmeTable,
-  writeResult,
-} from '../lib'
+import { machineInfo, type Suite, type SuiteOptions, topCounts, writeResult } from '../lib'
 import { type Delivered, deliver, receivedTexts } from '../support/deliver'
 import { BENCH_SECRET, chat, ledger, MODEL } from '../support/prompts'
 import {
@@ -747,7 +739,6 @@ function failures(rows: Row[], stale: StaleCell[]): string[] {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const samples = quick ? 4 : 30
   const rows = await matrix(samples)
   const stale = await staleMatrix(samples, STALE_SETUP)
@@ -755,7 +746,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
   for (const policy of POLICIES) hs.push(await healthy(quick ? 300 : 3_000, policy))
   const failed = failures(rows, stale)
   const asyncEscapes = escapesOf(rows.filter((r) => r.policy === 'async'))
-  // A quick run's figures go to their own file, never over the full run's or into the README.
+  // A quick run's figures go to their own file, never over the full run's.
   const path = await writeResult(quick ? 'detection-quick' : 'detection', {
     suite: 'detection',
     date: new Date().toISOString(),
@@ -805,16 +796,13 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     healthyAsync: hs[1],
   })
   if (failed.length > 0) {
-    // Loud, and before the README: a broken promise must never be published as a table.
+    // Loud, and before the tables: a broken promise fails the run, never passes as figures.
     throw new Error(
       `detection: the default policy let another tenant's data through:\n  ${failed.join('\n  ')}\n(figures in ${path})`,
     )
   }
-  const markdown = `${table(rows, hs, samples, quick)}\n\n${staleTable(stale, samples)}\n\n${reproduce('detection', quick, started)}`
-  // A quick run's tables are printed, not published.
-  const updated = !quick && (await updateReadmeTable('detection', markdown))
-  if (quick) console.log(markdown)
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(`${table(rows, hs, samples, quick)}\n\n${staleTable(stale, samples)}`)
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'detection', run }

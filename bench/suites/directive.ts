@@ -13,15 +13,7 @@ import { loadTokenizer } from '../../sim/tokenizer'
 import { median } from '../../src/directive/recommendation'
 import { type DirectiveReport, measureDirective } from '../../src/directive/run'
 import { runnerTransport } from '../../src/probe'
-import {
-  BENCH_DIR,
-  machineInfo,
-  reproduce,
-  type Suite,
-  type SuiteOptions,
-  updateReadmeTable,
-  writeResult,
-} from '../lib'
+import { BENCH_DIR, machineInfo, type Suite, type SuiteOptions, writeResult } from '../lib'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const RATE = 30
@@ -109,7 +101,6 @@ async function streamingBench(): Promise<Record<string, number>> {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const samples = quick ? 2 : 4
   const qwen3 = await loadTokenizer('qwen3')
   const measuredByBench = await streamingBench()
@@ -168,7 +159,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       return `| ${r.label} | ${r.configuredRestateToken ?? '—'} → ${r.measuredRestateToken ?? '—'} | ${pct(reply?.restateRate)} / ${pct(note?.restateRate)} | ${pct(r.json?.echoRate)} | \`${rec.profile.echo}\`, \`${rec.profile.directive}\`, \`${rec.streamRelease}\`${rec.heartbeatMs ? ' + heartbeat' : ''} | ${sec(r.predictedVerifiedMs)} / ${sec(r.streamingBenchVerifiedMs)} |`
     }),
   ].join('\n')
-  await updateReadmeTable('directive', `${table}\n\n${reproduce('directive', quick, started)}`)
+  console.log(table)
   console.log(`  wrote ${path}`)
 }
 

@@ -4,16 +4,7 @@
  * each time), side by side in one run in workerd (Miniflare, SQLite-backed objects).
  */
 import { convertV4MiniflareOptions, Miniflare } from 'miniflare'
-import {
-  machineInfo,
-  median,
-  ms,
-  reproduce,
-  type Suite,
-  type SuiteOptions,
-  updateReadmeTable,
-  writeResult,
-} from '../lib'
+import { machineInfo, median, ms, type Suite, type SuiteOptions, writeResult } from '../lib'
 import { bundleWorker } from '../support/workerd'
 
 /** Log sizes timed, in batches of 200 fingerprints (20,000 is the 4,000,000-fingerprint budget). */
@@ -27,7 +18,6 @@ interface Row {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const scriptPath = await bundleWorker('bench-fingerprint-log', {
     entryPoints: ['bench/support/fingerprint-log-worker.ts'],
   })
@@ -101,11 +91,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         `| ${r.batches.toLocaleString('en-US')} | ${ms(r.current)} | ${ms(r.scanning)} | ${(r.scanning / r.current).toFixed(1)} |`,
     ),
   ].join('\n')
-  const updated = await updateReadmeTable(
-    'fingerprint-log',
-    `${table}\n\n${reproduce('fingerprint-log', quick, started)}`,
-  )
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(table)
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'fingerprint-log', run }

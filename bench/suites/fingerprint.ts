@@ -19,13 +19,11 @@ import {
   machineInfo,
   median,
   ms,
-  reproduce,
   type Suite,
   type SuiteOptions,
   type Summary,
   sideBySide,
   summarize,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { cjk, english } from '../texts'
@@ -83,7 +81,6 @@ interface Row {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const t = await texts()
   const table = busyTable()
   const own = printPrompt(
@@ -146,10 +143,6 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     memory,
     note: 'Times in ms, medians and p99 of runs alternated in one session (bench/lib.ts sideBySide). The table lookups run against a table filled to one generation by 200 tenants.',
   })
-  await updateReadmeTable(
-    'fingerprint',
-    `${markdown}\n\n${reproduce('fingerprint', quick, started)}`,
-  )
   console.log(markdown)
 }
 

@@ -9,14 +9,7 @@
 import { heldApartFamilies } from '../../test/held-apart/corpus'
 import { type HeldApartResult, replayHeldApart } from '../../test/held-apart/replay'
 import { heldApartTraffic } from '../../test/held-apart/traffic'
-import {
-  machineInfo,
-  reproduce,
-  type Suite,
-  type SuiteOptions,
-  updateReadmeTable,
-  writeResult,
-} from '../lib'
+import { machineInfo, type Suite, type SuiteOptions, writeResult } from '../lib'
 import { upperBound95 } from './boilerplate'
 
 const SEEDS = [1, 2, 3]
@@ -73,7 +66,6 @@ function table(rows: readonly Row[], families: string[], perSeed: number): strin
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const families = heldApartFamilies()
   const perSeed = quick ? 500 : 2_000
   const rows: Row[] = []
@@ -108,15 +100,14 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     families: families.map((f) => ({ name: f.name, pieces: f.pieces.length })),
     rows,
   })
-  const updated = await updateReadmeTable(
-    'held-apart',
-    `${table(
+  console.log(
+    table(
       rows,
       families.map((f) => f.name),
       perSeed,
-    )}\n\n${reproduce('held-apart', quick, started)}`,
+    ),
   )
-  console.log(`  wrote ${path}${updated ? ' and the table' : ''}`)
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'held-apart', run }

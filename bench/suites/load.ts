@@ -7,16 +7,7 @@
 import { nodeHost } from '../../test/ecosystem/node-host'
 import { startWranglerDev, type WranglerDev } from '../../test/ecosystem/wrangler-dev'
 import { chat, document, sseText } from '../../test/support/prompts'
-import {
-  machineInfo,
-  median,
-  ms,
-  percentile,
-  ROOT,
-  type Suite,
-  updateReadmeTable,
-  writeResult,
-} from '../lib'
+import { machineInfo, median, ms, percentile, type Suite, writeResult } from '../lib'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const KEYS = { A: 'dev-key-tenant-a', B: 'dev-key-tenant-b' } as const
@@ -179,8 +170,7 @@ const suite: Suite = {
         .map((o) => ({ marker: o.job.marker, intent: o.job.intent, status: o.status })),
     }
     await writeResult('load', figures)
-    await updateReadmeTable(
-      'load',
+    console.log(
       [
         `Load run (${quick ? 'quick' : 'full'}): \`wrangler dev\` (guard + simulator, the simulator's default 50k tok/s prefill and 200 tok/s decode) on loopback, ${figures.requests} requests of 2 tenants (${figures.streamed} streamed) at concurrency ${size.concurrency}, ${intended.length} of them meant to be refused (output reserve beyond the pool → 400, unknown key → 401). Node ${process.version}.`,
         '',
@@ -188,7 +178,6 @@ const suite: Suite = {
         '|---:|---:|---:|---:|---:|---:|---:|---:|---|',
         `| ${figures.requests} | ${maxInFlight} | ${byStatus[200] ?? 0} | ${intended.length} | ${unintended.length} | ${crossTalk.length} | ${latencies.length ? ms(median(latencies)) : '–'} | ${latencies.length ? ms(percentile(latencies, 99)) : '–'} | ${stopped ? 'yes' : '**no**'} |`,
       ].join('\n'),
-      host.join(ROOT, 'docs', 'reliability.md'),
     )
     console.log(
       `load: ${figures.requests} requests, ${unintended.length} unintended errors, ${crossTalk.length} cross-talk, wrangler stopped: ${stopped}`,

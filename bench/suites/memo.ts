@@ -17,11 +17,9 @@ import {
   median,
   ms,
   p99,
-  reproduce,
   type Suite,
   type SuiteOptions,
   sideBySide,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { BENCH_SECRET } from '../support/prompts'
@@ -105,7 +103,6 @@ function table(rows: Row[], quick: boolean): string {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const rows: Row[] = []
   for (const size of SIZES) {
     const runs = size.chars > 500_000 ? (quick ? 4 : 20) : quick ? 10 : 60
@@ -123,11 +120,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     note: 'Times in ms. computed: estimateTexts + printPrompt; remembered: digest + the same from the memo.',
     rows,
   })
-  const updated = await updateReadmeTable(
-    'memo',
-    `${table(rows, quick)}\n\n${reproduce('memo', quick, started)}`,
-  )
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(table(rows, quick))
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'memo', run }

@@ -13,12 +13,10 @@ import {
   machineInfo,
   median,
   ms,
-  reproduce,
   type Suite,
   type SuiteOptions,
   type Summary,
   summarize,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { timedFetch } from '../support/http'
@@ -311,7 +309,6 @@ function table(cells: Cell[], quick: boolean): string {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const sizes: { target: number; tokens: number; chars: number }[] = []
   for (const target of SIZES) sizes.push({ target, ...(await charsFor(target)) })
   const cells = [...(await workerdCells(sizes, quick)), ...(await nodeCells(sizes, quick))]
@@ -344,11 +341,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       'does the same work on both paths; the difference is the guard.',
     cells,
   })
-  const updated = await updateReadmeTable(
-    'overhead',
-    `${table(cells, quick)}\n\n${reproduce('overhead', quick, started)}`,
-  )
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(table(cells, quick))
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'overhead', run }

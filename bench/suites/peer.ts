@@ -8,12 +8,10 @@ import {
   median,
   ms,
   ROOT,
-  reproduce,
   type Suite,
   type SuiteOptions,
   type Summary,
   summarize,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { type LoadResult, load, timedFetch } from '../support/http'
@@ -258,7 +256,6 @@ function signed(value: number): string {
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const children: Child[] = []
   let worker: RunningWorker | undefined
   let proxy: RunningWorker | undefined
@@ -422,11 +419,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       latency: lat,
       throughput: thr,
     })
-    const updated = await updateReadmeTable(
-      'peer',
-      `${table(targets, lat, thr, quick, concurrency, failed)}\n\n${reproduce('peer', quick, started)}`,
-    )
-    console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+    console.log(table(targets, lat, thr, quick, concurrency, failed))
+    console.log(`  wrote ${path}`)
   } finally {
     await worker?.dispose()
     await proxy?.dispose()

@@ -14,13 +14,11 @@ import {
   median,
   ms,
   percentile,
-  reproduce,
   type Suite,
   type SuiteOptions,
   type Summary,
   sideBySide,
   summarize,
-  updateReadmeTable,
   writeResult,
 } from '../lib'
 import { BENCH_SECRET, chat, ledger, MODEL, withLookalikeDirective } from '../support/prompts'
@@ -385,7 +383,6 @@ function table(t: Awaited<ReturnType<typeof throughput>>, hold: TtfbRow[], quick
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const started = performance.now()
   const t = await throughput(quick)
   const hold = await holdBack(quick)
   const path = await writeResult('streaming', {
@@ -399,11 +396,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     throughput: t,
     holdBack: hold,
   })
-  const updated = await updateReadmeTable(
-    'streaming',
-    `${table(t, hold, quick)}\n\n${reproduce('streaming', quick, started)}`,
-  )
-  console.log(`  wrote ${path}${updated ? ' and the README table' : ''}`)
+  console.log(table(t, hold, quick))
+  console.log(`  wrote ${path}`)
 }
 
 const suite: Suite = { name: 'streaming', run }

@@ -1,8 +1,5 @@
-import { readFile, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { median, p99, percentile, sideBySide, summarize, updateReadmeTable } from '../../bench/lib'
+import { median, p99, percentile, sideBySide, summarize } from '../../bench/lib'
 
 describe('bench statistics', () => {
   it('should take the middle sample, or the mean of the two middle ones', () => {
@@ -28,31 +25,5 @@ describe('bench statistics', () => {
     expect(order).toEqual(['a', 'b', 'b', 'a', 'a', 'b', 'b', 'a'])
     expect(t.a).toHaveLength(3)
     expect(t.b).toHaveLength(3)
-  })
-})
-
-describe('README bench tables', () => {
-  const path = join(tmpdir(), `readme-${Date.now()}-${Math.random()}.md`)
-
-  it('should replace only the text between the markers', async () => {
-    await writeFile(path, '# T\n<!-- bench:ceiling -->\nold\n<!-- /bench:ceiling -->\nafter\n')
-    expect(await updateReadmeTable('ceiling', '| a |\n|---|', path)).toBe(true)
-    expect(await readFile(path, 'utf8')).toBe(
-      '# T\n<!-- bench:ceiling -->\n| a |\n|---|\n<!-- /bench:ceiling -->\nafter\n',
-    )
-  })
-
-  it('should leave a README without the markers untouched', async () => {
-    await writeFile(path, '# T\n<!-- bench:other -->\nx\n<!-- /bench:other -->\n')
-    expect(await updateReadmeTable('ceiling', 'new', path)).toBe(false)
-    expect(await readFile(path, 'utf8')).toBe(
-      '# T\n<!-- bench:other -->\nx\n<!-- /bench:other -->\n',
-    )
-  })
-
-  it('should do nothing when there is no README', async () => {
-    expect(await updateReadmeTable('ceiling', 'new', join(tmpdir(), 'no-such-readme.md'))).toBe(
-      false,
-    )
   })
 })

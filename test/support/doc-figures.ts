@@ -8,8 +8,7 @@
  * measured. Each figure's unit of text (a paragraph, a list item or a table row) must cite a
  * `bench/results/*.json` file, and one of the cited files must hold the number: as the doc writes it,
  * or a JSON number rounded to the doc's precision, after turning it into the doc's unit (a ratio ×100
- * for a percentage, ms as µs or s, bytes as KiB or MB). A table
- * that a suite writes between its `<!-- bench:<suite> -->` markers cites `bench/results/<suite>.json`.
+ * for a percentage, ms as µs or s, bytes as KiB or MB).
  */
 
 /** One measured figure with the unit of text it stands in. */
@@ -26,35 +25,22 @@ const CITE = /bench\/results\/[\w.-]+\.json/g
 /** The units of text of a Markdown doc: paragraphs, list items and table rows, with their citations. */
 export function textUnits(markdown: string): { text: string; cites: string[] }[] {
   const units: { text: string; cites: string[] }[] = []
-  let suite: string | null = null
   let fenced = false
   let current: string[] = []
   const flush = (): void => {
     if (current.length === 0) return
     const raw = current.join('\n')
     const cites = [...raw.matchAll(CITE)].map((m) => m[0])
-    if (suite) cites.push(`bench/results/${suite}.json`)
     units.push({ text: raw, cites })
     current = []
   }
   for (const line of markdown.split('\n')) {
-    const open = line.match(/<!-- bench:([\w.-]+) -->/)
     if (/^\s*(```|~~~)/.test(line)) {
       flush()
       fenced = !fenced
       continue
     }
     if (fenced) continue
-    if (open) {
-      flush()
-      suite = open[1]!
-      continue
-    }
-    if (/<!-- \/bench:/.test(line)) {
-      flush()
-      suite = null
-      continue
-    }
     if (line.trim() === '') flush()
     else if (/^\s*\|/.test(line)) {
       flush()
