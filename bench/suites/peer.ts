@@ -20,6 +20,7 @@ import { printedPort, startPortkey, startSimulator } from '../support/peers'
 import { type Child, startChild } from '../support/processes'
 import { BENCH_SECRET, MODEL } from '../support/prompts'
 import { type RunningWorker, startWorker } from '../support/workerd'
+import { cpuMs, startedWorkerd } from '../support/workerd-cpu'
 import { english } from '../texts'
 
 const TENANT_KEYS = JSON.stringify({ [PEER_KEY]: 'bench' })
@@ -32,6 +33,8 @@ interface Target {
   checks: string
   /** Everything its process printed so far, where the bench started that process. */
   log?: () => string
+  /** Its workerd process, whose CPU time per request the bench reads. */
+  pid?: number
 }
 
 /** A failed target on a workload: its answer and, from its own log, the error it printed. */
@@ -201,6 +204,53 @@ async function throughput(
   })
 }
 
+interface CpuRow {
+  workload: string
+  target: Target['name']
+  requests: number
+  /** CPU time of the target's workerd process (every thread) per request, ms: median of the runs. */
+  cpuPerRequest: number
+  runs: number[]
+}
+
+/** Idle after a run before its CPU is read: work a request left to `waitUntil` is billed too. */
+const SETTLE_MS = 300
+
+/**
+ * CPU time per request of each workerd target: `count` requests one at a time, the process's CPU
+ * read before them and after them (and after {@link SETTLE_MS} more), in alternating runs.
+ */
+async function cpuPerRequest(
+  targets: Target[],
+  w: Workload,
+  count: number,
+  runs: number,
+): Promise<CpuRow[]> {
+  const measured = targets.filter((t) => t.pid !== undefined)
+  const samples = new Map<Target['name'], number[]>(measured.map((t) => [t.name, []]))
+  for (let r = 0; r < runs; r++) {
+    const order = r % 2 ? [...measured].reverse() : measured
+    for (const t of order) {
+      for (let i = 0; i < 4; i++) await request(t, w) // warm
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
+      const before = await cpuMs(t.pid!)
+      for (let i = 0; i < count; i++) await request(t, w)
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
+      samples.get(t.name)!.push((await cpuMs(t.pid!)) - before)
+    }
+  }
+  return measured.map((t) => {
+    const perRun = samples.get(t.name)!.map((ms) => Math.round((ms / count) * 1000) / 1000)
+    return {
+      workload: w.name,
+      target: t.name,
+      requests: count,
+      cpuPerRequest: median(perRun),
+      runs: perRun,
+    }
+  })
+}
+
 function table(
   targets: Target[],
   lat: LatencyRow[],
@@ -208,6 +258,7 @@ function table(
   quick: boolean,
   concurrency: number,
   failed: Failure[],
+  cpu: CpuRow[],
 ): string {
   const m = machineInfo()
   const label = (name: Target['name']) => targets.find((t) => t.name === name)!.label
@@ -247,6 +298,13 @@ function table(
       (r) =>
         `| ${r.workload} | ${label(r.target)} | ${r.requestsPerSecond} | ${r.answer ? `${r.answer.events} (${(r.answer.bytes / 1024).toFixed(1)} KiB)` : '—'} | ${r.eventsPerSecond ?? '—'} | ${ms(r.latency.median)} | ${ms(r.latency.p99)} | ${r.errors} |`,
     ),
+    '',
+    `CPU per request in workerd (the process's CPU time over ${cpu[0]?.requests ?? 0} requests sent one at a ` +
+      `time and ${SETTLE_MS} ms after them, so work left to \`waitUntil\` counts; median of runs):`,
+    '',
+    '| workload | target | CPU per request |',
+    '|---|---|---:|',
+    ...cpu.map((r) => `| ${r.workload} | ${label(r.target)} | ${ms(r.cpuPerRequest)} |`),
   ]
   return lines.join('\n')
 }
@@ -276,13 +334,22 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       },
     )
     children.push(guardNode)
-    proxy = await startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl })
-    jsProxy = await startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl, READ: 'js' })
-    worker = await startWorker('bench/support/peer-worker.ts', {
-      SIM_URL: simUrl,
-      GUARD_SECRET: BENCH_SECRET,
-      TENANT_KEYS,
-    })
+    const startedPlain = await startedWorkerd(() =>
+      startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl }),
+    )
+    proxy = startedPlain.value
+    const startedJs = await startedWorkerd(() =>
+      startWorker('bench/support/proxy-worker.ts', { SIM_URL: simUrl, READ: 'js' }),
+    )
+    jsProxy = startedJs.value
+    const startedGuard = await startedWorkerd(() =>
+      startWorker('bench/support/peer-worker.ts', {
+        SIM_URL: simUrl,
+        GUARD_SECRET: BENCH_SECRET,
+        TENANT_KEYS,
+      }),
+    )
+    worker = startedGuard.value
     const guardChecks =
       'token ceiling (built-in glm-5.3 profile) before the call; canary echo + foreign-canary scan on every ' +
       'byte; time-to-first-token evidence (prompts long enough to judge); secrets in the prompt ' +
@@ -314,6 +381,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         name: 'proxy-workerd',
         label: 'plain proxy Worker (workerd)',
         url: proxy.url,
+        pid: startedPlain.pid,
         headers: {},
         checks:
           'nothing: forwards to the simulator and streams the answer back (the floor any Worker in front of it pays)',
@@ -322,6 +390,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         name: 'js-proxy-workerd',
         label: 'reading proxy Worker (workerd)',
         url: jsProxy.url,
+        pid: startedJs.pid,
         headers: {},
         checks:
           'nothing, but it does what any Worker that inspects the traffic must: parses the request and serialises it again, parses a whole answer and serialises it again, reads every chunk of a stream in JavaScript and enqueues it again (the floor of any inspecting Worker)',
@@ -330,6 +399,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
         name: 'guard-workerd',
         label: 'this guard Worker (workerd)',
         url: worker.url,
+        pid: startedGuard.pid,
         headers: { authorization: `Bearer ${PEER_KEY}` },
         checks: `${guardChecks}. \`src/worker\` app in workerd (Miniflare), AI = the simulator over HTTP`,
       },
@@ -400,6 +470,16 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       }
       thr.push(...rows)
     }
+    const cpu: CpuRow[] = []
+    for (const w of workloads.slice(0, 2)) {
+      const rows = await cpuPerRequest(ok.get(w.name)!, w, quick ? 40 : 200, quick ? 2 : 4)
+      for (const r of rows) {
+        console.log(
+          `  ${w.name.padEnd(18)} ${r.target.padEnd(13)} CPU ${ms(r.cpuPerRequest)} per request`,
+        )
+      }
+      cpu.push(...rows)
+    }
     const path = await writeResult('peer', {
       suite: 'peer',
       date: new Date().toISOString(),
@@ -418,8 +498,9 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       failed,
       latency: lat,
       throughput: thr,
+      cpu,
     })
-    console.log(table(targets, lat, thr, quick, concurrency, failed))
+    console.log(table(targets, lat, thr, quick, concurrency, failed, cpu))
     console.log(`  wrote ${path}`)
   } finally {
     await worker?.dispose()
