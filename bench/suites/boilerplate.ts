@@ -9,6 +9,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import type { ModelProfile } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { Guard } from '../../src/guard'
 import {
   machineInfo,
@@ -59,12 +60,15 @@ const MAX_TOKENS = 512
 const GAP_MS = 1_500
 
 function guardFor(clock: VirtualClock): Guard {
-  return new Guard({
-    secret: BENCH_SECRET,
-    models: { [MODEL]: PROFILE },
-    now: () => clock.now(),
-    onVerdict: () => {},
-  })
+  return new Guard(
+    {
+      secret: BENCH_SECRET,
+      models: { [MODEL]: PROFILE },
+      now: () => clock.now(),
+      onVerdict: () => {},
+    },
+    DEFAULT_PLUGINS,
+  )
 }
 
 type Delivery = 'released' | 'quarantined' | 'refused' | 'error'
