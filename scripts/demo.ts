@@ -5,9 +5,9 @@
  * nothing else); `--worker-only` (`npm run demo:worker`) runs the Worker part alone, `--json` too.
  */
 import { SimEngine } from '../sim/engine'
+import { guardAi } from '../src'
 import type { AiRunner } from '../src/call/upstream'
 import { GuardError, responseStatus } from '../src/errors'
-import { guardAi } from '../src/surfaces/guard-ai'
 import { BUILTIN_PROFILES, type ModelProfile, type VerdictLog } from '../src/vocabulary/options'
 
 /** The model of the incident. */

@@ -95,6 +95,52 @@ export const DIRECTIONS: readonly Direction[] = [
   },
 ]
 
+/**
+ * The evidence plug-ins (foreign content, secrets), as folders (`/`) and files of `src/`: they import
+ * the core, the core imports none of them — type-only imports included — so the lean entry builds
+ * without them.
+ */
+export const PLUGINS = [
+  'fingerprint/',
+  'guard/fingerprint-book.ts',
+  'guard/recall.ts',
+  'verify/content-check.ts',
+  'verify/second-opinion.ts',
+  'secrets/',
+  'plan/prompt-secrets.ts',
+  'verify/stand-in-check.ts',
+  'verify/stand-in-evidence.ts',
+] as const
+
+/** Not the core: the plug-ins, the Worker app, the tools, and the entries that register plug-ins. */
+const NOT_CORE = [
+  ...PLUGINS,
+  ...['worker/', 'telemetry/', 'alerts/', 'attribution/'],
+  ...['audit/', 'probe/', 'directive/', 'init/', 'cli.ts', 'cli-args.ts', 'cli-help.ts'],
+  ...['index.ts', 'default-plugins.ts'],
+]
+
+/** The entry of `list` that holds `file` (a path under `root`), if any. */
+function entryOf(root: string, file: string, list: readonly string[]): string | undefined {
+  const path = file.slice(root.length + 1)
+  return list.find((entry) => (entry.endsWith('/') ? path.startsWith(entry) : path === entry))
+}
+
+/** Every core file's import of a plug-in, one per core folder and plug-in entry. */
+function coreToPlugin(root: string, facts: Map<string, FileFacts>): LayoutReport['wrongWay'] {
+  const found = new Map<string, { rule: string; import: string }>()
+  for (const [file, f] of facts) {
+    if (entryOf(root, file, NOT_CORE)) continue
+    const from = folderOf(root, file) || file.slice(root.length + 1)
+    for (const target of f.imports) {
+      const plugin = entryOf(root, target, PLUGINS)
+      const rule = `the core imports no evidence plug-in: ${from} → ${plugin}`
+      if (plugin && !found.has(rule)) found.set(rule, { rule, import: `${file} → ${target}` })
+    }
+  }
+  return [...found.values()]
+}
+
 interface AstNode {
   type: string
   start: number
@@ -128,7 +174,9 @@ export async function checkLayout(root = 'src'): Promise<LayoutReport> {
     longest: longest.slice(0, 10),
     tooLong: longest.filter((f) => f.lines > MAX_FUNCTION_LINES).length,
     twoWayFolders: twoWayFolders(root, facts),
-    wrongWay: wrongWay(root, facts),
+    wrongWay: [...wrongWay(root, facts), ...coreToPlugin(root, facts)].sort((a, b) =>
+      a.rule.localeCompare(b.rule),
+    ),
     exports: await privateExports(root, OUTSIDE),
   }
 }

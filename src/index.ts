@@ -1,72 +1,15 @@
 /**
  * @module workers-ai-guard: a safety layer for the Workers AI binding — token ceiling below the real KV
  * pool, per-request canaries, and time-to-first-token evidence, so no answer built from another
- * request's memory ever reaches a client.
+ * request's memory ever reaches a client. This entry's guards carry both evidence plug-ins (foreign
+ * content, secrets); `workers-ai-guard/lean` (./lean.ts) is the same surface without them.
  */
-export { asAiBinding, type OpenAiHttpOptions, openAiHttpUpstream } from './adapters'
-// For the receivers of the Worker's leak alerts (docs/alerts.md): check a delivery's signature.
-export {
-  deriveTenantSecret,
-  SIGNATURE_HEADER,
-  type SignatureCheck,
-  verifySignature,
-} from './alerts'
-export {
-  D1TenantDirectory,
-  MemoryTenantDirectory,
-  type TenantDirectory,
-} from './attribution'
-export {
-  type CalibrationSnapshot,
-  type CalibrationStore,
-  MemoryCalibration,
-} from './calibration/learned'
-export type { AiRunner, ChatMessage, ContentPart } from './call/upstream'
-export { CANARY_PATTERN } from './canary'
-export {
-  type ErrorBody,
-  errorBody,
-  GuardError,
-  type GuardErrorCode,
-  responseStatus,
-} from './errors'
-export type { Usage } from './format/frames'
-export { type GuardInfo, guardInfo } from './guard'
-export { IncidentRecorder } from './quarantine/aggregate'
-export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
-export { MemoryQuarantineStore } from './quarantine/memory'
-export type { OperatorPattern } from './secrets/operator-pattern'
-export {
-  type SecretPolicy,
-  type SecretRules,
-  type SecretsOptions,
-  WORKER_SECRETS_DEFAULT,
-} from './secrets/policy'
-export { type AiGuard, createGuard, type GuardRequest, guardAi } from './surfaces/guard-ai'
-export { type AiGuardOptions, type AiGuardVariables, aiGuard } from './surfaces/middleware'
-export {
-  type AiAnswer,
-  type AnswerChoice,
-  type AnswerToolCall,
-  type AnswerUsage,
-  type GuardedAi,
-  sseResponse,
-} from './surfaces/typed-runner'
-export {
-  BUILTIN_PROFILES,
-  type CacheIsolation,
-  defaultCacheIsolation,
-  type EchoPolicy,
-  type EchoWording,
-  type GuardOptions,
-  type ModelProfile,
-  type OverflowPolicy,
-  type VerdictContext,
-  type VerdictLog,
-} from './vocabulary/options'
-export type {
-  QuarantineQuery,
-  QuarantineRecord,
-  QuarantineStore,
-  QuarantineSummary,
-} from './vocabulary/quarantine'
+import { DEFAULT_PLUGINS } from './default-plugins'
+import { guardSurface } from './surfaces/surface'
+
+// Everything of the core; the three ways in below are this entry's own (they shadow the lean ones).
+export * from './lean'
+export { WORKER_SECRETS_DEFAULT } from './secrets/policy'
+
+/** The guard with both evidence plug-ins: `createGuard`, `guardAi` and the Hono middleware `aiGuard`. */
+export const { createGuard, guardAi, aiGuard } = guardSurface(DEFAULT_PLUGINS)

@@ -9,6 +9,7 @@ import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import type { ModelProfile } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { Guard } from '../../src/guard'
 import { machineInfo, ROOT, type Suite, type SuiteOptions, writeResult } from '../lib'
 import { type Kind, type Part, type Planned, TrafficPlan } from '../support/boilerplate-traffic'
@@ -51,12 +52,15 @@ const MAX_TOKENS = 512
 const GAP_MS = 1_500
 
 function guardFor(clock: VirtualClock): Guard {
-  return new Guard({
-    secret: BENCH_SECRET,
-    models: { [MODEL]: PROFILE },
-    now: () => clock.now(),
-    onVerdict: () => {},
-  })
+  return new Guard(
+    {
+      secret: BENCH_SECRET,
+      models: { [MODEL]: PROFILE },
+      now: () => clock.now(),
+      onVerdict: () => {},
+    },
+    DEFAULT_PLUGINS,
+  )
 }
 
 type Delivery = 'released' | 'quarantined' | 'refused' | 'error'

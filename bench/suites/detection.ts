@@ -20,6 +20,7 @@ import { VirtualClock } from '../../sim/clock'
 import type { SimMode } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { CANARY_PATTERN, type ModelProfile } from '../../src'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { Guard } from '../../src/guard'
 import { machineInfo, type Suite, type SuiteOptions, topCounts, writeResult } from '../lib'
 import { type Delivered, deliver, receivedTexts } from '../support/deliver'
@@ -148,15 +149,18 @@ function guardFor(
   profile: ModelProfile,
   policy: GuardPolicy = 'verified',
 ): Guard {
-  return new Guard({
-    secret: BENCH_SECRET,
-    models: { [MODEL]: profile },
-    now: () => clock.now(),
-    onVerdict: () => {},
-    // The default is left implicit, so the default policy is what is measured, not a copy of it.
-    ...(policy === 'async' ? { streamRelease: policy } : {}),
-    ...(policy === 'observe' ? { observe: OBSERVE_ALL } : {}),
-  })
+  return new Guard(
+    {
+      secret: BENCH_SECRET,
+      models: { [MODEL]: profile },
+      now: () => clock.now(),
+      onVerdict: () => {},
+      // The default is left implicit, so the default policy is what is measured, not a copy of it.
+      ...(policy === 'async' ? { streamRelease: policy } : {}),
+      ...(policy === 'observe' ? { observe: OBSERVE_ALL } : {}),
+    },
+    DEFAULT_PLUGINS,
+  )
 }
 
 /** The stale-middle part: same scaled engine, the right ceiling (B's prompts are within the pool). */

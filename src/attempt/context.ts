@@ -7,14 +7,13 @@ import type { BaselineState } from '../calibration/baseline'
 import type { CalibrationStore } from '../calibration/learned'
 import type { CanaryKey } from '../canary'
 import type { GuardError } from '../errors'
-import type { ContentWatch, StoreGap } from '../fingerprint'
 import type { PrefixRecord } from '../timing/prefix-record'
+import type { PrintedPrompt, PromptSecrets, Recall } from '../vocabulary/evidence-plugins'
 import type { ModelProfile, ResolvedOptions } from '../vocabulary/options'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
 import type {
   PlanEstimate,
   PrefixLookup,
-  PromptSecrets,
   ProofKind,
   StreamFormat,
 } from '../vocabulary/request-facts'
@@ -37,16 +36,6 @@ export interface AttemptServices {
    * with its `would_block` verdict line; `withheld` is what enforce would have withheld.
    */
   observe(ctx: AttemptContext, outcome: AttemptOutcome<unknown>): Promise<void>
-}
-
-/** This request's prompt in the foreign-content book (src/guard/fingerprint-book.ts). */
-export interface PrintedPrompt {
-  /** A fresh watch over one answer, once the shared store has been read for this request. */
-  watch(): Promise<ContentWatch>
-  /** A released, echo-verified answer: its words become known as the model's (see `answersOf`). */
-  learn(watch: ContentWatch): void
-  /** What this request's read of the shared store missed (said in the verdict, never excused). */
-  gap(): Promise<StoreGap>
 }
 
 /**
@@ -96,8 +85,8 @@ export interface AttemptContext {
    */
   content: () => Promise<PrintedPrompt | undefined>
   /**
-   * The second opinion on foreign-content evidence (src/verify/second-opinion.ts); undefined when off
-   * and inside a second opinion's own request.
+   * The second opinion on foreign-content evidence (the foreign-content plug-in's); undefined when
+   * off and inside a second opinion's own request.
    */
   recall?: Recall
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
@@ -105,17 +94,6 @@ export interface AttemptContext {
   /** When the upstream call was made, by the guard's clock. */
   startedAt: number
   attempt: number
-}
-
-/** A clean-room continuation of an answer's text, asked of the model (src/guard/recall.ts). */
-export interface Recall {
-  /** Characters of the answer before its run that make the cue. */
-  readonly cueChars: number
-  /**
-   * The fingerprints of what the model wrote, verified, from `cue` alone (less the cue's own): its
-   * recall. Undefined when it could not be asked or its answer was not verified.
-   */
-  ask(cue: { text: string; head: string }, source: string): Promise<ReadonlySet<number> | undefined>
 }
 
 /**
@@ -133,7 +111,7 @@ export interface Lesson {
   verified: boolean
   /** The count comes from an engine refusal (rare, and the most valuable observation). */
   refusal?: boolean
-  /** Verified answers only: makes the answer's words known as the model's (src/guard/fingerprint-book.ts). */
+  /** Verified answers only: makes the answer's words known as the model's (foreign-content plug-in). */
   content?: () => void
   /** A stream released under observe with a finding: it teaches nothing at all. */
   observed?: true

@@ -2,14 +2,7 @@
  * @module The attempt loop of one admitted request: inject a fresh canary, call, verify — then release,
  * retry (a lone missing echo), refuse (the client's output limit) or quarantine.
  */
-import type {
-  AttemptContext,
-  AttemptOutcome,
-  AttemptServices,
-  Lesson,
-  PrintedPrompt,
-  Recall,
-} from '../attempt/context'
+import type { AttemptContext, AttemptOutcome, AttemptServices, Lesson } from '../attempt/context'
 import { teach } from '../calibration/teach'
 import { callUpstream } from '../call/call'
 import type { AiRunner } from '../call/upstream'
@@ -22,8 +15,8 @@ import { assistantTexts, promptTexts } from '../plan/prompt-texts'
 import { cutOffError } from '../quarantine/withhold'
 import { verifyStreamedAnswer } from '../verify/streamed-answer'
 import { verifyWholeAnswer } from '../verify/whole-answer'
+import type { ContentBook, PrintedPrompt, Recall } from '../vocabulary/evidence-plugins'
 import type { PrefixLookup } from '../vocabulary/request-facts'
-import type { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
 import { toClientStream } from './stream-outcome'
 import type { VerdictLogger } from './verdict-log'
@@ -32,7 +25,7 @@ import type { VerdictLogger } from './verdict-log'
 export interface AttemptHost extends AttemptServices {
   readonly logger: VerdictLogger
   /** The foreign-content book, when the check is on. */
-  readonly fingerprints: FingerprintBook | undefined
+  readonly content: ContentBook | undefined
 }
 
 /** Per-request hooks from the host (the Worker passes its `ExecutionContext.waitUntil`). */
@@ -160,7 +153,7 @@ async function prepare(
           )
       : undefined,
     isolate(host, plan),
-    host.fingerprints?.ready(),
+    host.content?.ready(),
   ])
   const injected =
     plan.proof !== 'none' && canary
@@ -193,7 +186,7 @@ async function prepare(
 const UNPRINTED = { sent: () => {}, content: async () => undefined }
 
 /**
- * The request's prompt in the foreign-content book (see src/guard/fingerprint-book.ts): registered by
+ * The request's prompt in the foreign-content book (the plug-in's `ContentBook`): registered by
  * `sent` when its first call is made, printed by `content` or by any answer's next lookup; `content`
  * gives undefined when the check is off.
  */
@@ -202,18 +195,18 @@ function promptPrint(
   plan: RequestPlan,
   hooks: RunnerHooks,
 ): { sent(): void; content: AttemptContext['content'] } {
-  const book = host.fingerprints
+  const book = host.content
   if (!book) return UNPRINTED
   let printed: (() => PrintedPrompt) | undefined
   const register = () =>
-    book.print(
-      plan.model,
-      plan.tenant,
-      () => promptTexts(plan.inputs),
-      hooks.waitUntil,
-      plan.memo,
-      () => assistantTexts(plan.inputs),
-    )
+    book.print({
+      model: plan.model,
+      tenant: plan.tenant,
+      texts: () => promptTexts(plan.inputs),
+      said: () => assistantTexts(plan.inputs),
+      waitUntil: hooks.waitUntil,
+      memo: plan.memo,
+    })
   return {
     sent: () => {
       printed ??= register()

@@ -15,7 +15,6 @@
  * is judged, so a prompt guarded in another isolate a moment ago is already in this one's table.
  */
 
-import type { PrintedPrompt } from '../attempt/context'
 import { type CanaryKey, contentSeed } from '../canary'
 import {
   answersOf,
@@ -28,9 +27,9 @@ import {
   type StoreGap,
   type TextPrint,
 } from '../fingerprint'
+import type { ResolvedForeignContent } from '../fingerprint/content-settings'
 import { PUBLIC_UDHR } from '../fingerprint/public-udhr'
 import { memoSlot, type RequestMemo } from '../memo/text-memo'
-import type { ResolvedForeignContent } from '../vocabulary/options'
 
 /** A remembered text's print (src/memo). */
 const PRINTS = memoSlot<TextPrint>('print')
@@ -44,6 +43,16 @@ const ADDED = memoSlot<AddedMarks>('added')
  * are, at most: they stay visible for the ttl from then, so at least ttl − this from the last send.
  */
 const MAX_REFRESH_MS = 60_000
+
+/** One request's prompt in the book (the plug-in's face wraps it for the core: ../fingerprint/content-plugin.ts). */
+export interface BookPrompt {
+  /** A fresh watch over one answer, once the shared store has been read for this request. */
+  watch(): Promise<ContentWatch>
+  /** A released, echo-verified answer: its words become known as the model's (see `answersOf`). */
+  learn(watch: ContentWatch): void
+  /** What this request's read of the shared store missed (said in the verdict, never excused). */
+  gap(): Promise<StoreGap>
+}
 
 /** The isolate's fingerprint table and its link to the shared store. */
 export class FingerprintBook {
@@ -102,7 +111,7 @@ export class FingerprintBook {
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
     memo?: RequestMemo,
     said: () => readonly string[] = () => [],
-  ): () => PrintedPrompt {
+  ): () => BookPrompt {
     const key = this.#printKey
     if (key === undefined) throw new Error('FingerprintBook: print before ready()')
     const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))]).then(
@@ -113,7 +122,7 @@ export class FingerprintBook {
       const at = this.#now()
       return { print, at, added: this.#record(model, tenant, print, at, memo) }
     })
-    let printed: PrintedPrompt | undefined
+    let printed: BookPrompt | undefined
     return () => {
       if (printed) return printed
       const { print, at, added } = local()
@@ -168,7 +177,7 @@ export class FingerprintBook {
     own: Pick<PromptPrint, 'contains'>,
     read: Promise<StoreGap>,
     waitUntil: ((promise: Promise<unknown>) => void) | undefined,
-  ): PrintedPrompt {
+  ): BookPrompt {
     const params = this.#settings.params
     const answers = answersOf(model)
     return {

@@ -2,7 +2,7 @@
  * @module The guard: its per-isolate state (options, stores, learned state, canary key) and one guarded
  * call — plan, then attempts (see ./attempts.ts) — with every unexpected failure failing closed.
  */
-import type { AttemptContext, AttemptOutcome, Recall } from '../attempt/context'
+import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import { isolateTenantDirectory, TenantAttribution } from '../attribution'
 import {
   type CalibrationSnapshot,
@@ -18,9 +18,14 @@ import { IncidentRecorder } from '../quarantine/aggregate'
 import { MemoryQuarantineStore } from '../quarantine/memory'
 import { type Incident, quarantineError, recordIncident } from '../quarantine/withhold'
 import { heartbeatStream, heldPast } from '../release/heartbeat'
-import { importStandInKey, type StandInKey } from '../secrets'
-import type { ResolvedSecrets } from '../secrets/policy'
 import { PrefixRecord } from '../timing/prefix-record'
+import type {
+  ContentBook,
+  EvidencePlugins,
+  PluginHost,
+  Recall,
+  SecretsHook,
+} from '../vocabulary/evidence-plugins'
 import {
   fallbackProfile,
   type GuardOptions,
@@ -30,9 +35,7 @@ import {
 } from '../vocabulary/options'
 import type { QuarantineStore } from '../vocabulary/quarantine'
 import { type AttemptHooks, type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
-import { FingerprintBook } from './fingerprint-book'
 import { attachInfo } from './guard-info'
-import { lastQuestion, RecallBudget, type RecallHost, recallFor } from './recall'
 import { VerdictLogger } from './verdict-log'
 
 /** The guard's per-isolate state, shared by every request it serves. */
@@ -46,16 +49,19 @@ export class Guard implements AttemptHost, PlanServices {
   readonly attribution: TenantAttribution
   /** Folds a tenant's repeated incidents of one kind into one record; leaks are always kept whole. */
   readonly incidents: IncidentRecorder
-  /** Recent prompts' fingerprints for the foreign-content check (undefined when it is off). */
-  readonly fingerprints: FingerprintBook | undefined
+  /** The foreign-content plug-in's book of recent prompts (undefined: off, or not registered). */
+  readonly content: ContentBook | undefined
+  /** The secrets plug-in's prompt hook (undefined: no secret is looked for, or not registered). */
+  readonly secrets: SecretsHook | undefined
   /** Facts of each tenant's long texts between its requests (undefined when off). */
   readonly memo: TextMemo | undefined
   #key: Promise<CanaryKey> | undefined
-  #standInKey: Promise<StandInKey> | undefined
-  /** Second opinions per source tenant (undefined when they are off). */
-  readonly #recallBudget: RecallBudget | undefined
 
-  constructor(options: GuardOptions) {
+  /**
+   * `plugins`: the evidence checks this guard has (the default entry registers both). An option
+   * group asking for a check that is not registered throws: a guard never silently lacks a check.
+   */
+  constructor(options: GuardOptions, plugins: EvidencePlugins) {
     this.options = resolveOptions(options)
     this.quarantine = options.quarantine ?? new MemoryQuarantineStore()
     this.calibration = options.calibration ?? new MemoryCalibration()
@@ -68,14 +74,14 @@ export class Guard implements AttemptHost, PlanServices {
       now: this.options.now,
       windowMs: this.options.incidentWindowMs,
     })
-    const content = this.options.foreignContent
-    this.fingerprints = content
-      ? new FingerprintBook(content, () => this.key(), this.options.now)
-      : undefined
-    const recall = content?.recall
-    this.#recallBudget = recall
-      ? new RecallBudget(recall.perSourcePerHour, this.options.now)
-      : undefined
+    const host: PluginHost = {
+      secret: this.options.secret,
+      key: () => this.key(),
+      now: this.options.now,
+    }
+    assertRegistered(options, plugins)
+    this.content = plugins.content?.create(options.foreignContent, host)
+    this.secrets = plugins.secrets?.create(options.secrets, host)
     const memo = this.options.textMemo
     this.memo = memo ? new TextMemo(this.options.secret, memo) : undefined
   }
@@ -84,17 +90,6 @@ export class Guard implements AttemptHost, PlanServices {
   key(): Promise<CanaryKey> {
     this.#key ??= importCanaryKey(this.options.secret)
     return this.#key
-  }
-
-  /** What is done with secrets in prompts, per model; undefined when nothing is. */
-  get secrets(): ResolvedSecrets | undefined {
-    return this.options.secrets
-  }
-
-  /** The stand-in key (the same secret, its own derivations), imported once on first use. */
-  standInKey(): Promise<StandInKey> {
-    this.#standInKey ??= importStandInKey(this.options.secret)
-    return this.#standInKey
   }
 
   /** A runner for one tenant over one upstream; cheap, so surfaces make one per request. */
@@ -208,20 +203,14 @@ export class Guard implements AttemptHost, PlanServices {
   }
 
   /**
-   * The second opinion of one request's answers (src/guard/recall.ts): its own request goes through
+   * The second opinion of one request's answers (the foreign-content plug-in's): its request goes through
    * this guard under a tenant of its own, unprinted and with no second opinion of its own.
    */
   #recall(upstream: AiRunner, plan: RequestPlan, hooks: RunnerHooks): Recall | undefined {
-    const settings = this.options.foreignContent?.recall
-    const book = this.fingerprints
-    const budget = this.#recallBudget
-    if (!settings || !book || !budget) return undefined
-    const host: RecallHost = {
-      budget,
+    return this.content?.recall({
       model: plan.model,
       requestId: plan.requestId,
-      question: lastQuestion(plan.inputs),
-      recalled: (said, given) => book.recalled(said, given),
+      inputs: plan.inputs,
       ask: async (tenant, inputs) => {
         const probe = await planRequest(this, this.options.requestId(), tenant, plan.model, inputs)
         return runAttempts(
@@ -232,8 +221,7 @@ export class Guard implements AttemptHost, PlanServices {
           undefined,
         )
       },
-    }
-    return recallFor(host, settings)
+    })
   }
 
   /** Records a withheld answer and returns the error for its client. Never releases anything. */
@@ -255,6 +243,25 @@ export class Guard implements AttemptHost, PlanServices {
     )
     this.logger.quarantined(ctx, outcome, incident)
     return incident
+  }
+}
+
+/**
+ * A guard built without a plug-in (the lean entry) refuses the option group that asks for its check:
+ * a request may make the guard stricter, never weaker, so an asked-for check is never dropped.
+ */
+function assertRegistered(options: GuardOptions, plugins: EvidencePlugins): void {
+  const asked = [
+    !plugins.content && options.foreignContent !== undefined && options.foreignContent !== false
+      ? ['foreignContent', 'foreign-content']
+      : undefined,
+    !plugins.secrets && options.secrets !== undefined ? ['secrets', 'secrets'] : undefined,
+  ].find((a) => a !== undefined)
+  if (asked) {
+    throw new Error(
+      `option "${asked[0]}" asks for the ${asked[1]} check, which this guard does not have (the lean ` +
+        "entry, 'workers-ai-guard/lean', leaves it out): import the default entry, 'workers-ai-guard'.",
+    )
   }
 }
 

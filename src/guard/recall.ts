@@ -6,9 +6,9 @@
  * per source tenant so that nobody can make the guard call the engine at will by pasting what the
  * model is likely to write.
  */
-import type { Recall } from '../attempt/context'
 import { CANARY_PATTERN } from '../canary'
 import { readTexts } from '../format/frames'
+import type { Recall } from '../vocabulary/evidence-plugins'
 import type { RecallOptions } from '../vocabulary/options'
 
 /** What the model is asked: its own continuation of the cue, word for word, and nothing else. */

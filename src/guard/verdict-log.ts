@@ -5,9 +5,9 @@
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import type { RequestPlan } from '../plan/plan'
 import type { Incident } from '../quarantine/withhold'
+import type { PromptSecrets } from '../vocabulary/evidence-plugins'
 import type { VerdictContext, VerdictLog } from '../vocabulary/options'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
-import type { PromptSecrets } from '../vocabulary/request-facts'
 
 type Figures = QuarantineRecord['figures']
 

@@ -8,16 +8,11 @@ import { type PromptPieces, promptPieces } from '../ceiling/prompt'
 import type { ScriptClass } from '../ceiling/script'
 import { memoSlot, type RequestMemo, type TextFacts, type TextMemo } from '../memo/text-memo'
 import { PrefixRecord } from '../timing/prefix-record'
+import type { PromptSecrets, SecretsHook } from '../vocabulary/evidence-plugins'
 import type { ModelProfile, ResolvedOptions } from '../vocabulary/options'
-import type {
-  PlanEstimate,
-  PrefixLookup,
-  PromptSecrets,
-  ProofKind,
-} from '../vocabulary/request-facts'
+import type { PlanEstimate, PrefixLookup, ProofKind } from '../vocabulary/request-facts'
 import { guardAdditionTokens } from './guard-additions'
 import { type Admission, admit } from './preflight'
-import { type SecretServices, substituteSecrets } from './prompt-secrets'
 import { type RequestFacts, readRequest } from './request'
 
 /** A remembered text's family count (src/memo). */
@@ -38,7 +33,7 @@ export interface RequestPlan {
    * asked), before injection.
    */
   inputs: Record<string, unknown>
-  /** The prompt's secrets and this request's stand-in book; undefined when the guard substitutes none. */
+  /** The prompt's secrets and the checks of its answers; undefined when the guard substitutes none. */
   secrets: PromptSecrets | undefined
   /** Whether the answer's content is JSON (JSON mode, a schema): values are restored escaped in it. */
   jsonContent: boolean
@@ -78,7 +73,9 @@ export interface RequestPlan {
 }
 
 /** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
-export interface PlanServices extends SecretServices {
+export interface PlanServices {
+  /** The secrets plug-in's prompt hook (undefined: no secret is looked for). */
+  readonly secrets: SecretsHook | undefined
   readonly options: Pick<ResolvedOptions, 'overflow' | 'minTimingEvidenceMs' | 'wholeAnswers'>
   readonly prefixes: PrefixRecord
   /** Facts of each tenant's long texts, kept between its requests (undefined: off). */
@@ -106,12 +103,9 @@ export async function planRequest(
   // What this tenant's earlier requests computed of the same texts (src/memo).
   const memo = guard.memo?.forRequest(tenant)
   // Before the ceiling counts: what is counted is what is sent (the guard's directive and marker too).
-  const { inputs, secrets } = await substituteSecrets(
-    guard,
-    { requestId, tenant, model },
-    facts.inputs,
-    memo,
-  )
+  const { inputs, secrets } = guard.secrets
+    ? await guard.secrets.substitute({ requestId, tenant, model }, facts.inputs, memo)
+    : { inputs: facts.inputs, secrets: undefined }
   const proof = profile.echo === 'require' ? facts.proof : 'none'
   const pieces = { ...promptPieces(inputs), guardTokens: guardAdditionTokens(profile, proof) }
   const snapshot = await guard.snapshot(model)

@@ -9,12 +9,28 @@
  */
 import { GuardError } from '../errors'
 import { type MemoSlot, memoSlot, type RequestMemo, type TextFacts } from '../memo/text-memo'
-import type { ResolvedSecrets, StandInKey } from '../secrets'
+import type { ResolvedSecrets, StandInBook, StandInKey } from '../secrets'
 import { StandInBook as Book, findSecrets, MAX_STAND_INS } from '../secrets'
-import type { PromptSecrets } from '../vocabulary/request-facts'
 
 /** Kinds with counts (never values). */
 type KindCounts = Record<string, number>
+
+/** A request's secrets, as substitution left them (the plug-in's face builds the core's from it). */
+export interface SubstitutedSecrets {
+  /** This request's stand-ins and their values; also recognises any other request's stand-ins. */
+  book: StandInBook
+  /** Secrets replaced by stand-ins, per kind. */
+  substituted: KindCounts
+  /** Secrets found by `detect` kinds and sent as they were, per kind. */
+  detected: KindCounts
+  /**
+   * Whether `text` occurs in a text of the prompt as sent. A stand-in of another request that the
+   * prompt itself carries is no proof of a leak: a client can learn one of its own stand-ins (ask the
+   * model to reverse it, reverse it back) and plant it in a page another tenant's prompt quotes —
+   * without this, its answer would be quarantined. Read only when a foreign stand-in is found.
+   */
+  inPrompt(text: string): boolean
+}
 
 /** What substitution needs of the guard. */
 export interface SecretServices {
@@ -40,7 +56,7 @@ export async function substituteSecrets(
   request: { requestId: string; tenant: string; model: string },
   inputs: Record<string, unknown>,
   memo?: RequestMemo,
-): Promise<{ inputs: Record<string, unknown>; secrets: PromptSecrets | undefined }> {
+): Promise<{ inputs: Record<string, unknown>; secrets: SubstitutedSecrets | undefined }> {
   const resolved = services.secrets
   if (!resolved) return { inputs, secrets: undefined }
   const policy = resolved.forModel(request.model)
@@ -53,7 +69,7 @@ export async function substituteSecrets(
     substitute,
     resolved.all,
   )
-  const secrets: PromptSecrets = {
+  const secrets: SubstitutedSecrets = {
     book,
     substituted: {},
     detected: {},

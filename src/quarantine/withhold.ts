@@ -101,9 +101,9 @@ function withoutStandIns(
   ctx: AttemptContext,
   withheld: Record<string, string>,
 ): Record<string, string> {
-  const book = ctx.request.secrets?.book
-  if (!book) return withheld
+  const secrets = ctx.request.secrets
+  if (!secrets) return withheld
   const out: Record<string, string> = {}
-  for (const [channel, text] of Object.entries(withheld)) out[channel] = book.redact(text)
+  for (const [channel, text] of Object.entries(withheld)) out[channel] = secrets.redact(text)
   return out
 }

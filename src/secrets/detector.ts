@@ -7,6 +7,7 @@
  * {@link tokenStart} — which keeps each scan linear in the text), and the check — a checksum, a date,
  * a decoded header, a keyword nearby — decides.
  */
+import type { SecretConfidence } from '../vocabulary/evidence-options'
 
 /**
  * Escapes that end in a letter or a digit yet are not part of the token after them: URL-encoding
@@ -85,7 +86,7 @@ export const NATIONAL_START = tokenStart(`${DIGIT_JOIN_BEFORE}|\\+`)
 export const KEY_RUN = 'A-Za-z0-9_-'
 
 /** How far a detector's finding can be trusted (see docs/secrets.md for the measured figures). */
-export type SecretConfidence = 'high' | 'medium'
+export type { SecretConfidence } from '../vocabulary/evidence-options'
 
 /** One secret found in a text: its kind and its UTF-16 offsets (`text.slice(start, end)`). */
 export interface SecretSpan {

@@ -13,19 +13,10 @@
  *   the worst text such a pattern allows scans in about a second; 4,096 took 33 s);
  * - it must not match the empty string.
  */
-import { regexDetector, type SecretConfidence, type SecretDetector } from './detector'
+import type { OperatorPattern } from '../vocabulary/evidence-options'
+import { regexDetector, type SecretDetector } from './detector'
 
-/** One operator pattern: a name (its kind), the regex source and flags, its confidence. */
-export interface OperatorPattern {
-  /** The kind it reports: lowercase letters, digits and dashes, 2–40 characters. */
-  name: string
-  /** The regex source (no slashes), e.g. `ACME-[0-9]{8}-[A-Z]{4}`. */
-  pattern: string
-  /** Flags among `i`, `m`, `s`, `u`. @default '' */
-  flags?: string
-  /** @default 'medium' */
-  confidence?: SecretConfidence
-}
+export type { OperatorPattern } from '../vocabulary/evidence-options'
 
 /**
  * The bounds of the rule (see the module comment).

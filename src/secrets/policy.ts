@@ -6,30 +6,13 @@
  * a typo must not silently leave a secret in the prompt. The policy is the operator's alone: no request
  * field can lower it.
  */
+import type { SecretPolicy, SecretRules, SecretsOptions } from '../vocabulary/evidence-options'
 import type { SecretConfidence, SecretDetector } from './detector'
 import { builtInDetectors } from './detectors'
-import { type OperatorPattern, operatorDetector } from './operator-pattern'
+import { operatorDetector } from './operator-pattern'
 
-/** What happens to one kind of secret in a prompt. */
-export type SecretPolicy = 'off' | 'detect' | 'substitute'
-
-/** Policies by confidence, then by kind (a kind's own entry wins). */
-export interface SecretRules {
-  /** Detectors whose every finding a checksum or a published format confirms. */
-  high?: SecretPolicy
-  /** Detectors that rest on structure and context (SSNs, keyword-gated keys, operator patterns). */
-  medium?: SecretPolicy
-  /** Per kind, e.g. `{ 'us-ssn': 'substitute' }`; operator patterns by their `name`. */
-  kinds?: Record<string, SecretPolicy>
-}
-
-/** The `secrets` option of the guard. */
-export interface SecretsOptions extends SecretRules {
-  /** Operator-supplied patterns (validated: see src/secrets/operator-pattern.ts). */
-  patterns?: readonly OperatorPattern[]
-  /** Per-model rules, over the rules above (a model's `kinds` entry, then its confidence, win). */
-  models?: Record<string, SecretRules>
-}
+// The option's shapes are the core's (GuardOptions names them): re-exported for the plug-in's users.
+export type { SecretPolicy, SecretRules, SecretsOptions } from '../vocabulary/evidence-options'
 
 /** One model's detectors by what is done with their findings. */
 export interface ModelSecrets {

@@ -11,6 +11,7 @@ import type { CalibrationStore } from '../calibration/learned'
 import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
 import { Guard, type RunnerHooks } from '../guard'
+import type { EvidencePlugins } from '../vocabulary/evidence-plugins'
 import type { GuardOptions, ModelProfile } from '../vocabulary/options'
 import type { QuarantineStore } from '../vocabulary/quarantine'
 
@@ -79,8 +80,8 @@ export interface AiGuard {
  *   },
  * }
  */
-export function createGuard(options: GuardOptions): AiGuard {
-  return handle(new Guard(options))
+export function createGuard(options: GuardOptions, plugins: EvidencePlugins): AiGuard {
+  return handle(new Guard(options, plugins))
 }
 
 /** The public face of a guard (the class itself stays internal). */
@@ -117,16 +118,21 @@ function handle(guard: Guard): AiGuard {
  * const ai = guardAi(env.AI, { secret: env.GUARD_SECRET, tenant: user.id })
  * const out = await ai.run('@cf/zai-org/glm-5.3', { messages: [{ role: 'user', content: 'Hello' }] })
  */
-export function guardAi(upstream: AiRunner, options: GuardOptions): AiRunner {
+export function guardAi(
+  upstream: AiRunner,
+  options: GuardOptions,
+  plugins: EvidencePlugins,
+): AiRunner {
   assertUpstream(upstream, 'guardAi')
   const { tenant, ...shared } = options ?? ({} as GuardOptions)
-  const key = optionsKey(shared)
+  // The same options with other plug-ins (the lean entry beside the default) are another guard.
+  const key = `${identity(plugins)}${optionsKey(shared)}`
   let guard = isolateGuards.get(key)
   if (guard) {
     // Most recently used last, so the oldest is the one evicted.
     isolateGuards.delete(key)
   } else {
-    guard = new Guard(shared)
+    guard = new Guard(shared, plugins)
     if (isolateGuards.size >= MAX_ISOLATE_GUARDS) evictOldest()
   }
   isolateGuards.set(key, guard)

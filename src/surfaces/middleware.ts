@@ -4,6 +4,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { AiRunner } from '../call/upstream'
 import { GuardError } from '../errors'
+import type { EvidencePlugins } from '../vocabulary/evidence-plugins'
 import type { GuardOptions } from '../vocabulary/options'
 import { type AiGuard, createGuard } from './guard-ai'
 import type { GuardedAi } from './typed-runner'
@@ -64,12 +65,12 @@ export type AiGuardOptions =
  * app.use('/chat/*', aiGuard({ secret: SECRET, tenant: (c) => c.var.userId }))
  * app.post('/chat', async (c) => c.json(await c.var.ai.run('@cf/zai-org/glm-5.3', await c.req.json())))
  */
-export function aiGuard(options: AiGuardOptions): MiddlewareHandler {
+export function aiGuard(options: AiGuardOptions, plugins: EvidencePlugins): MiddlewareHandler {
   const { tenant, upstream, onError, guard: shared, ...guardOptions } = options
   if (tenant !== undefined && typeof tenant !== 'string' && typeof tenant !== 'function') {
     throw new Error('option "tenant" must be a string or a function of the context')
   }
-  const guard = shared ?? createGuard(guardOptions as GuardOptions)
+  const guard = shared ?? createGuard(guardOptions as GuardOptions, plugins)
   return async function aiGuard(c, next) {
     const ai = upstream ? upstream(c) : (c.env as { AI?: AiRunner } | undefined)?.AI
     if (!ai || typeof ai.run !== 'function') {

@@ -3,15 +3,13 @@
  * figures behind it, the texts a release may send, and what a withheld answer records.
  */
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
-import type { StoreGap } from '../fingerprint'
 import { type Channel, channelEntries } from '../format/frames'
 import type { TimingSignal } from '../timing/prefill'
+import type { AnswerContent, AnswerStandIns, StoreGap } from '../vocabulary/evidence-plugins'
 import type { QuarantineRecord } from '../vocabulary/quarantine'
 import type { PlanEstimate } from '../vocabulary/request-facts'
 import { canaryEntries, redactCanaries, scanChannels } from './canary-evidence'
-import { ContentHold } from './content-check'
-import { secondOpinion } from './second-opinion'
-import { kindCounts, standInEntries, standInEvidence } from './stand-in-evidence'
+import { kindCounts, standInEntries } from './stand-in-record'
 import { decide, type EchoOutcome, type Verdict } from './verdict'
 
 /** Channel texts of one answer. */
@@ -34,7 +32,7 @@ interface Evidence {
    * A stream's foreign-content watch, fed as the stream was held (see ./streamed-answer.ts); without
    * one, the texts are scanned here as a whole answer.
    */
-  watch?: ContentHold
+  watch?: AnswerContent
 }
 
 /** What the evidence concluded. */
@@ -52,7 +50,7 @@ export interface Conclusion {
   withheld(raw: Texts): AttemptOutcome<never>
   /**
    * For a whole answer once released with its echo verified: its words become known as the model's
-   * (src/guard/fingerprint-book.ts). Streams learn at their end instead.
+   * (the foreign-content plug-in). Streams learn at their end instead.
    */
   learn(): void
 }
@@ -83,7 +81,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   // Content alone (nothing else wrong, the echo not missing): the model is asked before it is withheld.
   const alone =
     hold?.evidence() && decide(judged).action === 'release' && evidence.echo !== 'missing'
-  const content = alone ? await secondOpinion(ctx, hold!) : hold?.evidence()
+  const content = alone ? await hold!.confirmed(ctx.recall) : hold?.evidence()
   const verdict = decide(
     { ...judged, ...(content ? { foreignContent: content } : {}) },
     ctx.services.options.observe,
@@ -120,15 +118,25 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
 async function foreignContent(
   ctx: AttemptContext,
   evidence: Evidence,
-): Promise<{ hold: ContentHold | undefined; learn: () => void }> {
+): Promise<{ hold: AnswerContent | undefined; learn: () => void }> {
   const none = () => {}
   if (evidence.watch) return { hold: evidence.watch, learn: none }
   const printed = await ctx.content()
   if (!printed) return { hold: undefined, learn: none }
-  const hold = new ContentHold(await printed.watch())
+  const hold = await printed.answer()
   for (const [channel, text] of channelEntries(evidence.texts)) hold.push(channel, text)
   hold.end()
-  return { hold, learn: () => printed.learn(hold.watch) }
+  return { hold, learn: () => hold.learn() }
+}
+
+/** This request's stand-ins back as values, another request's found; nothing without secrets. */
+function standInEvidence(
+  ctx: AttemptContext,
+  texts: Texts,
+): Promise<AnswerStandIns> | AnswerStandIns {
+  const secrets = ctx.request.secrets
+  if (!secrets) return { texts, foreign: [], restored: {} }
+  return secrets.restore(texts, ctx.request.jsonContent)
 }
 
 /**

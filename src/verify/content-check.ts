@@ -7,9 +7,9 @@
  * than holding every later event to the end of the stream. Should the channel resume, its new text is
  * judged as a new piece.
  */
-import type { AttemptContext } from '../attempt/context'
 import type { ContentWatch, ForeignContent } from '../fingerprint'
 import type { Channel } from '../format/frames'
+import type { Recall } from '../vocabulary/evidence-plugins'
 import type { Check } from './check'
 import { type OpinionHold, secondOpinion } from './second-opinion'
 
@@ -218,14 +218,14 @@ export class ContentCheck implements Check {
   readonly #barrier: (channel: Channel) => number
   readonly #onEvidence: (found: ForeignContent) => Promise<void>
   /** Whom a second opinion is asked of (see ./second-opinion.ts). */
-  readonly #ask: Pick<AttemptContext, 'recall'>
+  readonly #ask: { recall: Recall | undefined }
 
   constructor(
     hold: ContentHold,
     options: {
       holdBack: boolean
       barrier: (channel: Channel) => number
-      ask: Pick<AttemptContext, 'recall'>
+      ask: { recall: Recall | undefined }
       onEvidence: (found: ForeignContent) => Promise<void>
     },
   ) {

@@ -10,8 +10,8 @@
  * writes again of the run it knows; a stale read cannot be reproduced from a prompt that does not
  * hold it. Only what it recalled is excused: private values inside known text still make a run.
  */
-import type { AttemptContext } from '../attempt/context'
 import type { ForeignContent } from '../fingerprint'
+import type { Recall } from '../vocabulary/evidence-plugins'
 
 /** What the second opinion needs of an answer's watch (./content-check.ts `ContentHold`). */
 export interface OpinionHold {
@@ -42,7 +42,7 @@ const HEADS = [2, 4] as const
  * if (found) quarantine(found)
  */
 export async function secondOpinion(
-  ctx: Pick<AttemptContext, 'recall'>,
+  ctx: { recall: Recall | undefined },
   hold: OpinionHold,
 ): Promise<ForeignContent | undefined> {
   const recall = ctx.recall

@@ -8,14 +8,10 @@ import type { GuardError } from '../errors'
 import type { Channel } from '../format/frames'
 import type { Replacement, StandInBook } from '../secrets'
 import { formingFrom } from '../secrets/hold-back'
+import type { StandInFinding } from '../vocabulary/evidence-plugins'
 import type { Edit } from '../vocabulary/release-judge'
 import type { AnswerView, Check } from './check'
-import {
-  foreignFinding,
-  jsonChannel,
-  restoredValue,
-  type StandInFinding,
-} from './stand-in-evidence'
+import { foreignFinding, jsonChannel, restoredValue } from './stand-in-evidence'
 
 /** What a stream's stand-in check needs to restore and recognise stand-ins. */
 export interface StreamSecrets {

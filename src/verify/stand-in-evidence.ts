@@ -3,51 +3,37 @@
  * request's are proof that the engine served that request's prompt (never restored: that would hand
  * over the other tenant's secret).
  */
-import type { AttemptContext } from '../attempt/context'
 import type { Channel } from '../format/frames'
+import type { SubstitutedSecrets } from '../plan/prompt-secrets'
 import { type ForeignStandIn, type Replacement, withLineBreaks } from '../secrets'
-import type { QuarantineRecord } from '../vocabulary/quarantine'
+import type { AnswerStandIns, StandInFinding } from '../vocabulary/evidence-plugins'
 
 type Texts = Partial<Record<Channel, string>>
 
-/** Another request's stand-in found in a channel (its kind and, full layout, the minting tenant's tag). */
-export interface StandInFinding {
-  channel: Channel
-  kind: string
-  tenantTag?: string
-}
-
-/** What the stand-ins of an answer came to. */
-interface StandInEvidence {
-  /** The texts with this request's values back (the same object when there were none). */
-  texts: Texts
-  foreign: StandInFinding[]
-  /** Values restored, per kind. */
-  restored: Record<string, number>
-}
-
 /**
  * Every channel read for stand-ins; values restored in place, JSON-escaped where the channel's text
- * is JSON (tool-call arguments, a JSON-mode answer). No book: nothing to do.
+ * is JSON (tool-call arguments, a JSON-mode answer).
  *
  * @example
- * const { texts, foreign } = await standInEvidence(ctx, conclusion.texts)
+ * const { texts, foreign } = await standInEvidence(secrets, conclusion.texts, false)
  */
-export async function standInEvidence(ctx: AttemptContext, texts: Texts): Promise<StandInEvidence> {
-  const book = ctx.request.secrets?.book
+export async function standInEvidence(
+  secrets: SubstitutedSecrets,
+  texts: Texts,
+  jsonContent: boolean,
+): Promise<AnswerStandIns> {
+  const { book } = secrets
   const restored: Record<string, number> = {}
-  if (!book) return { texts, foreign: [], restored }
   const out: Texts = { ...texts }
   const foreign: StandInFinding[] = []
   for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
     if (!text) continue
     const found = await book.locate(text)
     for (const f of found.foreign) {
-      if (!ctx.request.secrets?.inPrompt(text.slice(f.start, f.end)))
-        foreign.push(foreignFinding(channel, f))
+      if (!secrets.inPrompt(text.slice(f.start, f.end))) foreign.push(foreignFinding(channel, f))
     }
     if (found.own.length === 0) continue
-    out[channel] = spliceValues(text, 0, found.own, jsonChannel(channel, ctx.request.jsonContent))
+    out[channel] = spliceValues(text, 0, found.own, jsonChannel(channel, jsonContent))
     for (const r of found.own) restored[r.kind] = (restored[r.kind] ?? 0) + 1
   }
   return { texts: out, foreign, restored }
@@ -61,23 +47,6 @@ export function foreignFinding(channel: Channel, found: ForeignStandIn): StandIn
     kind: found.kind,
     ...(payload.layout === 'full' ? { tenantTag: payload.tenantTag } : {}),
   }
-}
-
-/** Findings as quarantine-record entries: tenant tags and kinds, never a value or a stand-in. */
-export function standInEntries(found: readonly StandInFinding[]): QuarantineRecord['canaries'] {
-  return found.map((f) => ({
-    kind: 'foreign',
-    channel: f.channel,
-    standIn: f.kind,
-    ...(f.tenantTag !== undefined ? { tenantTag: f.tenantTag } : {}),
-  }))
-}
-
-/** Kinds with counts of findings. */
-export function kindCounts(found: readonly { kind: string }[]): Record<string, number> {
-  const counts: Record<string, number> = {}
-  for (const f of found) counts[f.kind] = (counts[f.kind] ?? 0) + 1
-  return counts
 }
 
 /**

@@ -1,22 +1,20 @@
 /**
  * @module The judge of a streamed answer after its first byte: four checks behind one interface — the
- * owed proof and the content's echo (./proof-check.ts), another tenant's prompt text
- * (./content-check.ts), stand-ins (./stand-in-check.ts), canaries ours and others' (./canary-check.ts)
+ * owed proof and the content's echo (./proof-check.ts), another tenant's prompt text and stand-ins
+ * (the evidence plug-ins' checks, when registered), canaries ours and others' (./canary-check.ts)
  * — and the release stage asks it how far each channel may go and what to cut. A channel leaves up to
  * where every check has judged it; what any check finds ends the stream before the event carrying it.
  */
 import { type AttemptContext, ownTokens } from '../attempt/context'
 import type { GuardError } from '../errors'
-import type { ForeignContent } from '../fingerprint'
 import type { Channel, Frame } from '../format/frames'
+import type { AnswerContent, ContentFinding } from '../vocabulary/evidence-plugins'
 import type { Edit, StreamJudge, TextSpan } from '../vocabulary/release-judge'
 import { CanaryCheck } from './canary-check'
 import { redactCanaries } from './canary-evidence'
 import type { AnswerView, Check } from './check'
-import { ContentCheck, type ContentHold } from './content-check'
 import type { EchoWatch } from './echo-watch'
 import { type OwedProof, ProofCheck } from './proof-check'
-import { StandInCheck, type StreamSecrets } from './stand-in-check'
 
 /** What the verification hands the judge of a released stream. */
 export interface JudgeStart {
@@ -37,16 +35,16 @@ export interface JudgeStart {
    * under `async`: evidence then ends the stream after the words left). @default true
    */
   contentHoldBack?: boolean
-  /** The answer's foreign-content check, fed with the held frames already. */
-  content?: ContentHold
-  /** This request's stand-in book: its stand-ins leave as their values, another's ends the stream. */
-  secrets?: StreamSecrets
+  /** The answer's foreign-content watch, fed with the held frames already. */
+  content?: AnswerContent
+  /** This request's stand-in check: its stand-ins leave as their values, another's ends the stream. */
+  standIns?: (view: AnswerView) => Check
   /**
    * Called when another tenant's prompt text appears after release; returns the ending error, or
    * none when it was recorded under observe (the check then steps aside: nothing more held or ended).
    */
   onForeignContent?: (
-    found: ForeignContent,
+    found: ContentFinding,
     seen: Record<string, string>,
   ) => Promise<GuardError | undefined>
   /** Called when a foreign canary appears after release; returns the error that ends the stream. */
@@ -68,8 +66,8 @@ const SEEN_LIMIT = 65_536
  */
 export class AnswerJudge implements StreamJudge, AnswerView {
   readonly #proof: ProofCheck
-  #content: ContentCheck | undefined
-  readonly #standIns: StandInCheck | undefined
+  #content: Check | undefined
+  readonly #standIns: Check | undefined
   readonly #canaries: CanaryCheck | undefined
   /** Every check, in the order their verdicts go first. */
   #checks: Check[]
@@ -95,10 +93,10 @@ export class AnswerJudge implements StreamJudge, AnswerView {
     const { content, onForeignContent } = start
     this.#content =
       content && onForeignContent
-        ? new ContentCheck(content, {
+        ? content.check({
             holdBack: start.contentHoldBack !== false,
             barrier: (channel) => this.#canaries?.barrier(channel) ?? 0,
-            ask: ctx,
+            recall: ctx.recall,
             onEvidence: async (found) => {
               const ending = await onForeignContent(found, this.seen())
               if (ending) throw ending
@@ -106,7 +104,7 @@ export class AnswerJudge implements StreamJudge, AnswerView {
             },
           })
         : undefined
-    this.#standIns = start.secrets ? new StandInCheck(start.secrets, this) : undefined
+    this.#standIns = start.standIns?.(this)
     this.#checks = [this.#proof, this.#content, this.#standIns, this.#canaries].filter(
       (check): check is NonNullable<typeof check> => check !== undefined,
     )

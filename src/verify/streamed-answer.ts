@@ -12,20 +12,20 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import type { AttemptContext, AttemptOutcome, Lesson, PrintedPrompt } from '../attempt/context'
+import type { AttemptContext, AttemptOutcome, Lesson } from '../attempt/context'
 import { FirstByte } from '../attempt/first-byte'
 import { UpstreamEvents } from '../call/upstream-events'
 import { GuardError } from '../errors'
 import type { Channel, Frame, Usage } from '../format/frames'
 import { cutOffError } from '../quarantine/withhold'
 import type { TimingSignal } from '../timing/prefill'
+import type { AnswerContent } from '../vocabulary/evidence-plugins'
 import type { HeldFrames, StreamJudge } from '../vocabulary/release-judge'
 import type { Observe } from '../vocabulary/verdict-types'
 import { type Conclusion, conclude } from './conclude'
-import { ContentHold } from './content-check'
 import { EchoWatch } from './echo-watch'
 import { HeldHead } from './held-head'
-import { standInEntries } from './stand-in-evidence'
+import { standInEntries } from './stand-in-record'
 import { AnswerJudge, type JudgeStart } from './stream-judge'
 import { timingEvidence } from './timing-evidence'
 import { decideReleased, type EchoOutcome } from './verdict'
@@ -67,8 +67,7 @@ export async function verifyStreamedAnswer(
     idleMs: timeouts.idleMs,
   })
   const printed = await ctx.content()
-  const content = printed ? new ContentHold(await printed.watch()) : undefined
-  const reading = new HeldStream(ctx, upstream, content && printed && { content, printed })
+  const reading = new HeldStream(ctx, upstream, await printed?.answer())
   await reading.untilVerdict()
   let conclusion: Conclusion
   try {
@@ -93,8 +92,7 @@ class HeldStream {
   readonly #ctx: AttemptContext
   readonly #upstream: UpstreamEvents
   readonly #echo: EchoWatch
-  readonly #content: ContentHold | undefined
-  readonly #printed: PrintedPrompt | undefined
+  readonly #content: AnswerContent | undefined
   #heldBytes = 0
   /** The content length the echo watch last looked at (−1: never). */
   #observed = -1
@@ -112,16 +110,11 @@ class HeldStream {
   /** Released under observe with a finding (at its verdict or after): it teaches nothing. */
   #wouldBlock = false
 
-  constructor(
-    ctx: AttemptContext,
-    upstream: UpstreamEvents,
-    foreign: { content: ContentHold; printed: PrintedPrompt } | undefined,
-  ) {
+  constructor(ctx: AttemptContext, upstream: UpstreamEvents, content: AnswerContent | undefined) {
     this.#ctx = ctx
     this.#upstream = upstream
     this.#echo = new EchoWatch(ctx)
-    this.#content = foreign?.content
-    this.#printed = foreign?.printed
+    this.#content = content
   }
 
   /** Reads until the first token is timed and the echo settled (or the stream ends). */
@@ -305,24 +298,24 @@ class HeldStream {
   #streamSecrets(
     figures: Conclusion['figures'],
     withhold: (outcome: AttemptOutcome<unknown>) => Promise<GuardError>,
-  ): Pick<JudgeStart, 'secrets'> {
+  ): Pick<JudgeStart, 'standIns'> {
     const secrets = this.#ctx.request.secrets
     if (!secrets) return {}
+    const jsonContent = this.#ctx.request.jsonContent
     return {
-      secrets: {
-        book: secrets.book,
-        jsonContent: this.#ctx.request.jsonContent,
-        inPrompt: secrets.inPrompt,
-        onForeign: (finding, seen) =>
-          // Another request's secret stand-in: a leak like a foreign canary, never restored.
-          withhold({
-            verdict: decideReleased({ foreignStandIns: 1 }),
-            withheld: seen,
-            figures,
-            canaries: standInEntries([finding]),
-            foreignStandIns: { [finding.kind]: 1 },
-          }),
-      },
+      standIns: (view) =>
+        secrets.check(view, {
+          jsonContent,
+          onForeign: (finding, seen) =>
+            // Another request's secret stand-in: a leak like a foreign canary, never restored.
+            withhold({
+              verdict: decideReleased({ foreignStandIns: 1 }),
+              withheld: seen,
+              figures,
+              canaries: standInEntries([finding]),
+              foreignStandIns: { [finding.kind]: 1 },
+            }),
+        }),
     }
   }
 
@@ -358,7 +351,6 @@ class HeldStream {
     // An owed proof that was not paid ended the stream before this point.
     const verified = this.#concluded === 'echoed' || this.#owed
     const content = this.#content
-    const printed = this.#printed
     return {
       ...(usage?.prompt_tokens !== undefined ? { reported: usage.prompt_tokens } : {}),
       ...(usage?.prompt_tokens_details?.cached_tokens !== undefined
@@ -366,7 +358,7 @@ class HeldStream {
         : {}),
       ...(this.#firstTokenMs !== undefined ? { firstTokenMs: this.#firstTokenMs } : {}),
       verified,
-      ...(verified && content && printed ? { content: () => printed.learn(content.watch) } : {}),
+      ...(verified && content ? { content: () => content.learn() } : {}),
     }
   }
 }

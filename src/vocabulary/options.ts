@@ -4,8 +4,7 @@
 import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
-import { FINGERPRINT_DEFAULTS, type FingerprintStore, PUBLIC_BACKGROUND } from '../fingerprint'
-import { type ResolvedSecrets, resolveSecrets, type SecretsOptions } from '../secrets/policy'
+import type { FingerprintStore, SecretsOptions } from './evidence-options'
 import type { QuarantineStore } from './quarantine'
 import type { ObservableCheck, Observe } from './verdict-types'
 
@@ -260,7 +259,7 @@ export interface GuardOptions {
 }
 
 /** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
-interface ForeignContentOptions {
+export interface ForeignContentOptions {
   /** Where isolates share their prompts' fingerprints (the Worker's is a Durable Object). */
   store?: FingerprintStore
   /** Memory of the isolate's fingerprint table. @default 16 MiB */
@@ -299,15 +298,6 @@ export interface RecallOptions {
    * have no middle pages to go stale. @default 160
    */
   cueChars?: number
-}
-
-/** The foreign-content check as resolved. */
-export interface ResolvedForeignContent {
-  store: FingerprintStore | undefined
-  publicTexts: readonly string[]
-  table: { budgetBytes: number; ttlMs: number; commonAt: number; tenantShare: number }
-  params: { n: number; w: number; k: number }
-  recall: Required<RecallOptions> | undefined
 }
 
 /** The structured log line written for every answer the guard decides on. */
@@ -393,10 +383,6 @@ export interface ResolvedOptions {
   timeouts: { firstTokenMs: number; idleMs: number; responseMs: number }
   wholeAnswers: 'via-stream' | 'as-is'
   incidentWindowMs: number
-  /** Undefined: the foreign-content check is off. */
-  foreignContent: ResolvedForeignContent | undefined
-  /** Undefined: no secret is looked for. */
-  secrets: ResolvedSecrets | undefined
   /** Undefined: nothing is remembered between requests. */
   textMemo: { budgetBytes: number } | undefined
   /** The checks in observe mode (every one false: all enforced). */
@@ -443,8 +429,6 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
       options.incidentWindowMs ?? 600_000,
       ' of milliseconds',
     ),
-    foreignContent: resolveForeignContent(options.foreignContent),
-    secrets: resolveSecrets(options.secrets),
     textMemo: resolveTextMemo(options.textMemo),
     observe: resolveObserve(options.observe),
   }
@@ -481,71 +465,6 @@ function resolveTextMemo(options: GuardOptions['textMemo']): ResolvedOptions['te
   }
   const budget = options?.budgetBytes ?? 16 * 1024 * 1024
   return { budgetBytes: integer('textMemo.budgetBytes', budget, 65_536) }
-}
-
-/** Public texts: strings, 4 MiB of them at most (each is printed once per isolate). */
-function resolvePublicTexts(texts: readonly string[] | undefined): readonly string[] {
-  if (texts === undefined) return []
-  if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) {
-    throw new Error('option "foreignContent.publicTexts" must be an array of strings')
-  }
-  if (texts.reduce((sum, t) => sum + t.length, 0) > 4 * 1024 * 1024) {
-    throw new Error('option "foreignContent.publicTexts" must hold at most 4 MiB of text')
-  }
-  return [...texts]
-}
-
-/** The foreign-content settings: measured defaults; a run may be raised, never lowered below them. */
-function resolveForeignContent(
-  options: ForeignContentOptions | false | undefined,
-): ResolvedForeignContent | undefined {
-  if (options === false) return undefined
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new Error('option "foreignContent" must be an object or false')
-  }
-  const o = options ?? {}
-  const store = o.store
-  if (
-    store !== undefined &&
-    (typeof store.publish !== 'function' || typeof store.since !== 'function')
-  ) {
-    throw new Error('option "foreignContent.store" must have publish() and since()')
-  }
-  const d = FINGERPRINT_DEFAULTS
-  return {
-    store,
-    // The built-in background first: licences are public whoever pastes them.
-    publicTexts: [...PUBLIC_BACKGROUND, ...resolvePublicTexts(o.publicTexts)],
-    table: {
-      budgetBytes: integer('foreignContent.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
-      ttlMs: integer('foreignContent.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),
-      commonAt: integer('foreignContent.commonAt', o.commonAt ?? d.commonAt, 2, 4),
-      tenantShare: d.tenantShare,
-    },
-    params: { n: d.n, w: d.w, k: integer('foreignContent.run', o.run ?? d.k, d.k, 64) },
-    recall: resolveRecall(o.recall),
-  }
-}
-
-/** The second opinion's bounds, checked once. */
-function resolveRecall(
-  options: RecallOptions | false | undefined,
-): Required<RecallOptions> | undefined {
-  if (options === false) return undefined
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new Error('option "foreignContent.recall" must be an object or false')
-  }
-  const o = options ?? {}
-  return {
-    perSourcePerHour: integer(
-      'foreignContent.recall.perSourcePerHour',
-      o.perSourcePerHour ?? 60,
-      1,
-      100_000,
-    ),
-    maxTokens: integer('foreignContent.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
-    cueChars: integer('foreignContent.recall.cueChars', o.cueChars ?? 160, 0, 2_000),
-  }
 }
 
 /** The built-in profiles with the `models` overrides, and the profile for unknown models if any. */

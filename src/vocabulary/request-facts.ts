@@ -4,7 +4,6 @@
  */
 import type { PromptEstimate } from '../ceiling/estimate'
 import type { ScriptClass } from '../ceiling/script'
-import type { StandInBook } from '../secrets'
 import type { PromptDigest } from '../timing/prefix-record'
 
 /**
@@ -32,23 +31,4 @@ export interface PrefixLookup {
   digest: PromptDigest
   /** Prompt tokens (lower estimate) covered by earlier verified prompts of the same tenant. */
   cachedTokens: number
-}
-
-type KindCounts = Record<string, number>
-
-/** A request's secrets, as substitution left them (src/plan/prompt-secrets.ts). */
-export interface PromptSecrets {
-  /** This request's stand-ins and their values; also recognises any other request's stand-ins. */
-  book: StandInBook
-  /** Secrets replaced by stand-ins, per kind. */
-  substituted: KindCounts
-  /** Secrets found by `detect` kinds and sent as they were, per kind. */
-  detected: KindCounts
-  /**
-   * Whether `text` occurs in a text of the prompt as sent. A stand-in of another request that the
-   * prompt itself carries is no proof of a leak: a client can learn one of its own stand-ins (ask the
-   * model to reverse it, reverse it back) and plant it in a page another tenant's prompt quotes —
-   * without this, its answer would be quarantined. Read only when a foreign stand-in is found.
-   */
-  inPrompt(text: string): boolean
 }

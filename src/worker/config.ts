@@ -4,9 +4,9 @@
 
 import { D1TenantDirectory } from '../attribution'
 import { GuardError } from '../errors'
+import { type AiGuard, createGuard } from '../index'
 import { D1QuarantineStore } from '../quarantine/d1'
 import { type SecretsOptions, WORKER_SECRETS_DEFAULT } from '../secrets/policy'
-import { type AiGuard, createGuard } from '../surfaces/guard-ai'
 import type { GuardOptions, ModelProfile } from '../vocabulary/options'
 import { type BodyPace, DEFAULT_BODY_PACE } from './body'
 import { DurableCalibration } from './durable-calibration'

@@ -5,6 +5,7 @@ import { SimEngine } from '../../sim/engine'
 import { D1TenantDirectory, type GuardOptions, guardAi, MemoryQuarantineStore } from '../../src'
 import { MemoryCalibration } from '../../src/calibration/learned'
 import { promptPieces } from '../../src/ceiling/prompt'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { Guard } from '../../src/guard'
 import { prefixKey } from '../../src/plan/plan'
 import { PrefixRecord } from '../../src/timing/prefix-record'
@@ -188,13 +189,16 @@ describe('only verified answers teach', () => {
       { ...SIM, poolTokens: 65_536, contextWindow: 131_072, mode: 'fixed' },
       { clock },
     )
-    const guard = new Guard({
-      secret: SECRET,
-      models: { [MODEL]: { ...SLIPPED, contextWindow: 262_144, kvPoolTokens: 262_144 } },
-      onVerdict: recordVerdicts().onVerdict,
-      minTimingEvidenceMs: 5,
-      now: () => clock.now(),
-    })
+    const guard = new Guard(
+      {
+        secret: SECRET,
+        models: { [MODEL]: { ...SLIPPED, contextWindow: 262_144, kvPoolTokens: 262_144 } },
+        onVerdict: recordVerdicts().onVerdict,
+        minTimingEvidenceMs: 5,
+        now: () => clock.now(),
+      },
+      DEFAULT_PLUGINS,
+    )
     const ai = guard.runner(engine.binding('account'), 'tenant-b')
     const remembered = async (text: string) => {
       const digest = await PrefixRecord.digest(promptPieces(chat(text)).texts.join('\n'))
@@ -349,8 +353,8 @@ describe('attribution across isolates', () => {
       onVerdict: recordVerdicts().onVerdict,
     }
     // Two isolates: A is served by one guard, B by another; only the directory is shared.
-    const first = new Guard(options)
-    const second = new Guard(options)
+    const first = new Guard(options, DEFAULT_PLUGINS)
+    const second = new Guard(options, DEFAULT_PLUGINS)
     const waits: Promise<unknown>[] = []
     const hooks = { waitUntil: (p: Promise<unknown>) => waits.push(p) }
     const a = first.runner(engine.binding('account'), 'tenant-a-elsewhere', hooks)

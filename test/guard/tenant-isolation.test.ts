@@ -4,6 +4,7 @@ import { SimEngine } from '../../sim/engine'
 import { MemoryQuarantineStore } from '../../src'
 import { MemoryCalibration } from '../../src/calibration/learned'
 import type { AiRunner } from '../../src/call/upstream'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { GuardError } from '../../src/errors'
 import { Guard } from '../../src/guard'
 import { chat, document, english } from '../support/prompts'
@@ -79,15 +80,18 @@ describe('no tenant moves another tenant’s verdicts', () => {
       { clock },
     )
     const verdicts = recordVerdicts()
-    const guard = new Guard({
-      secret: SECRET,
-      models: { [MODEL]: PROFILE },
-      onVerdict: verdicts.onVerdict,
-      quarantine: new MemoryQuarantineStore(),
-      calibration: new MemoryCalibration({ now: () => clock.now() }),
-      minTimingEvidenceMs: 5,
-      now: () => clock.now(),
-    })
+    const guard = new Guard(
+      {
+        secret: SECRET,
+        models: { [MODEL]: PROFILE },
+        onVerdict: verdicts.onVerdict,
+        quarantine: new MemoryQuarantineStore(),
+        calibration: new MemoryCalibration({ now: () => clock.now() }),
+        minTimingEvidenceMs: 5,
+        now: () => clock.now(),
+      },
+      DEFAULT_PLUGINS,
+    )
     const victim = guard.runner(engine.binding('victim'), 'victim')
     const attacker = guard.runner(engine.binding('attacker'), 'attacker')
     const random = prng(20_261_130)

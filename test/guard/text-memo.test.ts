@@ -3,6 +3,8 @@ import { VirtualClock } from '../../sim/clock'
 import type { SimConfig } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { type GuardOptions, MemoryQuarantineStore, type VerdictLog } from '../../src'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
+import type { FingerprintBook } from '../../src/guard/fingerprint-book'
 import { Guard } from '../../src/guard/guard'
 import { document } from '../support/prompts'
 import { privateText, STALE_MIDDLE_PROFILE, STALE_MIDDLE_SIM } from '../support/stale-middle'
@@ -22,14 +24,17 @@ function setup(options: Partial<GuardOptions> = {}) {
   const clock = new VirtualClock()
   const engine = new SimEngine(LEAKY, { clock })
   const quarantine = new MemoryQuarantineStore()
-  const guard = new Guard({
-    secret: SECRET,
-    models: { [MODEL]: PROFILE },
-    quarantine,
-    onVerdict: () => {},
-    now: () => clock.now(),
-    ...options,
-  })
+  const guard = new Guard(
+    {
+      secret: SECRET,
+      models: { [MODEL]: PROFILE },
+      quarantine,
+      onVerdict: () => {},
+      now: () => clock.now(),
+      ...options,
+    },
+    DEFAULT_PLUGINS,
+  )
   /** One whole request of `tenant`: the text it received, or the error. */
   const send = async (tenant: string, messages: Record<string, unknown>[]) => {
     const ai = guard.runner(engine.binding('gateway'), tenant)
@@ -88,7 +93,7 @@ describe('text memo: a resent prompt is as protected as a new one', () => {
     const { engine, guard, send, lastIncident } = setup({
       foreignContent: { budgetBytes: 256 * 1024 },
     })
-    const table = guard.fingerprints!.table
+    const table = (guard.content as unknown as { book: FingerprintBook }).book.table
     const a = privateText(3)
     expect((await send('tenant-a', turn(a, [], 'First?'))).error).toBeUndefined()
     const start = table.rotations
@@ -149,15 +154,18 @@ describe('text memo: the same verdicts on or off', () => {
     const engine = new SimEngine(TIMED_SIM, { clock })
     const verdicts = recordVerdicts()
     let id = 0
-    const guard = new Guard({
-      secret: SECRET,
-      models: { [MODEL]: TIMED },
-      quarantine: new MemoryQuarantineStore(),
-      onVerdict: verdicts.onVerdict,
-      now: () => clock.now(),
-      requestId: () => `request-${id++}`,
-      textMemo,
-    })
+    const guard = new Guard(
+      {
+        secret: SECRET,
+        models: { [MODEL]: TIMED },
+        quarantine: new MemoryQuarantineStore(),
+        onVerdict: verdicts.onVerdict,
+        now: () => clock.now(),
+        requestId: () => `request-${id++}`,
+        textMemo,
+      },
+      DEFAULT_PLUGINS,
+    )
     const run = (tenant: string, messages: Record<string, unknown>[], stream = false) =>
       guard
         .runner(engine.binding('account'), tenant)

@@ -71,6 +71,8 @@ describe('npm pack', () => {
       'migrations/0001_incidents.sql',
       'dist/index.js',
       'dist/index.d.ts',
+      'dist/lean.js',
+      'dist/lean.d.ts',
       'dist/adapters/index.js',
       'dist/adapters/index.d.ts',
       'dist/worker/index.js',
@@ -109,6 +111,7 @@ describe('the packed package installed in an empty project', () => {
     const script = `
       import { guardAi, GuardError, CANARY_PATTERN } from 'workers-ai-guard'
       import { openAiHttpUpstream, asAiBinding } from 'workers-ai-guard/adapters'
+      import { createGuard as leanGuard } from 'workers-ai-guard/lean'
       const profile = { contextWindow: 2048, kvPoolTokens: 1024, maxPrefillTokensPerSecond: 1e6,
         tokenizerDrift: 0.1, defaultOutputReserve: 64, echo: 'off' }
       let calls = 0
@@ -119,7 +122,10 @@ describe('the packed package installed in an empty project', () => {
       try { await ai.run('m', { messages: [{ role: 'user', content: 'word '.repeat(5000) }] }) }
       catch (e) { code = e instanceof GuardError ? e.code : String(e) }
       const out = await ai.run('m', { messages: [{ role: 'user', content: 'hi' }] })
-      console.log(JSON.stringify({ code, calls, content: out.choices[0].message.content,
+      let lean
+      try { leanGuard({ secret: 'x'.repeat(40), secrets: { high: 'substitute' } }) }
+      catch (e) { lean = e.message.includes("'workers-ai-guard'") }
+      console.log(JSON.stringify({ code, calls, content: out.choices[0].message.content, lean,
         pattern: CANARY_PATTERN instanceof RegExp, http: typeof openAiHttpUpstream,
         binding: typeof asAiBinding }))
     `
@@ -134,6 +140,7 @@ describe('the packed package installed in an empty project', () => {
       code: 'context_length_exceeded',
       calls: 1,
       content: 'own answer',
+      lean: true,
       pattern: true,
       http: 'function',
       binding: 'function',

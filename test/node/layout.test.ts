@@ -62,6 +62,37 @@ describe('src/ layout', () => {
     await rm(root, { recursive: true, force: true })
   })
 
+  // The evidence plug-ins are registered by an entry: the core (the lean entry too) imports none of
+  // them, type-only imports included; the plug-ins, the app and the default entry may.
+  it('should report each core import of a plug-in, and none of the plug-ins, the app or the default entry', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'layout-plugins-'))
+    const files: Record<string, string> = {
+      'verify/conclude.ts':
+        "import type { StoreGap } from '../fingerprint/index'\nexport const c = 1\n",
+      'guard/guard.ts': "import { recallFor } from './recall'\n",
+      'guard/recall.ts': "import { c } from '../verify/conclude'\nexport const recallFor = c\n",
+      'lean.ts': "import { resolveSecrets } from './secrets/policy'\n",
+      'index.ts': "import { resolveSecrets } from './secrets/policy'\n",
+      'default-plugins.ts': "import { plugin } from './fingerprint/content-plugin'\n",
+      'fingerprint/index.ts': 'export type StoreGap = undefined\n',
+      'fingerprint/content-plugin.ts':
+        "import { c } from '../verify/conclude'\nexport const plugin = c\n",
+      'secrets/policy.ts': 'export const resolveSecrets = 1\n',
+      'worker/app.ts': "import type { StoreGap } from '../fingerprint/index'\n",
+    }
+    for (const [file, text] of Object.entries(files)) {
+      await mkdir(join(root, file, '..'), { recursive: true })
+      await writeFile(join(root, file), text)
+    }
+    const broken = await checkLayout(root)
+    expect(broken.wrongWay.map((w) => w.rule)).toEqual([
+      'the core imports no evidence plug-in: guard → guard/recall.ts',
+      'the core imports no evidence plug-in: lean.ts → secrets/',
+      'the core imports no evidence plug-in: verify → fingerprint/',
+    ])
+    await rm(root, { recursive: true, force: true })
+  })
+
   // No test hooks: what tests, benchmarks or scripts need of src/ they reach through what
   // src/ itself uses.
   it('should export nothing that only tests, benchmarks or scripts import, nor what nobody imports', () => {

@@ -9,8 +9,8 @@ import { Release } from '../../src/release/release-stream'
 import { importStandInKey, StandInBook } from '../../src/secrets'
 import type { AnswerView } from '../../src/verify/check'
 import { StandInCheck } from '../../src/verify/stand-in-check'
-import type { StandInFinding } from '../../src/verify/stand-in-evidence'
 import { AnswerJudge } from '../../src/verify/stream-judge'
+import type { StandInFinding } from '../../src/vocabulary/evidence-plugins'
 import type { Edit } from '../../src/vocabulary/release-judge'
 import { GENERATORS, rng } from '../secrets/generate'
 import { endsOf, everyPosition } from '../secrets/splits'
@@ -428,14 +428,18 @@ function releaseStage(found: StandInFinding[] = [], jsonContent = false): Releas
     new AnswerJudge(ctx, {
       strips: {},
       contentHoldBack: false,
-      secrets: {
-        book,
-        jsonContent,
-        onForeign: async (finding) => {
-          found.push(finding)
-          return new GuardError('response_quarantined', `foreign ${finding.kind}`)
-        },
-      },
+      standIns: (view) =>
+        new StandInCheck(
+          {
+            book,
+            jsonContent,
+            onForeign: async (finding) => {
+              found.push(finding)
+              return new GuardError('response_quarantined', `foreign ${finding.kind}`)
+            },
+          },
+          view,
+        ),
       onForeign: async () => new GuardError('response_quarantined', 'canary'),
     }),
   )

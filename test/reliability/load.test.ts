@@ -2,6 +2,7 @@ import { SELF } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { guardAi, MemoryQuarantineStore } from '../../src'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { Guard } from '../../src/guard'
 import { chat, document } from '../support/prompts'
 import { deliveredText } from '../support/surfaces'
@@ -79,7 +80,7 @@ describe('concurrent requests through guardAi over one shared engine', { timeout
       prefillTokensPerSecond: Number.POSITIVE_INFINITY,
       decodeTokensPerSecond: Number.POSITIVE_INFINITY,
     })
-    const guard = new Guard({ secret: SECRET })
+    const guard = new Guard({ secret: SECRET }, DEFAULT_PLUGINS)
     const tenants = 'ABCDEFGH'.split('')
     const results = await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {

@@ -5,6 +5,7 @@ import { SimEngine } from '../../sim/engine'
 import { MemoryQuarantineStore } from '../../src'
 import type { AiRunner } from '../../src/call/upstream'
 import { importCanaryKey, inspectCanary, tenantTag } from '../../src/canary'
+import { DEFAULT_PLUGINS } from '../../src/default-plugins'
 import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
 import { Guard } from '../../src/guard'
 import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
@@ -168,14 +169,17 @@ describe("one tenant's prefix record never relaxes another tenant's timing check
     // One guard for every tenant, as in the Worker and the middleware. The echo verifies every answer
     // here (the engine reads each prompt whole), so timing decides; and only echo-verified answers may
     // enter a tenant's prefix record.
-    const guard = new Guard({
-      secret: DEV_SECRET,
-      // The cache is shared across tenants on purpose: what this suite tests is the timing record.
-      models: { [MODEL]: { maxPrefillTokensPerSecond: 200_000, cacheIsolation: 'off' } },
-      minTimingEvidenceMs: 5,
-      quarantine,
-      now: () => clock.now(),
-    })
+    const guard = new Guard(
+      {
+        secret: DEV_SECRET,
+        // The cache is shared across tenants on purpose: what this suite tests is the timing record.
+        models: { [MODEL]: { maxPrefillTokensPerSecond: 200_000, cacheIsolation: 'off' } },
+        minTimingEvidenceMs: 5,
+        quarantine,
+        now: () => clock.now(),
+      },
+      DEFAULT_PLUGINS,
+    )
     const ask = async (tenant: string, content: string) => {
       const r = await settle(
         guard.runner(upstream, tenant).run(MODEL, chat(content, { stream: true })),

@@ -7,7 +7,6 @@
 
 import { expect } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import type { AttemptContext } from '../../src/attempt/context'
 import type { AiRunner } from '../../src/call/upstream'
 import type { StandInBook } from '../../src/secrets'
 import { standInEvidence } from '../../src/verify/stand-in-evidence'
@@ -493,9 +492,7 @@ export async function restoredAsWhole(
   text: string,
   json: boolean,
 ): Promise<{ text: string; foreign: number }> {
-  const ctx = {
-    request: { secrets: { book, inPrompt: () => false }, jsonContent: json },
-  } as unknown as AttemptContext
-  const found = await standInEvidence(ctx, { content: text })
+  const secrets = { book, inPrompt: () => false, substituted: {}, detected: {} }
+  const found = await standInEvidence(secrets, { content: text }, json)
   return { text: found.texts.content ?? '', foreign: found.foreign.length }
 }
