@@ -114,6 +114,58 @@ class PairRanks {
   }
 }
 
+/** A heap key is `rank × HEAP_SPAN + position`: positions stay below it (pieces are far shorter). */
+const HEAP_SPAN = 1 << 20
+/** The pair of a part merged away: no rank, so its heap entries are all stale. */
+const GONE = -1
+
+/** A binary min-heap of pair keys in one Float64Array, grown to the longest piece seen. */
+class PairHeap {
+  #keys = new Float64Array(512)
+  #size = 0
+
+  /** Empties the heap for a piece of `n` bytes (at most 3n pushes: n − 1, then two a merge). */
+  reset(n: number): this {
+    if (n >= HEAP_SPAN) throw new RangeError(`a piece of ${n} bytes is longer than the merge takes`)
+    if (this.#keys.length < 3 * n) this.#keys = new Float64Array(6 * n)
+    this.#size = 0
+    return this
+  }
+
+  push(rank: number, at: number): void {
+    const keys = this.#keys
+    const key = rank * HEAP_SPAN + at
+    let i = this.#size++
+    while (i > 0) {
+      const up = (i - 1) >> 1
+      if ((keys[up] as number) <= key) break
+      keys[i] = keys[up] as number
+      i = up
+    }
+    keys[i] = key
+  }
+
+  /** The lowest key, removed; −1 when empty. */
+  pop(): number {
+    if (this.#size === 0) return -1
+    const keys = this.#keys
+    const top = keys[0] as number
+    const last = keys[--this.#size] as number
+    const size = this.#size
+    let i = 0
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= size) break
+      if (child + 1 < size && (keys[child + 1] as number) < (keys[child] as number)) child++
+      if ((keys[child] as number) >= last) break
+      keys[i] = keys[child] as number
+      i = child
+    }
+    keys[i] = last
+    return top
+  }
+}
+
 /** {@link pieceMerger}'s merge: scratch arrays grown to the longest piece seen, never per piece. */
 class StringMerger implements PieceMerger {
   readonly #pairs: PairRanks
@@ -126,6 +178,7 @@ class StringMerger implements PieceMerger {
   #pair = new Int32Array(128)
   #next = new Int32Array(128)
   #prev = new Int32Array(128)
+  readonly #heap = new PairHeap()
 
   constructor(core: MergeCore) {
     const lookup = byteLookup(core)
@@ -169,23 +222,26 @@ class StringMerger implements PieceMerger {
       pair[i] = pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
     }
     pair[n - 1] = NEVER
-    for (let parts = n; parts > 1; parts--) {
-      let lowest = NEVER
-      let at = -1
-      for (let i = 0; i !== n; i = next[i] as number) {
-        if ((pair[i] as number) < lowest) {
-          lowest = pair[i] as number
-          at = i
-        }
-      }
-      if (at === -1) break
+    // Candidate pairs in a heap by (rank, position): the lowest first, the leftmost of equal ones.
+    // An entry is current while its part still stands and its pair still has that rank.
+    const heap = this.#heap.reset(n)
+    for (let i = 0; i < n - 1; i++)
+      if ((pair[i] as number) !== NEVER) heap.push(pair[i] as number, i)
+    for (;;) {
+      const key = heap.pop()
+      if (key < 0) break
+      const at = key % HEAP_SPAN
+      const lowest = (key - at) / HEAP_SPAN
+      if (pair[at] !== lowest) continue
       // Part `at` absorbs the part after it; the pairs on either side are ranked again.
-      const after = next[next[at] as number] as number
+      const gone = next[at] as number
+      const after = next[gone] as number
+      pair[gone] = GONE
       rank[at] = lowest
       next[at] = after
       if (after !== n) prev[after] = at
       const from = start[at] as number
-      pair[at] =
+      const right =
         after === n
           ? NEVER
           : pairs.rank(
@@ -195,15 +251,19 @@ class StringMerger implements PieceMerger {
               from,
               start[next[after] as number] as number,
             )
+      pair[at] = right
+      if (right !== NEVER) heap.push(right, at)
       const before = prev[at] as number
       if (before >= 0) {
-        pair[before] = pairs.rank(
+        const left = pairs.rank(
           rank[before] as number,
           lowest,
           source,
           start[before] as number,
           start[after] as number,
         )
+        pair[before] = left
+        if (left !== NEVER) heap.push(left, before)
       }
     }
     let count = 0
