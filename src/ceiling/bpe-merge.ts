@@ -202,6 +202,34 @@ class StringMerger implements PieceMerger {
     this.#prev = new Int32Array(size)
   }
 
+  /**
+   * Each of `n` bytes of `source` a part, each adjacent pair ranked, the candidates in a heap by
+   * (rank, position): the lowest first, the leftmost of equal ones. An entry is current while its
+   * part still stands and its pair still has that rank.
+   */
+  #single(source: Uint8Array, n: number): PairHeap {
+    const start = this.#start
+    const rank = this.#rank
+    const pair = this.#pair
+    const next = this.#next
+    const prev = this.#prev
+    for (let i = 0; i < n; i++) {
+      start[i] = i
+      rank[i] = this.#byteRank[source[i] as number] as number
+      next[i] = i + 1
+      prev[i] = i - 1
+    }
+    start[n] = n
+    const heap = this.#heap.reset(n)
+    for (let i = 0; i < n - 1; i++) {
+      const r = this.#pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
+      pair[i] = r
+      if (r !== NEVER) heap.push(r, i)
+    }
+    pair[n - 1] = NEVER
+    return heap
+  }
+
   /** Merges `n` bytes of `source` into `out`: the lowest pair first, the leftmost of equal ones. */
   #run(source: Uint8Array, n: number, out: Int32Array): number {
     if (n === 0) return 0
@@ -211,22 +239,7 @@ class StringMerger implements PieceMerger {
     const next = this.#next
     const prev = this.#prev
     const pairs = this.#pairs
-    for (let i = 0; i < n; i++) {
-      start[i] = i
-      rank[i] = this.#byteRank[source[i] as number] as number
-      next[i] = i + 1
-      prev[i] = i - 1
-    }
-    start[n] = n
-    for (let i = 0; i < n - 1; i++) {
-      pair[i] = pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
-    }
-    pair[n - 1] = NEVER
-    // Candidate pairs in a heap by (rank, position): the lowest first, the leftmost of equal ones.
-    // An entry is current while its part still stands and its pair still has that rank.
-    const heap = this.#heap.reset(n)
-    for (let i = 0; i < n - 1; i++)
-      if ((pair[i] as number) !== NEVER) heap.push(pair[i] as number, i)
+    const heap = this.#single(source, n)
     for (;;) {
       const key = heap.pop()
       if (key < 0) break
