@@ -25,6 +25,7 @@ import {
   timeOnce,
   writeResult,
 } from '../lib'
+import { maximal } from '../support/maximal-prompts'
 import { runScript } from '../support/processes'
 import { CEILING, decide, FRESH_STAGES, perPrompt, print } from '../support/prompt-stages'
 import { english } from '../texts'
@@ -34,25 +35,6 @@ const SCRIPTS: Record<string, (chars: number) => string> = {
   russian: (chars) => sized(udhrText('rus'), chars),
   chinese: (chars) => sized(udhrText('cmn_hans'), chars),
   thai: (chars) => sized(udhrText('tha'), chars),
-}
-
-/**
- * A prompt of `make` text just under the ceiling on the count path (for English the byte bound
- * admits only a quarter of what the count does): scaled from the family bound of a sample, then
- * moved in 0.5% steps to the longest the ceiling admits.
- */
-async function maximal(make: (chars: number) => string): Promise<string> {
-  const sample = make(200_000)
-  const perChar = ((await estimateTexts([sample])).bound * 1.03) / sample.length
-  let chars = Math.floor(CEILING / perChar)
-  const long = make(Math.ceil(chars * 1.2))
-  const fits = async (n: number) => (await decide(long.slice(0, n))).fits
-  if (await fits(chars)) {
-    while (await fits(Math.floor(chars * 1.005))) chars = Math.floor(chars * 1.005)
-  } else {
-    while (!(await fits(chars))) chars = Math.floor(chars * 0.995)
-  }
-  return long.slice(0, chars)
 }
 
 interface Row {

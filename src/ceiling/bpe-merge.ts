@@ -5,9 +5,9 @@
  * same order, as gpt-tokenizer's, without allocating per pre-token.
  */
 
-/** Slots of the pair table (a power of two): 3 Int32Arrays of this many, 1.5 MiB. */
-const PAIR_SLOTS = 1 << 17
-const PAIR_BITS = 17
+/** Slots of the pair table (a power of two): 3 Int32Arrays of this many, 3 MiB. */
+const PAIR_SLOTS = 1 << 18
+const PAIR_BITS = 18
 /** The table is emptied when it holds this many pairs, so probes stay short. */
 const PAIR_FILL = PAIR_SLOTS >>> 1
 const EMPTY = -2
@@ -21,6 +21,8 @@ export interface MergeCore {
   bytePairMerge: (piece: Uint8Array) => number[]
   /** The rank (token id) of a byte string, if it is a token. */
   getBpeRankFromBytes: (key: Uint8Array) => number | undefined
+  /** The rank of a string's UTF-8, if it is a token: where present, valid UTF-8 is decoded here. */
+  getBpeRankFromString?: (key: string) => number | undefined
 }
 
 /**
@@ -76,8 +78,11 @@ class PairRanks {
   readonly #merged = new Int32Array(PAIR_SLOTS)
   #filled = 0
 
-  constructor(lookup: (key: Uint8Array) => number | undefined) {
+  readonly #tokens: TokenFilter | undefined
+
+  constructor(lookup: (key: Uint8Array) => number | undefined, tokens?: TokenFilter) {
     this.#lookup = lookup
+    this.#tokens = tokens
   }
 
   /** The rank of parts `a` and `b` joined, the bytes `[from, to)` of `source` (NEVER: no token). */
@@ -90,7 +95,11 @@ class PairRanks {
       if (at === a && this.#right[slot] === b) return this.#merged[slot] as number
       slot = (slot + 1) & (PAIR_SLOTS - 1)
     }
-    const found = this.#lookup(source.subarray(from, to))
+    // Most pairs of Han or Thai prose are no token: the filter says so without building a key.
+    const found =
+      this.#tokens && !this.#tokens.has(source, from, to)
+        ? undefined
+        : this.#lookup(source.subarray(from, to))
     const r = found === undefined ? NEVER : found
     if (this.#filled >= PAIR_FILL) {
       left.fill(EMPTY)
@@ -102,6 +111,58 @@ class PairRanks {
     this.#merged[slot] = r
     this.#filled++
     return r
+  }
+}
+
+/** A heap key is `rank × HEAP_SPAN + position`: positions stay below it (pieces are far shorter). */
+const HEAP_SPAN = 1 << 20
+/** The pair of a part merged away: no rank, so its heap entries are all stale. */
+const GONE = -1
+
+/** A binary min-heap of pair keys in one Float64Array, grown to the longest piece seen. */
+class PairHeap {
+  #keys = new Float64Array(512)
+  #size = 0
+
+  /** Empties the heap for a piece of `n` bytes (at most 3n pushes: n − 1, then two a merge). */
+  reset(n: number): this {
+    if (n >= HEAP_SPAN) throw new RangeError(`a piece of ${n} bytes is longer than the merge takes`)
+    if (this.#keys.length < 3 * n) this.#keys = new Float64Array(6 * n)
+    this.#size = 0
+    return this
+  }
+
+  push(rank: number, at: number): void {
+    const keys = this.#keys
+    const key = rank * HEAP_SPAN + at
+    let i = this.#size++
+    while (i > 0) {
+      const up = (i - 1) >> 1
+      if ((keys[up] as number) <= key) break
+      keys[i] = keys[up] as number
+      i = up
+    }
+    keys[i] = key
+  }
+
+  /** The lowest key, removed; −1 when empty. */
+  pop(): number {
+    if (this.#size === 0) return -1
+    const keys = this.#keys
+    const top = keys[0] as number
+    const last = keys[--this.#size] as number
+    const size = this.#size
+    let i = 0
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= size) break
+      if (child + 1 < size && (keys[child + 1] as number) < (keys[child] as number)) child++
+      if ((keys[child] as number) >= last) break
+      keys[i] = keys[child] as number
+      i = child
+    }
+    keys[i] = last
+    return top
   }
 }
 
@@ -117,11 +178,12 @@ class StringMerger implements PieceMerger {
   #pair = new Int32Array(128)
   #next = new Int32Array(128)
   #prev = new Int32Array(128)
+  readonly #heap = new PairHeap()
 
   constructor(core: MergeCore) {
-    const lookup = core.getBpeRankFromBytes.bind(core)
+    const lookup = byteLookup(core)
     for (let b = 0; b < 256; b++) this.#byteRank[b] = lookup(Uint8Array.of(b)) ?? NO_RANK
-    this.#pairs = new PairRanks(lookup)
+    this.#pairs = new PairRanks(lookup, tokenFilter(core))
   }
 
   merge(piece: string, out: Int32Array): number {
@@ -140,6 +202,34 @@ class StringMerger implements PieceMerger {
     this.#prev = new Int32Array(size)
   }
 
+  /**
+   * Each of `n` bytes of `source` a part, each adjacent pair ranked, the candidates in a heap by
+   * (rank, position): the lowest first, the leftmost of equal ones. An entry is current while its
+   * part still stands and its pair still has that rank.
+   */
+  #single(source: Uint8Array, n: number): PairHeap {
+    const start = this.#start
+    const rank = this.#rank
+    const pair = this.#pair
+    const next = this.#next
+    const prev = this.#prev
+    for (let i = 0; i < n; i++) {
+      start[i] = i
+      rank[i] = this.#byteRank[source[i] as number] as number
+      next[i] = i + 1
+      prev[i] = i - 1
+    }
+    start[n] = n
+    const heap = this.#heap.reset(n)
+    for (let i = 0; i < n - 1; i++) {
+      const r = this.#pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
+      pair[i] = r
+      if (r !== NEVER) heap.push(r, i)
+    }
+    pair[n - 1] = NEVER
+    return heap
+  }
+
   /** Merges `n` bytes of `source` into `out`: the lowest pair first, the leftmost of equal ones. */
   #run(source: Uint8Array, n: number, out: Int32Array): number {
     if (n === 0) return 0
@@ -149,34 +239,22 @@ class StringMerger implements PieceMerger {
     const next = this.#next
     const prev = this.#prev
     const pairs = this.#pairs
-    for (let i = 0; i < n; i++) {
-      start[i] = i
-      rank[i] = this.#byteRank[source[i] as number] as number
-      next[i] = i + 1
-      prev[i] = i - 1
-    }
-    start[n] = n
-    for (let i = 0; i < n - 1; i++) {
-      pair[i] = pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
-    }
-    pair[n - 1] = NEVER
-    for (let parts = n; parts > 1; parts--) {
-      let lowest = NEVER
-      let at = -1
-      for (let i = 0; i !== n; i = next[i] as number) {
-        if ((pair[i] as number) < lowest) {
-          lowest = pair[i] as number
-          at = i
-        }
-      }
-      if (at === -1) break
+    const heap = this.#single(source, n)
+    for (;;) {
+      const key = heap.pop()
+      if (key < 0) break
+      const at = key % HEAP_SPAN
+      const lowest = (key - at) / HEAP_SPAN
+      if (pair[at] !== lowest) continue
       // Part `at` absorbs the part after it; the pairs on either side are ranked again.
-      const after = next[next[at] as number] as number
+      const gone = next[at] as number
+      const after = next[gone] as number
+      pair[gone] = GONE
       rank[at] = lowest
       next[at] = after
       if (after !== n) prev[after] = at
       const from = start[at] as number
-      pair[at] =
+      const right =
         after === n
           ? NEVER
           : pairs.rank(
@@ -186,15 +264,19 @@ class StringMerger implements PieceMerger {
               from,
               start[next[after] as number] as number,
             )
+      pair[at] = right
+      if (right !== NEVER) heap.push(right, at)
       const before = prev[at] as number
       if (before >= 0) {
-        pair[before] = pairs.rank(
+        const left = pairs.rank(
           rank[before] as number,
           lowest,
           source,
           start[before] as number,
           start[after] as number,
         )
+        pair[before] = left
+        if (left !== NEVER) heap.push(left, before)
       }
     }
     let count = 0
@@ -240,4 +322,127 @@ function utf8Into(text: string, into: Uint8Array): number {
     into[n++] = 0x80 | (c & 0x3f)
   }
   return n
+}
+
+/**
+ * The rank of a byte string as the library finds it. The library validates the bytes, then decodes
+ * valid UTF-8 with a TextDecoder: in workerd that is a call into the runtime per pair, which made a
+ * pair lookup cost several times what it does in Node (Han and Thai prose, whose distinct pairs
+ * outgrow the pair table, spent most of their count there). Well-formed UTF-8 is decoded here, in
+ * the same strict form the library checks (no overlongs, surrogates or code points past U+10FFFF),
+ * and looked up by its string; anything else goes to the library, which then searches its byte list.
+ */
+function byteLookup(core: MergeCore): (key: Uint8Array) => number | undefined {
+  const byBytes = core.getBpeRankFromBytes.bind(core)
+  const byString = core.getBpeRankFromString?.bind(core)
+  if (!byString) return byBytes
+  return (key) => {
+    const text = wellFormedUtf8(key)
+    return text === undefined ? byBytes(key) : byString(text)
+  }
+}
+
+/** `bytes` as a string when they are well-formed UTF-8 (RFC 3629), else undefined. */
+function wellFormedUtf8(bytes: Uint8Array): string | undefined {
+  let text = ''
+  const n = bytes.length
+  for (let i = 0; i < n; ) {
+    const b = bytes[i] as number
+    let point: number
+    let size: number
+    let least: number
+    if (b < 0x80) {
+      text += String.fromCharCode(b)
+      i++
+      continue
+    }
+    if (b >= 0xc2 && b <= 0xdf) {
+      point = b & 0x1f
+      size = 2
+      least = 0x80
+    } else if ((b & 0xf0) === 0xe0) {
+      point = b & 0x0f
+      size = 3
+      least = 0x800
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      point = b & 0x07
+      size = 4
+      least = 0x10000
+    } else return undefined
+    if (i + size > n) return undefined
+    for (let j = 1; j < size; j++) {
+      const c = bytes[i + j] as number
+      if ((c & 0xc0) !== 0x80) return undefined
+      point = (point << 6) | (c & 0x3f)
+    }
+    if (point < least || (point >= 0xd800 && point <= 0xdfff) || point > 0x10ffff) return undefined
+    text += String.fromCodePoint(point)
+    i += size
+  }
+  return text
+}
+
+/** Bits of the token filter (a power of two): 2²¹ bits, 256 KiB. */
+const FILTER_BITS = 1 << 21
+
+/**
+ * A Bloom filter of every byte string that is an o200k token, two bits per token: a byte string
+ * whose bits are not both set is no token, without the string key and map look-up a miss costs.
+ * It never says no to a token, so a merge with it is the library's merge.
+ */
+class TokenFilter {
+  readonly #bits = new Uint32Array(FILTER_BITS >>> 5)
+
+  add(bytes: Uint8Array, n: number): void {
+    const h = fnv(bytes, 0, n)
+    const a = h & (FILTER_BITS - 1)
+    const b = second(h)
+    this.#bits[a >>> 5] = (this.#bits[a >>> 5] as number) | (1 << (a & 31))
+    this.#bits[b >>> 5] = (this.#bits[b >>> 5] as number) | (1 << (b & 31))
+  }
+
+  /** False when bytes `[from, to)` of `source` are certainly no token. */
+  has(source: Uint8Array, from: number, to: number): boolean {
+    const h = fnv(source, from, to)
+    const a = h & (FILTER_BITS - 1)
+    const b = second(h)
+    return (
+      (((this.#bits[a >>> 5] as number) >>> (a & 31)) & 1) === 1 &&
+      (((this.#bits[b >>> 5] as number) >>> (b & 31)) & 1) === 1
+    )
+  }
+}
+
+function fnv(bytes: Uint8Array, from: number, to: number): number {
+  let h = 0x811c9dc5
+  for (let i = from; i < to; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193)
+  return h >>> 0
+}
+
+function second(h: number): number {
+  return (Math.imul(h ^ (h >>> 15), 0x9e3779b1) >>> 11) & (FILTER_BITS - 1)
+}
+
+/**
+ * The filter of every byte string `core` finds a rank for: the UTF-8 of each string key (what a
+ * well-formed byte string is decoded to and looked up by) and each key kept as bytes. Undefined when
+ * the library keeps its tables elsewhere: then every miss asks the library.
+ */
+function tokenFilter(core: MergeCore): TokenFilter | undefined {
+  const strings: unknown = Reflect.get(core, 'bytePairStringRankEncoder')
+  const bytes: unknown = Reflect.get(core, 'bytePairNonUtfSortedEncoder')
+  if (!(strings instanceof Map) || !Array.isArray(bytes)) return undefined
+  const filter = new TokenFilter()
+  let scratch = new Uint8Array(256)
+  for (const key of strings.keys()) {
+    if (typeof key !== 'string') return undefined
+    if (scratch.length < key.length * 3) scratch = new Uint8Array(key.length * 3)
+    filter.add(scratch, utf8Into(key, scratch))
+  }
+  for (const entry of bytes) {
+    const key: unknown = Array.isArray(entry) ? entry[0] : undefined
+    if (!(key instanceof Uint8Array)) return undefined
+    filter.add(key, key.length)
+  }
+  return filter
 }

@@ -62,8 +62,9 @@ function isRankCore(value: unknown): value is RankCore {
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
 /**
- * Merged pre-tokens remembered, oldest dropped first. Pre-tokens are at most 32 units, so this is
- * at most a few MB; it pays for text that repeats its words (code, tables, a pasted document twice).
+ * Merged pre-tokens remembered per generation (two are kept: the newest and the one before).
+ * Pre-tokens are at most 32 units, so this is at most a few MB; it pays for text that repeats its
+ * words (code, tables, a pasted document twice).
  */
 const MERGE_MEMO_ENTRIES = 10_000
 
@@ -100,14 +101,21 @@ async function load(): Promise<PieceTokenizer> {
 function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenizer {
   const merger = pieceMerger(core)
   let scratch = new Int32Array(128)
-  const memo = new Map<string, Int32Array>()
+  // Two generations rather than dropping the oldest entry one at a time: a Map whose first entries
+  // are deleted one by one skips every deleted slot to find the next oldest, which on prose that
+  // seldom repeats (Han, Thai) cost more than the merges themselves.
+  let memo = new Map<string, Int32Array>()
+  let older = new Map<string, Int32Array>()
   const merge = (piece: string): Int32Array => {
-    const known = memo.get(piece)
+    const known = memo.get(piece) ?? older.get(piece)
     if (known) return known
     if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
     const n = merger.merge(piece, scratch)
     const ids = scratch.slice(0, n)
-    if (memo.size >= MERGE_MEMO_ENTRIES) memo.delete(memo.keys().next().value ?? '')
+    if (memo.size >= MERGE_MEMO_ENTRIES) {
+      older = memo
+      memo = new Map()
+    }
     memo.set(piece, ids)
     return ids
   }

@@ -113,6 +113,24 @@ describe('ceiling pair-table merge', () => {
     expect(out).toEqual([])
   })
 
+  it('should merge as the library does with only its two methods (no token filter, no string look-up)', () => {
+    // A library that keeps its tables elsewhere: every pair is asked of getBpeRankFromBytes.
+    const full = core()
+    const bare: MergeCore = {
+      bytePairMerge: full.bytePairMerge.bind(full),
+      getBpeRankFromBytes: full.getBpeRankFromBytes.bind(full),
+    }
+    const next = rng(60)
+    const texts = [
+      sized(udhrText('cmn_hans'), 20_000),
+      sized(udhrText('tha'), 20_000),
+      randomScript(next, 20_000, SCRIPT_BLOCKS.hanCommon ?? [0, 0]),
+    ]
+    const { merged, out } = differences(texts, oursOf(bare))
+    expect(merged).toBeGreaterThan(5_000)
+    expect(out).toEqual([])
+  })
+
   it('should give the same ids after its pair table fills and is emptied', () => {
     // Random Han text has far more distinct pairs than the table holds before it is emptied.
     const next = rng(7)
