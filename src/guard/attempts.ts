@@ -48,6 +48,15 @@ export interface AttemptHooks extends RunnerHooks {
   unprinted?: true
 }
 
+/** One admitted request's attempts: where they go, what was planned, and the hooks they run with. */
+export interface AttemptRun {
+  upstream: AiRunner
+  plan: RequestPlan
+  hooks: AttemptHooks
+  /** The caller's third argument to `run()` (extra headers, gateway options). */
+  runOptions?: Record<string, unknown>
+}
+
 /** How long after its call a prompt's print, count and hash start (see runAttempts). */
 const AFTER_SEND_MS = 1
 
@@ -55,19 +64,14 @@ const AFTER_SEND_MS = 1
  * Runs attempts until one is released (returned) or withheld (thrown).
  *
  * @example
- * return await runAttempts(guard, env.AI, plan, { waitUntil }, undefined)
+ * return await runAttempts(guard, { upstream: env.AI, plan, hooks: { waitUntil } })
  */
-export async function runAttempts(
-  host: AttemptHost,
-  upstream: AiRunner,
-  plan: RequestPlan,
-  hooks: AttemptHooks,
-  runOptions: Record<string, unknown> | undefined,
-): Promise<unknown> {
+export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<unknown> {
+  const { upstream, plan, hooks, runOptions } = run
   const streamed = plan.facts.stream || plan.viaStream
   const print = hooks.unprinted ? UNPRINTED : promptPrint(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
-    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt, print.content)
+    const { ctx, inputs, isolated } = await prepare(host, run, attempt, print.content)
     const calling = callUpstream(ctx, upstream, {
       model: plan.model,
       inputs,
@@ -112,7 +116,7 @@ export async function runAttempts(
         if (outcome.verdict.observed) await host.observe(ctx, outcome)
         // A stream's lesson comes at its end (toClientStream above); a whole answer's is here.
         if (outcome.lesson) learnFrom(ctx, outcome.lesson)
-        return release(host, plan, outcome, attempt, ctx)
+        return release(host, plan, { outcome, attempt, ctx })
     }
   }
 }
@@ -148,8 +152,7 @@ function learnFrom(ctx: AttemptContext, lesson: Lesson): void {
  */
 async function prepare(
   host: AttemptHost,
-  plan: RequestPlan,
-  hooks: AttemptHooks,
+  { plan, hooks }: AttemptRun,
   attempt: number,
   content: AttemptContext['content'],
 ): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
@@ -211,12 +214,12 @@ function promptPrint(
   let printed: (() => PrintedPrompt) | undefined
   const register = () =>
     book.print(
-      plan.model,
-      plan.tenant,
-      () => promptTexts(plan.inputs),
-      hooks.waitUntil,
-      plan.memo,
-      () => assistantTexts(plan.inputs),
+      { model: plan.model, tenant: plan.tenant, waitUntil: hooks.waitUntil },
+      {
+        texts: () => promptTexts(plan.inputs),
+        memo: plan.memo,
+        said: () => assistantTexts(plan.inputs),
+      },
     )
   return {
     sent: () => {
@@ -281,9 +284,11 @@ function withAffinity(
 async function release(
   host: AttemptHost,
   plan: RequestPlan,
-  outcome: AttemptOutcome<unknown>,
-  attempt: number,
-  ctx: AttemptContext,
+  {
+    outcome,
+    attempt,
+    ctx,
+  }: { outcome: AttemptOutcome<unknown>; attempt: number; ctx: AttemptContext },
 ): Promise<unknown> {
   const released =
     plan.viaStream && outcome.released instanceof ReadableStream
@@ -291,7 +296,7 @@ async function release(
       : outcome.released
   // A stream's line waits for its first byte to reach the client; a whole answer leaves now.
   const log = (firstByteMs: number | undefined) =>
-    host.logger.released(plan, outcome, attempt, firstByteMs, ctx.waitUntil)
+    host.logger.released(plan, outcome, { attempt, firstByteMs, waitUntil: ctx.waitUntil })
   if (outcome.firstByte && !plan.viaStream) outcome.firstByte.listen(log)
   else log(host.options.now() - ctx.startedAt)
   attachInfo(released, {

@@ -35,6 +35,13 @@ import { attachInfo } from './guard-info'
 import { lastQuestion, RecallBudget, type RecallHost, recallFor } from './recall'
 import { VerdictLogger } from './verdict-log'
 
+/** Who calls through a runner: the upstream it wraps, the tenant and the host's hooks. */
+interface GuardCaller {
+  upstream: AiRunner
+  tenant: string
+  hooks: RunnerHooks
+}
+
 /** The guard's per-isolate state, shared by every request it serves. */
 export class Guard implements AttemptHost, PlanServices {
   readonly options: ResolvedOptions
@@ -102,7 +109,8 @@ export class Guard implements AttemptHost, PlanServices {
     if (typeof tenant !== 'string' || tenant === '')
       throw new Error('option "tenant" must be a non-empty string')
     return {
-      run: (model, inputs, options) => this.run(upstream, tenant, hooks, model, inputs, options),
+      run: (model, inputs, options) =>
+        this.run({ upstream, tenant, hooks }, model, inputs, options),
     }
   }
 
@@ -136,9 +144,7 @@ export class Guard implements AttemptHost, PlanServices {
    * releases an unverified answer.
    */
   async run(
-    upstream: AiRunner,
-    tenant: string,
-    hooks: RunnerHooks,
+    { upstream, tenant, hooks }: GuardCaller,
     model: string,
     inputs: Record<string, unknown>,
     runOptions?: Record<string, unknown>,
@@ -146,7 +152,7 @@ export class Guard implements AttemptHost, PlanServices {
     const requestId = this.options.requestId()
     try {
       checkCall(model, runOptions)
-      const plan = await planRequest(this, requestId, tenant, model, inputs)
+      const plan = await planRequest(this, { requestId, tenant, model }, inputs)
       if (plan.scanning || plan.profile.cacheIsolation === 'prefix') {
         // Off the request path: a directory write never delays or fails an answer (it never rejects).
         const remembered = this.attribution.remember(tenant)
@@ -204,7 +210,7 @@ export class Guard implements AttemptHost, PlanServices {
   ): Promise<unknown> {
     const recall = this.#recall(upstream, plan, hooks)
     const own: AttemptHooks = { waitUntil: hooks.waitUntil, ...(recall ? { recall } : {}) }
-    return runAttempts(this, upstream, plan, own, runOptions)
+    return runAttempts(this, { upstream, plan, hooks: own, runOptions })
   }
 
   /**
@@ -223,14 +229,13 @@ export class Guard implements AttemptHost, PlanServices {
       question: lastQuestion(plan.inputs),
       recalled: (said, given) => book.recalled(said, given),
       ask: async (tenant, inputs) => {
-        const probe = await planRequest(this, this.options.requestId(), tenant, plan.model, inputs)
-        return runAttempts(
-          this,
+        const requestId = this.options.requestId()
+        const probe = await planRequest(this, { requestId, tenant, model: plan.model }, inputs)
+        return runAttempts(this, {
           upstream,
-          probe,
-          { waitUntil: hooks.waitUntil, unprinted: true },
-          undefined,
-        )
+          plan: probe,
+          hooks: { waitUntil: hooks.waitUntil, unprinted: true },
+        })
       },
     }
     return recallFor(host, settings)

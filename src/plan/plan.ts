@@ -77,6 +77,13 @@ export interface RequestPlan {
   needsPrefix: boolean
 }
 
+/** Which request is planned: its id, its tenant and the model it asks for. */
+export interface RequestCall {
+  requestId: string
+  tenant: string
+  model: string
+}
+
 /** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
 export interface PlanServices extends SecretServices {
   readonly options: Pick<ResolvedOptions, 'overflow' | 'minTimingEvidenceMs' | 'wholeAnswers'>
@@ -92,26 +99,20 @@ export interface PlanServices extends SecretServices {
  * Throws `invalid_request` or `context_length_exceeded`; never calls the upstream.
  *
  * @example
- * const plan = await planRequest(guard, requestId, 'acme', model, inputs)
+ * const plan = await planRequest(guard, { requestId, tenant: 'acme', model }, inputs)
  */
 export async function planRequest(
   guard: PlanServices,
-  requestId: string,
-  tenant: string,
-  model: string,
+  call: RequestCall,
   raw: Record<string, unknown>,
 ): Promise<RequestPlan> {
+  const { requestId, tenant, model } = call
   const facts = readRequest(raw)
   const profile = guard.profile(model)
   // What this tenant's earlier requests computed of the same texts (src/memo).
   const memo = guard.memo?.forRequest(tenant)
   // Before the ceiling counts: what is counted is what is sent (the guard's directive and marker too).
-  const { inputs, secrets } = await substituteSecrets(
-    guard,
-    { requestId, tenant, model },
-    facts.inputs,
-    memo,
-  )
+  const { inputs, secrets } = await substituteSecrets(guard, call, facts.inputs, memo)
   const proof = profile.echo === 'require' ? facts.proof : 'none'
   const pieces = { ...promptPieces(inputs), guardTokens: guardAdditionTokens(profile, proof) }
   const snapshot = await guard.snapshot(model)
@@ -119,15 +120,15 @@ export async function planRequest(
   // where digesting costs a fraction of a count); the count for timing and the print after the call.
   const remembered = once(() => memo?.know(pieces.texts) ?? Promise.resolve())
   const known = memo && (() => remembered().then(() => memo.facts(TALLIES)))
-  const admission = await admit(
+  const admission = await admit({
     profile,
     model,
     pieces,
-    facts.maxTokens,
-    snapshot.drift,
-    guard.options.overflow,
+    maxTokens: facts.maxTokens,
+    learned: snapshot.drift,
+    overflow: guard.options.overflow,
     known,
-  )
+  })
   const sent = clamped(inputs, facts, admission)
   const estimate = lazyEstimate(admission, pieces, known)
   const prefix = once(() =>
