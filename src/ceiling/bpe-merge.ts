@@ -80,8 +80,11 @@ class PairRanks {
     this.#lookup = lookup
   }
 
+  /** The bytes that {@link rank}'s positions index: set once per merge, so a rank passes no array. */
+  source: Uint8Array = new Uint8Array(0)
+
   /** The rank of parts `a` and `b` joined, the bytes `[from, to)` of `source` (NEVER: no token). */
-  rank(a: number, b: number, source: Uint8Array, from: number, to: number): number {
+  rank(a: number, b: number, from: number, to: number): number {
     const left = this.#left
     let slot = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> (32 - PAIR_BITS)
     for (;;) {
@@ -90,7 +93,7 @@ class PairRanks {
       if (at === a && this.#right[slot] === b) return this.#merged[slot] as number
       slot = (slot + 1) & (PAIR_SLOTS - 1)
     }
-    const found = this.#lookup(source.subarray(from, to))
+    const found = this.#lookup(this.source.subarray(from, to))
     const r = found === undefined ? NEVER : found
     if (this.#filled >= PAIR_FILL) {
       left.fill(EMPTY)
@@ -149,6 +152,7 @@ class StringMerger implements PieceMerger {
     const next = this.#next
     const prev = this.#prev
     const pairs = this.#pairs
+    pairs.source = source
     for (let i = 0; i < n; i++) {
       start[i] = i
       rank[i] = this.#byteRank[source[i] as number] as number
@@ -157,7 +161,7 @@ class StringMerger implements PieceMerger {
     }
     start[n] = n
     for (let i = 0; i < n - 1; i++) {
-      pair[i] = pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
+      pair[i] = pairs.rank(rank[i] as number, rank[i + 1] as number, i, i + 2)
     }
     pair[n - 1] = NEVER
     for (let parts = n; parts > 1; parts--) {
@@ -179,19 +183,12 @@ class StringMerger implements PieceMerger {
       pair[at] =
         after === n
           ? NEVER
-          : pairs.rank(
-              lowest,
-              rank[after] as number,
-              source,
-              from,
-              start[next[after] as number] as number,
-            )
+          : pairs.rank(lowest, rank[after] as number, from, start[next[after] as number] as number)
       const before = prev[at] as number
       if (before >= 0) {
         pair[before] = pairs.rank(
           rank[before] as number,
           lowest,
-          source,
           start[before] as number,
           start[after] as number,
         )

@@ -309,23 +309,36 @@ class FamilyScanner {
     }
     for (let start = 0, end = 0; start < piece.length; start = end) {
       end = chunkEnd(piece, start)
-      if (!this.#addPiece(piece.slice(start, end), c, into, live, true)) return false
+      if (!this.#addChunk(piece.slice(start, end), c, into, live)) return false
     }
     return true
   }
 
-  /** Adds one o200k-sized piece of text (a pre-token, or a chunk of a long one) to `into`. */
-  #addPiece(text: string, c: number, into: Tally, live: boolean, chunk = false): boolean {
-    const { expansion, unknown } = this.#family
+  /** Adds one o200k-sized pre-token to `into`. */
+  #addPiece(text: string, c: number, into: Tally, live: boolean): boolean {
     const id = this.#tokenizer.singleToken(text)
-    let tokens = 1
-    let cost: number
-    if (id !== undefined) cost = expansion[id] ?? unknown
-    else {
-      const packed = (chunk ? this.#memo.get(text) : undefined) ?? this.#merge(text, chunk)
-      tokens = packed % PACK
-      cost = Math.floor(packed / PACK)
-    }
+    const packed = id !== undefined ? this.#single(id) : this.#merge(text, false)
+    return this.#addPacked(packed, c, into, live)
+  }
+
+  /** Adds one chunk of a long pre-token to `into`: its merge is remembered, long runs repeat. */
+  #addChunk(text: string, c: number, into: Tally, live: boolean): boolean {
+    const id = this.#tokenizer.singleToken(text)
+    const packed =
+      id !== undefined ? this.#single(id) : (this.#memo.get(text) ?? this.#merge(text, true))
+    return this.#addPacked(packed, c, into, live)
+  }
+
+  /** One o200k token's family cost, packed as `#merge` packs a merged piece's. */
+  #single(id: number): number {
+    const { expansion, unknown } = this.#family
+    return (expansion[id] ?? unknown) * PACK + 1
+  }
+
+  /** Adds a piece's packed figures (family cost, o200k tokens) to `into`. */
+  #addPacked(packed: number, c: number, into: Tally, live: boolean): boolean {
+    const tokens = packed % PACK
+    const cost = Math.floor(packed / PACK)
     into.raw[c] = (into.raw[c] ?? 0) + cost
     into.o200k[c] = (into.o200k[c] ?? 0) + tokens
     into.floor[c] = (into.floor[c] ?? 0) + tokens
@@ -409,8 +422,7 @@ function addTally(into: Tally, from: Tally): void {
  */
 async function addNfcVariants(
   scanner: FamilyScanner,
-  texts: readonly string[],
-  shares: readonly Share[],
+  { texts, shares }: { texts: readonly string[]; shares: readonly Share[] },
   total: Tally,
   known: TextFacts<TextTally> | undefined,
 ): Promise<boolean> {
@@ -464,16 +476,19 @@ export async function scanFamily(
   const total = tally()
   const shares = await scanAsSent(scanner, texts, total, known)
   const within =
-    shares !== undefined && (await addNfcVariants(scanner, texts, shares, total, known))
-  return finish(total, within, charge, scanner.exact, family)
+    shares !== undefined && (await addNfcVariants(scanner, { texts, shares }, total, known))
+  return finish(total, within, { charge, exact: scanner.exact, family })
 }
 
+/** The scan's figures per class and in all, from its tally. */
 function finish(
   total: Tally,
   within: boolean,
-  charge: Float64Array | undefined,
-  exact: boolean,
-  family: FamilyData,
+  {
+    charge,
+    exact,
+    family,
+  }: { charge: Float64Array | undefined; exact: boolean; family: FamilyData },
 ): FamilyScan {
   const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
   let bound = 0

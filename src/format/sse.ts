@@ -190,7 +190,9 @@ export class SseParser {
       const end = buffer.indexOf('\n\n', at)
       if (end === -1) break
       this.#bound(buffer, at, end)
-      this.#block(buffer, at, end, emit, at === 0 && end + 2 === buffer.length ? whole : undefined)
+      // The whole buffer is one event: `slice` hands back the same string, and the chunk goes along.
+      const one = at === 0 && end + 2 === buffer.length
+      this.#block(buffer.slice(at, end + 2), emit, one ? whole : undefined)
       at = end + 2
     }
     this.#bound(buffer, at, buffer.length)
@@ -207,34 +209,20 @@ export class SseParser {
     }
   }
 
-  /** One event's lines, `buffer[start, end)`, with no CR in them. */
-  #block(
-    buffer: string,
-    start: number,
-    end: number,
-    emit: SseEmit,
-    chunk: Uint8Array | undefined,
-  ): void {
-    const firstBreak = buffer.indexOf('\n', start)
-    if (
-      (firstBreak === -1 || firstBreak >= end) &&
-      buffer.charCodeAt(start) === 100 && // 'd'
-      buffer.startsWith('data: ', start)
-    ) {
-      if (chunk === undefined)
-        emit({ data: buffer.slice(start + 6, end) }, buffer.slice(start, end + 2))
-      else emit({ data: buffer.slice(start + 6, end) }, buffer, chunk)
+  /** One event with its blank line (`…\n\n`), with no CR in it; `chunk`: its bytes, when they are it. */
+  #block(event: string, emit: SseEmit, chunk: Uint8Array | undefined): void {
+    const end = event.length - 2
+    const oneLine = event.indexOf('\n') === end
+    if (oneLine && event.charCodeAt(0) === 100 && /* 'd' */ event.startsWith('data: ')) {
+      if (chunk === undefined) emit({ data: event.slice(6, end) }, event)
+      else emit({ data: event.slice(6, end) }, event, chunk)
       return
     }
-    if (
-      this.#onComment &&
-      buffer.charCodeAt(start) === 58 &&
-      (firstBreak === -1 || firstBreak >= end)
-    ) {
-      this.#onComment(buffer.slice(start, end + 2))
+    if (this.#onComment && event.charCodeAt(0) === 58 && oneLine) {
+      this.#onComment(event)
       return
     }
-    for (const line of buffer.slice(start, end).split('\n')) this.#processLine(line, emit)
+    for (const line of event.slice(0, end).split('\n')) this.#processLine(line, emit)
     this.#dispatch((event) => emit(event, undefined))
   }
 

@@ -49,7 +49,7 @@ export interface AttemptHooks extends RunnerHooks {
 }
 
 /** One admitted request's attempts: where they go, what was planned, and the hooks they run with. */
-export interface AttemptRun {
+interface AttemptRun {
   upstream: AiRunner
   plan: RequestPlan
   hooks: AttemptHooks

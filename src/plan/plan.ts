@@ -78,7 +78,7 @@ export interface RequestPlan {
 }
 
 /** Which request is planned: its id, its tenant and the model it asks for. */
-export interface RequestCall {
+interface RequestCall {
   requestId: string
   tenant: string
   model: string

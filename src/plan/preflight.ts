@@ -39,7 +39,7 @@ export interface Admission {
 }
 
 /** What the preflight judges: the request's prompt and output limit against the model's profile. */
-export interface AdmitRequest {
+interface AdmitRequest {
   profile: ModelProfile
   model: string
   pieces: PromptPieces
