@@ -93,8 +93,8 @@ export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<u
         // requests computed of the same texts; kept alive until done (the print publishes).
         Promise.allSettled([
           print.content(),
-          plan.needsEstimate ? plan.estimate() : undefined,
-          plan.needsPrefix && attempt === 1 ? plan.prefix() : undefined,
+          plan.needsEstimate ? plan.figures.estimate() : undefined,
+          plan.needsPrefix && attempt === 1 ? plan.figures.prefix() : undefined,
         ]).then(() => resolve())
       }, AFTER_SEND_MS),
     )
@@ -186,7 +186,7 @@ async function prepare(
     canary,
     marker: isolated.marker,
     // A retry re-sends everything but the directive: the engine may have all of it cached.
-    prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
+    prefix: attempt === 1 ? () => plan.figures.prefix() : () => wholePromptCached(plan),
     content,
     ...(hooks.recall ? { recall: hooks.recall } : {}),
     waitUntil: hooks.waitUntil,
@@ -226,7 +226,7 @@ function promptPrint(
       printed ??= register()
     },
     content: async () => {
-      await Promise.all([book.ready(), plan.remembered()])
+      await Promise.all([book.ready(), plan.figures.remembered()])
       printed ??= register()
       return printed()
     },
@@ -310,7 +310,7 @@ async function release(
 
 /** A retry's prefix: the first attempt sent the same prompt, so the engine may have all of it cached. */
 async function wholePromptCached(plan: RequestPlan): Promise<PrefixLookup> {
-  const [{ digest }, estimate] = await Promise.all([plan.prefix(), plan.estimate()])
+  const [{ digest }, estimate] = await Promise.all([plan.figures.prefix(), plan.figures.estimate()])
   return { digest, cachedTokens: estimate.lower + estimate.overhead }
 }
 

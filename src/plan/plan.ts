@@ -3,25 +3,16 @@
  */
 
 import type { CalibrationSnapshot } from '../calibration/learned'
-import { estimateTexts, type PromptEstimate, type TextTally } from '../ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../ceiling/prompt'
-import type { ScriptClass } from '../ceiling/script'
-import { memoSlot, type RequestMemo, type TextFacts, type TextMemo } from '../memo/text-memo'
-import { PrefixRecord } from '../timing/prefix-record'
+import type { RequestMemo, TextMemo } from '../memo/text-memo'
+import type { PrefixRecord } from '../timing/prefix-record'
 import type { ModelProfile, ResolvedOptions } from '../vocabulary/options'
-import type {
-  PlanEstimate,
-  PrefixLookup,
-  PromptSecrets,
-  ProofKind,
-} from '../vocabulary/request-facts'
+import type { PromptSecrets, ProofKind } from '../vocabulary/request-facts'
 import { guardAdditionTokens } from './guard-additions'
 import { type Admission, admit } from './preflight'
+import { PromptFigures, PromptMemory } from './prompt-figures'
 import { type SecretServices, substituteSecrets } from './prompt-secrets'
 import { type RequestFacts, readRequest } from './request'
-
-/** A remembered text's family count (src/memo). */
-const TALLIES = memoSlot<TextTally>('family tally')
 
 /** A request the ceiling admitted, with the lazily computed figures its verification needs. */
 export interface RequestPlan {
@@ -54,15 +45,14 @@ export interface RequestPlan {
   counted: boolean
   /**
    * This tenant's remembered facts of the prompt's long texts (src/memo); undefined when the guard
-   * remembers nothing. Read after `remembered`.
+   * remembers nothing. Read after `figures.remembered()`.
    */
   memo: RequestMemo | undefined
-  /** Digests the prompt's long texts for the memo (once: after the call has left, or when first needed). */
-  remembered: () => Promise<void>
-  /** The family estimate, template overhead included (counted once, on first need). */
-  estimate: () => Promise<PlanEstimate>
-  /** The tenant's prefix record for this prompt (hashed once, on first need; only for timed prompts). */
-  prefix: () => Promise<PrefixLookup>
+  /**
+   * What verification may need of the prompt, computed once on first need (see ./prompt-figures.ts):
+   * the memo's digests, the family estimate, the tenant's prefix record (only for timed prompts).
+   */
+  figures: PromptFigures
   /**
    * Whether verification will read the count and the prefix record: the prompt is counted, or its
    * byte bound is long enough for the timing evidence to weigh (src/verify/timing-evidence.ts).
@@ -118,8 +108,7 @@ export async function planRequest(
   const snapshot = await guard.snapshot(model)
   // The ceiling's count reads the memo only when bytes cannot decide (a prompt of ~660 KB or more,
   // where digesting costs a fraction of a count); the count for timing and the print after the call.
-  const remembered = once(() => memo?.know(pieces.texts) ?? Promise.resolve())
-  const known = memo && (() => remembered().then(() => memo.facts(TALLIES)))
+  const memory = new PromptMemory(memo, pieces)
   const admission = await admit({
     profile,
     model,
@@ -127,12 +116,12 @@ export async function planRequest(
     maxTokens: facts.maxTokens,
     learned: snapshot.drift,
     overflow: guard.options.overflow,
-    known,
+    known: memory.known,
   })
   const sent = clamped(inputs, facts, admission)
-  const estimate = lazyEstimate(admission, pieces, known)
-  const prefix = once(() =>
-    lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
+  const figures = new PromptFigures(
+    { admission, pieces, memory },
+    { prefixes: guard.prefixes, key: prefixKey(tenant, model) },
   )
   return {
     requestId,
@@ -150,9 +139,7 @@ export async function planRequest(
     scanning: profile.echo !== 'off',
     ...timingPlan(admission, profile, facts, guard.options),
     memo,
-    remembered,
-    estimate,
-    prefix,
+    figures,
   }
 }
 
@@ -173,19 +160,6 @@ function timingPlan(
     needsEstimate: judged || admission.estimate !== undefined,
     needsPrefix: judged,
   }
-}
-
-/** The prompt's estimate, computed on first use unless the ceiling already made it. */
-function lazyEstimate(
-  admission: RequestPlan['admission'],
-  pieces: RequestPlan['pieces'],
-  known: (() => Promise<TextFacts<TextTally>>) | undefined,
-): RequestPlan['estimate'] {
-  return once(async () => {
-    let e = admission.estimate
-    if (!e) e = await estimateTexts(pieces.texts, await known?.())
-    return { ...e, overhead: admission.overhead, dominant: dominantClass(e) }
-  })
 }
 
 /** The inputs sent: `max_tokens` (or the request's own field) lowered where the ceiling clamps it. */
@@ -230,21 +204,6 @@ export function prefixKey(tenant: string, model: string): string {
   return `${tenant}\u0000${model}`
 }
 
-function dominantClass(estimate: PromptEstimate): ScriptClass {
-  let best: ScriptClass = 'latin'
-  let most = -1
-  for (const [cls, figures] of Object.entries(estimate.classes) as [
-    ScriptClass,
-    { bound: number },
-  ][]) {
-    if (figures.bound > most) {
-      most = figures.bound
-      best = cls
-    }
-  }
-  return best
-}
-
 /**
  * Timing can only judge prompts whose honest prefill is long; only those need the count, the prefix
  * record and a streamed whole answer. When the ceiling decided by bytes, the bound over-counts prose
@@ -254,34 +213,4 @@ function dominantClass(estimate: PromptEstimate): ScriptClass {
 function isTimed(admission: Admission, profile: ModelProfile, minEvidenceMs: number): boolean {
   const likelyTokens = admission.estimate ? admission.estimate.lower : admission.estimated / 4
   return (likelyTokens / profile.maxPrefillTokensPerSecond) * 1000 >= minEvidenceMs
-}
-
-/** What the tenant's own verified prompts say the engine may have cached of this one. */
-async function lookupPrefix(
-  prefixes: PrefixRecord,
-  key: string,
-  pieces: PromptPieces,
-  estimate: () => Promise<PlanEstimate>,
-): Promise<PrefixLookup> {
-  const digest = await PrefixRecord.digest(pieces.texts.join('\n'))
-  const found = prefixes.lookup(key, digest)
-  const cachedTokens =
-    found.matchedChars === 0
-      ? 0
-      : Math.floor(((await estimate()).lower * found.matchedChars) / found.totalChars)
-  return { digest, cachedTokens }
-}
-
-/**
- * `make`'s promise, made once, on first need.
- *
- * @example
- * const estimate = once(() => estimateTexts(texts))
- */
-function once<T>(make: () => Promise<T>): () => Promise<T> {
-  let made: Promise<T> | undefined
-  return () => {
-    made ??= make()
-    return made
-  }
 }
