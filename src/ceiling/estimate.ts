@@ -317,26 +317,29 @@ class FamilyScanner {
   /** Adds one o200k-sized pre-token to `into`. */
   #addPiece(text: string, c: number, into: Tally, live: boolean): boolean {
     const id = this.#tokenizer.singleToken(text)
-    const packed = id !== undefined ? this.#single(id) : this.#merge(text, false)
-    return this.#addPacked(packed, c, into, live)
+    if (id !== undefined) return this.#addToken(id, c, into, live)
+    return this.#addMerged(this.#merge(text, false), c, into, live)
   }
 
   /** Adds one chunk of a long pre-token to `into`: its merge is remembered, long runs repeat. */
   #addChunk(text: string, c: number, into: Tally, live: boolean): boolean {
     const id = this.#tokenizer.singleToken(text)
-    const packed =
-      id !== undefined ? this.#single(id) : (this.#memo.get(text) ?? this.#merge(text, true))
-    return this.#addPacked(packed, c, into, live)
+    if (id !== undefined) return this.#addToken(id, c, into, live)
+    return this.#addMerged(this.#memo.get(text) ?? this.#merge(text, true), c, into, live)
   }
 
-  /** One o200k token's family cost, packed as `#merge` packs a merged piece's. */
-  #single(id: number): number {
+  /** Adds a piece that is one o200k token. */
+  #addToken(id: number, c: number, into: Tally, live: boolean): boolean {
     const { expansion, unknown } = this.#family
-    return (expansion[id] ?? unknown) * PACK + 1
+    const cost = expansion[id] ?? unknown
+    into.raw[c] = (into.raw[c] ?? 0) + cost
+    into.o200k[c] = (into.o200k[c] ?? 0) + 1
+    into.floor[c] = (into.floor[c] ?? 0) + 1
+    return this.#check(c, cost, into, live)
   }
 
-  /** Adds a piece's packed figures (family cost, o200k tokens) to `into`. */
-  #addPacked(packed: number, c: number, into: Tally, live: boolean): boolean {
+  /** Adds a merged piece's packed figures (family cost, o200k tokens; see `#merge`). */
+  #addMerged(packed: number, c: number, into: Tally, live: boolean): boolean {
     const tokens = packed % PACK
     const cost = Math.floor(packed / PACK)
     into.raw[c] = (into.raw[c] ?? 0) + cost

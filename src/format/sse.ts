@@ -112,6 +112,8 @@ export class SseParser {
   #fast = true
   /** Fast mode: the text of the event not yet ended. */
   #pending = ''
+  /** While a push is read on the fast path: its bytes, when nothing was pending before them. */
+  #whole: Uint8Array | undefined
   /** The current, not yet terminated line. */
   #line = ''
   /** A CR ended the previous chunk: a LF at the start of the next one belongs to it (CRLF). */
@@ -181,7 +183,7 @@ export class SseParser {
   }
 
   #feedFast(text: string, emit: SseEmit, chunk: Uint8Array | undefined): void {
-    const whole = this.#pending === '' ? chunk : undefined
+    this.#whole = this.#pending === '' ? chunk : undefined
     const buffer = this.#pending === '' ? text : this.#pending + text
     let at = 0
     while (true) {
@@ -190,11 +192,10 @@ export class SseParser {
       const end = buffer.indexOf('\n\n', at)
       if (end === -1) break
       this.#bound(buffer, at, end)
-      // The whole buffer is one event: `slice` hands back the same string, and the chunk goes along.
-      const one = at === 0 && end + 2 === buffer.length
-      this.#block(buffer.slice(at, end + 2), emit, one ? whole : undefined)
+      this.#block(buffer, at, end, emit)
       at = end + 2
     }
+    this.#whole = undefined
     this.#bound(buffer, at, buffer.length)
     this.#pending = at === 0 ? buffer : buffer.slice(at)
   }
@@ -209,20 +210,30 @@ export class SseParser {
     }
   }
 
-  /** One event with its blank line (`…\n\n`), with no CR in it; `chunk`: its bytes, when they are it. */
-  #block(event: string, emit: SseEmit, chunk: Uint8Array | undefined): void {
-    const end = event.length - 2
-    const oneLine = event.indexOf('\n') === end
-    if (oneLine && event.charCodeAt(0) === 100 && /* 'd' */ event.startsWith('data: ')) {
-      if (chunk === undefined) emit({ data: event.slice(6, end) }, event)
-      else emit({ data: event.slice(6, end) }, event, chunk)
+  /** One event's lines, `buffer[start, end)`, with no CR in them. */
+  #block(buffer: string, start: number, end: number, emit: SseEmit): void {
+    // The pushed bytes go along only when this event is all of them.
+    const chunk = start === 0 && end + 2 === buffer.length ? this.#whole : undefined
+    const firstBreak = buffer.indexOf('\n', start)
+    if (
+      (firstBreak === -1 || firstBreak >= end) &&
+      buffer.charCodeAt(start) === 100 && // 'd'
+      buffer.startsWith('data: ', start)
+    ) {
+      if (chunk === undefined)
+        emit({ data: buffer.slice(start + 6, end) }, buffer.slice(start, end + 2))
+      else emit({ data: buffer.slice(start + 6, end) }, buffer, chunk)
       return
     }
-    if (this.#onComment && event.charCodeAt(0) === 58 && oneLine) {
-      this.#onComment(event)
+    if (
+      this.#onComment &&
+      buffer.charCodeAt(start) === 58 &&
+      (firstBreak === -1 || firstBreak >= end)
+    ) {
+      this.#onComment(buffer.slice(start, end + 2))
       return
     }
-    for (const line of event.slice(0, end).split('\n')) this.#processLine(line, emit)
+    for (const line of buffer.slice(start, end).split('\n')) this.#processLine(line, emit)
     this.#dispatch((event) => emit(event, undefined))
   }
 
