@@ -2,7 +2,7 @@
  * @module `npm run layout`: checks the shape of `src/` — no import circle (type-only imports count: a
  * circle of types is still a circle a reader must hold at once), no two stage folders importing each
  * other both ways, no import against {@link DIRECTIONS}, no export that only tests, benchmarks or
- * scripts import (nor one nobody imports), no two files with one base name (`index.ts` aside), no function longer than {@link MAX_FUNCTION_LINES} lines — and lists the longest functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
+ * scripts import (nor one nobody imports), no two files with one base name (`index.ts` aside), no function longer than {@link MAX_FUNCTION_LINES} lines nor with more than {@link MAX_PARAMS} positional parameters — and lists the longest functions. Parses with oxc (through rolldown, already Vite's parser), so it reads what TypeScript
  * reads without a compiler API.
  *
  * Exit code: 0 when every rule holds, 1 when one does not; `--json` prints the report as JSON.
@@ -14,10 +14,13 @@ import { type ExportReport, privateExports, resolve } from './exports'
 /** The longest function a reader is asked to hold on one screen, and a bit. */
 export const MAX_FUNCTION_LINES = 60
 
+/** The most positional parameters a function takes: past it, callers pass one named object. */
+export const MAX_PARAMS = 4
+
 /** One file's outgoing imports (resolved to files of `src/`) and its functions' lengths. */
 interface FileFacts {
   imports: string[]
-  functions: { name: string; lines: number; line: number }[]
+  functions: { name: string; lines: number; line: number; params: number }[]
 }
 
 /** What `npm run layout` found. */
@@ -30,6 +33,8 @@ export interface LayoutReport {
   /** The longest functions, longest first. */
   longest: { file: string; name: string; line: number; lines: number }[]
   tooLong: number
+  /** Functions taking more than {@link MAX_PARAMS} positional parameters, as `file:line:name (n)`. */
+  tooManyParams: string[]
   /**
    * Pairs of the pipeline's stage folders ({@link STAGES}) that import each other both ways, as
    * `a ↔ b` (a before b alphabetically), with one import each way as evidence.
@@ -173,6 +178,10 @@ export async function checkLayout(root = 'src'): Promise<LayoutReport> {
     sharedNames: sharedBaseNames(files),
     longest: longest.slice(0, 10),
     tooLong: longest.filter((f) => f.lines > MAX_FUNCTION_LINES).length,
+    tooManyParams: longest
+      .filter((f) => f.params > MAX_PARAMS)
+      .map((f) => `${f.file}:${f.line}:${f.name} (${f.params})`)
+      .sort(),
     twoWayFolders: twoWayFolders(root, facts),
     wrongWay: [...wrongWay(root, facts), ...coreToPlugin(root, facts)].sort((a, b) =>
       a.rule.localeCompare(b.rule),
@@ -246,7 +255,9 @@ async function readFacts(file: string, known: Set<string>): Promise<FileFacts> {
   const functions: FileFacts['functions'] = []
   walk(ast as unknown as AstNode, undefined, (node, name) => {
     const line = lineAt(node.start)
-    functions.push({ name, line, lines: lineAt(node.end) - line + 1 })
+    // A destructured object is one parameter: it is what a long list should become.
+    const params = (node.params as unknown[] | undefined)?.length ?? 0
+    functions.push({ name, line, lines: lineAt(node.end) - line + 1, params })
   })
   return { imports: [...new Set(imports)], functions }
 }
@@ -373,6 +384,8 @@ function format(report: LayoutReport): string {
     ...report.exports.unused.map((name) => `  ${name}`),
   )
   lines.push(
+    `functions over ${MAX_PARAMS} parameters: ${report.tooManyParams.length}`,
+    ...report.tooManyParams.map((f) => `  ${f}`),
     `functions over ${MAX_FUNCTION_LINES} lines: ${report.tooLong}`,
     'longest functions:',
     ...report.longest.map(
@@ -393,6 +406,7 @@ if (argv && /(^|[\\/])layout\.ts$/.test(argv.argv[1] ?? '')) {
     report.wrongWay.length === 0 &&
     report.exports.outsideOnly.length === 0 &&
     report.exports.unused.length === 0 &&
-    report.tooLong === 0
+    report.tooLong === 0 &&
+    report.tooManyParams.length === 0
   argv.exitCode = ok ? 0 : 1
 }

@@ -153,16 +153,15 @@ function tenantWebhooks(
   }
   for (const [tenant, entry] of Object.entries(value)) {
     const where = `TENANT_WEBHOOKS[${JSON.stringify(tenant.slice(0, 64))}]`
-    const destination = tenantDestination(where, tenant, entry, operatorSecret, errors)
+    const destination = tenantDestination({ where, tenant, entry }, operatorSecret, errors)
     if (destination) out.set(tenant, destination)
   }
   return out
 }
 
+/** One tenant's webhook entry (`where` names it in errors), checked; its secret derived if absent. */
 function tenantDestination(
-  where: string,
-  tenant: string,
-  entry: unknown,
+  { where, tenant, entry }: { where: string; tenant: string; entry: unknown },
   operatorSecret: string | undefined,
   errors: string[],
 ): AlertDestination | undefined {

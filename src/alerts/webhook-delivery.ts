@@ -126,7 +126,7 @@ export async function deliverWebhook(
   for (let attempt = 1; ; attempt++) {
     const remaining = p.budgetMs - (now() - start)
     const timeoutMs = Math.min(p.attemptTimeoutMs, remaining)
-    const outcome = await attemptOnce(delivery, attempt, timeoutMs, deps.fetch, now)
+    const outcome = await attemptOnce(delivery, { attempt, timeoutMs }, { fetch: deps.fetch, now })
     if (outcome.kind === 'ok')
       return { ok: true, attempts: attempt, status: outcome.status, delays }
     const failed = { ok: false, attempts: attempt, delays, ...statusOf(outcome) }
@@ -152,10 +152,8 @@ function statusOf(outcome: Attempt): { status?: number } {
 
 async function attemptOnce(
   delivery: WebhookDelivery,
-  attempt: number,
-  timeoutMs: number,
-  fetcher: DeliveryDeps['fetch'],
-  now: () => number,
+  { attempt, timeoutMs }: { attempt: number; timeoutMs: number },
+  { fetch: fetcher, now }: Pick<DeliveryDeps, 'fetch'> & { now: () => number },
 ): Promise<Attempt> {
   const abort = new AbortController()
   const timer = setTimeout(() => abort.abort(), Math.max(1, timeoutMs))

@@ -50,7 +50,7 @@ export interface AttemptRequest {
   /** The echo the prompt asks for (`none`: not asked; the answer is still scanned). */
   readonly proof: ProofKind
   /** The prompt's family estimate, template overhead included (counted once, on first need). */
-  readonly estimate: () => Promise<PlanEstimate>
+  readonly figures: { estimate(): Promise<PlanEstimate> }
   /** Whether the prompt is counted: only then may usage be cross-checked and calibration taught. */
   readonly counted: boolean
   /** Whether the prompt is long enough to be timed (only then is its prefix worth remembering). */

@@ -173,7 +173,8 @@ function candidateOf(record: AuditRecord, ctx: JudgeContext): Candidate | undefi
   }
   const params = FINGERPRINT_DEFAULTS
   // Cheap first: most answers match nobody, and then the own prompt need not be printed.
-  if (scanForeign(index, key, params, self, answer).length === 0) return undefined
+  const scan = { index, key, params, self }
+  if (scanForeign(scan, answer).length === 0) return undefined
   let own: ReturnType<typeof printPrompt> | undefined
   if (record.inputs) {
     // Every shingle of the request's own prompt (assistant turns included: the model may repeat
@@ -186,7 +187,7 @@ function candidateOf(record: AuditRecord, ctx: JudgeContext): Candidate | undefi
     }
     own = printPrompt(key, texts, params)
   }
-  const evidence = scanForeign(index, key, params, self, answer, own)
+  const evidence = scanForeign(scan, answer, own)
   if (evidence.length === 0) return undefined
   const chars = Object.values(answer).reduce((sum, text) => sum + text.length, 0)
   const verify = ctx.candidateChars + chars <= CANDIDATE_CHARS
@@ -205,9 +206,7 @@ function candidateOf(record: AuditRecord, ctx: JudgeContext): Candidate | undefi
 export async function verifyCandidates(
   sources: readonly LogSource[],
   candidates: readonly Candidate[],
-  index: ContentIndex,
-  answers: ContentIndex,
-  key: FingerprintKey,
+  { index, answers, key }: { index: ContentIndex; answers: ContentIndex; key: FingerprintKey },
 ): Promise<void> {
   const ctx = { index, answers, key, params: FINGERPRINT_DEFAULTS }
   const wanted = new Map<string, { ref: number; candidates: Candidate[] }>()
@@ -236,14 +235,11 @@ export async function verifyCandidates(
       if (entry === undefined) continue
       const print = printPrompt(key, promptTexts(record.inputs), FINGERPRINT_DEFAULTS)
       for (const candidate of entry.candidates) {
-        const passages = exactPassages(
-          ctx,
-          candidate.answer,
-          candidate.mask,
-          entry.ref,
-          print,
-          SOURCE_UNITS,
-        )
+        const passages = exactPassages(ctx, candidate.answer, candidate.mask, {
+          ref: entry.ref,
+          source: print,
+          minUnits: SOURCE_UNITS,
+        })
         const [best] = passages
         if (best === undefined) continue
         const any = passages.reduce((a, b) => (b.units > a.units ? b : a))
@@ -293,7 +289,7 @@ export function concludeCandidate(
       best = any
     } else if (!candidate.verify && evidence.guardRule) certain = false
     else continue
-    const source = describe(evidence, best, index, candidate.answer, excerpts)
+    const source = describe(evidence, best, { index, answer: candidate.answer, excerpts })
     finding.foreign.push(source)
     finding.signals.push(foreignSignal(source, certain))
   }
@@ -308,9 +304,11 @@ export function concludeCandidate(
 function describe(
   evidence: ForeignContentEvidence,
   best: { ref: number; passage: ExactPassage } | undefined,
-  index: ContentIndex,
-  answer: Record<string, string>,
-  excerpts: boolean,
+  {
+    index,
+    answer,
+    excerpts,
+  }: { index: ContentIndex; answer: Record<string, string>; excerpts: boolean },
 ): ForeignSource {
   const requests: SourceRequest[] = []
   // The request the exact passage came from first, then by fingerprints matched.

@@ -28,6 +28,7 @@ import { answerSelections } from './content'
 import { ContentIndex } from './content-index'
 import type {
   AuditOptions,
+  AuditProgress,
   AuditReport,
   CheckCoverage,
   FileReport,
@@ -143,7 +144,7 @@ export async function runAudit(
 async function indexPass(
   run: Run,
 ): Promise<{ files: FileReport[]; records: number; models: Map<string, number> }> {
-  const { index, answers, key, refs, options } = run
+  const { index, answers, key, refs } = run
   const files: FileReport[] = []
   const models = new Map<string, number>()
   let records = 0
@@ -179,7 +180,8 @@ async function indexPass(
         const selected = answerSelections(key, FINGERPRINT_DEFAULTS, record.answer, print)
         for (const fp of new Set(selected)) answers.add(fp, -1, endMs)
       }
-      if (records % 256 === 0) progress(options, 1, source.name, read, run.total, records, 0)
+      if (records % 256 === 0)
+        progress(run, { pass: 1, file: source.name, read, records, found: 0 })
     }
   }
   return { files, records, models }
@@ -233,18 +235,17 @@ async function judgePass(
       const judged = await judge(record, run.profileOf(record.model), ctx)
       if (judged.candidate) candidates.push(judged.candidate)
       else if (judged.finding) keep(judged.finding)
-      if (seen % 64 === 0) {
-        progress(options, 2, source.name, read, run.total, seen, findings.length + omitted)
-      }
+      const found = findings.length + omitted
+      if (seen % 64 === 0) progress(run, { pass: 2, file: source.name, read, records: seen, found })
     }
   }
-  await verifyCandidates(run.sources, candidates, index, answers, key)
+  await verifyCandidates(run.sources, candidates, { index, answers, key })
   for (const candidate of candidates) {
     const finding = concludeCandidate(candidate, index, options.excerpts !== false)
     if (finding) keep(finding)
   }
   const last = run.sources.at(-1)?.name ?? ''
-  progress(options, 2, last, read, run.total, seen, findings.length + omitted)
+  progress(run, { pass: 2, file: last, read, records: seen, found: findings.length + omitted })
   return { findings, omitted, coverage, outsidePeriod }
 }
 
@@ -257,16 +258,12 @@ function outside(startMs: number | undefined, options: AuditOptions): boolean {
   )
 }
 
+/** Tells `onProgress` how far a pass has read (`found`: its findings so far). */
 function progress(
-  options: AuditOptions,
-  pass: 1 | 2,
-  file: string,
-  read: number,
-  total: number,
-  records: number,
-  findings: number,
+  run: Pick<Run, 'options' | 'total'>,
+  { found, ...at }: Omit<AuditProgress, 'total' | 'findings'> & { found: number },
 ): void {
-  options.onProgress?.({ pass, file, read, total, records, findings })
+  run.options.onProgress?.({ ...at, total: run.total, findings: found })
 }
 
 function emptyFile(name: string): FileReport {

@@ -71,24 +71,29 @@ interface Tally {
   refs: Map<number, number>
 }
 
+/** What an answer is scanned against: the prompts' index, the key and parameters, whose answer it is. */
+interface ForeignScan {
+  index: ContentIndex
+  key: FingerprintKey
+  params: FingerprintParams
+  self: AnswerSelf
+}
+
 /**
  * Scans an answer's channels against the index. `own` (the answer's own prompt print) removes text
  * the request itself sent; without it only the request's own fingerprints and principal do.
  *
  * @example
- * const found = scanForeign(index, key, FINGERPRINT_DEFAULTS, self, { content: text })
+ * const found = scanForeign({ index, key, params: FINGERPRINT_DEFAULTS, self }, { content: text })
  */
 export function scanForeign(
-  index: ContentIndex,
-  key: FingerprintKey,
-  params: FingerprintParams,
-  self: AnswerSelf,
+  scan: ForeignScan,
   answer: Readonly<Record<string, string>>,
   own?: { contains(hash: number): boolean },
 ): ForeignContentEvidence[] {
   const tallies = new Map<string, Tally>()
   for (const [channel, text] of Object.entries(answer)) {
-    scanChannel(index, key, params, self, channel, text, own, tallies)
+    scanChannel(scan, { channel, text }, own, tallies)
   }
   const found: ForeignContentEvidence[] = []
   for (const [principal, tally] of tallies) {
@@ -107,19 +112,15 @@ export function scanForeign(
       passages: runs.length,
       matches: tally.matches.size,
       longest,
-      guardRule: longest.length >= params.k,
+      guardRule: longest.length >= scan.params.k,
     })
   }
   return found.sort((a, b) => b.run - a.run || b.matches - a.matches)
 }
 
 function scanChannel(
-  index: ContentIndex,
-  key: FingerprintKey,
-  params: FingerprintParams,
-  self: AnswerSelf,
-  channel: string,
-  text: string,
+  { index, key, params, self }: ForeignScan,
+  { channel, text }: { channel: string; text: string },
   own: { contains(hash: number): boolean } | undefined,
   tallies: Map<string, Tally>,
 ): void {
@@ -302,15 +303,18 @@ interface PassageContext {
  * private values (a shared template's rows, a stock phrase beside a quote) leave the values' count.
  *
  * @example
- * const passages = exactPassages(ctx, answer, mask, ref, printPrompt(key, texts, params), 10)
+ * const source = printPrompt(key, texts, params)
+ * const passages = exactPassages(ctx, answer, mask, { ref, source, minUnits: 10 })
  */
 export function exactPassages(
   ctx: PassageContext,
   answer: Readonly<Record<string, string>>,
   mask: OwnMask,
-  ref: number,
-  source: { contains(hash: number): boolean },
-  minUnits: number,
+  {
+    ref,
+    source,
+    minUnits,
+  }: { ref: number; source: { contains(hash: number): boolean }; minUnits: number },
 ): ExactPassage[] {
   const sourceStartMs = ctx.index.requests[ref]?.startMs ?? Number.NaN
   const out: ExactPassage[] = []

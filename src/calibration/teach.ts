@@ -22,7 +22,7 @@ export function teach(ctx: AttemptContext, lesson: Lesson): void {
   if (!ctx.request.counted && !lesson.refusal) return
   const work = (async () => {
     const store = ctx.services.calibration
-    const estimate = await ctx.request.estimate()
+    const estimate = await ctx.request.figures.estimate()
     const tenant = tenantKey(ctx.request.tenant)
     if (lesson.reported !== undefined) {
       await store.observeTokens(ctx.request.model, {

@@ -55,6 +55,16 @@ const BODY_RUN = /^[0-9a-hjkmnp-tv-z]*/i
  */
 export type OwnTokens = string | readonly string[] | null | undefined
 
+/**
+ * Whose scan it is: the canary key, the tokens the answer may carry as its own, and (whole texts)
+ * the request's tenant, whose own marker is never foreign.
+ */
+interface ScanOwner {
+  key: CanaryKey
+  own: OwnTokens
+  tenant?: string
+}
+
 function ownList(own: OwnTokens): string[] {
   if (own === undefined || own === null) return []
   return (typeof own === 'string' ? [own] : own).map((token) => token.toLowerCase())
@@ -69,11 +79,10 @@ function ownList(own: OwnTokens): string[] {
  * held.
  *
  * @example
- * const { cuts, findings, holdAt } = await classify(key, own, 'content', text, true)
+ * const { cuts, findings, holdAt } = await classify({ key, own }, 'content', text, true)
  */
 export async function classify(
-  key: CanaryKey,
-  own: OwnTokens,
+  { key, own }: ScanOwner,
   channel: Channel,
   buffer: string,
   final: boolean,
@@ -178,21 +187,19 @@ export function cutRanges(
  * look-alikes reported and kept. `tenant` is whose request it is: its own marker is never foreign.
  *
  * @example
- * const { text, findings } = await scanText(key, canary, 'content', answer.response)
+ * const { text, findings } = await scanText({ key, own: canary }, 'content', answer.response)
  */
 export async function scanText(
-  key: CanaryKey,
-  own: OwnTokens,
+  { key, own, tenant }: ScanOwner,
   channel: Channel,
   text: string,
-  tenant?: string,
 ): Promise<{ text: string; findings: Finding[] }> {
   const mine = ownList(own)
   if (!mine.every((token) => EXACT.test(token))) {
     throw new Error('own must be a canary minted by mintCanary')
   }
   const [{ cuts, findings }, book] = await Promise.all([
-    classify(key, mine, channel, text, true),
+    classify({ key, own: mine }, channel, text, true),
     markerBook(key),
   ])
   const whole = cutRanges(

@@ -85,8 +85,12 @@ class PairRanks {
     this.#tokens = tokens
   }
 
+  /** The bytes that {@link rank}'s positions index: set once per merge, so a rank passes no array. */
+  source: Uint8Array = new Uint8Array(0)
+
   /** The rank of parts `a` and `b` joined, the bytes `[from, to)` of `source` (NEVER: no token). */
-  rank(a: number, b: number, source: Uint8Array, from: number, to: number): number {
+  rank(a: number, b: number, from: number, to: number): number {
+    const source = this.source
     const left = this.#left
     let slot = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0x9e3779b1) >>> (32 - PAIR_BITS)
     for (;;) {
@@ -222,7 +226,7 @@ class StringMerger implements PieceMerger {
     start[n] = n
     const heap = this.#heap.reset(n)
     for (let i = 0; i < n - 1; i++) {
-      const r = this.#pairs.rank(rank[i] as number, rank[i + 1] as number, source, i, i + 2)
+      const r = this.#pairs.rank(rank[i] as number, rank[i + 1] as number, i, i + 2)
       pair[i] = r
       if (r !== NEVER) heap.push(r, i)
     }
@@ -239,6 +243,7 @@ class StringMerger implements PieceMerger {
     const next = this.#next
     const prev = this.#prev
     const pairs = this.#pairs
+    this.#pairs.source = source
     const heap = this.#single(source, n)
     for (;;) {
       const key = heap.pop()
@@ -257,13 +262,7 @@ class StringMerger implements PieceMerger {
       const right =
         after === n
           ? NEVER
-          : pairs.rank(
-              lowest,
-              rank[after] as number,
-              source,
-              from,
-              start[next[after] as number] as number,
-            )
+          : pairs.rank(lowest, rank[after] as number, from, start[next[after] as number] as number)
       pair[at] = right
       if (right !== NEVER) heap.push(right, at)
       const before = prev[at] as number
@@ -271,7 +270,6 @@ class StringMerger implements PieceMerger {
         const left = pairs.rank(
           rank[before] as number,
           lowest,
-          source,
           start[before] as number,
           start[after] as number,
         )

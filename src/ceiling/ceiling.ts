@@ -163,28 +163,18 @@ export async function decideCeiling(
   const charge = charges(margins)
   // The guard's own additions are charged as their byte bound (see PromptPieces.guardTokens).
   const overhead = templateOverhead(pieces) + (pieces.guardTokens ?? 0)
-  const decide = (
-    estimatedTokens: number,
-    charged: number,
-    method: CeilingDecision['method'],
-    exact: boolean,
-    classes: Partial<Record<ScriptClass, ClassFigures>>,
-  ): CeilingDecision => {
-    const adjustedTokens = charged + overhead
-    return {
-      fits: method !== 'early-exit' && adjustedTokens <= ceiling,
-      estimatedTokens,
-      adjustedTokens,
-      ceiling,
-      method,
-      exact,
-      classes,
-      drivers: driversOf(classes, charge),
-    }
-  }
-
+  const limits = { ceiling, overhead, charge }
+  const decide = (figures: DecisionFigures) => decision(figures, limits)
   // Only the fixed overhead would already overflow: no count can change the answer.
-  if (overhead > ceiling) return decide(0, 0, 'early-exit', false, {})
+  if (overhead > ceiling) {
+    return decide({
+      estimatedTokens: 0,
+      charged: 0,
+      method: 'early-exit',
+      exact: false,
+      classes: {},
+    })
+  }
   let smallest = Number.POSITIVE_INFINITY
   for (const c of charge) smallest = Math.min(smallest, c)
   let units = 0
@@ -194,23 +184,62 @@ export async function decideCeiling(
     const bytes = classBytes(pieces.texts)
     const charged = chargedTotal(bytes, charge)
     if (charged + overhead <= ceiling) {
-      const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
-      let total = 0
-      bytes.forEach((b, c) => {
-        if (b > 0) classes[SCRIPT_CLASSES[c] ?? 'other'] = { bound: b, lower: 0, o200k: 0 }
-        total += b
+      const { classes, total } = byteClasses(bytes)
+      return decide({
+        estimatedTokens: total,
+        charged,
+        method: 'bytes',
+        exact: total === 0,
+        classes,
       })
-      return decide(total, charged, 'bytes', total === 0, classes)
     }
   }
   const scan = await scanFamily(pieces.texts, charge, ceiling - overhead, await known?.())
-  return decide(
-    scan.bound,
-    scan.charged,
-    scan.within ? 'count' : 'early-exit',
-    scan.exact,
-    scan.classes,
-  )
+  return decide({
+    estimatedTokens: scan.bound,
+    charged: scan.charged,
+    method: scan.within ? 'count' : 'early-exit',
+    exact: scan.exact,
+    classes: scan.classes,
+  })
+}
+
+/** A decision's figures before the template overhead: `charged` is the estimate with its margins. */
+type DecisionFigures = Pick<CeilingDecision, 'estimatedTokens' | 'method' | 'exact' | 'classes'> & {
+  charged: number
+}
+
+/** The decision of `figures` against the ceiling, the overhead added. */
+function decision(
+  { estimatedTokens, charged, method, exact, classes }: DecisionFigures,
+  { ceiling, overhead, charge }: { ceiling: number; overhead: number; charge: Float64Array },
+): CeilingDecision {
+  const adjustedTokens = charged + overhead
+  return {
+    fits: method !== 'early-exit' && adjustedTokens <= ceiling,
+    estimatedTokens,
+    adjustedTokens,
+    ceiling,
+    method,
+    exact,
+    classes,
+    drivers: driversOf(classes, charge),
+  }
+}
+
+/** The byte bound's figures per class present, and their total. */
+function byteClasses(bytes: ArrayLike<number>): {
+  classes: Partial<Record<ScriptClass, ClassFigures>>
+  total: number
+} {
+  const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
+  let total = 0
+  for (let c = 0; c < bytes.length; c++) {
+    const b = bytes[c] ?? 0
+    if (b > 0) classes[SCRIPT_CLASSES[c] ?? 'other'] = { bound: b, lower: 0, o200k: 0 }
+    total += b
+  }
+  return { classes, total }
 }
 
 /**

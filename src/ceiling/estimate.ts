@@ -309,23 +309,39 @@ class FamilyScanner {
     }
     for (let start = 0, end = 0; start < piece.length; start = end) {
       end = chunkEnd(piece, start)
-      if (!this.#addPiece(piece.slice(start, end), c, into, live, true)) return false
+      if (!this.#addChunk(piece.slice(start, end), c, into, live)) return false
     }
     return true
   }
 
-  /** Adds one o200k-sized piece of text (a pre-token, or a chunk of a long one) to `into`. */
-  #addPiece(text: string, c: number, into: Tally, live: boolean, chunk = false): boolean {
-    const { expansion, unknown } = this.#family
+  /** Adds one o200k-sized pre-token to `into`. */
+  #addPiece(text: string, c: number, into: Tally, live: boolean): boolean {
     const id = this.#tokenizer.singleToken(text)
-    let tokens = 1
-    let cost: number
-    if (id !== undefined) cost = expansion[id] ?? unknown
-    else {
-      const packed = (chunk ? this.#memo.get(text) : undefined) ?? this.#merge(text, chunk)
-      tokens = packed % PACK
-      cost = Math.floor(packed / PACK)
-    }
+    if (id !== undefined) return this.#addToken(id, c, into, live)
+    return this.#addMerged(this.#merge(text, false), c, into, live)
+  }
+
+  /** Adds one chunk of a long pre-token to `into`: its merge is remembered, long runs repeat. */
+  #addChunk(text: string, c: number, into: Tally, live: boolean): boolean {
+    const id = this.#tokenizer.singleToken(text)
+    if (id !== undefined) return this.#addToken(id, c, into, live)
+    return this.#addMerged(this.#memo.get(text) ?? this.#merge(text, true), c, into, live)
+  }
+
+  /** Adds a piece that is one o200k token. */
+  #addToken(id: number, c: number, into: Tally, live: boolean): boolean {
+    const { expansion, unknown } = this.#family
+    const cost = expansion[id] ?? unknown
+    into.raw[c] = (into.raw[c] ?? 0) + cost
+    into.o200k[c] = (into.o200k[c] ?? 0) + 1
+    into.floor[c] = (into.floor[c] ?? 0) + 1
+    return this.#check(c, cost, into, live)
+  }
+
+  /** Adds a merged piece's packed figures (family cost, o200k tokens; see `#merge`). */
+  #addMerged(packed: number, c: number, into: Tally, live: boolean): boolean {
+    const tokens = packed % PACK
+    const cost = Math.floor(packed / PACK)
     into.raw[c] = (into.raw[c] ?? 0) + cost
     into.o200k[c] = (into.o200k[c] ?? 0) + tokens
     into.floor[c] = (into.floor[c] ?? 0) + tokens
@@ -409,8 +425,7 @@ function addTally(into: Tally, from: Tally): void {
  */
 async function addNfcVariants(
   scanner: FamilyScanner,
-  texts: readonly string[],
-  shares: readonly Share[],
+  { texts, shares }: { texts: readonly string[]; shares: readonly Share[] },
   total: Tally,
   known: TextFacts<TextTally> | undefined,
 ): Promise<boolean> {
@@ -464,16 +479,19 @@ export async function scanFamily(
   const total = tally()
   const shares = await scanAsSent(scanner, texts, total, known)
   const within =
-    shares !== undefined && (await addNfcVariants(scanner, texts, shares, total, known))
-  return finish(total, within, charge, scanner.exact, family)
+    shares !== undefined && (await addNfcVariants(scanner, { texts, shares }, total, known))
+  return finish(total, within, { charge, exact: scanner.exact, family })
 }
 
+/** The scan's figures per class and in all, from its tally. */
 function finish(
   total: Tally,
   within: boolean,
-  charge: Float64Array | undefined,
-  exact: boolean,
-  family: FamilyData,
+  {
+    charge,
+    exact,
+    family,
+  }: { charge: Float64Array | undefined; exact: boolean; family: FamilyData },
 ): FamilyScan {
   const classes: Partial<Record<ScriptClass, ClassFigures>> = {}
   let bound = 0

@@ -35,7 +35,7 @@ export const foreignContentPlugin: ContentPlugin = {
       ready: () => book.ready(),
       print(prompt) {
         const { model, tenant, texts, waitUntil, memo, said } = prompt
-        const printed = book.print(model, tenant, texts, waitUntil, memo, said)
+        const printed = book.print({ model, tenant, waitUntil }, { texts, memo, said })
         return () => printedPrompt(printed())
       },
       recall(request) {

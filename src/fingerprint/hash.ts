@@ -69,16 +69,19 @@ function fmix32(h: number): number {
  *
  * @example
  * const lanes = new Int32Array(2)
- * unitLanes(key, 'Word', 0, 4, true, lanes) // the lanes of 'word'
+ * unitLanes(key, { text: 'Word', from: 0, to: 4, fold: true }, lanes) // the lanes of 'word'
  */
 export function unitLanes(
   key: FingerprintKey,
-  text: string,
-  from: number,
-  to: number,
-  fold: boolean,
+  unit: {
+    readonly text: string
+    readonly from: number
+    readonly to: number
+    readonly fold: boolean
+  },
   out: Int32Array,
 ): void {
+  const { text, from, to, fold } = unit
   let a = key.seedA
   let b = key.seedB
   for (let i = from; i < to; i++) {

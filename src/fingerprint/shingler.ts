@@ -4,7 +4,7 @@
  * word, a surrogate pair or a `\u00e9` escape — give the shingles of the whole text.
  */
 import { type FingerprintKey, rollPower, shingleHash, unitLanes } from './hash'
-import { UnitReader, type UnitSink, unitWeight } from './units'
+import { UnitReader, type UnitSink, type UnitSpan, unitWeight } from './units'
 
 /** n consecutive units: their keyed hash and `[start, end)` in the channel's text. */
 export interface Shingle {
@@ -55,8 +55,7 @@ export class Shingler {
   private count = 0
   private readonly lanes = new Int32Array(2)
   private sink: ShingleSink = NO_SINK
-  private readonly onUnit: UnitSink = (text, from, to, fold, start, end) =>
-    this.add(text, from, to, fold, start, end)
+  private readonly onUnit: UnitSink = (unit) => this.add(unit)
 
   constructor(
     private readonly key: FingerprintKey,
@@ -159,18 +158,12 @@ export class Shingler {
     return this.reader.pendingStart()
   }
 
-  private add(
-    text: string,
-    from: number,
-    to: number,
-    fold: boolean,
-    start: number,
-    end: number,
-  ): void {
+  private add(unit: Readonly<UnitSpan>): void {
+    const { text, from, start, end } = unit
     const n = this.n
     const slot = this.count % n
     const lanes = this.lanes
-    unitLanes(this.key, text, from, to, fold, lanes)
+    unitLanes(this.key, unit, lanes)
     const a = lanes[0]!
     const b = lanes[1]!
     if (this.count >= n) {

@@ -119,17 +119,24 @@ const SEPARATOR_ESCAPES = new Set(['n', 't', 'r', '"', '/', 'b', 'f'])
 const HEX = /^[0-9a-fA-F]$/
 
 /**
- * Receives each completed unit. `text.slice(from, to)` is the unit: already normalised when `fold` is
- * false; plain ASCII still to lower-case when `fold` is true (so the common case allocates nothing).
+ * A completed unit. `text.slice(from, to)` is the unit: already normalised when `fold` is false; plain
+ * ASCII still to lower-case when `fold` is true (so the common case allocates nothing). `start` and
+ * `end` are its place in the text read.
  */
-export type UnitSink = (
-  text: string,
-  from: number,
-  to: number,
-  fold: boolean,
-  start: number,
-  end: number,
-) => void
+export interface UnitSpan {
+  text: string
+  from: number
+  to: number
+  fold: boolean
+  start: number
+  end: number
+}
+
+/**
+ * Receives each completed unit: one span the reader fills again for every unit, so reading allocates
+ * nothing per unit; a sink that keeps a unit copies what it keeps.
+ */
+export type UnitSink = (unit: Readonly<UnitSpan>) => void
 
 /**
  * Cuts text into units, incrementally. JSON escapes are read the same at any depth of escaping: a run
@@ -165,6 +172,7 @@ export class UnitReader {
   private from = -1
   private text = ''
   private sink: UnitSink = () => {}
+  private readonly unit: UnitSpan = { text: '', from: 0, to: 0, fold: false, start: 0, end: 0 }
 
   /**
    * Where text that may still become part of a unit starts (an open unit, escape or surrogate), or
@@ -194,7 +202,7 @@ export class UnitReader {
    */
   push(text: string, final: boolean): Unit[] {
     const out: Unit[] = []
-    this.read(text, final, (source, from, to, fold, start, end) => {
+    this.read(text, final, ({ text: source, from, to, fold, start, end }) => {
       const piece = source.slice(from, to)
       out.push({ text: fold ? piece.toLowerCase() : piece, start, end })
     })
@@ -356,12 +364,24 @@ export class UnitReader {
     if (this.from >= 0) {
       const from = this.from
       this.from = -1
-      this.sink(this.chunk, from, from + this.end - this.start, true, this.start, this.end)
+      this.emit(this.chunk, from, from + this.end - this.start, true)
       return
     }
     const text = this.ascii ? this.text : normalise(this.text)
-    this.sink(text, 0, text.length, this.ascii, this.start, this.end)
+    this.emit(text, 0, text.length, this.ascii)
     this.text = ''
+  }
+
+  /** Hands `text.slice(from, to)` to the sink, placed at the open unit's start and end. */
+  private emit(text: string, from: number, to: number, fold: boolean): void {
+    const unit = this.unit
+    unit.text = text
+    unit.from = from
+    unit.to = to
+    unit.fold = fold
+    unit.start = this.start
+    unit.end = this.end
+    this.sink(unit)
   }
 
   private close(): void {

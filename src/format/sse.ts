@@ -112,6 +112,8 @@ export class SseParser {
   #fast = true
   /** Fast mode: the text of the event not yet ended. */
   #pending = ''
+  /** While a push is read on the fast path: its bytes, when nothing was pending before them. */
+  #whole: Uint8Array | undefined
   /** The current, not yet terminated line. */
   #line = ''
   /** A CR ended the previous chunk: a LF at the start of the next one belongs to it (CRLF). */
@@ -181,7 +183,7 @@ export class SseParser {
   }
 
   #feedFast(text: string, emit: SseEmit, chunk: Uint8Array | undefined): void {
-    const whole = this.#pending === '' ? chunk : undefined
+    this.#whole = this.#pending === '' ? chunk : undefined
     const buffer = this.#pending === '' ? text : this.#pending + text
     let at = 0
     while (true) {
@@ -190,9 +192,10 @@ export class SseParser {
       const end = buffer.indexOf('\n\n', at)
       if (end === -1) break
       this.#bound(buffer, at, end)
-      this.#block(buffer, at, end, emit, at === 0 && end + 2 === buffer.length ? whole : undefined)
+      this.#block(buffer, at, end, emit)
       at = end + 2
     }
+    this.#whole = undefined
     this.#bound(buffer, at, buffer.length)
     this.#pending = at === 0 ? buffer : buffer.slice(at)
   }
@@ -208,13 +211,9 @@ export class SseParser {
   }
 
   /** One event's lines, `buffer[start, end)`, with no CR in them. */
-  #block(
-    buffer: string,
-    start: number,
-    end: number,
-    emit: SseEmit,
-    chunk: Uint8Array | undefined,
-  ): void {
+  #block(buffer: string, start: number, end: number, emit: SseEmit): void {
+    // The pushed bytes go along only when this event is all of them.
+    const chunk = start === 0 && end + 2 === buffer.length ? this.#whole : undefined
     const firstBreak = buffer.indexOf('\n', start)
     if (
       (firstBreak === -1 || firstBreak >= end) &&

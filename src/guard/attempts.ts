@@ -41,6 +41,15 @@ export interface AttemptHooks extends RunnerHooks {
   unprinted?: true
 }
 
+/** One admitted request's attempts: where they go, what was planned, and the hooks they run with. */
+interface AttemptRun {
+  upstream: AiRunner
+  plan: RequestPlan
+  hooks: AttemptHooks
+  /** The caller's third argument to `run()` (extra headers, gateway options). */
+  runOptions?: Record<string, unknown>
+}
+
 /** How long after its call a prompt's print, count and hash start (see runAttempts). */
 const AFTER_SEND_MS = 1
 
@@ -48,19 +57,14 @@ const AFTER_SEND_MS = 1
  * Runs attempts until one is released (returned) or withheld (thrown).
  *
  * @example
- * return await runAttempts(guard, env.AI, plan, { waitUntil }, undefined)
+ * return await runAttempts(guard, { upstream: env.AI, plan, hooks: { waitUntil } })
  */
-export async function runAttempts(
-  host: AttemptHost,
-  upstream: AiRunner,
-  plan: RequestPlan,
-  hooks: AttemptHooks,
-  runOptions: Record<string, unknown> | undefined,
-): Promise<unknown> {
+export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<unknown> {
+  const { upstream, plan, hooks, runOptions } = run
   const streamed = plan.facts.stream || plan.viaStream
   const print = hooks.unprinted ? UNPRINTED : promptPrint(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
-    const { ctx, inputs, isolated } = await prepare(host, plan, hooks, attempt, print.content)
+    const { ctx, inputs, isolated } = await prepare(host, run, attempt, print.content)
     const calling = callUpstream(ctx, upstream, {
       model: plan.model,
       inputs,
@@ -78,8 +82,8 @@ export async function runAttempts(
         // requests computed of the same texts; kept alive until done (the print publishes).
         Promise.allSettled([
           print.content(),
-          plan.needsEstimate ? plan.estimate() : undefined,
-          plan.needsPrefix && attempt === 1 ? plan.prefix() : undefined,
+          plan.needsEstimate ? plan.figures.estimate() : undefined,
+          plan.needsPrefix && attempt === 1 ? plan.figures.prefix() : undefined,
         ]).then(() => resolve())
       }, AFTER_SEND_MS),
     )
@@ -101,7 +105,7 @@ export async function runAttempts(
         if (outcome.verdict.observed) await host.observe(ctx, outcome)
         // A stream's lesson comes at its end (toClientStream above); a whole answer's is here.
         if (outcome.lesson) learnFrom(ctx, outcome.lesson)
-        return release(host, plan, outcome, attempt, ctx)
+        return release(host, plan, { outcome, attempt, ctx })
     }
   }
 }
@@ -137,8 +141,7 @@ function learnFrom(ctx: AttemptContext, lesson: Lesson): void {
  */
 async function prepare(
   host: AttemptHost,
-  plan: RequestPlan,
-  hooks: AttemptHooks,
+  { plan, hooks }: AttemptRun,
   attempt: number,
   content: AttemptContext['content'],
 ): Promise<{ ctx: AttemptContext; inputs: Record<string, unknown>; isolated: Isolation }> {
@@ -172,7 +175,7 @@ async function prepare(
     canary,
     marker: isolated.marker,
     // A retry re-sends everything but the directive: the engine may have all of it cached.
-    prefix: attempt === 1 ? plan.prefix : () => wholePromptCached(plan),
+    prefix: attempt === 1 ? () => plan.figures.prefix() : () => wholePromptCached(plan),
     content,
     ...(hooks.recall ? { recall: hooks.recall } : {}),
     waitUntil: hooks.waitUntil,
@@ -212,7 +215,7 @@ function promptPrint(
       printed ??= register()
     },
     content: async () => {
-      await Promise.all([book.ready(), plan.remembered()])
+      await Promise.all([book.ready(), plan.figures.remembered()])
       printed ??= register()
       return printed()
     },
@@ -270,9 +273,11 @@ function withAffinity(
 async function release(
   host: AttemptHost,
   plan: RequestPlan,
-  outcome: AttemptOutcome<unknown>,
-  attempt: number,
-  ctx: AttemptContext,
+  {
+    outcome,
+    attempt,
+    ctx,
+  }: { outcome: AttemptOutcome<unknown>; attempt: number; ctx: AttemptContext },
 ): Promise<unknown> {
   const released =
     plan.viaStream && outcome.released instanceof ReadableStream
@@ -280,7 +285,7 @@ async function release(
       : outcome.released
   // A stream's line waits for its first byte to reach the client; a whole answer leaves now.
   const log = (firstByteMs: number | undefined) =>
-    host.logger.released(plan, outcome, attempt, firstByteMs, ctx.waitUntil)
+    host.logger.released(plan, outcome, { attempt, firstByteMs, waitUntil: ctx.waitUntil })
   if (outcome.firstByte && !plan.viaStream) outcome.firstByte.listen(log)
   else log(host.options.now() - ctx.startedAt)
   attachInfo(released, {
@@ -294,7 +299,7 @@ async function release(
 
 /** A retry's prefix: the first attempt sent the same prompt, so the engine may have all of it cached. */
 async function wholePromptCached(plan: RequestPlan): Promise<PrefixLookup> {
-  const [{ digest }, estimate] = await Promise.all([plan.prefix(), plan.estimate()])
+  const [{ digest }, estimate] = await Promise.all([plan.figures.prefix(), plan.figures.estimate()])
   return { digest, cachedTokens: estimate.lower + estimate.overhead }
 }
 

@@ -54,6 +54,20 @@ export interface BookPrompt {
   gap(): Promise<StoreGap>
 }
 
+/** Whose prompt is printed (a model, or its answers), and the host's `waitUntil` for store writes. */
+interface PrintOwner {
+  model: string
+  tenant: string
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined
+}
+
+/** A prompt to print: its texts (read on first need), the tenant's memo, its own assistant turns. */
+interface PromptSource {
+  texts: () => readonly string[]
+  memo?: RequestMemo | undefined
+  said?: () => readonly string[]
+}
+
 /** The isolate's fingerprint table and its link to the shared store. */
 export class FingerprintBook {
   readonly table: FingerprintTable
@@ -100,18 +114,14 @@ export class FingerprintBook {
    *
    * @example
    * await book.ready()
-   * const printed = book.print(model, tenant, () => promptTexts(inputs), ctx.waitUntil, memo)
+   * const owner = { model, tenant, waitUntil: ctx.waitUntil }
+   * const printed = book.print(owner, { texts: () => promptTexts(inputs), memo })
    * setTimeout(printed, 0)
    * const watch = await printed().watch()
    */
-  print(
-    model: string,
-    tenant: string,
-    texts: () => readonly string[],
-    waitUntil: ((promise: Promise<unknown>) => void) | undefined,
-    memo?: RequestMemo,
-    said: () => readonly string[] = () => [],
-  ): () => BookPrompt {
+  print(owner: PrintOwner, prompt: PromptSource): () => BookPrompt {
+    const { model } = owner
+    const { texts, memo, said = () => [] } = prompt
     const key = this.#printKey
     if (key === undefined) throw new Error('FingerprintBook: print before ready()')
     const read = Promise.all([this.#readStore(model), this.#readStore(answersOf(model))]).then(
@@ -120,21 +130,14 @@ export class FingerprintBook {
     const local = this.table.defer(() => {
       const print = printPrompt(key, texts(), this.#settings.params, memo?.facts(PRINTS))
       const at = this.#now()
-      return { print, at, added: this.#record(model, tenant, print, at, memo) }
+      return { print, at, added: this.#record(owner, print, at, memo) }
     })
     let printed: BookPrompt | undefined
     return () => {
       if (printed) return printed
       const { print, at, added } = local()
-      this.#share(model, tenant, added, at, waitUntil)
-      printed = this.#printed(
-        key,
-        model,
-        tenant,
-        ownText(key, print, said(), this.#settings),
-        read,
-        waitUntil,
-      )
+      this.#share(owner, added, at)
+      printed = this.#printed(key, owner, ownText(key, print, said(), this.#settings), read)
       return printed
     }
   }
@@ -145,8 +148,7 @@ export class FingerprintBook {
    * it again would only move its time. Returns what was added (what other isolates must be told).
    */
   #record(
-    model: string,
-    tenant: string,
+    { model, tenant }: PrintOwner,
     print: PromptPrint,
     at: number,
     memo: RequestMemo | undefined,
@@ -172,11 +174,9 @@ export class FingerprintBook {
 
   #printed(
     key: FingerprintKey,
-    model: string,
-    tenant: string,
+    { model, tenant, waitUntil }: PrintOwner,
     own: Pick<PromptPrint, 'contains'>,
     read: Promise<StoreGap>,
-    waitUntil: ((promise: Promise<unknown>) => void) | undefined,
   ): BookPrompt {
     const params = this.#settings.params
     const answers = answersOf(model)
@@ -198,7 +198,8 @@ export class FingerprintBook {
       },
       learn: (watch) => {
         const hashes = watch.selections()
-        this.#share(answers, tenant, hashes, this.#add(answers, tenant, hashes), waitUntil)
+        const at = this.#add(answers, tenant, hashes)
+        this.#share({ model: answers, tenant, waitUntil }, hashes, at)
       },
     }
   }
@@ -211,13 +212,7 @@ export class FingerprintBook {
   }
 
   /** Publishes fingerprints recorded here to the shared store, for every other isolate. */
-  #share(
-    model: string,
-    tenant: string,
-    hashes: number[],
-    at: number,
-    waitUntil: ((promise: Promise<unknown>) => void) | undefined,
-  ): void {
+  #share({ model, tenant, waitUntil }: PrintOwner, hashes: number[], at: number): void {
     const { store } = this.#settings
     if (!store || hashes.length === 0) return
     const published = store

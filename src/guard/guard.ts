@@ -38,6 +38,13 @@ import { type AttemptHooks, type AttemptHost, type RunnerHooks, runAttempts } fr
 import { attachInfo } from './guard-info'
 import { VerdictLogger } from './verdict-log'
 
+/** Who calls through a runner: the upstream it wraps, the tenant and the host's hooks. */
+interface GuardCaller {
+  upstream: AiRunner
+  tenant: string
+  hooks: RunnerHooks
+}
+
 /** The guard's per-isolate state, shared by every request it serves. */
 export class Guard implements AttemptHost, PlanServices {
   readonly options: ResolvedOptions
@@ -97,7 +104,8 @@ export class Guard implements AttemptHost, PlanServices {
     if (typeof tenant !== 'string' || tenant === '')
       throw new Error('option "tenant" must be a non-empty string')
     return {
-      run: (model, inputs, options) => this.run(upstream, tenant, hooks, model, inputs, options),
+      run: (model, inputs, options) =>
+        this.run({ upstream, tenant, hooks }, model, inputs, options),
     }
   }
 
@@ -131,9 +139,7 @@ export class Guard implements AttemptHost, PlanServices {
    * releases an unverified answer.
    */
   async run(
-    upstream: AiRunner,
-    tenant: string,
-    hooks: RunnerHooks,
+    { upstream, tenant, hooks }: GuardCaller,
     model: string,
     inputs: Record<string, unknown>,
     runOptions?: Record<string, unknown>,
@@ -141,7 +147,7 @@ export class Guard implements AttemptHost, PlanServices {
     const requestId = this.options.requestId()
     try {
       checkCall(model, runOptions)
-      const plan = await planRequest(this, requestId, tenant, model, inputs)
+      const plan = await planRequest(this, { requestId, tenant, model }, inputs)
       if (plan.scanning || plan.profile.cacheIsolation === 'prefix') {
         // Off the request path: a directory write never delays or fails an answer (it never rejects).
         const remembered = this.attribution.remember(tenant)
@@ -199,7 +205,7 @@ export class Guard implements AttemptHost, PlanServices {
   ): Promise<unknown> {
     const recall = this.#recall(upstream, plan, hooks)
     const own: AttemptHooks = { waitUntil: hooks.waitUntil, ...(recall ? { recall } : {}) }
-    return runAttempts(this, upstream, plan, own, runOptions)
+    return runAttempts(this, { upstream, plan, hooks: own, runOptions })
   }
 
   /**
@@ -212,14 +218,13 @@ export class Guard implements AttemptHost, PlanServices {
       requestId: plan.requestId,
       inputs: plan.inputs,
       ask: async (tenant, inputs) => {
-        const probe = await planRequest(this, this.options.requestId(), tenant, plan.model, inputs)
-        return runAttempts(
-          this,
+        const requestId = this.options.requestId()
+        const probe = await planRequest(this, { requestId, tenant, model: plan.model }, inputs)
+        return runAttempts(this, {
           upstream,
-          probe,
-          { waitUntil: hooks.waitUntil, unprinted: true },
-          undefined,
-        )
+          plan: probe,
+          hooks: { waitUntil: hooks.waitUntil, unprinted: true },
+        })
       },
     })
   }

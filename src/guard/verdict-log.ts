@@ -11,6 +11,13 @@ import type { QuarantineRecord } from '../vocabulary/quarantine'
 
 type Figures = QuarantineRecord['figures']
 
+/** Of a released answer's line: its attempt, its first byte (ms after the call) and `waitUntil`. */
+interface ReleaseMoment {
+  attempt: number
+  firstByteMs: number | undefined
+  waitUntil: VerdictContext['waitUntil']
+}
+
 /**
  * Writes verdict lines to the `onVerdict` hook, or withheld ones to `console.warn` without a hook.
  *
@@ -34,13 +41,9 @@ export class VerdictLogger {
     }
   }
 
-  released(
-    plan: RequestPlan,
-    outcome: AttemptOutcome<unknown>,
-    attempt: number,
-    firstByteMs: number | undefined,
-    waitUntil: VerdictContext['waitUntil'],
-  ): void {
+  /** A released answer: which attempt it was, when its first byte left, and the host's `waitUntil`. */
+  released(plan: RequestPlan, outcome: AttemptOutcome<unknown>, when: ReleaseMoment): void {
+    const { attempt, firstByteMs, waitUntil } = when
     this.log(
       {
         requestId: plan.requestId,

@@ -81,6 +81,12 @@ const MAX_TEXTS_PER_REQUEST = 256
 /** What one entry costs before its facts: the digest string, a Map slot, the entry object. */
 const ENTRY_BYTES = 160
 
+/** Where a fact is kept: the tenant's shelf and the text's digest. */
+interface MemoPlace {
+  tenant: string
+  digest: string
+}
+
 interface Entry {
   readonly facts: Map<MemoSlot<unknown>, unknown>
   bytes: number
@@ -171,7 +177,7 @@ export class TextMemo {
   }
 
   /** Keeps a fact; nothing is kept that alone would take more than a tenant's share. */
-  write<V>(tenant: string, digest: string, slot: MemoSlot<V>, value: V, bytes: number): void {
+  write<V>({ tenant, digest }: MemoPlace, slot: MemoSlot<V>, value: V, bytes: number): void {
     let shelf = this.#tenants.get(tenant)
     const nameBytes = shelf?.nameBytes ?? 2 * tenant.length + 72
     let entry = shelf?.entries.get(digest)
@@ -295,7 +301,8 @@ export class RequestMemo {
       },
       keep: (text, value, bytes) => {
         const digest = this.#digests.get(text)
-        if (digest !== undefined) this.#memo.write(this.#tenant, digest, slot, value, bytes)
+        if (digest !== undefined)
+          this.#memo.write({ tenant: this.#tenant, digest }, slot, value, bytes)
       },
     }
   }

@@ -3,20 +3,16 @@
  */
 
 import type { CalibrationSnapshot } from '../calibration/learned'
-import { estimateTexts, type PromptEstimate, type TextTally } from '../ceiling/estimate'
 import { type PromptPieces, promptPieces } from '../ceiling/prompt'
-import type { ScriptClass } from '../ceiling/script'
-import { memoSlot, type RequestMemo, type TextFacts, type TextMemo } from '../memo/text-memo'
-import { PrefixRecord } from '../timing/prefix-record'
+import type { RequestMemo, TextMemo } from '../memo/text-memo'
+import type { PrefixRecord } from '../timing/prefix-record'
 import type { PromptSecrets, SecretsHook } from '../vocabulary/evidence-plugins'
 import type { ModelProfile, ResolvedOptions } from '../vocabulary/options'
-import type { PlanEstimate, PrefixLookup, ProofKind } from '../vocabulary/request-facts'
+import type { ProofKind } from '../vocabulary/request-facts'
 import { guardAdditionTokens } from './guard-additions'
 import { type Admission, admit } from './preflight'
+import { PromptFigures, PromptMemory } from './prompt-figures'
 import { type RequestFacts, readRequest } from './request'
-
-/** A remembered text's family count (src/memo). */
-const TALLIES = memoSlot<TextTally>('family tally')
 
 /** A request the ceiling admitted, with the lazily computed figures its verification needs. */
 export interface RequestPlan {
@@ -49,15 +45,14 @@ export interface RequestPlan {
   counted: boolean
   /**
    * This tenant's remembered facts of the prompt's long texts (src/memo); undefined when the guard
-   * remembers nothing. Read after `remembered`.
+   * remembers nothing. Read after `figures.remembered()`.
    */
   memo: RequestMemo | undefined
-  /** Digests the prompt's long texts for the memo (once: after the call has left, or when first needed). */
-  remembered: () => Promise<void>
-  /** The family estimate, template overhead included (counted once, on first need). */
-  estimate: () => Promise<PlanEstimate>
-  /** The tenant's prefix record for this prompt (hashed once, on first need; only for timed prompts). */
-  prefix: () => Promise<PrefixLookup>
+  /**
+   * What verification may need of the prompt, computed once on first need (see ./prompt-figures.ts):
+   * the memo's digests, the family estimate, the tenant's prefix record (only for timed prompts).
+   */
+  figures: PromptFigures
   /**
    * Whether verification will read the count and the prefix record: the prompt is counted, or its
    * byte bound is long enough for the timing evidence to weigh (src/verify/timing-evidence.ts).
@@ -70,6 +65,13 @@ export interface RequestPlan {
    * prompt alive until it is done — after the answer, for a prompt of a million tokens.
    */
   needsPrefix: boolean
+}
+
+/** Which request is planned: its id, its tenant and the model it asks for. */
+interface RequestCall {
+  requestId: string
+  tenant: string
+  model: string
 }
 
 /** What planning needs of the guard: its options, profiles, calibration snapshot and prefix records. */
@@ -89,43 +91,41 @@ export interface PlanServices {
  * Throws `invalid_request` or `context_length_exceeded`; never calls the upstream.
  *
  * @example
- * const plan = await planRequest(guard, requestId, 'acme', model, inputs)
+ * const plan = await planRequest(guard, { requestId, tenant: 'acme', model }, inputs)
  */
 export async function planRequest(
   guard: PlanServices,
-  requestId: string,
-  tenant: string,
-  model: string,
+  call: RequestCall,
   raw: Record<string, unknown>,
 ): Promise<RequestPlan> {
+  const { requestId, tenant, model } = call
   const facts = readRequest(raw)
   const profile = guard.profile(model)
   // What this tenant's earlier requests computed of the same texts (src/memo).
   const memo = guard.memo?.forRequest(tenant)
   // Before the ceiling counts: what is counted is what is sent (the guard's directive and marker too).
   const { inputs, secrets } = guard.secrets
-    ? await guard.secrets.substitute({ requestId, tenant, model }, facts.inputs, memo)
+    ? await guard.secrets.substitute(call, facts.inputs, memo)
     : { inputs: facts.inputs, secrets: undefined }
   const proof = profile.echo === 'require' ? facts.proof : 'none'
   const pieces = { ...promptPieces(inputs), guardTokens: guardAdditionTokens(profile, proof) }
   const snapshot = await guard.snapshot(model)
   // The ceiling's count reads the memo only when bytes cannot decide (a prompt of ~660 KB or more,
   // where digesting costs a fraction of a count); the count for timing and the print after the call.
-  const remembered = once(() => memo?.know(pieces.texts) ?? Promise.resolve())
-  const known = memo && (() => remembered().then(() => memo.facts(TALLIES)))
-  const admission = await admit(
+  const memory = new PromptMemory(memo, pieces)
+  const admission = await admit({
     profile,
     model,
     pieces,
-    facts.maxTokens,
-    snapshot.drift,
-    guard.options.overflow,
-    known,
-  )
+    maxTokens: facts.maxTokens,
+    learned: snapshot.drift,
+    overflow: guard.options.overflow,
+    known: memory.known,
+  })
   const sent = clamped(inputs, facts, admission)
-  const estimate = lazyEstimate(admission, pieces, known)
-  const prefix = once(() =>
-    lookupPrefix(guard.prefixes, prefixKey(tenant, model), pieces, estimate),
+  const figures = new PromptFigures(
+    { admission, pieces, memory },
+    { prefixes: guard.prefixes, key: prefixKey(tenant, model) },
   )
   return {
     requestId,
@@ -143,9 +143,7 @@ export async function planRequest(
     scanning: profile.echo !== 'off',
     ...timingPlan(admission, profile, facts, guard.options),
     memo,
-    remembered,
-    estimate,
-    prefix,
+    figures,
   }
 }
 
@@ -166,19 +164,6 @@ function timingPlan(
     needsEstimate: judged || admission.estimate !== undefined,
     needsPrefix: judged,
   }
-}
-
-/** The prompt's estimate, computed on first use unless the ceiling already made it. */
-function lazyEstimate(
-  admission: RequestPlan['admission'],
-  pieces: RequestPlan['pieces'],
-  known: (() => Promise<TextFacts<TextTally>>) | undefined,
-): RequestPlan['estimate'] {
-  return once(async () => {
-    let e = admission.estimate
-    if (!e) e = await estimateTexts(pieces.texts, await known?.())
-    return { ...e, overhead: admission.overhead, dominant: dominantClass(e) }
-  })
 }
 
 /** The inputs sent: `max_tokens` (or the request's own field) lowered where the ceiling clamps it. */
@@ -223,21 +208,6 @@ export function prefixKey(tenant: string, model: string): string {
   return `${tenant}\u0000${model}`
 }
 
-function dominantClass(estimate: PromptEstimate): ScriptClass {
-  let best: ScriptClass = 'latin'
-  let most = -1
-  for (const [cls, figures] of Object.entries(estimate.classes) as [
-    ScriptClass,
-    { bound: number },
-  ][]) {
-    if (figures.bound > most) {
-      most = figures.bound
-      best = cls
-    }
-  }
-  return best
-}
-
 /**
  * Timing can only judge prompts whose honest prefill is long; only those need the count, the prefix
  * record and a streamed whole answer. When the ceiling decided by bytes, the bound over-counts prose
@@ -247,34 +217,4 @@ function dominantClass(estimate: PromptEstimate): ScriptClass {
 function isTimed(admission: Admission, profile: ModelProfile, minEvidenceMs: number): boolean {
   const likelyTokens = admission.estimate ? admission.estimate.lower : admission.estimated / 4
   return (likelyTokens / profile.maxPrefillTokensPerSecond) * 1000 >= minEvidenceMs
-}
-
-/** What the tenant's own verified prompts say the engine may have cached of this one. */
-async function lookupPrefix(
-  prefixes: PrefixRecord,
-  key: string,
-  pieces: PromptPieces,
-  estimate: () => Promise<PlanEstimate>,
-): Promise<PrefixLookup> {
-  const digest = await PrefixRecord.digest(pieces.texts.join('\n'))
-  const found = prefixes.lookup(key, digest)
-  const cachedTokens =
-    found.matchedChars === 0
-      ? 0
-      : Math.floor(((await estimate()).lower * found.matchedChars) / found.totalChars)
-  return { digest, cachedTokens }
-}
-
-/**
- * `make`'s promise, made once, on first need.
- *
- * @example
- * const estimate = once(() => estimateTexts(texts))
- */
-function once<T>(make: () => Promise<T>): () => Promise<T> {
-  let made: Promise<T> | undefined
-  return () => {
-    made ??= make()
-    return made
-  }
 }

@@ -38,6 +38,20 @@ export interface Admission {
   clampTo?: number
 }
 
+/** What the preflight judges: the request's prompt and output limit against the model's profile. */
+interface AdmitRequest {
+  profile: ModelProfile
+  model: string
+  pieces: PromptPieces
+  /** The request's own output limit; undefined: the profile's `defaultOutputReserve`. */
+  maxTokens: number | undefined
+  /** Margins calibration learned per script class (never below the profile's floor). */
+  learned: Partial<Record<ScriptClass, number>>
+  overflow: OverflowPolicy
+  /** This tenant's remembered facts of the prompt's long texts, read only when bytes cannot decide. */
+  known?: () => Promise<TextFacts<TextTally> | undefined>
+}
+
 /** The least output a clamped request keeps: below it, refusing is more useful than a stub answer. */
 const MIN_CLAMPED_OUTPUT = 256
 
@@ -55,18 +69,12 @@ const BETWEEN_WORDS: ReadonlySet<ScriptClass> = new Set(['whitespace', 'symbols'
  * that drove the estimate — never truncates: truncation changes the question silently.
  *
  * @example
- * const admission = await admit(profile, model, promptPieces(inputs), maxTokens, { georgian: 0.3 }, 'reject')
+ * const pieces = promptPieces(inputs)
+ * const admission = await admit({ profile, model, pieces, maxTokens, learned: { georgian: 0.3 }, overflow: 'reject' })
  */
-export async function admit(
-  profile: ModelProfile,
-  model: string,
-  pieces: PromptPieces,
-  maxTokens: number | undefined,
-  learned: Partial<Record<ScriptClass, number>>,
-  overflow: OverflowPolicy,
-  known?: () => Promise<TextFacts<TextTally> | undefined>,
-): Promise<Admission> {
-  const margins = marginsFor(profile, learned)
+export async function admit(request: AdmitRequest): Promise<Admission> {
+  const { profile, pieces, maxTokens, overflow, known } = request
+  const margins = marginsFor(profile, request.learned)
   const reserve = maxTokens ?? profile.defaultOutputReserve
   const overhead = templateOverhead(pieces)
   const decision = await decideCeiling(pieces, ceilingFor(profile, reserve), margins, known)
@@ -84,7 +92,7 @@ export async function admit(
       return admission(promptOnly, margins, overhead, clampTo)
     }
   }
-  throw await refusal(profile, model, reserve, maxTokens, decision, margins)
+  throw await refusal(request, reserve, decision, margins)
 }
 
 /** Each class's margin: the profile's floor, or what calibration learned for that class if larger. */
@@ -139,10 +147,8 @@ function familyEstimate(d: Decision): PromptEstimate {
 
 /** The `context_length_exceeded` error, with the figures, the limit and the scripts behind it. */
 async function refusal(
-  profile: ModelProfile,
-  model: string,
+  { profile, model, maxTokens }: AdmitRequest,
   reserve: number,
-  maxTokens: number | undefined,
   decision: Decision,
   margins: Margins,
 ): Promise<GuardError> {

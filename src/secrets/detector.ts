@@ -249,6 +249,20 @@ export function mixedClasses(token: string, all = false): boolean {
   return all ? classes === 3 : classes >= 2
 }
 
+/** What {@link keywordDetector} looks for: a token, and the keywords it must follow. */
+interface KeywordDetectorSpec {
+  kind: string
+  confidence: SecretConfidence
+  keywords: RegExp
+  token: RegExp
+  /** How far after a keyword's start a token may start, characters. */
+  reach: number
+  /** The longest token `token` matches, characters. */
+  maxToken: number
+  /** A further test of a matched token. @default every match counts */
+  check?: (token: string) => boolean
+}
+
 /**
  * A detector of tokens that count only after a keyword on the same line (within `reach` characters
  * of the token's start). It looks for the keywords first and for tokens only in the stretch after
@@ -259,17 +273,17 @@ export function mixedClasses(token: string, all = false): boolean {
  * `reach + maxToken + 1` characters, so a text of many keywords costs no more than one of few.
  *
  * @example
- * const d = keywordDetector('cloudflare-api-token', 'medium', /cloudflare/gi, /[A-Za-z0-9_-]{40}/g, 80, 40)
+ * const d = keywordDetector({
+ *   kind: 'cloudflare-api-token',
+ *   confidence: 'medium',
+ *   keywords: /cloudflare/gi,
+ *   token: /[A-Za-z0-9_-]{40}/g,
+ *   reach: 80,
+ *   maxToken: 40,
+ * })
  */
-export function keywordDetector(
-  kind: string,
-  confidence: SecretConfidence,
-  keywords: RegExp,
-  token: RegExp,
-  reach: number,
-  maxToken: number,
-  check: (token: string) => boolean = () => true,
-): SecretDetector {
+export function keywordDetector(spec: KeywordDetectorSpec): SecretDetector {
+  const { kind, confidence, keywords, token, reach, maxToken, check = () => true } = spec
   const find = (text: string): SecretSpan[] => {
     const spans: SecretSpan[] = []
     const re = new RegExp(token.source, token.flags)

@@ -94,18 +94,19 @@ function step(source: string, i: number, c: string, scan: Scan): number | string
     return i + 1
   }
   if (c === '*' || c === '+') return `unbounded quantifier "${c}" at ${i}`
-  if (c === '?' || c === '{') return quantifier(source, i, c, scan, top)
+  if (c === '?' || c === '{') return quantifier(source, i, scan, top)
   scan.lastComplex = false
   return i + 1
 }
 
+/** The quantifier at `source[i]` (`?` or `{m,n}`): the next position, or what is wrong with it. */
 function quantifier(
   source: string,
   i: number,
-  c: string,
   scan: Scan,
   top: { complex: boolean },
 ): number | string {
+  const c = source[i]
   let min = 0
   let max = 1
   let end = i + 1

@@ -88,15 +88,15 @@ const awsKeyId = regexDetector(
 const AWS_SECRET_CONTEXT = /(?<![a-z0-9])aws(?![a-z0-9])|secret.?access|(?:AKIA|ASIA)[A-Z2-7]{16}/gi
 
 /** AWS secret access keys: 40 base64 characters — only next to a key id or an AWS keyword. */
-const awsSecret = keywordDetector(
-  'aws-secret-access-key',
-  'medium',
-  AWS_SECRET_CONTEXT,
-  /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
-  120,
-  40,
-  (token) => mixedClasses(token, true),
-)
+const awsSecret = keywordDetector({
+  kind: 'aws-secret-access-key',
+  confidence: 'medium',
+  keywords: AWS_SECRET_CONTEXT,
+  token: /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
+  reach: 120,
+  maxToken: 40,
+  check: (token) => mixedClasses(token, true),
+})
 
 const CLOUDFLARE_CONTEXT = /cloudflare|(?<![a-z0-9])cf[_-]|wrangler|api[_ -]?token|bearer/gi
 
@@ -105,15 +105,15 @@ const CLOUDFLARE_CONTEXT = /cloudflare|(?<![a-z0-9])cf[_-]|wrangler|api[_ -]?tok
  * (any 40-character identifier matches): only with a Cloudflare keyword, `api_token` or `Bearer` in
  * the 80 characters before, and mixed character classes (drops hex digests).
  */
-const cloudflare = keywordDetector(
-  'cloudflare-api-token',
-  'medium',
-  CLOUDFLARE_CONTEXT,
-  /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{40}(?![A-Za-z0-9_-])/g,
-  80,
-  40,
-  (token) => mixedClasses(token, true),
-)
+const cloudflare = keywordDetector({
+  kind: 'cloudflare-api-token',
+  confidence: 'medium',
+  keywords: CLOUDFLARE_CONTEXT,
+  token: /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{40}(?![A-Za-z0-9_-])/g,
+  reach: 80,
+  maxToken: 40,
+  check: (token) => mixedClasses(token, true),
+})
 
 /**
  * The provider-key detectors, most specific first.

@@ -269,7 +269,11 @@ export class StandInBook {
     for (let attempt = 0; attempt < 64 && this.#counter < MAX_STAND_INS; attempt++) {
       const counter = this.#counter++
       const { nonce, tag } = await this.#derivedIds()
-      const minted = await mintStandIn(this.#key, span.kind, shape, value, { nonce, tag, counter })
+      const minted = await mintStandIn(
+        this.#key,
+        { kind: span.kind, shape, value },
+        { nonce, tag, counter },
+      )
       // The own-stand-in index anchors on 8 characters: a shorter operator match stays as it is.
       if (minted === undefined || minted.text.length < 8) return undefined
       const standIn = minted.text

@@ -61,7 +61,7 @@ const FULL_BITS = 128
  * Below this a kind's stand-in would carry too little to be told from chance: not minted.
  *
  * @example
- * mintStandIn(key, 'pin', shape, '1234', fields) // undefined: 13 bits < MIN_PAYLOAD_BITS
+ * mintStandIn(key, { kind: 'pin', shape, value: '1234' }, fields) // undefined: 13 bits < MIN_PAYLOAD_BITS
  */
 export const MIN_PAYLOAD_BITS = 16
 
@@ -260,13 +260,12 @@ function read(text: string, layout: Layout, shape: StandInShape): bigint {
  * carries, or undefined when the kind's shape leaves fewer than {@link MIN_PAYLOAD_BITS} bits.
  *
  * @example
- * const minted = await mintStandIn(key, 'github-token', SHAPES['github-token'], token, fields)
+ * const secret = { kind: 'github-token', shape: SHAPES['github-token'], value: token }
+ * const minted = await mintStandIn(key, secret, fields)
  */
 export async function mintStandIn(
   key: StandInKey,
-  kind: string,
-  shape: StandInShape,
-  value: string,
+  { kind, shape, value }: { kind: string; shape: StandInShape; value: string },
   fields: MintFields,
 ): Promise<{ text: string; payload: StandInPayload } | undefined> {
   const template = shape.template(value)

@@ -16,6 +16,15 @@ export interface AiGuardVariables {
    * is typed (`AiAnswer`), a stream is SSE bytes for `sseResponse`.
    */
   ai: GuardedAi
+  /**
+   * The request's JSON body, parsed once (Hono caches it): a body that is not JSON throws a 400
+   * `invalid_request` `GuardError` — the client's mistake — where `c.req.json()` would throw a
+   * SyntaxError that Hono answers (and logs) as a 500. The app's own `c.req` is left as it is.
+   *
+   * @example
+   * const inputs = await c.var.aiBody<{ messages: unknown[] }>()
+   */
+  aiBody: <T = Record<string, unknown>>() => Promise<T>
 }
 
 declare module 'hono' {
@@ -63,7 +72,7 @@ export type AiGuardOptions =
  * // names their own tenant can pose as another (their requests count and teach as its own, incidents
  * // name the wrong tenant) or as many (every per-tenant bound becomes per request).
  * app.use('/chat/*', aiGuard({ secret: SECRET, tenant: (c) => c.var.userId }))
- * app.post('/chat', async (c) => c.json(await c.var.ai.run('@cf/zai-org/glm-5.3', await c.req.json())))
+ * app.post('/chat', async (c) => c.json(await c.var.ai.run('@cf/zai-org/glm-5.3', await c.var.aiBody())))
  */
 export function aiGuard(options: AiGuardOptions, plugins: EvidencePlugins): MiddlewareHandler {
   const { tenant, upstream, onError, guard: shared, ...guardOptions } = options
@@ -79,7 +88,7 @@ export function aiGuard(options: AiGuardOptions, plugins: EvidencePlugins): Midd
     const who = typeof tenant === 'function' ? await tenant(c) : tenant
     // The runner resolves to the binding's own shapes (or a stream), which GuardedAi types.
     c.set('ai', guard.wrap(ai, { tenant: who, waitUntil: hostWaitUntil(c) }) as GuardedAi)
-    clientErrorOnMalformedJson(c)
+    c.set('aiBody', () => jsonBody(c))
     await next()
     if (c.error instanceof GuardError) {
       c.res = onError ? await onError(c.error, c) : c.error.getResponse()
@@ -87,23 +96,14 @@ export function aiGuard(options: AiGuardOptions, plugins: EvidencePlugins): Midd
   }
 }
 
-/**
- * A body that is not JSON is the client's mistake: the handler's `await c.req.json()` throws a 400
- * `invalid_request` instead of the SyntaxError Hono would answer (and log) as a 500. Only this request's
- * `c.req` is changed, and only a parse failure: every other error stays the app's own.
- */
-function clientErrorOnMalformedJson(c: Context): void {
-  const parse = c.req.json.bind(c.req)
-  c.req.json = (async () => {
-    try {
-      return await parse()
-    } catch (error) {
-      if (!(error instanceof SyntaxError)) throw error
-      throw new GuardError('invalid_request', 'The request body is not valid JSON.', {
-        cause: error,
-      })
-    }
-  }) as typeof c.req.json
+/** The body as JSON; only a parse failure becomes the client's 400, every other error stays as it is. */
+async function jsonBody<T>(c: Context): Promise<T> {
+  try {
+    return (await c.req.json()) as T
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error
+    throw new GuardError('invalid_request', 'The request body is not valid JSON.', { cause: error })
+  }
 }
 
 /** The host's `waitUntil`, where there is one (Workers), so background writes outlive the response. */

@@ -179,7 +179,7 @@ export class CanaryCheck implements Check {
       const start = contextStart(state)
       const lead = state.base - start
       const buffer = state.text.slice(start - state.from)
-      const found = await classify(key, this.#own, name, buffer, final)
+      const found = await classify({ key, own: this.#own }, name, buffer, final)
       const foreign = found.findings.find((f) => f.kind === 'foreign')
       if (foreign) await this.#onForeign(name, foreign.tenantTag)
       for (const [at, to] of found.cuts) {

@@ -21,7 +21,7 @@ export async function scanChannels(
   const out: Partial<Record<Channel, string>> = {}
   const findings: Finding[] = []
   for (const [channel, text] of Object.entries(texts) as [Channel, string][]) {
-    const scanned = await scanText(key, own, channel, text, ctx.request.tenant)
+    const scanned = await scanText({ key, own, tenant: ctx.request.tenant }, channel, text)
     out[channel] = scanned.text
     findings.push(...scanned.findings)
   }

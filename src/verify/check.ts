@@ -5,12 +5,18 @@
 import type { Channel } from '../format/frames'
 import type { Edit, StreamJudge } from '../vocabulary/release-judge'
 
+/** How a frame is read: `fresh`: not read while held; `done`: the answer's end. */
+export interface FrameReading {
+  fresh: boolean
+  done: boolean
+}
+
 /** One check of a streamed answer. Positions count a channel's characters from the answer's start. */
 export interface Check {
   /** Loads what the check needs before it judges (once). */
   start?(): Promise<void>
-  /** A channel's next text, at position `at`; `fresh`: not read while held; `done`: the answer's end. */
-  read(channel: Channel, text: string, at: number, fresh: boolean, done: boolean): void
+  /** A channel's next text, at position `at`, in a frame that is {@link FrameReading}. */
+  read(channel: Channel, text: string, at: number, frame: FrameReading): void
   /** Judges what was read; a rejected promise ends the stream (see {@link StreamJudge.judge}). */
   judge(final: boolean): Promise<void> | undefined
   /**

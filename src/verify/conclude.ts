@@ -67,7 +67,7 @@ export async function conclude(ctx: AttemptContext, evidence: Evidence): Promise
   const scanned = await scanChannels(ctx, evidence.texts)
   const standIns = await standInEvidence(ctx, scanned.texts)
   const { hold, learn } = await foreignContent(ctx, evidence)
-  const estimate = ctx.request.counted ? await ctx.request.estimate() : undefined
+  const estimate = ctx.request.counted ? await ctx.request.figures.estimate() : undefined
   const lower = estimate ? estimate.lower + estimate.overhead : undefined
   const judged = {
     echo: evidence.echo,
@@ -160,7 +160,9 @@ async function promptFigures(
 ): Promise<QuarantineRecord['figures']> {
   const counted =
     estimate ??
-    (verdict.action === 'release' ? undefined : await ctx.request.estimate().catch(() => undefined))
+    (verdict.action === 'release'
+      ? undefined
+      : await ctx.request.figures.estimate().catch(() => undefined))
   return counted
     ? { estimatedTokens: counted.bound + counted.overhead }
     : { tokenBound: ctx.request.admission.estimated }

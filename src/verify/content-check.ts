@@ -10,7 +10,7 @@
 import type { ContentWatch, ForeignContent } from '../fingerprint'
 import type { Channel } from '../format/frames'
 import type { Recall } from '../vocabulary/evidence-plugins'
-import type { Check } from './check'
+import type { Check, FrameReading } from './check'
 import { type OpinionHold, secondOpinion } from './second-opinion'
 
 interface Piece {
@@ -236,7 +236,7 @@ export class ContentCheck implements Check {
     this.#onEvidence = options.onEvidence
   }
 
-  read(name: Channel, text: string, _at: number, fresh: boolean): void {
+  read(name: Channel, text: string, _at: number, { fresh }: FrameReading): void {
     // Held text was read while the answer was verified.
     if (fresh) this.#hold.push(name, text)
   }

@@ -7,7 +7,7 @@
 import { cutOff } from '../canary'
 import type { GuardError } from '../errors'
 import type { Channel } from '../format/frames'
-import type { AnswerView, Check } from './check'
+import type { AnswerView, Check, FrameReading } from './check'
 import type { EchoWatch } from './echo-watch'
 
 /** A proof still owed by a stream released before it (`streamRelease: 'async'`). */
@@ -42,7 +42,7 @@ export class ProofCheck implements Check {
     this.#owed = owed
   }
 
-  read(name: Channel, text: string, _at: number, _fresh: boolean, done: boolean): void {
+  read(name: Channel, text: string, _at: number, { done }: FrameReading): void {
     if (name === 'content') {
       if (!this.#watching()) return
       this.#content += text

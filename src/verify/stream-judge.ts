@@ -122,11 +122,11 @@ export class AnswerJudge implements StreamJudge, AnswerView {
 
   read(frame: Frame, spans: readonly TextSpan[], fresh: boolean): void {
     if (frame.finishReason !== undefined) this.finishReason = frame.finishReason
-    const done = frame.done === true
+    const reading = { fresh, done: frame.done === true }
     for (const { channel, text, start } of spans) {
       // Spans carry text only, every frame's from the answer's start: a channel's first is at 0.
       if (start === 0) this.#channels.push(channel)
-      for (const check of this.#checks) check.read(channel, text, start, fresh, done)
+      for (const check of this.#checks) check.read(channel, text, start, reading)
       this.latest = channel
       const prior = this.#seen[channel] ?? ''
       if (prior.length < SEEN_LIMIT) this.#seen[channel] = prior + text

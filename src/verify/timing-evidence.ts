@@ -28,7 +28,7 @@ export async function timingEvidence(
   const minEvidenceMs = ctx.services.options.minTimingEvidenceMs
   const boundMs = (ctx.request.admission.estimated / maxPrefillTokensPerSecond) * 1000
   if (boundMs < minEvidenceMs) return undefined
-  const estimate = await ctx.request.estimate()
+  const estimate = await ctx.request.figures.estimate()
   const recorded = (await ctx.prefix()).cachedTokens
   const judge = (cachedTokens: number) =>
     timingSignal({

@@ -12,7 +12,7 @@ import { bodyLimit, bodyPace, guardFor } from './config'
 import { cors } from './cors'
 import type { Env } from './env'
 import { modelList, unknownModel } from './models'
-import { clientStream, fromOpenAi, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
+import { fromOpenAi, openAiSseBody, refusalBody, SSE_HEADERS, toChatCompletion } from './openai'
 import { tenantFor } from './tenants'
 
 type AppEnv = { Bindings: Env; Variables: { tenant: string } & AdmissionVariables }
@@ -124,7 +124,7 @@ function modelBodyBudget(c: AppContext): BodyBudget {
  * legacy events rewritten as chat chunks of `chatModel` when it is given.
  */
 function streamResponse(guarded: ReadableStream<Uint8Array>, chatModel?: string): Response {
-  const body = clientStream(guarded, chatModel === undefined ? {} : { chatModel })
+  const body = openAiSseBody(guarded, chatModel === undefined ? {} : { chatModel })
   return new Response(body, { headers: { ...SSE_HEADERS, ...headersFor(guarded) } })
 }
 

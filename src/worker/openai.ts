@@ -111,8 +111,8 @@ export function toChatCompletion(
   }
 }
 
-/** Options of {@link clientStream}. */
-interface ClientStreamOptions {
+/** Options of {@link openAiSseBody}. */
+interface OpenAiSseBodyOptions {
   /**
    * Rewrite legacy `{ response }` events as OpenAI `chat.completion.chunk`s naming this model (the
    * OpenAI surface, when the guard did not report a chat-format stream). Absent, every byte passes
@@ -136,12 +136,12 @@ interface ClientStreamOptions {
  * broken connection; a client that goes away cancels the guarded stream.
  *
  * @example
- * const body = clientStream(guarded, guardInfo(guarded)?.format === 'chat' ? {} : { chatModel: model })
+ * const body = openAiSseBody(guarded, guardInfo(guarded)?.format === 'chat' ? {} : { chatModel: model })
  * return new Response(body, { headers: SSE_HEADERS })
  */
-export function clientStream(
+export function openAiSseBody(
   guarded: ReadableStream<Uint8Array>,
-  options: ClientStreamOptions = {},
+  options: OpenAiSseBodyOptions = {},
 ): ReadableStream<Uint8Array> {
   const reader = guarded.getReader()
   const rewriter =

@@ -186,10 +186,12 @@ describe('aiGuard', () => {
       await next()
     })
     hono.use('/chat/*', aiGuard({ guard, tenant: (c) => c.var.user, upstream: () => upstream }))
-    hono.post('/chat/whole', async (c) => c.json(await c.var.ai.run(MODEL, await c.req.json())))
+    hono.post('/chat/whole', async (c) => c.json(await c.var.ai.run(MODEL, await c.var.aiBody())))
+    // The app's own parse is its own: the middleware leaves `c.req.json` as Hono made it.
+    hono.post('/chat/raw', async (c) => c.json(await c.req.json()))
     // An app bug after a valid body: its own SyntaxError must stay its own 500.
     hono.post('/chat/buggy', async (c) => {
-      await c.req.json()
+      await c.var.aiBody()
       return c.json(JSON.parse('{'))
     })
     return { hono, guard }
@@ -224,6 +226,20 @@ describe('aiGuard', () => {
     const { hono } = app(honest())
     const res = await post(hono, '/chat/buggy', JSON.stringify(chat('Hi')))
     expect(res.status).toBe(500)
+    expect(error.mock.calls.map((c) => String(c[0]))).toEqual([
+      expect.stringMatching(/SyntaxError/),
+    ])
+  })
+
+  // The middleware patches nothing of Hono's: the app's own `c.req.json()` keeps Hono's behaviour, a
+  // malformed body there is the app's SyntaxError (its 500), and a valid one parses as before.
+  it('should leave c.req.json as Hono made it: the 400 comes only through c.var.aiBody', async () => {
+    const error = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const { hono } = app(honest())
+    const ok = await post(hono, '/chat/raw', JSON.stringify({ a: 1 }))
+    expect(await ok.json()).toEqual({ a: 1 })
+    const raw = await post(hono, '/chat/raw', 'not json')
+    expect(raw.status).toBe(500)
     expect(error.mock.calls.map((c) => String(c[0]))).toEqual([
       expect.stringMatching(/SyntaxError/),
     ])

@@ -51,7 +51,7 @@ async function leakedTags(
   canary: string,
 ): Promise<(string | undefined)[]> {
   const own = await mintCanary(key, { requestId: 'victim-request', tenant: 'tenant-b' })
-  const { findings } = await scanText(key, own, 'content', `${own}\npayroll rows… ${canary}`)
+  const { findings } = await scanText({ key, own }, 'content', `${own}\npayroll rows… ${canary}`)
   expect(findings.map((f) => f.kind)).toEqual(['foreign'])
   return findings.map((f) => f.tenantTag)
 }

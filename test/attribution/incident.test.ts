@@ -37,7 +37,7 @@ async function guard(directory: TenantDirectory = new D1TenantDirectory(db)): Pr
 /** What `guard` does with `tenant`'s answer `text`: scan, attribute, record. */
 async function quarantine(g: TestGuard, tenant: string, text: string) {
   const own = await mintCanary(g.key, { requestId: `own-${tenant}`, tenant })
-  const { findings } = await scanText(g.key, own, 'content', `${own}\n${text}`)
+  const { findings } = await scanText({ key: g.key, own }, 'content', `${own}\n${text}`)
   const { canaries, sourceTenants } = await g.attribution.attribute(
     // As the guard records them: only another request's canary (look-alikes prove nothing).
     findings.flatMap((f) =>
@@ -92,7 +92,7 @@ describe('attribution in a quarantine record', () => {
     const g = await guard()
     await g.attribution.remember('owner-one')
     const leaked = await mintCanary(g.key, { requestId: 'r-1', tenant: 'owner-one' })
-    const { findings } = await scanText(g.key, undefined, 'content', leaked)
+    const { findings } = await scanText({ key: g.key, own: undefined }, 'content', leaked)
     const tag = findings[0]?.tenantTag
     await new D1TenantDirectory(db).remember(`${await keyFingerprint(g.key)}:${tag}`, 'owner-two')
 

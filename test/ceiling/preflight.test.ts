@@ -43,7 +43,16 @@ describe('admit', () => {
     const pieces = promptPieces({ prompt: GEORGIAN.repeat(70) })
     const estimate = await estimateTexts(pieces.texts)
     expect(estimate.o200k * 1.1).toBeLessThan(ceilingFor(SMALL, 4_096))
-    const error = await refusal(admit(SMALL, MODEL, pieces, undefined, {}, 'reject'))
+    const error = await refusal(
+      admit({
+        profile: SMALL,
+        model: MODEL,
+        pieces,
+        maxTokens: undefined,
+        learned: {},
+        overflow: 'reject',
+      }),
+    )
     expect(error.code).toBe('context_length_exceeded')
     expect(error.message).toMatch(/mostly Georgian script \(\d+% of the estimate\)/)
     expect(error.message).toMatch(/splits about \d+\.\d× finer than English/)
@@ -51,7 +60,14 @@ describe('admit', () => {
 
   it('should explain a Hindi refusal the same way', async () => {
     const error = await refusal(
-      admit(SMALL, MODEL, promptPieces({ prompt: HINDI.repeat(150) }), undefined, {}, 'reject'),
+      admit({
+        profile: SMALL,
+        model: MODEL,
+        pieces: promptPieces({ prompt: HINDI.repeat(150) }),
+        maxTokens: undefined,
+        learned: {},
+        overflow: 'reject',
+      }),
     )
     expect(error.message).toMatch(/mostly Devanagari script/)
   })
@@ -61,7 +77,14 @@ describe('admit', () => {
     const pieces = promptPieces({ prompt: text })
     const estimate = await estimateTexts(pieces.texts)
     const profile = { ...SMALL, kvPoolTokens: Math.ceil(estimate.o200k / 0.95) + 4_096 }
-    const admission = await admit(profile, MODEL, pieces, undefined, {}, 'reject')
+    const admission = await admit({
+      profile,
+      model: MODEL,
+      pieces,
+      maxTokens: undefined,
+      learned: {},
+      overflow: 'reject',
+    })
     expect(admission).toMatchObject({ method: 'count', estimated: estimate.bound, drift: 0.03 })
     expect(admission.estimate?.lower).toBeLessThanOrEqual(estimate.o200k)
     expect(admission.margins.latin).toBe(0.03)
@@ -74,30 +97,55 @@ describe('admit', () => {
     const profile = { ...SMALL, kvPoolTokens: Math.ceil(estimate.bound * 1.04) + 20 + 4_096 }
     // A Russian or Georgian raise leaves English alone; an English raise does not.
     const learned = { cyrillic: 0.9, georgian: 2 }
-    await expect(admit(profile, MODEL, pieces, undefined, learned, 'reject')).resolves.toBeTruthy()
-    const raised = await refusal(admit(profile, MODEL, pieces, undefined, { latin: 0.5 }, 'reject'))
+    await expect(
+      admit({ profile, model: MODEL, pieces, maxTokens: undefined, learned, overflow: 'reject' }),
+    ).resolves.toBeTruthy()
+    const raised = await refusal(
+      admit({
+        profile,
+        model: MODEL,
+        pieces,
+        maxTokens: undefined,
+        learned: { latin: 0.5 },
+        overflow: 'reject',
+      }),
+    )
     expect(raised.message).toMatch(/50% tokenizer margin/)
     // A learned figure that is not a number is ignored; the profile's floor still applies.
-    const floor = await admit(profile, MODEL, pieces, undefined, { latin: Number.NaN }, 'reject')
+    const floor = await admit({
+      profile,
+      model: MODEL,
+      pieces,
+      maxTokens: undefined,
+      learned: { latin: Number.NaN },
+      overflow: 'reject',
+    })
     expect(floor.margins.latin).toBe(0.03)
   })
 
   it('should clamp the output instead of refusing when only the reserve overflows', async () => {
     const pieces = promptPieces({ prompt: prose(rng(53), 6_000) })
-    const admission = await admit(SMALL, MODEL, pieces, 19_000, {}, 'clamp-output')
+    const admission = await admit({
+      profile: SMALL,
+      model: MODEL,
+      pieces,
+      maxTokens: 19_000,
+      learned: {},
+      overflow: 'clamp-output',
+    })
     expect(admission.clampTo).toBeGreaterThan(256)
     expect(admission.clampTo).toBeLessThan(19_000)
   })
 
   it('should decide a small prompt on bytes, with no estimate', async () => {
-    const admission = await admit(
-      PROFILE,
-      MODEL,
-      promptPieces({ prompt: 'Hei' }),
-      100,
-      {},
-      'reject',
-    )
+    const admission = await admit({
+      profile: PROFILE,
+      model: MODEL,
+      pieces: promptPieces({ prompt: 'Hei' }),
+      maxTokens: 100,
+      learned: {},
+      overflow: 'reject',
+    })
     expect(admission).toMatchObject({ method: 'bytes', estimated: 3 })
     expect(admission.estimate).toBeUndefined()
   })

@@ -34,7 +34,14 @@ const NOTHING = { ...SMALL, echo: 'off', directive: 'reply-first', cacheIsolatio
 async function longestBare(profile: ModelProfile): Promise<string> {
   const fits = async (n: number) => {
     const pieces = promptPieces(chat('word '.repeat(n)))
-    return admit(profile, MODEL, pieces, MAX_TOKENS, {}, 'reject').then(
+    return admit({
+      profile,
+      model: MODEL,
+      pieces,
+      maxTokens: MAX_TOKENS,
+      learned: {},
+      overflow: 'reject',
+    }).then(
       () => true,
       () => false,
     )

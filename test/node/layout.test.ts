@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { privateExports } from '../../scripts/exports'
-import { checkLayout, type LayoutReport, MAX_FUNCTION_LINES } from '../../scripts/layout'
+import {
+  checkLayout,
+  type LayoutReport,
+  MAX_FUNCTION_LINES,
+  MAX_PARAMS,
+} from '../../scripts/layout'
 
 /**
  * The shape of src/ that `npm run layout` reports, held: the pipeline runs one way (no import circle,
@@ -22,6 +27,37 @@ describe('src/ layout', () => {
     expect(report.sharedNames).toEqual({})
     expect(report.longest.filter((f) => f.lines > MAX_FUNCTION_LINES)).toEqual([])
     expect(report.tooLong).toBe(0)
+  })
+
+  it(`should have no function taking more than ${MAX_PARAMS} positional parameters`, () => {
+    expect(report.tooManyParams).toEqual([])
+  })
+
+  // The parameter rule on a tree made to break it: five positional parameters are reported (a
+  // method, an arrow, a declaration), four and one destructured object are not.
+  it('should report every function over the parameter limit by file, line and name', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'params-'))
+    await mkdir(join(root, 'plan'), { recursive: true })
+    await writeFile(
+      join(root, 'plan', 'admit.ts'),
+      [
+        'export function admit(a: number, b: number, c: number, d: number, e: number) {}',
+        'export function fits(a: number, b: number, c: number, d: number) {}',
+        'export function grouped({ a, b, c, d, e }: Record<string, number>) {}',
+        'export const arrow = (a: 1, b: 2, c: 3, d: 4, ...rest: number[]) => rest',
+        'export class Guard {',
+        '  run(a: 1, b: 2, c: 3, d: 4, e: 5, f: 6) {}',
+        '}',
+        '',
+      ].join('\n'),
+    )
+    const broken = await checkLayout(root)
+    expect(broken.tooManyParams).toEqual([
+      `${root}/plan/admit.ts:1:admit (5)`,
+      `${root}/plan/admit.ts:4:arrow (5)`,
+      `${root}/plan/admit.ts:6:run (6)`,
+    ])
+    await rm(root, { recursive: true, force: true })
   })
 
   // The pipeline's stage folders import one way. Options, the quarantine record, the

@@ -4,7 +4,7 @@ import { errorBody, GuardError } from '../../src/errors'
 import { guardInfo } from '../../src/guard'
 import { guardFor } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'
-import { clientStream } from '../../src/worker/openai'
+import { openAiSseBody } from '../../src/worker/openai'
 import { chat, document } from '../support/prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -61,7 +61,7 @@ function errorEvent(body: unknown): string {
   return `data: ${JSON.stringify(body)}\n\n`
 }
 
-describe('clientStream', () => {
+describe('openAiSseBody', () => {
   it('should send a chat-format guarded stream byte-identical, in either mode', async () => {
     const pending: Promise<unknown>[] = []
     const runner = guardFor(env as unknown as Env).wrap(
@@ -81,14 +81,14 @@ describe('clientStream', () => {
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true)
 
     // As the OpenAI surface sends a stream the guard reports as chat: the very chunks.
-    const passed = await chunksOf(clientStream(source(released)))
+    const passed = await chunksOf(openAiSseBody(source(released)))
     expect(passed.length).toBe(released.length)
     for (const [i, chunk] of passed.entries()) expect(chunk).toBe(released[i])
 
     // Decoded (the format unknown): chat events keep their exact text whatever the split.
     for (const size of [1 << 20, 7, 1]) {
       const rewritten = await chunksOf(
-        clientStream(source(resplit(released, size)), { chatModel: MODEL }),
+        openAiSseBody(source(resplit(released, size)), { chatModel: MODEL }),
       )
       expect(joined(rewritten)).toBe(text)
     }
@@ -101,7 +101,7 @@ describe('clientStream', () => {
       'ta: [DONE]\n\n',
     ].map((s) => utf8.encode(s))
     const out = await chunksOf(
-      clientStream(source(input), { chatModel: 'm', now: () => 1_700_000_000_500 }),
+      openAiSseBody(source(input), { chatModel: 'm', now: () => 1_700_000_000_500 }),
     )
     expect(out.length).toBe(3)
     const events = joined(out)
@@ -137,14 +137,14 @@ describe('clientStream', () => {
         sent.map((s) => utf8.encode(s)),
         quarantined,
       )
-      const out = joined(await chunksOf(clientStream(input, chatModel ? { chatModel } : {})))
+      const out = joined(await chunksOf(openAiSseBody(input, chatModel ? { chatModel } : {})))
       expect(out).toBe(sent.join('') + errorEvent(errorBody(quarantined)))
     })
   }
 
   it('should report any other failure as upstream_error, after what was sent', async () => {
     const out = joined(
-      await chunksOf(clientStream(source([utf8.encode('data: [DONE]\n\n')], new Error('reset')))),
+      await chunksOf(openAiSseBody(source([utf8.encode('data: [DONE]\n\n')], new Error('reset')))),
     )
     const [first, last] = out.split('\n\n')
     expect(first).toBe('data: [DONE]')
@@ -159,7 +159,7 @@ describe('clientStream', () => {
       utf8.encode('data: {"response":"a"}\n\ndata: not json\n\n'),
       utf8.encode('x'),
     ])
-    const out = joined(await chunksOf(clientStream(input, { chatModel: 'm' })))
+    const out = joined(await chunksOf(openAiSseBody(input, { chatModel: 'm' })))
     const events = out.split('\n\n').filter((e) => e !== '')
     expect(events.length).toBe(1)
     expect(JSON.parse(events[0]!.slice('data: '.length)).error.code).toBe('upstream_error')
@@ -168,7 +168,7 @@ describe('clientStream', () => {
 
   it('should cancel the guarded stream when the client goes away', async () => {
     const input = source([utf8.encode('data: [DONE]\n\n'), utf8.encode('data: [DONE]\n\n')])
-    const reader = clientStream(input).getReader()
+    const reader = openAiSseBody(input).getReader()
     await reader.read()
     await reader.cancel('client gone')
     expect(input.cancelled).toBe('client gone')
@@ -186,7 +186,7 @@ describe('clientStream', () => {
       },
       { highWaterMark: 0 },
     )
-    const reader = clientStream(input, { chatModel: 'm' }).getReader()
+    const reader = openAiSseBody(input, { chatModel: 'm' }).getReader()
     const pending = reader.read()
     await reader.cancel('client gone')
     expect(await pending).toEqual({ done: true, value: undefined })
@@ -205,7 +205,7 @@ describe('clientStream', () => {
       },
       { highWaterMark: 0 },
     )
-    const reader = clientStream(input, { chatModel: 'm' }).getReader()
+    const reader = openAiSseBody(input, { chatModel: 'm' }).getReader()
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(pulls).toBeLessThanOrEqual(1)
     for (let i = 0; i < 5; i++) await reader.read()
@@ -219,7 +219,7 @@ describe('clientStream', () => {
     const legacy = 'data: {"response":"Hi"}\n\n'
     const kept = joined(
       await chunksOf(
-        clientStream(source([utf8.encode(beat), utf8.encode(beat), utf8.encode(legacy)]), {
+        openAiSseBody(source([utf8.encode(beat), utf8.encode(beat), utf8.encode(legacy)]), {
           chatModel: MODEL,
         }),
       ),
@@ -229,7 +229,7 @@ describe('clientStream', () => {
     // Withheld after the beats: the response was already a 200, so the quarantine is the last event.
     const withheld = new GuardError('response_quarantined', 'withheld', { incidentId: 'inc_x' })
     const ended = joined(
-      await chunksOf(clientStream(source([utf8.encode(beat)], withheld), { chatModel: MODEL })),
+      await chunksOf(openAiSseBody(source([utf8.encode(beat)], withheld), { chatModel: MODEL })),
     )
     expect(ended).toBe(`${beat}${errorEvent(errorBody(withheld))}`)
   })

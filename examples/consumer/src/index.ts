@@ -66,7 +66,7 @@ async function answer(ai: AiRunner, request: Request): Promise<Response> {
 
 // #region readme-hono
 // A Hono app: the middleware puts a runner over the same guard at c.var.ai, and answers guard errors
-// (and a body that is not JSON) with OpenAI-style responses.
+// (and, through c.var.aiBody, a body that is not JSON) with OpenAI-style responses.
 const app = new Hono<{ Bindings: Env; Variables: { user: string } }>()
 app.use('/chat', async (c, next) => {
   const user = await verifiedUser(c.req.raw, c.env.USER_KEYS)
@@ -76,7 +76,7 @@ app.use('/chat', async (c, next) => {
 })
 app.use('/chat', aiGuard({ guard, tenant: (c) => c.var.user }))
 app.post('/chat', async (c) => {
-  const { messages, stream } = await c.req.json<{ messages: unknown[]; stream?: boolean }>()
+  const { messages, stream } = await c.var.aiBody<{ messages: unknown[]; stream?: boolean }>()
   // A stream is SSE bytes for sseResponse; a whole answer is typed (answer.choices[0].message).
   if (stream === true) return sseResponse(await c.var.ai.run(MODEL, { messages, stream: true }))
   return c.json(await c.var.ai.run(MODEL, { messages }))

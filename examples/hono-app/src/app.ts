@@ -74,7 +74,7 @@ export function createApp(secret: string): Hono<AppEnv> {
   app.use('/chat', aiGuard({ secret, tenant: (c) => c.get('user') }))
 
   app.post('/chat', async (c) => {
-    const { question, stream } = await c.req.json<{ question: string; stream?: boolean }>()
+    const { question, stream } = await c.var.aiBody<{ question: string; stream?: boolean }>()
     // Was `c.env.AI.run(...)`: same inputs, same outputs, canaries stripped, leaks withheld.
     const answer = await c.var.ai.run(MODEL, {
       messages: [{ role: 'user', content: question }],

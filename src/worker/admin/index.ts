@@ -168,7 +168,11 @@ async function incidents(c: AdminContext): Promise<Response> {
   if (wantsHtml(c)) {
     const filters = parseFilters(new URL(c.req.url).searchParams)
     const found = await incidentPage(store, filters, PAGE_SIZE)
-    return consolePage(c, 'Incidents', 'incidents', incidentList(found, filters))
+    return consolePage(c, {
+      title: 'Incidents',
+      section: 'incidents',
+      body: incidentList(found, filters),
+    })
   }
   const query = incidentQuery(new URL(c.req.url).searchParams)
   const observed = observedFilter(c.req.query('observed'))
@@ -180,9 +184,14 @@ async function incidents(c: AdminContext): Promise<Response> {
 async function incident(c: AdminContext): Promise<Response> {
   const record = await guardFor(c.env).quarantine.get(c.req.param('id') ?? '')
   if (wantsHtml(c)) {
-    if (!record) return consolePage(c, 'No such incident', 'incidents', notFoundBody(), 404)
+    if (!record)
+      return consolePage(
+        c,
+        { title: 'No such incident', section: 'incidents', body: notFoundBody() },
+        404,
+      )
     const detail = incidentDetail(record, profileFigures(c.env, record.model))
-    return consolePage(c, `Incident ${record.id}`, 'incidents', detail)
+    return consolePage(c, { title: `Incident ${record.id}`, section: 'incidents', body: detail })
   }
   if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
   return c.json(record)
@@ -207,7 +216,7 @@ function overviewRoute(now: () => number, telemetry: (env: Env) => TelemetryRead
       days: [1, 7, 14, 30].includes(days) ? days : 14,
       ...(model ? { model } : {}),
     })
-    return consolePage(c, 'Overview', 'overview', overview(data))
+    return consolePage(c, { title: 'Overview', section: 'overview', body: overview(data) })
   }
 }
 
@@ -310,11 +319,10 @@ async function page(c: AdminContext, body: Html, status: 200 | 401 | 404 | 429 =
   return c.html(redactCanaries(await body), status)
 }
 
+/** A console page: its title, the section the menu marks, its body. */
 function consolePage(
   c: AdminContext,
-  title: string,
-  section: 'overview' | 'incidents',
-  body: Html,
+  { title, section, body }: { title: string; section: 'overview' | 'incidents'; body: Html },
   status: 200 | 404 = 200,
 ) {
   const auth = c.var.adminAuth

@@ -32,7 +32,11 @@ const LEGEND_STEP = Math.floor((W - M.left - M.right) / LEGEND_COLUMNS)
 export function dailyBars(days: DayCounts[]): HtmlEscapedString | Promise<HtmlEscapedString> {
   const reasons = [...new Set(days.flatMap((d) => Object.keys(d.counts)))].sort()
   const totals = days.map((d) => Object.values(d.counts).reduce((a, b) => a + b, 0))
-  const y = linearScale(0, Math.max(1, ...totals), H - M.bottom, M.top, true)
+  const y = linearScale(
+    { min: 0, max: Math.max(1, ...totals) },
+    { from: H - M.bottom, to: M.top },
+    true,
+  )
   const band = (W - M.left - M.right) / Math.max(1, days.length)
   const color = (reason: string) => PALETTE[reasons.indexOf(reason) % PALETTE.length]
   return html`<svg class="chart bars" viewBox="0 0 ${W} ${H + 24 * Math.ceil(reasons.length / LEGEND_COLUMNS)}" role="img" aria-labelledby="bars-title" data-chart="daily">

@@ -32,13 +32,11 @@ export function logScale(min: number, max: number, from: number, to: number): Sc
  * A linear scale over `[min, max]` widened to round ticks (about five); whole ticks for counts.
  *
  * @example
- * const y = linearScale(0, 37, 300, 20) // ticks 0, 10, 20, 30, 40
+ * const y = linearScale({ min: 0, max: 37 }, { from: 300, to: 20 }) // ticks 0, 10, 20, 30, 40
  */
 export function linearScale(
-  min: number,
-  max: number,
-  from: number,
-  to: number,
+  { min, max }: { min: number; max: number },
+  { from, to }: { from: number; to: number },
   integer = false,
 ): Scale {
   const span = max > min ? max - min : Math.abs(max) || 1

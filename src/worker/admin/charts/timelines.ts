@@ -30,7 +30,10 @@ export function timeLines(series: Series[]): HtmlEscapedString | Promise<HtmlEsc
     maxAt > minAt
       ? M.left + ((at - minAt) / (maxAt - minAt)) * (W - M.left - M.right)
       : (M.left + W - M.right) / 2
-  const y = linearScale(0, Math.max(0.01, ...all.map((p) => p.value)), H - M.bottom, M.top)
+  const y = linearScale(
+    { min: 0, max: Math.max(0.01, ...all.map((p) => p.value)) },
+    { from: H - M.bottom, to: M.top },
+  )
   return html`<svg class="chart lines" viewBox="0 0 ${W} ${H}" role="img" aria-label="Learned tokenizer margins per script class over time" data-chart="margins">
 ${y.ticks.map(
   (t) =>
