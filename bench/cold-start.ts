@@ -17,7 +17,7 @@ interface ModuleHooks {
   }): unknown
 }
 
-// Whether the guard loaded the tokenizer, seen from outside: src/ceiling/count.ts imports o200k's
+// Whether the guard loaded the tokenizer, seen from outside: src/core/ceiling/count.ts imports o200k's
 // vocabulary on its first count, so any resolution of it in this process is that load.
 let tokenizerLoaded = false
 const { registerHooks } = (await import('node:module' as string)) as ModuleHooks
@@ -34,8 +34,8 @@ const text = english(42, kind === 'large' ? 900_000 : 4_000)
 const bootMs = performance.now() // ms since this process started (Node's timeOrigin)
 
 const importStart = performance.now()
-const { decideCeiling, ceilingFor } = await import('../src/ceiling/ceiling')
-const { promptPieces } = await import('../src/ceiling/prompt')
+const { decideCeiling, ceilingFor } = await import('../src/core/ceiling/ceiling')
+const { promptPieces } = await import('../src/core/ceiling/prompt')
 const importMs = performance.now() - importStart
 
 const decideStart = performance.now()

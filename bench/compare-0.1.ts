@@ -17,13 +17,13 @@ import { spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { isolateTenantDirectory, TenantAttribution } from '../src/attribution'
-import { importCanaryKey } from '../src/canary'
-import { decideCeiling } from '../src/ceiling/ceiling'
-import { countTokens, pieceTokenizer } from '../src/ceiling/count'
-import { estimateTexts } from '../src/ceiling/estimate'
-import { type PromptPieces, promptPieces } from '../src/ceiling/prompt'
-import { readRequest } from '../src/plan/request'
+import { isolateTenantDirectory, TenantAttribution } from '../src/core/attribution'
+import { importCanaryKey } from '../src/core/canary'
+import { decideCeiling } from '../src/core/ceiling/ceiling'
+import { countTokens, pieceTokenizer } from '../src/core/ceiling/count'
+import { estimateTexts } from '../src/core/ceiling/estimate'
+import { type PromptPieces, promptPieces } from '../src/core/ceiling/prompt'
+import { readRequest } from '../src/core/plan/request'
 import {
   machineInfo,
   median,
@@ -203,10 +203,10 @@ async function loadBase(base: string): Promise<Base> {
   const from = async (path: string): Promise<Record<string, unknown>> =>
     (await import(pathToFileURL(join(base, path)).href)) as Record<string, unknown>
   const request = await from('src/request.ts')
-  const ceiling = await from('src/ceiling/ceiling.ts')
-  const prompt = await from('src/ceiling/prompt.ts')
-  const count = await from('src/ceiling/count.ts')
-  const canary = await from('src/canary/token.ts')
+  const ceiling = await from('src/core/ceiling/ceiling.ts')
+  const prompt = await from('src/core/ceiling/prompt.ts')
+  const count = await from('src/core/ceiling/count.ts')
+  const canary = await from('src/core/canary/token.ts')
   return {
     readRequest: request.readRequest as Base['readRequest'],
     promptPieces: prompt.promptPieces as Base['promptPieces'],

@@ -7,7 +7,7 @@
  * the stage's work on pre-tokens the isolate has not merged yet, not the vocabulary's load.
  */
 import { readFile } from 'node:fs/promises'
-import { countTokens } from '../src/ceiling/count'
+import { countTokens } from '../src/core/ceiling/count'
 import { FRESH_STAGES } from './support/prompt-stages'
 
 const [stage = '', file = ''] = process.argv.slice(2)

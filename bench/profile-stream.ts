@@ -4,8 +4,8 @@
  */
 import { SimEngine } from '../sim/engine'
 import { guardAi } from '../src'
-import type { AiRunner } from '../src/call/upstream'
-import { importCanaryKey, mintCanary } from '../src/canary'
+import type { AiRunner } from '../src/core/call/upstream'
+import { importCanaryKey, mintCanary } from '../src/core/canary'
 import { BENCH_SECRET, MODEL } from './support/prompts'
 import { recordStream, replay } from './support/streams'
 import { english } from './texts'

@@ -1,10 +1,10 @@
 /**
- * @module Writes src/fingerprint/public-udhr.ts: the Universal Declaration of Human Rights in the
+ * @module Writes src/plugins/foreign-content/public-udhr.ts: the Universal Declaration of Human Rights in the
  * United Nations' six official languages and the most widely spoken others (31 translations of the
  * `udhr` package, markup stripped), built into the guard as public text. Every model has read it,
  * tenants paste it and models recite it: a recitation that one other tenant happened to paste is not
  * that tenant's text. Run with `npx tsx scripts/build-public-udhr.ts && npx biome format --write
- * src/fingerprint/public-udhr.ts`.
+ * src/plugins/foreign-content/public-udhr.ts`.
  */
 import { writeFile } from 'node:fs/promises'
 import { udhrText } from '../test/node/ceiling-corpus'
@@ -68,5 +68,7 @@ export const PUBLIC_UDHR: readonly string[] = [
 ${texts.join('\n')}
 ]
 `
-await writeFile('src/fingerprint/public-udhr.ts', source)
-console.log(`src/fingerprint/public-udhr.ts: ${LANGUAGES.length} languages, ${chars} characters`)
+await writeFile('src/plugins/foreign-content/public-udhr.ts', source)
+console.log(
+  `src/plugins/foreign-content/public-udhr.ts: ${LANGUAGES.length} languages, ${chars} characters`,
+)

@@ -6,9 +6,13 @@
  */
 import { SimEngine } from '../sim/engine'
 import { guardAi } from '../src'
-import type { AiRunner } from '../src/call/upstream'
-import { GuardError, responseStatus } from '../src/errors'
-import { BUILTIN_PROFILES, type ModelProfile, type VerdictLog } from '../src/vocabulary/options'
+import type { AiRunner } from '../src/core/call/upstream'
+import { GuardError, responseStatus } from '../src/core/errors'
+import {
+  BUILTIN_PROFILES,
+  type ModelProfile,
+  type VerdictLog,
+} from '../src/core/vocabulary/options'
 
 /** The model of the incident. */
 export const DEMO_MODEL = '@cf/zai-org/glm-5.3'

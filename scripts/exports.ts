@@ -9,9 +9,9 @@ import { parseAst } from 'rolldown/parseAst'
 /** The package's entry points: what `package.json` exports and runs. */
 export const ENTRY_POINTS = [
   'src/index.ts',
-  'src/adapters/index.ts',
+  'src/core/adapters/index.ts',
   'src/worker/index.ts',
-  'src/cli.ts',
+  'src/tools/cli.ts',
 ] as const
 
 /** What {@link privateExports} found, as `file#name`. */

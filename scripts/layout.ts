@@ -42,12 +42,33 @@ export interface LayoutReport {
   twoWayFolders: { pair: string; forward: string; back: string }[]
   /** Imports against a rule of {@link DIRECTIONS}: the rule's text and one import that breaks it. */
   wrongWay: { rule: string; import: string }[]
+  /**
+   * Imports across wings ({@link WINGS}) that break their rules: past a wing's face, or into a wing
+   * the importer may not use; one per rule and pair of wings.
+   */
+  wings: { rule: string; import: string }[]
+  /** Files under `src/` in no wing and not a package entry. */
+  outsideWings: string[]
   /** Exports nothing in `src/` imports: test hooks and unused ones (see ./exports.ts). */
   exports: ExportReport
 }
 
 /** Where the code that is not the package lives: what may import `src/` from outside it. */
 const OUTSIDE = ['test', 'bench', 'scripts', 'sim']
+
+/**
+ * The four wings of `src/`, each with one face (its `index.ts`): the core (the pipeline and its
+ * checks), the evidence plug-ins (each registered with the core), the Worker app and the tools. A
+ * wing imports another only through its face, and only the wings in its `uses`; the package entries
+ * at the top of `src/` (`index.ts`, `lean.ts`) import faces only.
+ */
+export const WINGS: readonly { path: string; uses: readonly string[] }[] = [
+  { path: 'core', uses: [] },
+  { path: 'plugins/foreign-content', uses: ['core'] },
+  { path: 'plugins/secrets', uses: ['core'] },
+  { path: 'worker', uses: ['core', 'plugins/foreign-content', 'plugins/secrets'] },
+  { path: 'tools', uses: ['core', 'plugins/foreign-content', 'plugins/secrets'] },
+]
 
 /** The folders of the request's and the answer's path, whose imports should run one way. */
 export const STAGES = [
@@ -76,13 +97,13 @@ const INNER_STAGES = STAGES.filter((s) => s !== 'surfaces' && s !== 'guard')
  * Which way the stream path runs: the release asks a judge it only knows as a type
  * (src/vocabulary/judge.ts) and never reads the checks; the verification hands over what it verified
  * and the guard composes the release; no stage reaches back up into the guard (options and shared
- * types live in src/vocabulary/); an attempt's context names no stage; the Worker is built on the
+ * types live in src/core/vocabulary/); an attempt's context names no stage; the Worker is built on the
  * public surface, as a user's app would be.
  */
 export const DIRECTIONS: readonly Direction[] = [
   {
     from: 'release',
-    never: ['verify', 'canary', 'secrets', 'fingerprint'],
+    never: ['verify', 'canary'],
     why: 'the release reads only its judge',
   },
   { from: 'verify', never: ['release'], why: 'verify/ does not build the release' },
@@ -93,58 +114,7 @@ export const DIRECTIONS: readonly Direction[] = [
     never: STAGES.filter((s) => s !== 'attempt'),
     why: 'the attempt depends on no stage',
   },
-  {
-    from: 'worker',
-    never: ['guard'],
-    why: 'the Worker reaches the guard through the public surface',
-  },
 ]
-
-/**
- * The evidence plug-ins (foreign content, secrets), as folders (`/`) and files of `src/`: they import
- * the core, the core imports none of them — type-only imports included — so the lean entry builds
- * without them.
- */
-export const PLUGINS = [
-  'fingerprint/',
-  'guard/fingerprint-book.ts',
-  'guard/recall.ts',
-  'verify/content-check.ts',
-  'verify/second-opinion.ts',
-  'secrets/',
-  'plan/prompt-secrets.ts',
-  'verify/stand-in-check.ts',
-  'verify/stand-in-evidence.ts',
-] as const
-
-/** Not the core: the plug-ins, the Worker app, the tools, and the entries that register plug-ins. */
-const NOT_CORE = [
-  ...PLUGINS,
-  ...['worker/', 'telemetry/', 'alerts/', 'attribution/'],
-  ...['audit/', 'probe/', 'directive/', 'init/', 'cli.ts', 'cli-args.ts', 'cli-help.ts'],
-  ...['index.ts', 'default-plugins.ts'],
-]
-
-/** The entry of `list` that holds `file` (a path under `root`), if any. */
-function entryOf(root: string, file: string, list: readonly string[]): string | undefined {
-  const path = file.slice(root.length + 1)
-  return list.find((entry) => (entry.endsWith('/') ? path.startsWith(entry) : path === entry))
-}
-
-/** Every core file's import of a plug-in, one per core folder and plug-in entry. */
-function coreToPlugin(root: string, facts: Map<string, FileFacts>): LayoutReport['wrongWay'] {
-  const found = new Map<string, { rule: string; import: string }>()
-  for (const [file, f] of facts) {
-    if (entryOf(root, file, NOT_CORE)) continue
-    const from = folderOf(root, file) || file.slice(root.length + 1)
-    for (const target of f.imports) {
-      const plugin = entryOf(root, target, PLUGINS)
-      const rule = `the core imports no evidence plug-in: ${from} → ${plugin}`
-      if (plugin && !found.has(rule)) found.set(rule, { rule, import: `${file} → ${target}` })
-    }
-  }
-  return [...found.values()]
-}
 
 interface AstNode {
   type: string
@@ -183,17 +153,53 @@ export async function checkLayout(root = 'src'): Promise<LayoutReport> {
       .map((f) => `${f.file}:${f.line}:${f.name} (${f.params})`)
       .sort(),
     twoWayFolders: twoWayFolders(root, facts),
-    wrongWay: [...wrongWay(root, facts), ...coreToPlugin(root, facts)].sort((a, b) =>
-      a.rule.localeCompare(b.rule),
-    ),
+    wrongWay: wrongWay(root, facts),
+    wings: wingBreaks(root, facts),
+    outsideWings: files.filter((f) => wingOf(root, f) === undefined),
     exports: await privateExports(root, OUTSIDE),
   }
 }
 
-/** The top folder of a file under `root` ('' for a file at its top). */
+/** The wing of a file under `root`: its path, '' for a package entry, undefined for neither. */
+function wingOf(root: string, file: string): string | undefined {
+  const rel = file.slice(root.length + 1)
+  if (!rel.includes('/')) return ENTRIES.includes(rel) ? '' : undefined
+  return WINGS.find((w) => rel.startsWith(`${w.path}/`))?.path
+}
+
+/** The package's entries at the top of `src/`: the default (with the plug-ins) and the lean core. */
+const ENTRIES = ['index.ts', 'lean.ts', 'adapters.ts', 'default-plugins.ts']
+
+/** Every import across wings that passes a face or goes where its wing may not, once per rule. */
+function wingBreaks(root: string, facts: Map<string, FileFacts>): LayoutReport['wings'] {
+  const found = new Map<string, { rule: string; import: string }>()
+  const note = (rule: string, file: string, target: string) => {
+    if (!found.has(rule)) found.set(rule, { rule, import: `${file} → ${target}` })
+  }
+  for (const [file, f] of facts) {
+    const from = wingOf(root, file)
+    if (from === undefined) continue
+    for (const target of f.imports) {
+      const to = wingOf(root, target)
+      if (to === undefined || to === from) continue
+      if (to === '') {
+        note(`no wing imports a package entry: ${from}`, file, target)
+        continue
+      }
+      if (target !== `${root}/${to}/index.ts`)
+        note(`only through the face of ${to}: ${from || 'entry'} → ${to}`, file, target)
+      const uses = WINGS.find((w) => w.path === from)?.uses
+      if (uses && !uses.includes(to)) note(`${from} may not use ${to}`, file, target)
+    }
+  }
+  return [...found.values()].sort((a, b) => a.rule.localeCompare(b.rule))
+}
+
+/** The room of a file: its folder inside the core, or its wing elsewhere ('' for an entry). */
 function folderOf(root: string, file: string): string {
   const parts = file.slice(root.length + 1).split('/')
-  return parts.length > 1 ? parts[0]! : ''
+  if (parts[0] === 'core') return parts.length > 2 ? parts[1]! : 'core'
+  return wingOf(root, file) ?? (parts.length > 1 ? parts[0]! : '')
 }
 
 /** Every import that breaks a rule of {@link DIRECTIONS}, one per rule and target folder. */
@@ -214,9 +220,10 @@ function wrongWay(root: string, facts: Map<string, FileFacts>): LayoutReport['wr
   return [...found.values()].sort((a, b) => a.rule.localeCompare(b.rule))
 }
 
-/** The stage folder of a file under `root`, if it is in one. */
+/** The stage folder of a file under `root`, if it is in one (a room of the core). */
 function stageOf(root: string, file: string): string | undefined {
-  const folder = file.slice(root.length + 1).split('/')[0]!
+  if (!file.startsWith(`${root}/core/`)) return undefined
+  const folder = folderOf(root, file)
   return (STAGES as readonly string[]).includes(folder) ? folder : undefined
 }
 
@@ -378,6 +385,13 @@ function format(report: LayoutReport): string {
       ? 'imports the wrong way: none'
       : `imports the wrong way: ${wrongWay.length}`,
     ...wrongWay.map((w) => `  ${w.rule} (${w.import})`),
+    report.wings.length === 0
+      ? `wings (${WINGS.map((w) => w.path).join(', ')}): through faces only, one way`
+      : `imports across wings against their rules: ${report.wings.length}`,
+    ...report.wings.map((w) => `  ${w.rule} (${w.import})`),
+    report.outsideWings.length === 0
+      ? 'files outside the wings: none'
+      : `files outside the wings: ${report.outsideWings.join(', ')}`,
     `exports only tests, benchmarks or scripts import: ${report.exports.outsideOnly.length}`,
     ...report.exports.outsideOnly.map((e) => `  ${e.name} (${e.users.join(', ')})`),
     `exports nobody imports: ${report.exports.unused.length}`,
@@ -404,6 +418,8 @@ if (argv && /(^|[\\/])layout\.ts$/.test(argv.argv[1] ?? '')) {
     Object.keys(report.sharedNames).length === 0 &&
     report.twoWayFolders.length === 0 &&
     report.wrongWay.length === 0 &&
+    report.wings.length === 0 &&
+    report.outsideWings.length === 0 &&
     report.exports.outsideOnly.length === 0 &&
     report.exports.unused.length === 0 &&
     report.tooLong === 0 &&

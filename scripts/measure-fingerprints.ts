@@ -37,7 +37,7 @@ import {
   type PromptPrint,
   printPrompt,
   units,
-} from '../src/fingerprint'
+} from '../src/plugins/foreign-content'
 import { udhrText } from '../test/node/ceiling-corpus'
 
 const QUICK: boolean = process.argv.includes('--quick')

@@ -1,7 +1,7 @@
 /**
  * @module Measures the reference tokenizer family (o200k, Qwen3, DeepSeek-V3, Llama 3, Gemma 3;
  * cl100k for comparison) and writes the ceiling's table and its evidence:
- * - `src/ceiling/family-table.ts`: per o200k token, the most tokens any family tokenizer spends on
+ * - `src/core/ceiling/family-table.ts`: per o200k token, the most tokens any family tokenizer spends on
  *   its text; per script class, the safety, lower and typical factors measured on the corpus;
  * - `bench/results/tokenizer-factors.json`: per corpus text and per class, every tokenizer's count,
  *   our estimate and the ratios.
@@ -18,8 +18,13 @@
 import { countTokens as cl100kCount } from 'gpt-tokenizer/encoding/cl100k_base'
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
-import { chunkEnd, LONG_PIECE_UNITS } from '../src/ceiling/count'
-import { CLASS_MASK, pieceFacts, SCRIPT_CLASSES, type ScriptClass } from '../src/ceiling/script'
+import { chunkEnd, LONG_PIECE_UNITS } from '../src/core/ceiling/count'
+import {
+  CLASS_MASK,
+  pieceFacts,
+  SCRIPT_CLASSES,
+  type ScriptClass,
+} from '../src/core/ceiling/script'
 import {
   base64,
   code,
@@ -81,7 +86,7 @@ const { createHash } = node.crypto
 const { spawnSync } = node.child
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
-const TABLE_FILE = join(ROOT, 'src/ceiling/family-table.ts')
+const TABLE_FILE = join(ROOT, 'src/core/ceiling/family-table.ts')
 const REPORT_FILE = join(ROOT, 'bench/results/tokenizer-factors.json')
 const FAMILY = REFERENCE_FAMILY
 type Family = ReferenceName
@@ -548,8 +553,8 @@ function wholeCounts(text: string, family: Record<Family, Encoder>): Record<Fami
 }
 
 async function verify(texts: readonly CorpusText[]): Promise<Verified[]> {
-  const { estimateTexts } = await import('../src/ceiling/estimate')
-  const { addClassBytes } = await import('../src/ceiling/script')
+  const { estimateTexts } = await import('../src/core/ceiling/estimate')
+  const { addClassBytes } = await import('../src/core/ceiling/script')
   const family = await loadFamily()
   const out: Verified[] = []
   const next = rng(99)
@@ -634,7 +639,7 @@ interface Crafted {
  * worst words, per class and tokenizer, and measures what it gains: the known limit of the bound.
  */
 async function craftedContext(texts: readonly CorpusText[]): Promise<Crafted[]> {
-  const { estimateTexts } = await import('../src/ceiling/estimate')
+  const { estimateTexts } = await import('../src/core/ceiling/estimate')
   const family = await loadFamily()
   const gains = new Map<string, { piece: string; gain: number }[]>()
   const seen = new Set<string>()

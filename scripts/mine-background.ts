@@ -1,8 +1,8 @@
 /**
- * @module Mines the audit's built-in background of common text (src/audit/background.ts) from every
+ * @module Mines the audit's built-in background of common text (src/tools/audit/background.ts) from every
  * package in node_modules: passages of 10 units or more found in at least two scopes (licences,
  * compiler and bundler helpers, module wrappers, README boilerplate). Run with
- * `npx tsx scripts/mine-background.ts && npx biome format --write src/audit/background.ts`.
+ * `npx tsx scripts/mine-background.ts && npx biome format --write src/tools/audit/background.ts`.
  */
 import { writeFile } from 'node:fs/promises'
 import { mineBackground } from '../test/audit/background-miner'
@@ -22,5 +22,5 @@ const source = `/**
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: mined source text, not templates
 export const BACKGROUND_TEXTS: readonly string[] = ${JSON.stringify(kept, null, 2)}
 `
-await writeFile('src/audit/background.ts', source)
+await writeFile('src/tools/audit/background.ts', source)
 console.log(`${pkgs.length} packages, kept ${kept.length} passages (${chars} chars)`)

@@ -2,9 +2,10 @@
  * @module The evidence plug-ins the default entry registers: foreign content (another tenant's prompt
  * text in an answer, with its public background texts) and secrets (stand-ins in prompts).
  */
-import { foreignContentPlugin } from './fingerprint/content-plugin'
-import { secretsPlugin } from './secrets/secrets-plugin'
-import type { EvidencePlugins } from './vocabulary/evidence-plugins'
+
+import type { EvidencePlugins } from './core'
+import { foreignContentPlugin } from './plugins/foreign-content'
+import { secretsPlugin } from './plugins/secrets'
 
 /**
  * Both evidence plug-ins: the default entry's guards (and the Worker's) have every check.

@@ -11,75 +11,66 @@
  * Its guards refuse the `foreignContent` (other than `false`) and `secrets` options with an error
  * that names the default entry: a check asked for is never silently left out.
  */
-import { guardSurface } from './surfaces/surface'
+import { guardSurface } from './core'
 
-export { asAiBinding, type OpenAiHttpOptions, openAiHttpUpstream } from './adapters'
-// For the receivers of the Worker's leak alerts (docs/alerts.md): check a delivery's signature.
-export {
-  deriveTenantSecret,
-  SIGNATURE_HEADER,
-  type SignatureCheck,
-  verifySignature,
-} from './alerts'
-export {
-  D1TenantDirectory,
-  MemoryTenantDirectory,
-  type TenantDirectory,
-} from './attribution'
-export {
-  type CalibrationSnapshot,
-  type CalibrationStore,
-  MemoryCalibration,
-} from './calibration/learned'
-export type { AiRunner, ChatMessage, ContentPart } from './call/upstream'
-export { CANARY_PATTERN } from './canary'
-export {
-  type ErrorBody,
-  errorBody,
-  GuardError,
-  type GuardErrorCode,
-  responseStatus,
-} from './errors'
-export type { Usage } from './format/frames'
-export { type GuardInfo, guardInfo } from './guard'
-export { IncidentRecorder } from './quarantine/aggregate'
-export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
-export { MemoryQuarantineStore } from './quarantine/memory'
-export type { AiGuard, GuardRequest } from './surfaces/guard-ai'
-export type { AiGuardOptions, AiGuardVariables } from './surfaces/middleware'
-export type { GuardSurface } from './surfaces/surface'
+export type {
+  AiGuard,
+  AiGuardOptions,
+  AiGuardVariables,
+  AiRunner,
+  ChatMessage,
+  ContentPart,
+  GuardRequest,
+  GuardSurface,
+  OperatorPattern,
+  QuarantineQuery,
+  QuarantineRecord,
+  QuarantineStore,
+  QuarantineSummary,
+  SecretPolicy,
+  SecretRules,
+  SecretsOptions,
+  Usage,
+} from './core'
 export {
   type AiAnswer,
   type AnswerChoice,
   type AnswerToolCall,
   type AnswerUsage,
-  type GuardedAi,
-  sseResponse,
-} from './surfaces/typed-runner'
-export type {
-  OperatorPattern,
-  SecretPolicy,
-  SecretRules,
-  SecretsOptions,
-} from './vocabulary/evidence-options'
-export {
+  asAiBinding,
   BUILTIN_PROFILES,
+  CANARY_PATTERN,
   type CacheIsolation,
+  type CalibrationSnapshot,
+  type CalibrationStore,
+  type D1QuarantineOptions,
+  D1QuarantineStore,
+  D1TenantDirectory,
   defaultCacheIsolation,
   type EchoPolicy,
   type EchoWording,
+  type ErrorBody,
+  errorBody,
+  GuardError,
+  type GuardErrorCode,
+  type GuardedAi,
+  type GuardInfo,
   type GuardOptions,
+  guardInfo,
+  IncidentRecorder,
+  MemoryCalibration,
+  MemoryQuarantineStore,
+  MemoryTenantDirectory,
   type ModelProfile,
+  type OpenAiHttpOptions,
   type OverflowPolicy,
+  openAiHttpUpstream,
+  responseStatus,
+  sseResponse,
+  type TenantDirectory,
   type VerdictContext,
   type VerdictLog,
-} from './vocabulary/options'
-export type {
-  QuarantineQuery,
-  QuarantineRecord,
-  QuarantineStore,
-  QuarantineSummary,
-} from './vocabulary/quarantine'
+} from './core'
 
 /** The guard without evidence plug-ins: `createGuard`, `guardAi` and the Hono middleware `aiGuard`. */
 export const { createGuard, guardAi, aiGuard } = guardSurface({})

@@ -8,7 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type AuditReport, nodeLogSource, runAudit } from '../../src/audit'
+import { type AuditReport, nodeLogSource, runAudit } from '../../src/tools/audit'
 import {
   buildLogSet,
   gatewayLines,

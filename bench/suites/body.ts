@@ -7,7 +7,7 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
 import { join } from 'node:path'
-import { countTokens } from '../../src/ceiling/count'
+import { countTokens } from '../../src/core/ceiling/count'
 import { bodyLimit } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'
 import {

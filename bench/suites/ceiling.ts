@@ -4,11 +4,16 @@
  * prompt costs, and what a cold process pays to decide with and without loading the tokenizer.
  */
 import { join } from 'node:path'
-import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import { chunkEnd, countTokens, LONG_PIECE_UNITS, pieceTokenizer } from '../../src/ceiling/count'
-import { estimateTexts } from '../../src/ceiling/estimate'
-import { type PromptPieces, promptPieces, templateOverhead } from '../../src/ceiling/prompt'
-import { utf8Length } from '../../src/ceiling/utf8'
+import { ceilingFor, decideCeiling, type Margins } from '../../src/core/ceiling/ceiling'
+import {
+  chunkEnd,
+  countTokens,
+  LONG_PIECE_UNITS,
+  pieceTokenizer,
+} from '../../src/core/ceiling/count'
+import { estimateTexts } from '../../src/core/ceiling/estimate'
+import { type PromptPieces, promptPieces, templateOverhead } from '../../src/core/ceiling/prompt'
+import { utf8Length } from '../../src/core/ceiling/utf8'
 import { sized, udhrText } from '../../test/node/ceiling-corpus'
 import {
   BENCH_DIR,

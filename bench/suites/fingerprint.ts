@@ -4,8 +4,8 @@
  * event (~3 tokens each) and whole, and the table's add and lookup — plus the memory each holds: the
  * table at its default budget (per isolate) and a prompt print (per request in flight).
  */
-import { CANARY_LENGTH, quickHold } from '../../src/canary'
-import { countTokens } from '../../src/ceiling/count'
+import { CANARY_LENGTH, quickHold } from '../../src/core/canary'
+import { countTokens } from '../../src/core/ceiling/count'
 import {
   ContentWatch,
   FINGERPRINT_DEFAULTS,
@@ -14,7 +14,7 @@ import {
   fingerprintOf,
   printPrompt,
   scanAnswer,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import {
   machineInfo,
   median,

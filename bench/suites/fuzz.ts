@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { SimEngine } from '../../sim/engine'
 import { guardAi } from '../../src'
-import { importCanaryKey } from '../../src/canary'
+import { importCanaryKey } from '../../src/core/canary'
 import { createApp } from '../../src/worker/app'
 import type { Env } from '../../src/worker/env'
 import {

@@ -1,17 +1,17 @@
 /**
- * @module Benchmark: what the text memo saves and what it costs (src/memo). Per prompt size, side by
+ * @module Benchmark: what the text memo saves and what it costs (src/core/memo). Per prompt size, side by
  * side in one run on Node: the family count and the print of a prompt computed from nothing (what a
  * new text costs, memo or not), the same taken from the memo (a resent text: its digest, then the
  * facts found by it), and the digest alone (what a miss adds before it computes).
  */
-import { estimateTexts, type TextTally } from '../../src/ceiling/estimate'
+import { estimateTexts, type TextTally } from '../../src/core/ceiling/estimate'
+import { memoSlot, TextMemo } from '../../src/core/memo/text-memo'
 import {
   FINGERPRINT_DEFAULTS,
   fingerprintKey,
   printPrompt,
   type TextPrint,
-} from '../../src/fingerprint'
-import { memoSlot, TextMemo } from '../../src/memo/text-memo'
+} from '../../src/plugins/foreign-content'
 import {
   machineInfo,
   median,

@@ -8,7 +8,7 @@
 import { SimEngine } from '../../sim/engine'
 import { loadTokenizer } from '../../sim/tokenizer'
 import { guardAi } from '../../src'
-import { countTokens } from '../../src/ceiling/count'
+import { countTokens } from '../../src/core/ceiling/count'
 import {
   machineInfo,
   median,
@@ -38,7 +38,7 @@ const PREFILL_SIZES = [1_000, 32_000]
 /**
  * `instant`: prefill and decode take no time, and one prompt is resent by the same tenant, which the
  * prefix cache serves — the only way an engine answers a long prompt at once, and everything the guard
- * does is on the request's path (what it remembers of the tenant's texts included, src/memo). `fresh`:
+ * does is on the request's path (what it remembers of the tenant's texts included, src/core/memo). `fresh`:
  * the same instant engine, but a new prompt every request — no engine reads a new long prompt in no
  * time, so this is the guard's whole work with nothing to overlap or remember. `prefill`: every prompt
  * is new and the engine reads it at the profile's physical bound, so the guard's after-send work (the

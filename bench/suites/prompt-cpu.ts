@@ -7,12 +7,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { countTokens, pieceTokenizer } from '../../src/ceiling/count'
-import { estimateTexts } from '../../src/ceiling/estimate'
-import { addClassBytes, SCRIPT_CLASSES } from '../../src/ceiling/script'
-import { FINGERPRINT_DEFAULTS } from '../../src/fingerprint'
-import { UnitReader } from '../../src/fingerprint/units'
-import { builtInDetectors, findSecrets } from '../../src/secrets'
+import { countTokens, pieceTokenizer } from '../../src/core/ceiling/count'
+import { estimateTexts } from '../../src/core/ceiling/estimate'
+import { addClassBytes, SCRIPT_CLASSES } from '../../src/core/ceiling/script'
+import { FINGERPRINT_DEFAULTS } from '../../src/plugins/foreign-content'
+import { UnitReader } from '../../src/plugins/foreign-content/units'
+import { builtInDetectors, findSecrets } from '../../src/plugins/secrets'
 import { sized, udhrText } from '../../test/node/ceiling-corpus'
 import {
   BENCH_DIR,

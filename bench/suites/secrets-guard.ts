@@ -9,13 +9,13 @@
 import { spawn } from 'node:child_process'
 import { chatCompletion, chatEvents, concatBytes, splitEvent, sseBytes } from '../../sim/wire'
 import { type AiGuard, createGuard } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { importCanaryKey, mintCanary } from '../../src/canary'
-import { countTokens } from '../../src/ceiling/count'
-import { parseFrame } from '../../src/format/frames'
-import { sseDecoder } from '../../src/format/sse'
-import { builtInDetectors, findSecrets } from '../../src/secrets'
-import type { SecretsOptions } from '../../src/secrets/policy'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
+import { countTokens } from '../../src/core/ceiling/count'
+import { parseFrame } from '../../src/core/format/frames'
+import { sseDecoder } from '../../src/core/format/sse'
+import { builtInDetectors, findSecrets } from '../../src/plugins/secrets'
+import type { SecretsOptions } from '../../src/plugins/secrets/policy'
 import {
   machineInfo,
   median,

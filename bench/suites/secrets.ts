@@ -6,8 +6,13 @@
  * with the scan the guard already makes (the canary pattern over the same text).
  */
 import { CANARY_PATTERN } from '../../src'
-import { countTokens } from '../../src/ceiling/count'
-import { builtInDetectors, findSecrets, importStandInKey, StandInBook } from '../../src/secrets'
+import { countTokens } from '../../src/core/ceiling/count'
+import {
+  builtInDetectors,
+  findSecrets,
+  importStandInKey,
+  StandInBook,
+} from '../../src/plugins/secrets'
 import { chars, GENERATORS, pick, rng } from '../../test/secrets/generate'
 import {
   machineInfo,

@@ -5,10 +5,10 @@
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, type EchoWording, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { importCanaryKey, mintCanary } from '../../src/canary'
-import { parseFrame } from '../../src/format/frames'
-import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/format/sse'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
+import { parseFrame } from '../../src/core/format/frames'
+import { encodeSseEvent, type SseEvent, sseDecoder } from '../../src/core/format/sse'
 import {
   machineInfo,
   median,

@@ -5,8 +5,8 @@
  * fails — so the figures are the guard's own work per request, from the first body byte to the call.
  */
 
-import type { AiRunner } from '../../src/call/upstream'
-import { GuardError } from '../../src/errors'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { GuardError } from '../../src/core/errors'
 import { createApp } from '../../src/worker/app'
 import { guardFor } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'

@@ -3,8 +3,8 @@
  * recorder of what the engine itself answered before any guard judged it.
  */
 import { GuardError } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { guardInfo } from '../../src/guard'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { guardInfo } from '../../src/core/guard'
 import { MODEL } from './prompts'
 
 /** One request's delivery: status, the raw body the client read, the guard's error if any. */

@@ -2,7 +2,7 @@
  * @module Maximal admissible prompts per script: the longest text of each script the ceiling admits
  * (within 0.5%), shared by the benches that time one maximal prompt in Node and in workerd.
  */
-import { estimateTexts } from '../../src/ceiling/estimate'
+import { estimateTexts } from '../../src/core/ceiling/estimate'
 import { sized, udhrText } from '../../test/node/ceiling-corpus'
 import { cjk, english, rng } from '../texts'
 import { CEILING, decide } from './prompt-stages'

@@ -3,7 +3,7 @@
  * OpenAI-compatible HTTP endpoint (through the guard's own `openAiHttpUpstream` adapter), so the guard
  * and Portkey sit in front of the very same simulator process.
  */
-import { openAiHttpUpstream } from '../../src/adapters'
+import { openAiHttpUpstream } from '../../src/core/adapters'
 import type { Env } from '../../src/worker/env'
 
 /** Plain-text settings of the bench's guard Worker. */

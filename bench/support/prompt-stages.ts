@@ -2,10 +2,14 @@
  * @module The guard's per-prompt work as the prompt-cpu benchmark times it, shared by the suite and
  * its fresh-process child (bench/fresh-prompt.ts) so both time the same calls.
  */
-import { ceilingFor, decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import { type PromptPieces, promptPieces } from '../../src/ceiling/prompt'
-import { FINGERPRINT_DEFAULTS, fingerprintKey, printPrompt } from '../../src/fingerprint'
-import { builtInDetectors, findSecrets } from '../../src/secrets'
+import { ceilingFor, decideCeiling, type Margins } from '../../src/core/ceiling/ceiling'
+import { type PromptPieces, promptPieces } from '../../src/core/ceiling/prompt'
+import {
+  FINGERPRINT_DEFAULTS,
+  fingerprintKey,
+  printPrompt,
+} from '../../src/plugins/foreign-content'
+import { builtInDetectors, findSecrets } from '../../src/plugins/secrets'
 
 /** glm-5.3's pool, a 4k output reserve and the recommended 3% drift: the ceiling suite's profile. */
 export const CEILING: number = ceilingFor(

@@ -2,8 +2,8 @@
  * @module Deterministic prompts of a given size whose every line names its owner, so a leaked fragment
  * is attributable by content alone (the way the incident's 155 answers were).
  */
-import { injectCanary } from '../../src/canary'
-import { BUILTIN_PROFILES, type EchoWording } from '../../src/vocabulary/options'
+import { injectCanary } from '../../src/core/canary'
+import { BUILTIN_PROFILES, type EchoWording } from '../../src/core/vocabulary/options'
 
 /** About 17 tokens (o200k and cl100k alike) per line. */
 const TOKENS_PER_LINE = 17

@@ -10,8 +10,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer, type ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { errorBody } from '../../src/errors'
-import { quarantineError } from '../../src/quarantine/withhold'
+import { errorBody } from '../../src/core/errors'
+import { quarantineError } from '../../src/core/quarantine/withhold'
 import { ROOT } from '../lib'
 
 /**

@@ -7,7 +7,7 @@
  * distinct per seed, and a tenant marker word recurs in every line so that a leaked line is also
  * attributable by eye.
  */
-import { units } from '../../src/fingerprint'
+import { units } from '../../src/plugins/foreign-content'
 import { english, rng } from '../texts'
 
 /** Characters per line (one paragraph, about 55 words): the simulator quotes from a line's start. */

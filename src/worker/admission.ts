@@ -5,7 +5,7 @@
  * tenants take turns at the memory (src/worker/memory-ledger.ts).
  */
 import type { MiddlewareHandler } from 'hono'
-import { GuardError } from '../errors'
+import { GuardError } from '../core'
 import { discardBody } from './body'
 import { bodyLimit, bodyPace } from './config'
 import type { Env } from './env'

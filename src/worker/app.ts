@@ -2,9 +2,8 @@
  * @module The deployable guard Worker: an OpenAI-compatible endpoint and a native Workers AI route.
  */
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
-import type { AiRunner } from '../call/upstream'
-import { GuardError } from '../errors'
-import { guardInfo } from '../index'
+import type { AiRunner } from '../core'
+import { GuardError, guardInfo } from '../core'
 import { adminRoutes } from './admin'
 import { type AdmissionVariables, admitMemory } from './admission'
 import { type BodyBudget, readJsonObject } from './body'

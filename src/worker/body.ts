@@ -2,7 +2,7 @@
  * @module Reads a JSON request body within a byte limit and a shape limit, strictly: bad input gets a
  * clear error, and no body can make the isolate build more than a bounded tree.
  */
-import { GuardError } from '../errors'
+import { GuardError } from '../core'
 
 /**
  * Most JSON values (objects, arrays, strings, numbers, `true`/`false`/`null`; member names are not

@@ -2,17 +2,25 @@
  * @module The Worker's guard, built once per isolate from its bindings and secrets.
  */
 
-import { D1TenantDirectory } from '../attribution'
-import { GuardError } from '../errors'
-import { type AiGuard, createGuard } from '../index'
-import { D1QuarantineStore } from '../quarantine/d1'
-import { type SecretsOptions, WORKER_SECRETS_DEFAULT } from '../secrets/policy'
-import type { GuardOptions, ModelProfile } from '../vocabulary/options'
+import type { GuardOptions, ModelProfile } from '../core'
+import {
+  type AiGuard,
+  D1QuarantineStore,
+  D1TenantDirectory,
+  GuardError,
+  guardSurface,
+  type SecretsOptions,
+} from '../core'
+import { foreignContentPlugin } from '../plugins/foreign-content'
+import { secretsPlugin, WORKER_SECRETS_DEFAULT } from '../plugins/secrets'
 import { type BodyPace, DEFAULT_BODY_PACE } from './body'
 import { DurableCalibration } from './durable-calibration'
 import { DurableFingerprints } from './durable-fingerprints'
 import type { Env } from './env'
 import { observeVerdict } from './verdicts'
+
+/** The Worker's guards carry both evidence plug-ins, as the default entry's do. */
+const { createGuard } = guardSurface({ content: foreignContentPlugin, secrets: secretsPlugin })
 
 /**
  * The default body limit, sized to the largest prompt the ceiling can admit, not to a round number:

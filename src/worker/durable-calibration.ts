@@ -2,15 +2,15 @@
  * @module The Worker's calibration store: the GuardState Durable Object, with a short per-isolate cache.
  */
 
-import type { TimingSample } from '../calibration/baseline'
 import type {
   CalibrationReport,
   CalibrationSnapshot,
   CalibrationStore,
+  TimingSample,
   TokenObservation,
-} from '../calibration/learned'
-import type { MarginPoint, MarginSource, SampleQuery } from '../telemetry/types'
+} from '../core'
 import type { GuardState } from './state'
+import type { MarginPoint, MarginSource, SampleQuery } from './telemetry/types'
 
 /** How long an isolate reuses a snapshot before asking the Durable Object again, ms. */
 const SNAPSHOT_TTL_MS = 10_000

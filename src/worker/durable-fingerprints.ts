@@ -6,7 +6,7 @@
  * at one object, and an object sees 1/shards of the publishes and 1/replicas of the reads
  * (docs/fingerprints.md, "Sharing across isolates").
  */
-import type { FingerprintBatch, FingerprintStore } from '../fingerprint'
+import type { FingerprintBatch, FingerprintStore } from '../plugins/foreign-content'
 import { BACKFILL_HASHES, joinChunks, PAGE_HASHES, type RawBatch } from './fingerprint-chunks'
 import type { FingerprintLog } from './fingerprint-log'
 

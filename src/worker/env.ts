@@ -1,7 +1,7 @@
 /**
  * @module The deployable Worker's bindings.
  */
-import type { AiRunner } from '../call/upstream'
+import type { AiRunner } from '../core'
 import type { FingerprintLog } from './fingerprint-log'
 import type { GuardState } from './state'
 

@@ -3,7 +3,7 @@
  * `cloudflare:workers`), so that the store's callers load in Node too: batches as float64 BLOBs in
  * chunks of at most 1 MiB, and how they are joined again.
  */
-import type { FingerprintBatch } from '../fingerprint'
+import type { FingerprintBatch } from '../plugins/foreign-content'
 import { SAFE_VALUE_BYTES } from './platform-limits'
 
 /** Fingerprints a reader with no cursor gets: the newest, about 2 MiB. */

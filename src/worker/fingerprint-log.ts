@@ -20,7 +20,7 @@
  * object is the one place every isolate waits on.
  */
 import { DurableObject } from 'cloudflare:workers'
-import type { FingerprintBatch } from '../fingerprint'
+import type { FingerprintBatch } from '../plugins/foreign-content'
 import {
   BACKFILL_HASHES,
   type CHUNK_HASHES,

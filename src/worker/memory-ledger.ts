@@ -3,7 +3,7 @@
  * fair queue for large requests — tenants take turns at freed memory, so one tenant's many long prompts
  * cannot keep another tenant's out.
  */
-import { GuardError } from '../errors'
+import { GuardError } from '../core'
 
 /**
  * Peak bytes (V8 heap + ArrayBuffers) a request adds per byte of its body, at most, over the scripts

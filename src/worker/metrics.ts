@@ -1,11 +1,12 @@
 /**
  * @module /admin/metrics: the guard's counters in OpenMetrics text (auth is the admin router's job).
  */
-import { OPENMETRICS_CONTENT_TYPE, renderOpenMetrics } from '../telemetry/openmetrics'
-import type { MetricsSnapshot } from '../telemetry/types'
+
 import { DurableCalibration } from './durable-calibration'
 import type { Env } from './env'
-import { telemetryFor } from './telemetry'
+import { OPENMETRICS_CONTENT_TYPE, renderOpenMetrics } from './telemetry/openmetrics'
+import type { MetricsSnapshot } from './telemetry/types'
+import { telemetryFor } from './telemetry/worker-telemetry'
 
 /**
  * The metrics page: exact counters and histograms from D1, and the learned margins now from the

@@ -2,8 +2,9 @@
  * @module The Worker's model surface: `GET /v1/models` lists what it guards, and an unknown model is
  * OpenAI's 404 for the tenant, with the setting a Worker operator has (`GUARD_MODELS`) in the log.
  */
-import { GuardError } from '../errors'
-import type { AiGuard } from '../surfaces/guard-ai'
+
+import type { AiGuard } from '../core'
+import { GuardError } from '../core'
 import { refusalBody } from './openai'
 
 /** One entry of OpenAI's `GET /v1/models` list. */
@@ -34,7 +35,7 @@ function ownerOf(model: string): string {
   return /^@(?:cf|hf)\/([^/]+)\//.exec(model)?.[1] ?? 'workers-ai'
 }
 
-/** The figures a profile of a model with no built-in one must give (src/vocabulary/options.ts). */
+/** The figures a profile of a model with no built-in one must give (src/core/vocabulary/options.ts). */
 const PROFILE_FIELDS = [
   'contextWindow',
   'kvPoolTokens',

@@ -2,9 +2,17 @@
  * @module The OpenAI-compatible surface: request mapping, legacy-to-chat answers, error bodies (the
  * Worker's own refusals, and errors inside streams).
  */
-import { type ErrorBody, errorBody, GuardError } from '../errors'
-import { type Frame, parseFrame } from '../format/frames'
-import { DEFAULT_MAX_EVENT_BYTES, encodeSseEvent, type SseEvent, SseParser } from '../format/sse'
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  type ErrorBody,
+  encodeSseEvent,
+  errorBody,
+  type Frame,
+  GuardError,
+  parseFrame,
+  type SseEvent,
+  SseParser,
+} from '../core'
 
 /**
  * Splits an OpenAI chat-completions body into the Workers AI model and inputs. Workers AI's chat

@@ -2,19 +2,18 @@
  * @module GuardState: the Durable Object that shares calibration across every isolate of the Worker.
  */
 import { DurableObject } from 'cloudflare:workers'
-import type { TimingSample } from '../calibration/baseline'
-import { learnedMargins } from '../calibration/drift'
-import type { CalibrationSnapshot } from '../calibration/learned'
+import type { CalibrationSnapshot, TimingSample } from '../core'
 import {
   type CalibrationReport,
   calibrate,
   describeCalibration,
+  learnedMargins,
   type ModelCalibration,
   readCalibration,
   snapshotOf,
   type TokenObservation,
-} from '../calibration/learned'
-import type { MarginPoint, SampleQuery } from '../telemetry/types'
+} from '../core'
+import type { MarginPoint, SampleQuery } from './telemetry/types'
 
 /** Points of margin history kept per model; the oldest go first. */
 const MARGIN_HISTORY_POINTS = 512

@@ -1,8 +1,7 @@
 /**
  * @module Tenant authentication: an API key maps to a tenant id, from a Worker secret or KV — never code.
  */
-import { constantTimeEqual, toHex } from '../crypto/bytes'
-import { GuardError } from '../errors'
+import { constantTimeEqual, GuardError, toHex } from '../core'
 import type { Env } from './env'
 
 /**
@@ -65,7 +64,7 @@ function keyMap(json: string | undefined): [string, string][] {
 }
 
 /** @deprecated Import {@link constantTimeEqual} from src/bytes.ts; kept while a test imports it here. */
-export { constantTimeEqual as timingSafeEqual } from '../crypto/bytes'
+export { constantTimeEqual as timingSafeEqual } from '../core'
 
 /** Lowercase hex SHA-256 of a string. */
 async function sha256Hex(text: string): Promise<string> {

@@ -2,10 +2,10 @@
  * @module What the Worker does with each verdict: one log line, a sampled record for the console and
  * the metrics, and an alert for leaks. Nothing here may delay or change an answer.
  */
-import type { VerdictContext, VerdictLog } from '../vocabulary/options'
-import { alertOnVerdict } from './alerts'
+import type { VerdictContext, VerdictLog } from '../core'
+import { alertOnVerdict } from './alerts/worker-alerts'
 import type { Env } from './env'
-import { recordVerdict } from './telemetry'
+import { recordVerdict } from './telemetry/worker-telemetry'
 
 /**
  * The Worker's `onVerdict`: the log line first (it never fails), then background work through

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import type { VerdictLog } from '../../src/core/vocabulary/options'
 import {
   Alerter,
   type AlertFailure,
@@ -6,8 +7,7 @@ import {
   deriveTenantSecret,
   parseAlertConfig,
   verifySignature,
-} from '../../src/alerts'
-import type { VerdictLog } from '../../src/vocabulary/options'
+} from '../../src/worker/alerts'
 import { LEAK_VERDICT } from './fixtures'
 
 const SECRET = 'test-alert-secret-0123456789-abcdefghij'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseAlertConfig } from '../../src/alerts'
+import { parseAlertConfig } from '../../src/worker/alerts'
 
 const SECRET = 'test-alert-secret-0123456789-abcdefghij'
 

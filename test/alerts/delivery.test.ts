@@ -6,7 +6,7 @@ import {
   deliverWebhook,
   retryAfterMs,
   verifySignature,
-} from '../../src/alerts'
+} from '../../src/worker/alerts'
 
 const SECRET = 'test-alert-secret-0123456789-abcdefghij'
 const BODY = '{"version":1}'

@@ -2,7 +2,7 @@
  * @module The leak verdict the alert tests start from: tenant B's answer withheld for carrying
  * tenant A's canary.
  */
-import type { VerdictLog } from '../../src/vocabulary/options'
+import type { VerdictLog } from '../../src/core/vocabulary/options'
 
 /** A quarantine line as the guard logs it for a foreign-canary leak from tenant-a to tenant-b. */
 export const LEAK_VERDICT: VerdictLog = {

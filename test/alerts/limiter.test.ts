@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AlertLimiter } from '../../src/alerts'
+import { AlertLimiter } from '../../src/worker/alerts'
 
 function clock(start = 1_000_000) {
   let t = start

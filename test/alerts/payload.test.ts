@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import type { VerdictLog } from '../../src/core/vocabulary/options'
 import {
   type Alert,
   alertFromVerdict,
@@ -8,8 +9,7 @@ import {
   slackMessage,
   slackPlain,
   tenantDocument,
-} from '../../src/alerts'
-import type { VerdictLog } from '../../src/vocabulary/options'
+} from '../../src/worker/alerts'
 
 const AT = Date.UTC(2026, 10, 30, 23, 0, 0)
 

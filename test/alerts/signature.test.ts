@@ -4,7 +4,7 @@ import {
   SIGNATURE_HEADER,
   signWebhook,
   verifySignature,
-} from '../../src/alerts'
+} from '../../src/worker/alerts'
 
 const SECRET = 'test-alert-secret-0123456789-abcdefghij'
 const BODY = '{"version":1,"type":"ai_guard.incident","incidentId":"inc_1"}'

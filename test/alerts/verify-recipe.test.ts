@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { signWebhook } from '../../src/alerts'
+import { signWebhook } from '../../src/worker/alerts'
 
 // The receiver's side as docs/alerts.md shows it: WebCrypto only, so it runs in a Worker, Deno, Bun
 // or Node 20+ without this package.

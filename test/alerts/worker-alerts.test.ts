@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { VerdictLog } from '../../src/vocabulary/options'
-import { alertOnVerdict } from '../../src/worker/alerts'
+import type { VerdictLog } from '../../src/core/vocabulary/options'
+import { alertOnVerdict } from '../../src/worker/alerts/worker-alerts'
 import type { Env } from '../../src/worker/env'
 import { LEAK_VERDICT } from './fixtures'
 

@@ -11,7 +11,7 @@ import {
   MemoryCalibration,
   MemoryQuarantineStore,
 } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { chat, document } from '../support/prompts'
 
 /**

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import * as full from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import * as lean from '../../src/lean'
 import { chat } from '../support/prompts'
 import {

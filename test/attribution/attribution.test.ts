@@ -6,9 +6,9 @@ import {
   MemoryTenantDirectory,
   TenantAttribution,
   type TenantDirectory,
-} from '../../src/attribution'
-import { importCanaryKey, mintCanary, scanText, tenantTag } from '../../src/canary'
-import { keyFingerprint } from '../../src/canary/token'
+} from '../../src/core/attribution'
+import { importCanaryKey, mintCanary, scanText, tenantTag } from '../../src/core/canary'
+import { keyFingerprint } from '../../src/core/canary/token'
 
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
 const SECRET = 'attribution-secret-0123456789abcdef-0123'

@@ -4,7 +4,7 @@ import {
   D1TenantDirectory,
   isolateTenantDirectory,
   MemoryTenantDirectory,
-} from '../../src/attribution'
+} from '../../src/core/attribution'
 
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
 

@@ -1,11 +1,15 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
-import { D1TenantDirectory, TenantAttribution, type TenantDirectory } from '../../src/attribution'
-import { type CanaryKey, importCanaryKey, mintCanary, scanText } from '../../src/canary'
-import { keyFingerprint } from '../../src/canary/token'
-import { IncidentRecorder } from '../../src/quarantine/aggregate'
-import { D1QuarantineStore } from '../../src/quarantine/d1'
-import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
+import {
+  D1TenantDirectory,
+  TenantAttribution,
+  type TenantDirectory,
+} from '../../src/core/attribution'
+import { type CanaryKey, importCanaryKey, mintCanary, scanText } from '../../src/core/canary'
+import { keyFingerprint } from '../../src/core/canary/token'
+import { IncidentRecorder } from '../../src/core/quarantine/aggregate'
+import { D1QuarantineStore } from '../../src/core/quarantine/d1'
+import type { QuarantineRecord } from '../../src/core/vocabulary/quarantine'
 
 /**
  * Attribution and aggregation composed as the guard composes them when it quarantines: scan → attribute

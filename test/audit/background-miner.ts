@@ -6,7 +6,7 @@
  * real-text log set over the half of node_modules its traffic is never drawn from (its figures are
  * measured with that background, not the built-in one).
  */
-import { units } from '../../src/fingerprint'
+import { units } from '../../src/plugins/foreign-content'
 import type { Package } from './real-logset'
 
 /** Units of a passage: at least one winnowing window (w + n − 1), so it holds a selection. */

@@ -2,7 +2,7 @@
  * @module Runs `workers-ai-guard audit` in-process for tests: the command with Node's files and its
  * standard streams captured; and how a test compares a quote with a prompt.
  */
-import { type AuditReport, auditCommand, nodeLogSource } from '../../src/audit'
+import { type AuditReport, auditCommand, nodeLogSource } from '../../src/tools/audit'
 
 /** What one run of the command gave. */
 export interface AuditRun {

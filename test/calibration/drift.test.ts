@@ -4,14 +4,14 @@ import {
   emptyDriftState,
   learnedMargins,
   observe,
-} from '../../src/calibration/drift'
-import type { ScriptClass } from '../../src/ceiling/script'
+} from '../../src/core/calibration/drift'
+import type { ScriptClass } from '../../src/core/ceiling/script'
 
 const T0 = 1_790_000_000_000
 const DAY = 24 * 60 * 60 * 1000
 
 // The calibration's documented figures (docs/how-it-decides.md, "Calibration per script class";
-// src/calibration/drift.ts): the contract these tests pin.
+// src/core/calibration/drift.ts): the contract these tests pin.
 /** Added on top of an observed undercount when raising. */
 const SAFETY_STEP = 0.02
 /** The highest margin calibration sets: ten times the family bound. */

@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { guardAi } from '../../src'
-import { learnedMinimumMs } from '../../src/calibration/baseline'
-import { MemoryCalibration } from '../../src/calibration/learned'
-import type { AiRunner } from '../../src/call/upstream'
+import { learnedMinimumMs } from '../../src/core/calibration/baseline'
+import { MemoryCalibration } from '../../src/core/calibration/learned'
+import type { AiRunner } from '../../src/core/call/upstream'
 import type { GuardState } from '../../src/worker/state'
 import { chat, document, rejection } from '../support/prompts'
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { UpstreamEvents } from '../../src/call/upstream-events'
-import { GuardError } from '../../src/errors'
+import { UpstreamEvents } from '../../src/core/call/upstream-events'
+import { GuardError } from '../../src/core/errors'
 
 /**
  * The stream's stall deadlines, now one timer checked when it fires: a silent upstream still becomes a

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { matchEcho } from '../../src/canary'
+import { matchEcho } from '../../src/core/canary'
 
 const C = 'cnry_0123456789abcdefghjkmnpq'
 const ANSWER = 'Oslo is the capital of Norway.'

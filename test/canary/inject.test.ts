@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { buildEchoDirective, injectCanary } from '../../src/canary'
-import { GuardError } from '../../src/errors'
+import { buildEchoDirective, injectCanary } from '../../src/core/canary'
+import { GuardError } from '../../src/core/errors'
 
 const CANARY = 'cnry_0123456789abcdefghjkmnpq'
 // The regex the simulator's model uses to find the code it must echo.

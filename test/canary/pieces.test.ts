@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { MarkerBook, PieceCutter } from '../../src/canary'
+import { MarkerBook, PieceCutter } from '../../src/core/canary'
 
 const CANARY = 'cnry_0a1b2c3d4e5f6g7h8j9k0m1n'
 const MARKER = 'cnry_y5nptpffn4qc37cne0j7avgt'

@@ -7,7 +7,7 @@ import {
   mintCanary,
   scanText,
   tenantTag,
-} from '../../src/canary'
+} from '../../src/core/canary'
 
 let key: CanaryKey
 let own: string

@@ -11,8 +11,8 @@ import {
   inspectCanary,
   mintCanary,
   tenantTag,
-} from '../../src/canary'
-import { keyFingerprint } from '../../src/canary/token'
+} from '../../src/core/canary'
+import { keyFingerprint } from '../../src/core/canary/token'
 
 const SECRET = 'test-secret-0123456789abcdef-0123456789'
 const OTHER_SECRET = 'another-secret-0123456789abcdef-01234567'

@@ -4,11 +4,11 @@ import {
   decideCeiling,
   finerThanEnglish,
   type Margins,
-} from '../../src/ceiling/ceiling'
-import { type ClassFigures, estimateTexts } from '../../src/ceiling/estimate'
-import { type PromptPieces, promptPieces, templateOverhead } from '../../src/ceiling/prompt'
-import type { ScriptClass } from '../../src/ceiling/script'
-import { utf8Length } from '../../src/ceiling/utf8'
+} from '../../src/core/ceiling/ceiling'
+import { type ClassFigures, estimateTexts } from '../../src/core/ceiling/estimate'
+import { type PromptPieces, promptPieces, templateOverhead } from '../../src/core/ceiling/prompt'
+import type { ScriptClass } from '../../src/core/ceiling/script'
+import { utf8Length } from '../../src/core/ceiling/utf8'
 import { prose, rng } from './gen'
 
 const GLM = { contextWindow: 1_048_576, kvPoolTokens: 681_280 }

@@ -1,10 +1,10 @@
 import { countTokens as libraryCount } from 'gpt-tokenizer/encoding/o200k_base'
 import { describe, expect, it } from 'vitest'
-import { decideCeiling, type Margins } from '../../src/ceiling/ceiling'
-import { chunkEnd, countTokens, LONG_PIECE_UNITS } from '../../src/ceiling/count'
-import { estimateTexts, scanFamily } from '../../src/ceiling/estimate'
-import { type PromptPieces, templateOverhead } from '../../src/ceiling/prompt'
-import { utf8Length } from '../../src/ceiling/utf8'
+import { decideCeiling, type Margins } from '../../src/core/ceiling/ceiling'
+import { chunkEnd, countTokens, LONG_PIECE_UNITS } from '../../src/core/ceiling/count'
+import { estimateTexts, scanFamily } from '../../src/core/ceiling/estimate'
+import { type PromptPieces, templateOverhead } from '../../src/core/ceiling/prompt'
+import { utf8Length } from '../../src/core/ceiling/utf8'
 import { mixedTexts, prose, randomCodePoints, randomUnicode, rng } from './gen'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }

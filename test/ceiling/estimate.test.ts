@@ -1,8 +1,8 @@
 import o200k, { countTokens as libraryCount } from 'gpt-tokenizer/encoding/o200k_base'
 import { describe, expect, it } from 'vitest'
-import { estimateTexts, loadFamily, scanFamily } from '../../src/ceiling/estimate'
-import { SCRIPT_CLASSES } from '../../src/ceiling/script'
-import { utf8Length } from '../../src/ceiling/utf8'
+import { estimateTexts, loadFamily, scanFamily } from '../../src/core/ceiling/estimate'
+import { SCRIPT_CLASSES } from '../../src/core/ceiling/script'
+import { utf8Length } from '../../src/core/ceiling/utf8'
 import { prose, randomCodePoints, randomUnicode, rng } from './gen'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { decideCeiling } from '../../src/ceiling/ceiling'
-import { promptPieces } from '../../src/ceiling/prompt'
+import { decideCeiling } from '../../src/core/ceiling/ceiling'
+import { promptPieces } from '../../src/core/ceiling/prompt'
 import { tokenizerLoaded } from './loaded'
 
 const margins = () => 0.05

@@ -5,7 +5,7 @@ const LIBRARY_DEFAULT = 100_000
 
 /**
  * Whether the ceiling's tokenizer has been loaded in this isolate, read from outside: loading it
- * (src/ceiling/count.ts, on the first count) sets gpt-tokenizer's merge cache to 10,000 entries,
+ * (src/core/ceiling/count.ts, on the first count) sets gpt-tokenizer's merge cache to 10,000 entries,
  * down from the library's 100,000. Importing the library here builds its vocabulary but configures
  * nothing, so the figure changes only when the guard's own load runs.
  *

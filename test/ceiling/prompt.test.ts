@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { promptPieces, templateOverhead } from '../../src/ceiling/prompt'
-import { GuardError } from '../../src/errors'
+import { promptPieces, templateOverhead } from '../../src/core/ceiling/prompt'
+import { GuardError } from '../../src/core/errors'
 
 function rejection(inputs: Record<string, unknown>): GuardError {
   try {
@@ -180,7 +180,7 @@ describe('prompt pieces', () => {
   }
 })
 
-// The template's figures, as src/ceiling/prompt.ts documents them (docs/how-it-decides.md: image
+// The template's figures, as src/core/ceiling/prompt.ts documents them (docs/how-it-decides.md: image
 // and audio parts are charged 1,024 tokens each): the contract these tests pin.
 const PRIMING = 3 // the assistant header appended once
 const PER_MESSAGE = 4 // role markers and separators around each message

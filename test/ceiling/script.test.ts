@@ -9,8 +9,8 @@ import {
   SCRIPT_CLASS_NAMES,
   SCRIPT_CLASSES,
   type ScriptClass,
-} from '../../src/ceiling/script'
-import { utf8Length } from '../../src/ceiling/utf8'
+} from '../../src/core/ceiling/script'
+import { utf8Length } from '../../src/core/ceiling/utf8'
 import { mixedTexts } from './gen'
 
 /** The class of one o200k piece, as the ceiling's scan reads it (estimate.ts). */

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { estimateTexts } from '../../src/ceiling/estimate'
+import { estimateTexts } from '../../src/core/ceiling/estimate'
 import { prose, rng } from './gen'
 
 /**
  * A long prompt's scan shares its isolate: Workers runs an isolate's concurrent requests
  * one task at a time, so a scan in one task holds every other request until it ends. The scan lets
- * the isolate's other work run every few thousand pre-tokens (src/ceiling/yield.ts); a short text is
+ * the isolate's other work run every few thousand pre-tokens (src/core/ceiling/yield.ts); a short text is
  * scanned in one task, costing ordinary requests no extra turn.
  */
 describe('a long scan lets the isolate breathe', () => {

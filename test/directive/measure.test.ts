@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { type SimConfig, SimEngine } from '../../sim/engine'
 import { loadTokenizer } from '../../sim/tokenizer'
-import type { DirectiveOptions } from '../../src/directive/directive-settings'
-import { type DirectiveReport, measureDirective } from '../../src/directive/run'
-import { runnerTransport } from '../../src/probe'
+import type { DirectiveOptions } from '../../src/tools/directive/directive-settings'
+import { type DirectiveReport, measureDirective } from '../../src/tools/directive/run'
+import { runnerTransport } from '../../src/tools/probe'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 /** The streaming bench's decode speed. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { FrameReader } from '../../src/format/frame-reader'
-import { type Frame, parseFrame } from '../../src/format/frames'
+import { FrameReader } from '../../src/core/format/frame-reader'
+import { type Frame, parseFrame } from '../../src/core/format/frames'
 
 /**
  * The shape reader must give, for every event of every stream, exactly the frame a full parse gives —

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { GuardError } from '../../src/errors'
+import { GuardError } from '../../src/core/errors'
 import {
   isBlankEvent,
   parseFrame,
   readTexts,
   replaceTexts,
   withTexts,
-} from '../../src/format/frames'
+} from '../../src/core/format/frames'
 
 const CHAT_CHUNK = {
   id: 'chatcmpl-1',

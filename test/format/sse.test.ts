@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { encodeSseEvent, type SseEvent, SseParser, sseDecoder } from '../../src/format/sse'
+import { encodeSseEvent, type SseEvent, SseParser, sseDecoder } from '../../src/core/format/sse'
 
 const utf8 = new TextEncoder()
 

@@ -9,10 +9,10 @@ import {
   guardAi,
   MemoryQuarantineStore,
 } from '../../src'
-import { openAiHttpUpstream } from '../../src/adapters'
-import type { AiRunner } from '../../src/call/upstream'
-import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/canary'
-import { fallbackProfile, resolveOptions } from '../../src/vocabulary/options'
+import { openAiHttpUpstream } from '../../src/core/adapters'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { cacheSalt, importCanaryKey, prefixMarker, tenantTag } from '../../src/core/canary'
+import { fallbackProfile, resolveOptions } from '../../src/core/vocabulary/options'
 import { chat, directiveCanary, document, sseText } from '../support/prompts'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 

@@ -3,12 +3,12 @@ import { describe, expect, it, vi } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, GuardError, type GuardOptions, MemoryQuarantineStore } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import {
   type FingerprintBatch,
   type FingerprintStore,
   PUBLIC_BACKGROUND,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { drainText } from '../support/open-stream'

@@ -6,9 +6,9 @@
 import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { createGuard, GuardError, type ModelProfile } from '../../src'
-import { promptPieces } from '../../src/ceiling/prompt'
-import { guardAdditionTokens } from '../../src/plan/guard-additions'
-import { admit } from '../../src/plan/preflight'
+import { promptPieces } from '../../src/core/ceiling/prompt'
+import { guardAdditionTokens } from '../../src/core/plan/guard-additions'
+import { admit } from '../../src/core/plan/preflight'
 import { chat, counted } from '../support/prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'

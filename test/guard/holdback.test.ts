@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import { importCanaryKey, mintCanary } from '../../src/canary'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
 import { chatChunk as chunk, readUntil, openStream as scripted } from '../support/open-stream'
 import { chat, sseText } from '../support/prompts'
 

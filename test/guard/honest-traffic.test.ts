@@ -8,8 +8,8 @@
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { createGuard, GuardError, type VerdictLog } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { units } from '../../src/fingerprint'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { units } from '../../src/plugins/foreign-content'
 import { HELD_OUT_LANGUAGES } from '../support/honest-corpus'
 import {
   answerText,
@@ -250,7 +250,7 @@ async function replay(traffic: HonestTraffic): Promise<Replay> {
       }
     }
     const texts = sentBy.get(turn.tenant) ?? []
-    // What the guard remembers of a request: not its assistant turns (src/plan/prompt-texts.ts).
+    // What the guard remembers of a request: not its assistant turns (src/core/plan/prompt-texts.ts).
     for (const m of turn.inputs.messages as { role: string; content?: unknown }[]) {
       if (m.role !== 'assistant' && typeof m.content === 'string') texts.push(m.content)
     }

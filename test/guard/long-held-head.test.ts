@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
 import { GuardError, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { importCanaryKey, mintCanary } from '../../src/canary'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
 import { chat, directiveCanary, sseText } from '../support/prompts'
 import { ENDING, chunk as event, MODEL } from '../support/secrets'
 
 /**
  * A stream held for its verdict through hundreds of reasoning events is kept as event text, joined a
- * batch at a time (src/verify/held-head.ts), and read again on release. What the client receives must
+ * batch at a time (src/core/verify/held-head.ts), and read again on release. What the client receives must
  * be exactly what the upstream said, whole, and a foreign canary deep in the held reasoning must still
  * withhold everything.
  */

@@ -14,7 +14,7 @@ import {
   MemoryCalibration,
   MemoryQuarantineStore,
 } from '../../src'
-import { answersOf, FingerprintTable } from '../../src/fingerprint'
+import { answersOf, FingerprintTable } from '../../src/plugins/foreign-content'
 import { drainText } from '../support/open-stream'
 import { chat, document } from '../support/prompts'
 import { MODEL, models, ownCanary, SECRET, scripted, userTextOf } from '../support/secrets'

@@ -8,8 +8,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { GuardError, type GuardOptions, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { importCanaryKey, prefixMarker } from '../../src/canary'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { importCanaryKey, prefixMarker } from '../../src/core/canary'
 import { chat, directiveCanary, rejection } from '../support/prompts'
 import { captureWarnings, recordVerdicts } from '../support/verdicts'
 

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createGuard, GuardError } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { udhrLines } from '../support/honest-corpus'
 import { directiveCanary } from '../support/prompts'
 

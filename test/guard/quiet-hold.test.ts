@@ -7,7 +7,7 @@ import {
   holdBackUnits,
   minimumSpan,
   quietHoldBackUnits,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import { chatChunk as chunk, drainText, openStream } from '../support/open-stream'
 import { chat, sseText } from '../support/prompts'
 import { withTenantA } from '../support/tenant-a'

@@ -1,6 +1,6 @@
 /**
- * @module The second opinion on foreign-content evidence (src/verify/second-opinion.ts,
- * src/guard/recall.ts), against an engine that knows a text by heart (test/support/knowing-engine.ts):
+ * @module The second opinion on foreign-content evidence (src/plugins/foreign-content/second-opinion.ts,
+ * src/plugins/foreign-content/recall.ts), against an engine that knows a text by heart (test/support/knowing-engine.ts):
  * what the model recites that one other tenant pasted is released, whole and streamed, without a
  * break; what it quotes of another tenant's private text is still withheld; and every way to turn the
  * second opinion against the guard — copying the cue, stale reads that repeat, a poisoned opinion,

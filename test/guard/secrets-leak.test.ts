@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { SimEngine } from '../../sim/engine'
 import { type GuardOptions, MemoryQuarantineStore, type QuarantineRecord } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { LEAK } from '../support/leak-scenario'
 import { chat, document } from '../support/prompts'
 import {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { type GuardOptions, MemoryQuarantineStore } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { githubChecksum } from '../../src/secrets'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { githubChecksum } from '../../src/plugins/secrets'
 import { SURFACES, type Surface } from '../support/surfaces'
 import { recordVerdicts } from '../support/verdicts'
 

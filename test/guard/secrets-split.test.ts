@@ -336,7 +336,7 @@ describe('a stand-in split across a channel’s pause', () => {
   // Reported as a bug; now a documented limit (docs/secrets.md, Limits), kept failing so a fix
   // shows. One event a chunk: a stand-in of this request begun in one channel (reasoning, or tool
   // call 0), then an event of another channel (content, or tool call 1), then the rest of the
-  // stand-in. The release stage judges a paused channel to its end (src/release/release-stream.ts
+  // stand-in. The release stage judges a paused channel to its end (src/core/release/release-stream.ts
   // #judgeStandIns: `final || paused`) and releases its first half before the rest exists, so the
   // client gets the stand-in in two halves and never its value (12eea33 catches another request's
   // stand-in split this way). Expected: the value, as when the events arrive together.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { importCanaryKey, mintCanary } from '../../src/canary'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
 import { chat, directiveCanary, sseText } from '../support/prompts'
 import { recordVerdicts } from '../support/verdicts'
 

@@ -3,15 +3,15 @@ import { VirtualClock } from '../../sim/clock'
 import type { SimConfig } from '../../sim/config'
 import { SimEngine } from '../../sim/engine'
 import { type GuardOptions, MemoryQuarantineStore, type VerdictLog } from '../../src'
+import { Guard } from '../../src/core/guard/guard'
 import { DEFAULT_PLUGINS } from '../../src/default-plugins'
-import type { FingerprintBook } from '../../src/guard/fingerprint-book'
-import { Guard } from '../../src/guard/guard'
+import type { FingerprintBook } from '../../src/plugins/foreign-content/fingerprint-book'
 import { document } from '../support/prompts'
 import { privateText, STALE_MIDDLE_PROFILE, STALE_MIDDLE_SIM } from '../support/stale-middle'
 import { recordVerdicts } from '../support/verdicts'
 
 /**
- * The memo of each tenant's long texts (src/memo) against its adversaries: a resent prompt must stay
+ * The memo of each tenant's long texts (src/core/memo) against its adversaries: a resent prompt must stay
  * as protected as a new one (its fingerprints in the table, a leak of it withheld naming its sender),
  * and no verdict may differ with the memo on or off — only how fast it comes.
  */

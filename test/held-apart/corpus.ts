@@ -15,7 +15,7 @@
  * Each family is cut into pieces of 30–150 units (paragraphs, functions, entries), in a fixed order,
  * so a seed picks the same pieces on every machine with the same packages.
  */
-import { units } from '../../src/fingerprint'
+import { units } from '../../src/plugins/foreign-content'
 
 interface Dirent {
   name: string

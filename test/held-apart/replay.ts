@@ -8,7 +8,7 @@
  */
 import { VirtualClock } from '../../sim/clock'
 import { createGuard, GuardError, type GuardOptions, type VerdictLog } from '../../src'
-import { units } from '../../src/fingerprint'
+import { units } from '../../src/plugins/foreign-content'
 import { isCue, Knowledge, knowingEngine, lastUserText } from '../support/knowing-engine'
 import { sseText } from '../support/prompts'
 import type { HeldApartTraffic, HeldApartTurn } from './traffic'

@@ -11,7 +11,7 @@
  * never sees that list (only the engine does, as a model's memory).
  */
 import { prng } from '../../sim/random'
-import { units, unitWeight, WORD_WEIGHT } from '../../src/fingerprint'
+import { units, unitWeight, WORD_WEIGHT } from '../../src/plugins/foreign-content'
 import { Knowledge } from '../support/knowing-engine'
 import type { Family, Piece } from './corpus'
 

@@ -5,7 +5,7 @@ import {
   deriveTenantSecret,
   parseAlertConfig,
   verifySignature,
-} from '../../src/alerts'
+} from '../../src/worker/alerts'
 import { type Receiver, startReceiver } from '../alerts/receiver'
 
 /**

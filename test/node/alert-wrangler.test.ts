@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { deriveTenantSecret, type SlackMessage, verifySignature } from '../../src/alerts'
 import { CANARY_PATTERN } from '../../src/index'
+import { deriveTenantSecret, type SlackMessage, verifySignature } from '../../src/worker/alerts'
 import { type Received, type Receiver, startReceiver } from '../alerts/receiver'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
 import { startWranglerDev, type WranglerDev } from '../ecosystem/wrangler-dev'

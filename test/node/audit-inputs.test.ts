@@ -12,7 +12,7 @@ import {
   nodeLogSource,
   PROOF_UNITS,
   runAudit,
-} from '../../src/audit'
+} from '../../src/tools/audit'
 import { runAuditCommand } from '../audit/run'
 
 // Bad inputs give a clear report, never a crash: malformed and truncated lines are counted with their

@@ -11,7 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import type { AuditReport, Finding } from '../../src/audit'
+import type { AuditReport, Finding } from '../../src/tools/audit'
 import {
   buildRealLogSet,
   gatewayPage,

@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { type AuditReport, renderAuditCsv, renderAuditText } from '../../src/audit'
+import { type AuditReport, renderAuditCsv, renderAuditText } from '../../src/tools/audit'
 import {
   buildLogSet,
   gatewayLines,
@@ -232,7 +232,7 @@ describe('audit of a simulated incident', () => {
   it('should run as the real bin', async () => {
     const child = spawn(
       'node_modules/.bin/tsx',
-      ['src/cli.ts', 'audit', files['app.jsonl']!, '--csv'],
+      ['src/tools/cli.ts', 'audit', files['app.jsonl']!, '--csv'],
       {
         cwd: process.cwd(),
         stdio: ['ignore', 'pipe', 'ignore'],

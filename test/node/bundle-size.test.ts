@@ -16,7 +16,7 @@ describe('package entries: bundle size', () => {
   // The measure can fail: an entry that imports a plug-in grows by its data.
   it('should measure a plug-in imported into an entry', async () => {
     const lean = await bundleBytes('src/lean.ts')
-    const plugin = await bundleBytes('src/fingerprint/content-plugin.ts')
+    const plugin = await bundleBytes('src/plugins/foreign-content/content-plugin.ts')
     expect(plugin).toBeGreaterThan(lean)
     expect(plugin).toBeGreaterThan(900_000)
   }, 60_000)

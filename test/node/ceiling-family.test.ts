@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { decideCeiling } from '../../src/ceiling/ceiling'
-import { estimateTexts, loadFamily } from '../../src/ceiling/estimate'
-import { promptPieces } from '../../src/ceiling/prompt'
+import { decideCeiling } from '../../src/core/ceiling/ceiling'
+import { estimateTexts, loadFamily } from '../../src/core/ceiling/estimate'
+import { promptPieces } from '../../src/core/ceiling/prompt'
 import {
   base64,
   code,

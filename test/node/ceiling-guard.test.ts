@@ -1,7 +1,7 @@
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { english } from '../support/prompts'
 import {
   code,

@@ -1,5 +1,5 @@
 /**
- * @module The ceiling's merge (src/ceiling/bpe-merge.ts), from the pre-token's string as the ceiling
+ * @module The ceiling's merge (src/core/ceiling/bpe-merge.ts), from the pre-token's string as the ceiling
  * runs it, against gpt-tokenizer's own merge of its UTF-8 bytes, pre-token by pre-token, on UDHR prose in every translation the family bound is measured on, the
  * generated kinds of text and random letters of every script block: the same token ids, so every
  * count and family estimate built from them is the same.
@@ -7,8 +7,8 @@
 import o200k from 'gpt-tokenizer/encoding/o200k_base'
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants'
 import { describe, expect, it } from 'vitest'
-import { isMergeCore, type MergeCore, pieceMerger } from '../../src/ceiling/bpe-merge'
-import { chunkEnd, LONG_PIECE_UNITS, pieceTokenizer } from '../../src/ceiling/count'
+import { isMergeCore, type MergeCore, pieceMerger } from '../../src/core/ceiling/bpe-merge'
+import { chunkEnd, LONG_PIECE_UNITS, pieceTokenizer } from '../../src/core/ceiling/count'
 import {
   GENERATED,
   randomScript,

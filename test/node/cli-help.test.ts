@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { CLI_HELP, cliRoute } from '../../src/cli-help'
+import { CLI_HELP, cliRoute } from '../../src/tools/cli-help'
 
-// Every command the bin dispatches: src/cli.ts runs these four, and the list must name each.
+// Every command the bin dispatches: src/tools/cli.ts runs these four, and the list must name each.
 const DISPATCHED = ['init', 'probe', 'directive', 'audit']
 
 describe('the bin lists its commands', () => {

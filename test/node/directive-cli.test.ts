@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { simFetchHandler } from '../../sim/http'
-import { directiveCommand } from '../../src/directive/directive-command'
-import { recommend } from '../../src/directive/recommendation'
-import type { CommandIo } from '../../src/probe/command'
+import { directiveCommand } from '../../src/tools/directive/directive-command'
+import { recommend } from '../../src/tools/directive/recommendation'
+import type { CommandIo } from '../../src/tools/probe/command'
 
 function io(fetcher?: typeof fetch): CommandIo & { out: string; err: string; calls: number } {
   const state = { out: '', err: '', calls: 0 }

@@ -96,7 +96,7 @@ async function anchors(path: string): Promise<Set<string>> {
 
 describe('the README and docs agree with the code', () => {
   it('should explain every reason a verdict can give, in the incident reasons table', async () => {
-    const reasons = await unionMembers('src/vocabulary/verdict-types.ts', 'Reason')
+    const reasons = await unionMembers('src/core/vocabulary/verdict-types.ts', 'Reason')
     const home = 'docs/incidents.md'
     const documented = tableKeys(await read(home), 'reason')
     expect(reasons.filter((r) => !documented.includes(r))).toEqual([])
@@ -107,7 +107,7 @@ describe('the README and docs agree with the code', () => {
   })
 
   it('should say what to do for every error code, in Troubleshooting', async () => {
-    const codes = await unionMembers('src/errors.ts', 'GuardErrorCode')
+    const codes = await unionMembers('src/core/errors.ts', 'GuardErrorCode')
     const troubleshooting = await read('docs/troubleshooting.md')
     expect(troubleshooting.startsWith('# Troubleshooting')).toBe(true)
     expect(codes.filter((c) => !tableKeys(troubleshooting, 'code').includes(c))).toEqual([])
@@ -183,7 +183,7 @@ describe('the README and docs agree with the code', () => {
       }
     }
     expect(problems).toEqual([])
-    expect(JSON.parse(await read('package.json')).scripts.probe).toContain('src/cli.ts probe')
+    expect(JSON.parse(await read('package.json')).scripts.probe).toContain('src/tools/cli.ts probe')
   })
 
   // The public surface: every export of each entry point has its line in docs/api.md, and
@@ -192,7 +192,7 @@ describe('the README and docs agree with the code', () => {
     const api = await read('docs/api.md')
     const entries: [string, string][] = [
       ['workers-ai-guard', 'src/index.ts'],
-      ['workers-ai-guard/adapters', 'src/adapters/index.ts'],
+      ['workers-ai-guard/adapters', 'src/adapters.ts'],
       ['workers-ai-guard/worker', 'src/worker/index.ts'],
     ]
     for (const [entry, path] of entries) {
@@ -200,10 +200,13 @@ describe('the README and docs agree with the code', () => {
       const listed = tableKeys(section, 'export').sort()
       expect(listed, entry).toEqual(await entryExports(path))
     }
-    // The lean entry: the default's surface without the secrets plug-in's value, its ways in listed.
+    // The lean entry: the default's surface without the secrets plug-in's value and the Worker wing's
+    // alert signature, its ways in listed.
     const lean = await entryExports('src/lean.ts')
     const full = await entryExports('src/index.ts')
-    expect(lean).toEqual(full.filter((name) => name !== 'WORKER_SECRETS_DEFAULT'))
+    const notLean = ['WORKER_SECRETS_DEFAULT', 'SIGNATURE_HEADER', 'SignatureCheck']
+    notLean.push('deriveTenantSecret', 'verifySignature')
+    expect(lean).toEqual(full.filter((name) => !notLean.includes(name)))
     const section = api.split('## `workers-ai-guard/lean`\n')[1]?.split('\n## ')[0] ?? ''
     expect(tableKeys(section, 'export').sort()).toEqual(['aiGuard', 'createGuard', 'guardAi'])
   })
@@ -225,7 +228,7 @@ describe('the README and docs agree with the code', () => {
           if (!(await anchors(path)).has(anchor)) broken.push(`${file} → ${m[1]} (no such heading)`)
         }
       }
-      // A file named in prose (`sim/README.md`, INCIDENT.md, src/verify/verdict.ts) must exist too,
+      // A file named in prose (`sim/README.md`, INCIDENT.md, src/core/verify/verdict.ts) must exist too,
       // from the file or the root: moved code must not leave the docs pointing at nothing.
       const named =
         /(?<![\w./{-])([\w./-]+\.md|(?:src|test|bench|scripts|sim|migrations)\/[\w./-]+\.(?:ts|json|toml|sh|sql))\b/g

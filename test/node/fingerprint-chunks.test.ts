@@ -8,13 +8,13 @@ import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
-import { contentSeed, importCanaryKey } from '../../src/canary'
+import { contentSeed, importCanaryKey } from '../../src/core/canary'
 import {
   FINGERPRINT_DEFAULTS,
   type FingerprintKey,
   fingerprintKey,
   printPrompt,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import { CHUNK_HASHES, chunkBatch, INSERT, joinChunks } from '../../src/worker/fingerprint-chunks'
 import { limitedSql, SAFE_VALUE_BYTES } from '../../src/worker/platform-limits'
 

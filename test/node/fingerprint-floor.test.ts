@@ -22,7 +22,7 @@ import {
   units,
   unitWeight,
   WORD_WEIGHT,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import { span, testFingerprintKey } from '../support/fingerprint-fixtures'
 import { udhrText } from './ceiling-corpus'
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { Generation } from '../../src/fingerprint/generation'
+import { Generation } from '../../src/plugins/foreign-content/generation'
 
 /** Filter bits per slot, as docs/fingerprints.md states them (4 bits a slot, one hash). */
 const FILTER_BITS = 4

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { FingerprintTable } from '../../src/fingerprint'
+import { FingerprintTable } from '../../src/plugins/foreign-content'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const MIB = 1024 * 1024

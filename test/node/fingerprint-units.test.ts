@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
-import { contentSeed, importCanaryKey } from '../../src/canary'
+import { contentSeed, importCanaryKey } from '../../src/core/canary'
 import {
   type FingerprintKey,
   fingerprintKey,
@@ -9,8 +9,8 @@ import {
   Shingler,
   UnitReader,
   units,
-} from '../../src/fingerprint'
-import { sipHash52 } from '../../src/fingerprint/siphash'
+} from '../../src/plugins/foreign-content'
+import { sipHash52 } from '../../src/plugins/foreign-content/siphash'
 
 let key: FingerprintKey
 beforeAll(async () => {

@@ -14,7 +14,7 @@ import {
   quietHoldBackUnits,
   scanAnswer,
   units,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import { span, testFingerprintKey } from '../support/fingerprint-fixtures'
 
 const MODEL = '@cf/zai-org/glm-5.3'

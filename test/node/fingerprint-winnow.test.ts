@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { Winnower } from '../../src/fingerprint/winnow'
+import { Winnower } from '../../src/plugins/foreign-content/winnow'
 
 /**
  * The streaming winnower against the definition (Schleimer et al.): of every window of w consecutive

@@ -21,7 +21,7 @@ describe('the heartbeat default', () => {
     expect(heartbeatVar(await read('wrangler.dev.toml'))).toBeUndefined()
     // The option's own default stays off: a library stream that fails after run() returned needs a
     // response path that turns the failure into an error event.
-    expect(await read('src/vocabulary/options.ts')).toContain(
+    expect(await read('src/core/vocabulary/options.ts')).toContain(
       "options.heartbeatMs === undefined ? 0 : integer('heartbeatMs'",
     )
   })

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { initCommand } from '../../src/init/init-command'
+import { initCommand } from '../../src/tools/init/init-command'
 import { INSTALLED_SIM_CONFIG, STARTER_FILES, STARTER_SCRIPTS } from '../support/starter'
 
 const STARTER = new URL('../../examples/consumer/', import.meta.url)

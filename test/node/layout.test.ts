@@ -61,7 +61,7 @@ describe('src/ layout', () => {
   })
 
   // The pipeline's stage folders import one way. Options, the quarantine record, the
-  // verdict's types, the request's facts and the release's judge live in src/vocabulary/, which every
+  // verdict's types, the request's facts and the release's judge live in src/core/vocabulary/, which every
   // stage may import.
   it('should have no two stage folders importing each other both ways, and no import the wrong way', async () => {
     expect(report.twoWayFolders).toEqual([])
@@ -72,14 +72,13 @@ describe('src/ layout', () => {
   it('should report stage folders both ways and each direction rule broken', async () => {
     const root = await mkdtemp(join(tmpdir(), 'layout-'))
     const files: Record<string, string> = {
-      'release/queue.ts':
+      'core/release/queue.ts':
         "import { scan } from '../canary/scan'\nimport type { V } from '../verify/v'\n",
-      'verify/v.ts': "import { q } from '../release/queue'\nexport type V = 1\n",
-      'canary/scan.ts': 'export const scan = 1\n',
-      'attempt/context.ts': "import type { P } from '../plan/p'\n",
-      'plan/p.ts': "import { G } from '../guard/g'\nexport type P = 1\n",
-      'guard/g.ts': 'export const G = 1\n',
-      'worker/app.ts': "import { G } from '../guard/g'\n",
+      'core/verify/v.ts': "import { q } from '../release/queue'\nexport type V = 1\n",
+      'core/canary/scan.ts': 'export const scan = 1\n',
+      'core/attempt/context.ts': "import type { P } from '../plan/p'\n",
+      'core/plan/p.ts': "import { G } from '../guard/g'\nexport type P = 1\n",
+      'core/guard/g.ts': 'export const G = 1\n',
     }
     for (const [file, text] of Object.entries(files)) {
       await mkdir(join(root, file, '..'), { recursive: true })
@@ -92,40 +91,42 @@ describe('src/ layout', () => {
       'the attempt depends on no stage: attempt → plan',
       'the release reads only its judge: release → canary',
       'the release reads only its judge: release → verify',
-      'the Worker reaches the guard through the public surface: worker → guard',
       'verify/ does not build the release: verify → release',
     ])
     await rm(root, { recursive: true, force: true })
   })
 
-  // The evidence plug-ins are registered by an entry: the core (the lean entry too) imports none of
-  // them, type-only imports included; the plug-ins, the app and the default entry may.
-  it('should report each core import of a plug-in, and none of the plug-ins, the app or the default entry', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'layout-plugins-'))
+  // The four wings (scripts/layout.ts WINGS): through faces only, and one way — the core imports no
+  // plug-in, app or tool; the Worker and the tools use the others' faces.
+  it('should keep every import across wings on a face, one way, and every file in a wing', () => {
+    expect(report.wings).toEqual([])
+    expect(report.outsideWings).toEqual([])
+  })
+
+  it('should report an import past a face, a core importing a plug-in, a wing importing an entry, and a stray file', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'wings-'))
     const files: Record<string, string> = {
-      'verify/conclude.ts':
-        "import type { StoreGap } from '../fingerprint/index'\nexport const c = 1\n",
-      'guard/guard.ts': "import { recallFor } from './recall'\n",
-      'guard/recall.ts': "import { c } from '../verify/conclude'\nexport const recallFor = c\n",
-      'lean.ts': "import { resolveSecrets } from './secrets/policy'\n",
-      'index.ts': "import { resolveSecrets } from './secrets/policy'\n",
-      'default-plugins.ts': "import { plugin } from './fingerprint/content-plugin'\n",
-      'fingerprint/index.ts': 'export type StoreGap = undefined\n',
-      'fingerprint/content-plugin.ts':
-        "import { c } from '../verify/conclude'\nexport const plugin = c\n",
-      'secrets/policy.ts': 'export const resolveSecrets = 1\n',
-      'worker/app.ts': "import type { StoreGap } from '../fingerprint/index'\n",
+      'index.ts': "export { G } from './core'\n",
+      'core/index.ts': "export { G } from './guard/g'\n",
+      'core/guard/g.ts': "import { P } from '../../plugins/secrets'\nexport const G = P\n",
+      'plugins/secrets/index.ts': "export { P } from './p'\n",
+      'plugins/secrets/p.ts': "import { G } from '../../core/guard/g'\nexport const P = 1\n",
+      'worker/app.ts': "import { G } from '../index'\nimport { T } from '../tools'\n",
+      'tools/index.ts': 'export const T = 1\n',
+      'stray/x.ts': 'export const X = 1\n',
     }
     for (const [file, text] of Object.entries(files)) {
       await mkdir(join(root, file, '..'), { recursive: true })
       await writeFile(join(root, file), text)
     }
     const broken = await checkLayout(root)
-    expect(broken.wrongWay.map((w) => w.rule)).toEqual([
-      'the core imports no evidence plug-in: guard → guard/recall.ts',
-      'the core imports no evidence plug-in: lean.ts → secrets/',
-      'the core imports no evidence plug-in: verify → fingerprint/',
+    expect(broken.wings.map((w) => w.rule)).toEqual([
+      'core may not use plugins/secrets',
+      'no wing imports a package entry: worker',
+      'only through the face of core: plugins/secrets → core',
+      'worker may not use tools',
     ])
+    expect(broken.outsideWings).toEqual([`${root}/stray/x.ts`])
     await rm(root, { recursive: true, force: true })
   })
 
@@ -153,9 +154,9 @@ describe('src/ layout', () => {
   })
 
   // One authority on verdicts: a Verdict is an object with an action and a score, and
-  // only src/verify/verdict.ts writes one; every stage asks decide() (or decideReleased()). An action
-  // followed by `|` is the type's union (src/vocabulary/verdict-types.ts), not a verdict.
-  it("should write a verdict's action in src/verify/verdict.ts only", async () => {
+  // only src/core/verify/verdict.ts writes one; every stage asks decide() (or decideReleased()). An action
+  // followed by `|` is the type's union (src/core/vocabulary/verdict-types.ts), not a verdict.
+  it("should write a verdict's action in src/core/verify/verdict.ts only", async () => {
     const literal =
       /\{[^{}]*\baction:\s*'(?:release|retry|quarantine|refuse)'\s*[,}\n][^{}]*\bscore\b[^{}]*\}|\{[^{}]*\bscore\b[^{}]*\baction:\s*'(?:release|retry|quarantine|refuse)'\s*[,}\n][^{}]*\}/g
     const writers: Record<string, number> = {}
@@ -165,20 +166,20 @@ describe('src/ layout', () => {
       if (found > 0) writers[`src/${file}`] = found
     }
     // The check finds decide()'s own verdicts (it can fail), and nothing anywhere else.
-    expect(Object.keys(writers)).toEqual(['src/verify/verdict.ts'])
-    expect(writers['src/verify/verdict.ts']).toBeGreaterThanOrEqual(5)
+    expect(Object.keys(writers)).toEqual(['src/core/verify/verdict.ts'])
+    expect(writers['src/core/verify/verdict.ts']).toBeGreaterThanOrEqual(5)
   })
 
   // Learned state is taught once, from the outcome: only the orchestrator imports what
   // teaches calibration; verification says what an answer can teach (its Lesson), the call stage
   // keeps the engine's refusal as its error's cause.
-  it('should teach learned state from src/guard/attempts.ts only', async () => {
+  it('should teach learned state from src/core/guard/attempts.ts only', async () => {
     const teachers: string[] = []
     for (const file of await readdir('src', { recursive: true })) {
       if (!file.endsWith('.ts') || file === 'calibration/teach.ts') continue
       const text = await readFile(`src/${file}`, 'utf8')
       if (/from '[./]*(?:calibration\/)?teach'/.test(text)) teachers.push(`src/${file}`)
     }
-    expect(teachers).toEqual(['src/guard/attempts.ts'])
+    expect(teachers).toEqual(['src/core/guard/attempts.ts'])
   })
 })

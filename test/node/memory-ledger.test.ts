@@ -6,7 +6,7 @@
  */
 import { Hono } from 'hono'
 import { describe, expect, it } from 'vitest'
-import { GuardError } from '../../src/errors'
+import { GuardError } from '../../src/core/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
 import { discardBody, readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'

@@ -3,8 +3,8 @@
  * D1's upserts would hold.
  */
 import type { VerdictLog } from '../../src'
-import type { CounterRow, HistogramRow, MetricsSnapshot } from '../../src/telemetry/types'
-import { incrementsOf } from '../../src/telemetry/verdict-rows'
+import type { CounterRow, HistogramRow, MetricsSnapshot } from '../../src/worker/telemetry/types'
+import { incrementsOf } from '../../src/worker/telemetry/verdict-rows'
 
 /** Most model label values on the page, the rest folded into `other` (docs/telemetry.md). */
 export const MAX_MODEL_SERIES = 32

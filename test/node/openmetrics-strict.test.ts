@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { renderOpenMetrics } from '../../src/telemetry/openmetrics'
-import type { CounterRow, HistogramRow, MetricsSnapshot } from '../../src/telemetry/types'
-import { incrementsOf, OTHER } from '../../src/telemetry/verdict-rows'
+import { renderOpenMetrics } from '../../src/worker/telemetry/openmetrics'
+import type { CounterRow, HistogramRow, MetricsSnapshot } from '../../src/worker/telemetry/types'
+import { incrementsOf, OTHER } from '../../src/worker/telemetry/verdict-rows'
 import { GLM, MAX_MODEL_SERIES, MODELS, snapshotOf, TRAFFIC, verdict } from './openmetrics-fixtures'
 
 /**

@@ -13,7 +13,7 @@ import {
   runProbe,
   seededRng,
   urlTransport,
-} from '../../src/probe'
+} from '../../src/tools/probe'
 
 // The simulator over real HTTP on 127.0.0.1 (port 0), scaled down so real time stays short: a 20,480
 // token pool behind a 32,768-token window, prefilling at 100,000 tok/s — real waits, so the probe's
@@ -77,10 +77,10 @@ interface Run {
   stderr: string
 }
 
-/** `node --import tsx src/cli.ts …` as a child process; the server above keeps serving meanwhile. */
+/** `node --import tsx src/tools/cli.ts …` as a child process; the server above keeps serving meanwhile. */
 function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/tools/cli.ts', ...args], {
       cwd: process.cwd(),
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, PROBE_API_KEY: undefined, ...env },

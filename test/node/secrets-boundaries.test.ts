@@ -3,7 +3,7 @@
  * wrapped in random separators and containers (CSV and TSV cells, quotes, underscores, brackets,
  * URL-encoding, JSON escapes written out, Markdown and HTML table cells, `.env` lines, keyword-less
  * lists, line wraps), is found whole and substituted; a decimal fraction and a digit-dash join stay
- * what they are. Before the shared token boundary (src/secrets/detector.ts), a card or a
+ * what they are. Before the shared token boundary (src/plugins/secrets/detector.ts), a card or a
  * fødselsnummer right after a comma or an `_` was sent as it was.
  */
 import fc from 'fast-check'
@@ -14,7 +14,7 @@ import {
   importStandInKey,
   StandInBook,
   type StandInKey,
-} from '../../src/secrets'
+} from '../../src/plugins/secrets'
 import { GENERATORS, rng } from '../secrets/generate'
 
 let key: StandInKey

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { builtInDetectors, findSecrets, type SecretSpan } from '../../src/secrets'
+import { builtInDetectors, findSecrets, type SecretSpan } from '../../src/plugins/secrets'
 import { labelledCorpus, scoreCorpus } from '../secrets/corpus'
 
 /**

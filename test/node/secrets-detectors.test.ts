@@ -9,7 +9,7 @@ import {
   patternProblem,
   validFodselsnummer,
   validPersonnummer,
-} from '../../src/secrets'
+} from '../../src/plugins/secrets'
 import { GENERATORS, NEGATIVES, rng } from '../secrets/generate'
 
 /**

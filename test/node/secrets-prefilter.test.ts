@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { importStandInKey, SHAPES, StandInBook } from '../../src/secrets'
+import { importStandInKey, SHAPES, StandInBook } from '../../src/plugins/secrets'
 import { GENERATORS, rng } from '../secrets/generate'
 
 const SECRET = 'prefilter-test-secret-0123456789abcdef012'

@@ -1,13 +1,13 @@
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { type SecretServices, substituteSecrets } from '../../src/plan/prompt-secrets'
 import {
   importStandInKey,
   type OperatorPattern,
   resolveSecrets,
   type SecretsOptions,
   type StandInKey,
-} from '../../src/secrets'
+} from '../../src/plugins/secrets'
+import { type SecretServices, substituteSecrets } from '../../src/plugins/secrets/prompt-secrets'
 import { GENERATORS, rng } from '../secrets/generate'
 
 /**
@@ -315,13 +315,13 @@ describe('substituteSecrets: tool-call arguments', () => {
 })
 
 describe('substituteSecrets: every message field the engine reads', () => {
-  // Each of these reaches the engine (src/ceiling/prompt.ts counts them as prompt text: a template
+  // Each of these reaches the engine (src/core/ceiling/prompt.ts counts them as prompt text: a template
   // renders them). substituteSecrets used to read only `content`, `tool_calls[n].function.arguments`
   // and `prompt` (fixed in 00db920); the JSON-number and duplicate-key cases are still open.
   const token = () => secretLine('github-token', 16)
 
   it('should substitute arguments of a tool call in the legacy shape { name, arguments }', async () => {
-    // The shape the guard's own legacy answers carry (src/format/assemble.ts), sent back next turn.
+    // The shape the guard's own legacy answers carry (src/core/format/assemble.ts), sent back next turn.
     const { value } = token()
     const inputs = {
       messages: [

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { GuardError } from '../../src/errors'
-import { substituteSecrets } from '../../src/plan/prompt-secrets'
-import { importStandInKey } from '../../src/secrets'
-import { resolveSecrets } from '../../src/secrets/policy'
+import { GuardError } from '../../src/core/errors'
+import { importStandInKey } from '../../src/plugins/secrets'
+import { resolveSecrets } from '../../src/plugins/secrets/policy'
+import { substituteSecrets } from '../../src/plugins/secrets/prompt-secrets'
 
 const SECRET = 'refusal-test-secret-0123456789abcdef0123'
 const request = { requestId: 'r1', tenant: 'acme', model: '@cf/x' }

@@ -1,17 +1,17 @@
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
-import type { AttemptContext } from '../../src/attempt/context'
-import { importCanaryKey, tenantTag } from '../../src/canary/token'
-import { GuardError } from '../../src/errors'
-import { type Channel, type Frame, parseFrame } from '../../src/format/frames'
-import { applyEdits } from '../../src/release/edits'
-import { Release } from '../../src/release/release-stream'
-import { importStandInKey, StandInBook } from '../../src/secrets'
-import type { AnswerView } from '../../src/verify/check'
-import { StandInCheck } from '../../src/verify/stand-in-check'
-import { AnswerJudge } from '../../src/verify/stream-judge'
-import type { StandInFinding } from '../../src/vocabulary/evidence-plugins'
-import type { Edit } from '../../src/vocabulary/release-judge'
+import type { AttemptContext } from '../../src/core/attempt/context'
+import { importCanaryKey, tenantTag } from '../../src/core/canary/token'
+import { GuardError } from '../../src/core/errors'
+import { type Channel, type Frame, parseFrame } from '../../src/core/format/frames'
+import { applyEdits } from '../../src/core/release/edits'
+import { Release } from '../../src/core/release/release-stream'
+import type { AnswerView } from '../../src/core/verify/check'
+import { AnswerJudge } from '../../src/core/verify/stream-judge'
+import type { StandInFinding } from '../../src/core/vocabulary/evidence-plugins'
+import type { Edit } from '../../src/core/vocabulary/release-judge'
+import { importStandInKey, StandInBook } from '../../src/plugins/secrets'
+import { StandInCheck } from '../../src/plugins/secrets/stand-in-check'
 import { GENERATORS, rng } from '../secrets/generate'
 import { endsOf, everyPosition } from '../secrets/splits'
 import { restoredAsWhole } from '../support/secrets'
@@ -19,7 +19,7 @@ import { restoredAsWhole } from '../support/secrets'
 /**
  * The release stage's stand-in restoration as a property: a channel's text cut into events at every
  * position (and at random), each event released once the judge has judged past it, with the edits
- * known then applied to it the way `#emit` in src/release/release-stream.ts applies them, gives
+ * known then applied to it the way `#emit` in src/core/release/release-stream.ts applies them, gives
  * exactly `book.restore(wholeText).text` — values JSON-escaped in a JSON channel. Another request's
  * stand-in ends the stream, with the error `onForeign` returns, before any of its characters leave.
  */
@@ -119,7 +119,7 @@ function judgeFor(jsonContent = false, found: StandInFinding[] = []): StandInChe
 async function restoredWhole(text: string, json: boolean): Promise<string> {
   const { own: found } = await book.locate(text)
   const whole = (await restoredAsWhole(book, text, json)).text
-  // The whole-answer path (src/verify/stand-in-evidence.ts) and, outside JSON, book.restore agree.
+  // The whole-answer path (src/plugins/secrets/stand-in-evidence.ts) and, outside JSON, book.restore agree.
   if (!json && found.every((r) => r.lineBreak === undefined)) {
     expect((await book.restore(text)).text).toBe(whole)
   }
@@ -411,7 +411,7 @@ describe('StandInCheck: a PEM stand-in written with its line breaks escaped', ()
 })
 
 /**
- * The real release stage (src/release/release-stream.ts) with no canary and no content check: only
+ * The real release stage (src/core/release/release-stream.ts) with no canary and no content check: only
  * the stand-ins decide what leaves and how.
  */
 function releaseStage(found: StandInFinding[] = [], jsonContent = false): Release {

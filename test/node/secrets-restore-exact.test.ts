@@ -9,13 +9,13 @@
  */
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { type SecretServices, substituteSecrets } from '../../src/plan/prompt-secrets'
 import {
   importStandInKey,
   resolveSecrets,
   type StandInBook,
   type StandInKey,
-} from '../../src/secrets'
+} from '../../src/plugins/secrets'
+import { type SecretServices, substituteSecrets } from '../../src/plugins/secrets/prompt-secrets'
 import { GENERATORS, rng } from '../secrets/generate'
 import { printed, publishedIban } from '../secrets/published'
 import { restoredAsWhole } from '../support/secrets'
@@ -48,7 +48,7 @@ function argumentsOf(message: unknown): string {
 /**
  * What a client gets back when the model answers with `text` exactly as it was sent: this request's
  * stand-ins replaced by their values, escaped for a JSON channel (tool-call arguments, JSON mode) as
- * the whole-answer stage does (src/verify/stand-in-evidence.ts).
+ * the whole-answer stage does (src/plugins/secrets/stand-in-evidence.ts).
  */
 async function answered(book: StandInBook, text: string, json: boolean): Promise<string> {
   const { text: whole, foreign } = await restoredAsWhole(book, text, json)

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { StandInIndex } from '../../src/secrets/stand-in-index'
+import { StandInIndex } from '../../src/plugins/secrets/stand-in-index'
 
 /**
  * The index of a request's own stand-ins: its filter is sized to what it holds (and grows with it),

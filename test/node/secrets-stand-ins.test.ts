@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { importCanaryKey, tenantTag } from '../../src/canary/token'
+import { importCanaryKey, tenantTag } from '../../src/core/canary/token'
 import {
   builtInDetectors,
   findSecrets,
@@ -11,7 +11,7 @@ import {
   SHAPES,
   StandInBook,
   type StandInKey,
-} from '../../src/secrets'
+} from '../../src/plugins/secrets'
 import { GENERATORS, rng } from '../secrets/generate'
 
 /**
@@ -233,7 +233,7 @@ describe('stand-in layouts', () => {
 
   it('should give API keys, PEM, JWT and URL passwords the full layout (source named), ids the compact one', async () => {
     // The tag a full-layout stand-in names is the canary's tag of the same tenant under the same
-    // secret: src/attribution resolves both alike.
+    // secret: src/core/attribution resolves both alike.
     const acmeTag = await tenantTag(await importCanaryKey(SECRET), 'acme')
     for (const [name, generate] of Object.entries(GENERATORS)) {
       for (let seed = 1; seed <= 20; seed++) {

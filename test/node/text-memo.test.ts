@@ -1,19 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { english } from '../../bench/texts'
 import { prng } from '../../sim/random'
-import { decideCeiling } from '../../src/ceiling/ceiling'
-import { estimateTexts, type TextTally } from '../../src/ceiling/estimate'
-import { promptPieces } from '../../src/ceiling/prompt'
+import { decideCeiling } from '../../src/core/ceiling/ceiling'
+import { estimateTexts, type TextTally } from '../../src/core/ceiling/estimate'
+import { promptPieces } from '../../src/core/ceiling/prompt'
+import { memoSlot, TextMemo } from '../../src/core/memo/text-memo'
 import {
   FINGERPRINT_DEFAULTS,
   fingerprintKey,
   printPrompt,
   Shingler,
   type TextPrint,
-} from '../../src/fingerprint'
-import { memoSlot, TextMemo } from '../../src/memo/text-memo'
-import { substituteSecrets } from '../../src/plan/prompt-secrets'
-import { importStandInKey, resolveSecrets } from '../../src/secrets'
+} from '../../src/plugins/foreign-content'
+import { importStandInKey, resolveSecrets } from '../../src/plugins/secrets'
+import { substituteSecrets } from '../../src/plugins/secrets/prompt-secrets'
 import { randomUnicode } from '../ceiling/gen'
 import { GENERATORS, rng } from '../secrets/generate'
 

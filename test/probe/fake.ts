@@ -2,8 +2,8 @@
  * @module Scripted probe transports for unit tests: a target that answers correctly up to a limit and
  * fails in a chosen way above it, with every request recorded.
  */
-import { countTokens } from '../../src/ceiling/count'
-import type { ProbeAnswer, ProbeRequest, ProbeTransport } from '../../src/probe'
+import { countTokens } from '../../src/core/ceiling/count'
+import type { ProbeAnswer, ProbeRequest, ProbeTransport } from '../../src/tools/probe'
 
 /** The needles and tag of a probe prompt, read back from its text. */
 export function markersOf(prompt: string): { start: string; end: string; tag: string } {

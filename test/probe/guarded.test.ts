@@ -10,7 +10,7 @@ import {
   runProbe,
   UPSTREAM_HINT,
   urlTransport,
-} from '../../src/probe'
+} from '../../src/tools/probe'
 import worker from '../../src/worker'
 import type { Env } from '../../src/worker/env'
 import { sim } from '../support/worker'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { judgeAnswer, minTtftMs, type ProbeAnswer } from '../../src/probe'
+import { judgeAnswer, minTtftMs, type ProbeAnswer } from '../../src/tools/probe'
 
 const prompt = {
   tokens: 700_000,

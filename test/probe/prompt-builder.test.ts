@@ -6,7 +6,7 @@ import {
   mintNeedle,
   NEEDLE_PATTERN,
   seededRng,
-} from '../../src/probe'
+} from '../../src/tools/probe'
 
 const PLAIN = { disallowedSpecial: new Set<string>() }
 

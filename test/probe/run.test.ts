@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { type ProbeProgress, ProbeTransportError, renderReport, runProbe } from '../../src/probe'
+import {
+  type ProbeProgress,
+  ProbeTransportError,
+  renderReport,
+  runProbe,
+} from '../../src/tools/probe'
 import { answer, fakeTransport, limitTransport, markersOf } from './fake'
 
 const small = { window: 32_768, seed: 1 }

@@ -9,7 +9,7 @@ import {
   type SearchState,
   searchState,
   topLength,
-} from '../../src/probe'
+} from '../../src/tools/probe'
 
 const bounds = { start: 1024, top: 1_047_488, tolerance: 0.005, minTokens: 128 }
 

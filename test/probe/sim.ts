@@ -4,7 +4,12 @@
 import { expect } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
 import { type SimConfig, SimEngine } from '../../sim/engine'
-import { type ProbeOptions, type ProbeReport, runnerTransport, runProbe } from '../../src/probe'
+import {
+  type ProbeOptions,
+  type ProbeReport,
+  runnerTransport,
+  runProbe,
+} from '../../src/tools/probe'
 
 /** The model probed. */
 export const GLM = '@cf/zai-org/glm-5.3'

@@ -8,7 +8,7 @@ import {
   runnerTransport,
   seededRng,
   urlTransport,
-} from '../../src/probe'
+} from '../../src/tools/probe'
 
 const GLM = '@cf/zai-org/glm-5.3'
 

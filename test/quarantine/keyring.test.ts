@@ -5,8 +5,8 @@
  */
 import { createExecutionContext, env, SELF, waitOnExecutionContext } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { D1QuarantineStore } from '../../src/quarantine/d1'
-import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
+import { D1QuarantineStore } from '../../src/core/quarantine/d1'
+import type { QuarantineRecord } from '../../src/core/vocabulary/quarantine'
 import type { Env } from '../../src/worker/env'
 import worker from '../../src/worker/index'
 import { ADMIN } from '../support/worker'

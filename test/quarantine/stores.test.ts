@@ -1,8 +1,8 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { D1QuarantineStore } from '../../src/quarantine/d1'
-import { MemoryQuarantineStore } from '../../src/quarantine/memory'
-import type { QuarantineRecord, QuarantineStore } from '../../src/vocabulary/quarantine'
+import { D1QuarantineStore } from '../../src/core/quarantine/d1'
+import { MemoryQuarantineStore } from '../../src/core/quarantine/memory'
+import type { QuarantineRecord, QuarantineStore } from '../../src/core/vocabulary/quarantine'
 
 const db = (env as unknown as { QUARANTINE_DB: D1Database }).QUARANTINE_DB
 const KEY = 'quarantine-key-0123456789abcdef-0123456789'

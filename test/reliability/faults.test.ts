@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { ask, chunk, MODEL, SECRET, scripted, settle, sse, streaming } from './upstreams'
 
 /** Small deadlines: a hung upstream must become a clear error in tens of milliseconds. */

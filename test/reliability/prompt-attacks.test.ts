@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { guardAi, MemoryQuarantineStore } from '../../src'
-import { importCanaryKey, inspectCanary } from '../../src/canary'
+import { importCanaryKey, inspectCanary } from '../../src/core/canary'
 import { chat } from '../support/prompts'
 import { FORGED, liveCanaries } from './support'
 import { MODEL, SECRET, settle, sse, streaming, chunk as textChunk, whole } from './upstreams'

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { SimEngine } from '../../sim/engine'
 import { guardAi } from '../../src'
-import { type CanaryKey, importCanaryKey } from '../../src/canary'
+import { type CanaryKey, importCanaryKey } from '../../src/core/canary'
 import { KEY_A, sim } from '../support/worker'
 import {
   decodeChunks,

@@ -5,9 +5,9 @@
  */
 import fc from 'fast-check'
 import { GuardError } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import type { CanaryKey } from '../../src/canary'
-import { type SseEvent, sseDecoder } from '../../src/format/sse'
+import type { AiRunner } from '../../src/core/call/upstream'
+import type { CanaryKey } from '../../src/core/canary'
+import { type SseEvent, sseDecoder } from '../../src/core/format/sse'
 import { errorShapeProblem, FORGED, liveCanaries } from './support'
 
 /** The model the properties aim at (the built-in glm-5.3 profile). */

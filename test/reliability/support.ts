@@ -3,7 +3,7 @@
  * secret and canary scans — pure Web APIs, so the Node bench can use them too.
  */
 import { CANARY_PATTERN } from '../../src'
-import { type CanaryKey, inspectCanary } from '../../src/canary'
+import { type CanaryKey, inspectCanary } from '../../src/core/canary'
 
 /** An OpenAI-style error body as every surface must send it. */
 export interface OpenAiError {

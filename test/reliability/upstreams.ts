@@ -3,8 +3,8 @@
  * each recording whether the guard cancelled it.
  */
 import { CANARY_PATTERN, GuardError } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import { importCanaryKey, mintCanary } from '../../src/canary'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
 
 /** The model every reliability test guards (the built-in glm-5.3 profile). */
 export const MODEL = '@cf/zai-org/glm-5.3'

@@ -4,7 +4,7 @@
  * base64 blobs, long identifiers, log lines, near misses that fail one check) — and the scoring of a
  * detector list against it (per kind: true and false positives, misses, precision, recall).
  */
-import { findSecrets, type SecretDetector, type SecretSpan } from '../../src/secrets'
+import { findSecrets, type SecretDetector, type SecretSpan } from '../../src/plugins/secrets'
 import { GENERATORS, NEGATIVES, pick, type Rand, rng } from './generate'
 
 /** One document and the secrets in it. */

@@ -12,8 +12,8 @@ import {
   luhnValid,
   validFodselsnummer,
   validPersonnummer,
-} from '../../src/secrets'
-import { base62 } from '../../src/secrets/checksums'
+} from '../../src/plugins/secrets'
+import { base62 } from '../../src/plugins/secrets/checksums'
 
 export type Rand = () => number
 

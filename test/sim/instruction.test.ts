@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { guardAi } from '../../src'
-import { buildEchoDirective, injectCanary } from '../../src/canary'
+import { buildEchoDirective, injectCanary } from '../../src/core/canary'
 import { chatText, quickEngine as engine, GLM, LLAMA, secretLines, userMessage } from './helpers'
 
 /** Canary-shaped codes (`cnry_` + 24 base32), as the guard makes them. */

@@ -15,7 +15,7 @@ import {
   userMessage,
 } from './helpers'
 
-/** The guard's echo directive (src/canary/inject.ts), with a canary-shaped token. */
+/** The guard's echo directive (src/core/canary/inject.ts), with a canary-shaped token. */
 const CANARY = 'cnry_0123456789abcdefghjkmnpq'
 const DIRECTIVE = `Begin your reply with the code ${CANARY} on its own line, then answer normally.`
 /** A guarded-looking prompt: the tenant's own ledger lines, the echo directive at the very end. */

@@ -2,8 +2,8 @@
  * @module What the foreign-content watch's Node tests share: a fingerprint key derived as the guard
  * derives it, and a span of a text cut at unit boundaries.
  */
-import { contentSeed, importCanaryKey } from '../../src/canary'
-import { type FingerprintKey, fingerprintKey, units } from '../../src/fingerprint'
+import { contentSeed, importCanaryKey } from '../../src/core/canary'
+import { type FingerprintKey, fingerprintKey, units } from '../../src/plugins/foreign-content'
 
 /**
  * The fingerprint key of a canary secret made of `letter` (the guard's derivation).

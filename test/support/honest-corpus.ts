@@ -31,7 +31,7 @@ const LICENCE_FILES = import.meta.glob<string>(
 
 /**
  * UDHR translations the replay pastes and recites, all among the guard's built-in public UDHR
- * (src/fingerprint/public-udhr.ts): Han, kana, Hangul, Cyrillic, Arabic, Devanagari, Thai and Latin.
+ * (src/plugins/foreign-content/public-udhr.ts): Han, kana, Hangul, Cyrillic, Arabic, Devanagari, Thai and Latin.
  */
 export const UDHR_LANGUAGES = [
   'eng',

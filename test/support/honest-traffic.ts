@@ -11,7 +11,7 @@
  * model's stock phrases, and the names and ids in the tickets (private values in a shared template).
  */
 import { hashString as hash, prng } from '../../sim/random'
-import { units } from '../../src/fingerprint'
+import { units } from '../../src/plugins/foreign-content'
 import {
   type DocPage,
   docPages,

@@ -8,8 +8,8 @@
  * it is asked (stale reads that repeat).
  */
 import type { VirtualClock } from '../../sim/clock'
-import type { AiRunner } from '../../src/call/upstream'
-import { units } from '../../src/fingerprint'
+import type { AiRunner } from '../../src/core/call/upstream'
+import { units } from '../../src/plugins/foreign-content'
 
 const MODEL = '@cf/zai-org/glm-5.3'
 const utf8 = new TextEncoder()

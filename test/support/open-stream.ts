@@ -2,7 +2,7 @@
  * @module A streaming upstream the test writes event by event and may leave open, and a reader that
  * stops once the client has received what it waits for: for what a stream releases before it ends.
  */
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { directiveCanary, sseText } from './prompts'
 
 const MODEL = '@cf/zai-org/glm-5.3'

@@ -1,7 +1,7 @@
 /**
  * @module Deterministic prompts of a given size, each tenant's text recognisable in any answer.
  */
-import { GuardError } from '../../src/errors'
+import { GuardError } from '../../src/core/errors'
 
 /** About 12 tokens (o200k and cl100k alike) per line. */
 const LINE = (tenant: string, i: number) =>

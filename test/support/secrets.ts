@@ -7,9 +7,9 @@
 
 import { expect } from 'vitest'
 import { GuardError, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
-import type { StandInBook } from '../../src/secrets'
-import { standInEvidence } from '../../src/verify/stand-in-evidence'
+import type { AiRunner } from '../../src/core/call/upstream'
+import type { StandInBook } from '../../src/plugins/secrets'
+import { standInEvidence } from '../../src/plugins/secrets/stand-in-evidence'
 import { GENERATORS, type Generated, rng } from '../secrets/generate'
 import { sseText } from './prompts'
 import { type Delivered, middlewareApp, type Surface } from './surfaces'
@@ -483,7 +483,7 @@ function escapeJson(value: string): string {
 }
 
 /**
- * `text` as the whole-answer stage releases it (src/verify/stand-in-evidence.ts): this request's
+ * `text` as the whole-answer stage releases it (src/plugins/secrets/stand-in-evidence.ts): this request's
  * stand-ins replaced by their values, escaped as JSON where `json`; another request's stand-in is
  * reported in `foreign`.
  */

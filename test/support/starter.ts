@@ -1,6 +1,6 @@
 /**
  * What `workers-ai-guard init` promises a consumer's project (README, "Use it in your code"), stated
- * here as the contract the tests hold src/init/ to.
+ * here as the contract the tests hold src/tools/init/ to.
  */
 
 /** The starter's files, relative to `examples/consumer/` and to the project. */

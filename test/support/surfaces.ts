@@ -3,7 +3,7 @@
  */
 import { Hono } from 'hono'
 import { aiGuard, GuardError, type GuardOptions, guardAi } from '../../src'
-import type { AiRunner } from '../../src/call/upstream'
+import type { AiRunner } from '../../src/core/call/upstream'
 import { sseText } from './prompts'
 
 /** What one client got back: the whole body as text (answer, stream or error), and the status. */

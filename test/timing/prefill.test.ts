@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { timingSignal } from '../../src/timing/prefill'
+import { timingSignal } from '../../src/core/timing/prefill'
 
 describe('timing judgement', () => {
   const base = { maxPrefillTokensPerSecond: 200_000, minEvidenceMs: 200 }

@@ -1,10 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { FrameReader } from '../../src/format/frame-reader'
-import type { Frame } from '../../src/format/frames'
-import { SseParser } from '../../src/format/sse'
-import { HeldHead } from '../../src/verify/held-head'
+import { FrameReader } from '../../src/core/format/frame-reader'
+import type { Frame } from '../../src/core/format/frames'
+import { SseParser } from '../../src/core/format/sse'
+import { HeldHead } from '../../src/core/verify/held-head'
 import { chatChunk } from '../support/open-stream'
 
 /**

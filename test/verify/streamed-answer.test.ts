@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { AttemptContext } from '../../src/attempt/context'
-import { importCanaryKey, mintCanary } from '../../src/canary'
-import { verifyStreamedAnswer } from '../../src/verify/streamed-answer'
+import type { AttemptContext } from '../../src/core/attempt/context'
+import { importCanaryKey, mintCanary } from '../../src/core/canary'
+import { verifyStreamedAnswer } from '../../src/core/verify/streamed-answer'
 import { chunk, scripted, sse } from '../reliability/upstreams'
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { timingSignal } from '../../src/timing/prefill'
-import { decide, decideReleased } from '../../src/verify/verdict'
+import { timingSignal } from '../../src/core/timing/prefill'
+import { decide, decideReleased } from '../../src/core/verify/verdict'
 
 describe('verdict', () => {
   const impossible = timingSignal({

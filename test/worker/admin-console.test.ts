@@ -1,17 +1,17 @@
 import { env, SELF } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { CANARY_PATTERN } from '../../src'
-import { D1QuarantineStore } from '../../src/quarantine/d1'
+import { D1QuarantineStore } from '../../src/core/quarantine/d1'
+import type { QuarantineRecord } from '../../src/core/vocabulary/quarantine'
+import { type OverviewSources, overviewData } from '../../src/worker/admin/data'
+import { overview } from '../../src/worker/admin/pages/overview'
 import type {
   MarginPoint,
   RefusalCount,
   SampleQuery,
   TelemetryReader,
   VerdictSample,
-} from '../../src/telemetry/types'
-import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
-import { type OverviewSources, overviewData } from '../../src/worker/admin/data'
-import { overview } from '../../src/worker/admin/pages/overview'
+} from '../../src/worker/telemetry/types'
 import { ADMIN } from '../support/worker'
 
 const bindings = env as unknown as { QUARANTINE_DB: D1Database; QUARANTINE_KEY: string }

@@ -7,14 +7,14 @@
 import { env, runInDurableObject } from 'cloudflare:test'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { prng } from '../../sim/random'
-import { contentSeed, importCanaryKey } from '../../src/canary'
+import { contentSeed, importCanaryKey } from '../../src/core/canary'
 import {
   FINGERPRINT_DEFAULTS,
   type FingerprintBatch,
   type FingerprintKey,
   fingerprintKey,
   printPrompt,
-} from '../../src/fingerprint'
+} from '../../src/plugins/foreign-content'
 import { FingerprintLog } from '../../src/worker/fingerprint-log'
 import { limitedSql } from '../../src/worker/platform-limits'
 

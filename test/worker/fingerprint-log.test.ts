@@ -6,7 +6,7 @@
  */
 import { env } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
-import type { FingerprintBatch } from '../../src/fingerprint'
+import type { FingerprintBatch } from '../../src/plugins/foreign-content'
 import { DurableFingerprints } from '../../src/worker/durable-fingerprints'
 import type { RawBatch } from '../../src/worker/fingerprint-chunks'
 import type { FingerprintLog } from '../../src/worker/fingerprint-log'

@@ -6,8 +6,8 @@
  */
 import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
-import { GuardError } from '../../src/errors'
-import type { QuarantineSummary } from '../../src/vocabulary/quarantine'
+import { GuardError } from '../../src/core/errors'
+import type { QuarantineSummary } from '../../src/core/vocabulary/quarantine'
 import { guardFor } from '../../src/worker/config'
 import type { Env } from '../../src/worker/env'
 import worker from '../../src/worker/index'

@@ -8,8 +8,8 @@
  */
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { D1QuarantineStore } from '../../src/quarantine/d1'
-import type { QuarantineRecord } from '../../src/vocabulary/quarantine'
+import { D1QuarantineStore } from '../../src/core/quarantine/d1'
+import type { QuarantineRecord } from '../../src/core/vocabulary/quarantine'
 import { limitedD1 } from '../support/limited-d1'
 
 /**

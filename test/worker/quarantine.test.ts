@@ -1,7 +1,7 @@
 import { env, SELF } from 'cloudflare:test'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { CANARY_PATTERN } from '../../src'
-import type { QuarantineRecord, QuarantineSummary } from '../../src/vocabulary/quarantine'
+import type { QuarantineRecord, QuarantineSummary } from '../../src/core/vocabulary/quarantine'
 import { chat, document } from '../support/prompts'
 import { captureWorkerVerdicts } from '../support/verdicts'
 import { ADMIN, get, KEY_A, KEY_B, POOL_BELOW_PROFILE, post, sim } from '../support/worker'

@@ -3,7 +3,7 @@
  * (honoured while its record lives, ./sessions.ts), CSRF tokens bound to the session, and a brake on
  * login guesses that slows only the guessing client.
  */
-import { constantTimeEqual } from '../../crypto/bytes'
+import { constantTimeEqual } from '../../core'
 
 /**
  * The session cookie's name. Not `__Host-`: that prefix forces `Path=/`, which would send the admin

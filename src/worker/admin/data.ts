@@ -2,14 +2,8 @@
  * @module What the console's pages read: filtered, paged incidents from the quarantine store, and the
  * overview's figures from the store, the calibration report and the telemetry reader.
  */
-import type { CalibrationReport } from '../../calibration/learned'
-import type {
-  MarginPoint,
-  RefusalCount,
-  TelemetryReader,
-  VerdictSample,
-} from '../../telemetry/types'
-import type { QuarantineStore, QuarantineSummary } from '../../vocabulary/quarantine'
+import type { CalibrationReport, QuarantineStore, QuarantineSummary } from '../../core'
+import type { MarginPoint, RefusalCount, TelemetryReader, VerdictSample } from '../telemetry/types'
 
 /** The incident list's filters, as the page's form sends them. */
 export interface IncidentFilters {

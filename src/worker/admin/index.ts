@@ -4,15 +4,15 @@
  */
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { html } from 'hono/html'
-import type { CalibrationReport } from '../../calibration/learned'
-import type { TelemetryReader } from '../../telemetry/types'
+import type { CalibrationReport } from '../../core'
 import { type BodyBudget, readForm } from '../body'
 import { bodyPace, guardFor } from '../config'
 import type { DurableCalibration } from '../durable-calibration'
 import type { Env } from '../env'
 import { metricsResponse } from '../metrics'
 import { refusalBody } from '../openai'
-import { telemetryFor } from '../telemetry'
+import type { TelemetryReader } from '../telemetry/types'
+import { telemetryFor } from '../telemetry/worker-telemetry'
 import {
   bearerMatches,
   CSRF_FIELD,
@@ -342,7 +342,7 @@ function forbidden(c: AdminContext): Response {
 }
 
 /**
- * The Worker's verdict samples (D1, src/worker/telemetry.ts). A misconfigured sampler must not take
+ * The Worker's verdict samples (D1, src/worker/telemetry/worker-telemetry.ts). A misconfigured sampler must not take
  * the console down with it: the overview then plots only the quarantine store's incidents.
  */
 function defaultTelemetry(env: Env): TelemetryReader | undefined {

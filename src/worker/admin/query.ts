@@ -3,8 +3,9 @@
  * be is a 400 naming it, never silently dropped (an ignored `limit` or `since` answers another question
  * than the one asked).
  */
-import { GuardError } from '../../errors'
-import type { QuarantineQuery } from '../../vocabulary/quarantine'
+
+import type { QuarantineQuery } from '../../core'
+import { GuardError } from '../../core'
 
 /** The most incidents one page returns (the store's own cap). */
 const MAX_LIMIT = 1000

@@ -3,7 +3,7 @@
  */
 
 /**
- * Anything shaped like a canary: ours (`cnry_` + 24 base32 characters, src/canary/token.ts) and any
+ * Anything shaped like a canary: ours (`cnry_` + 24 base32 characters, src/core/canary/token.ts) and any
  * run that starts like one, so a canary cut short by a truncated answer or written in another case is
  * hidden too. A canary on screen could be copied into a prompt and replayed as "proof" of a leak; the
  * console shows where one was, never what.

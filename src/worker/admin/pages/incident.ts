@@ -3,8 +3,7 @@
  * tenants, and the withheld text decrypted with every canary-shaped token redacted.
  */
 import { html } from 'hono/html'
-import type { ModelProfile } from '../../../vocabulary/options'
-import type { QuarantineRecord } from '../../../vocabulary/quarantine'
+import type { ModelProfile, QuarantineRecord } from '../../../core'
 import { guideFor } from '../guidance'
 import { redactCanaries } from '../redact'
 import { when } from './incidents'

@@ -3,7 +3,7 @@
  * plain GET form — it works without script, and every view has a URL to paste into a ticket.
  */
 import { html } from 'hono/html'
-import type { QuarantineSummary } from '../../../vocabulary/quarantine'
+import type { QuarantineSummary } from '../../../core'
 import { dateInput, type IncidentFilters, type IncidentPage } from '../data'
 import { KNOWN_REASONS } from '../guidance'
 import type { Html } from './layout'
