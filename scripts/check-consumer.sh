@@ -165,7 +165,7 @@ marker_pieces() {
     return 1
   [ -n "$secret" ] || { echo 'no GUARD_SECRET in examples/consumer/wrangler.dev.toml'; return 1; }
   (cd "$root" && GUARD_SECRET=$secret npx tsx -e "
-    import('./src/canary/token.ts').then(async ({ importCanaryKey, prefixMarker }) => {
+    import('./src/core/canary/token.ts').then(async ({ importCanaryKey, prefixMarker }) => {
       const marker = await prefixMarker(await importCanaryKey(process.env.GUARD_SECRET), 'alice')
       for (let i = 0; i + 8 <= marker.length; i++) console.log(marker.slice(i, i + 8))
     })

@@ -41,7 +41,7 @@ type Config = keyof typeof CONFIGS
  * is one D1 batch. `kind` picks the verdict; `rate` the sampling (0: counters and histograms only).
  */
 const PROBE_SOURCE = `
-import { D1Telemetry } from './src/telemetry/d1-telemetry'
+import { D1Telemetry } from './src/worker/telemetry/d1-telemetry'
 const MODEL = '${MODEL}'
 function event(i, kind) {
   const base = { requestId: 'probe-' + kind + '-' + i + '-' + Math.random(), tenant: 'bench', model: MODEL }

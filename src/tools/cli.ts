@@ -51,7 +51,7 @@ const io: CommandIo = {
 const argv = proc.argv.slice(2)
 // exitCode, not exit(): stdout may still be flushing a large JSON report into a pipe.
 // The starter `init` copies ships in the package beside dist/ (and sits beside src/ in the repository).
-const starter = new URL('../examples/consumer/', (import.meta as unknown as { url: string }).url)
+const starter = new URL('../../examples/consumer/', (import.meta as unknown as { url: string }).url)
 proc.exitCode = await run(cliRoute(argv))
 
 async function run(route: CliRoute): Promise<number> {

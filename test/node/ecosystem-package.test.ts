@@ -73,11 +73,11 @@ describe('npm pack', () => {
       'dist/index.d.ts',
       'dist/lean.js',
       'dist/lean.d.ts',
-      'dist/adapters/index.js',
-      'dist/adapters/index.d.ts',
+      'dist/adapters.js',
+      'dist/adapters.d.ts',
       'dist/worker/index.js',
       'dist/worker/index.d.ts',
-      'dist/cli.js',
+      'dist/tools/cli.js',
     ]) {
       expect(files).toContain(path)
     }

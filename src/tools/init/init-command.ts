@@ -50,7 +50,7 @@ a script name already in use keeps its command.
  * folder URL of the starter (the package's `examples/consumer/`).
  *
  * @example
- * process.exitCode = await initCommand(['--dir', 'my-worker'], io, new URL('../examples/consumer/', import.meta.url))
+ * process.exitCode = await initCommand(['--dir', 'my-worker'], io, new URL('../../examples/consumer/', import.meta.url))
  */
 export async function initCommand(
   args: readonly string[],
