@@ -11,13 +11,6 @@ import { DEFAULT_PLUGINS } from './default-plugins'
 // Everything of the core; the three ways in below are this entry's own (they shadow the lean ones).
 export * from './lean'
 export { WORKER_SECRETS_DEFAULT } from './plugins/secrets'
-// For the receivers of the Worker's leak alerts (docs/alerts.md): check a delivery's signature.
-export {
-  deriveTenantSecret,
-  SIGNATURE_HEADER,
-  type SignatureCheck,
-  verifySignature,
-} from './worker'
 
 /** The guard with both evidence plug-ins: `createGuard`, `guardAi` and the Hono middleware `aiGuard`. */
 export const { createGuard, guardAi, aiGuard } = guardSurface(DEFAULT_PLUGINS)

@@ -47,6 +47,7 @@ export {
   D1QuarantineStore,
   D1TenantDirectory,
   defaultCacheIsolation,
+  deriveTenantSecret,
   type EchoPolicy,
   type EchoWording,
   type ErrorBody,
@@ -66,10 +67,13 @@ export {
   type OverflowPolicy,
   openAiHttpUpstream,
   responseStatus,
+  SIGNATURE_HEADER,
+  type SignatureCheck,
   sseResponse,
   type TenantDirectory,
   type VerdictContext,
   type VerdictLog,
+  verifySignature,
 } from './core'
 
 /** The guard without evidence plug-ins: `createGuard`, `guardAi` and the Hono middleware `aiGuard`. */

@@ -40,6 +40,16 @@ export { constantTimeEqual, toHex } from './crypto/bytes'
 export { hmacOf, importHmacSecret } from './crypto/hmac'
 export { MIN_SECRET_BYTES } from './crypto/secret'
 export {
+  DEFAULT_TOLERANCE_SECONDS,
+  deriveTenantSecret,
+  SIGNATURE_HEADER,
+  type SignatureCheck,
+  signWebhook,
+  type VerifySignatureOptions,
+  verifySignature,
+  webhookKey,
+} from './crypto/webhook-signature'
+export {
   type ErrorBody,
   errorBody,
   GuardError,

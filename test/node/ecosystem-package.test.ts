@@ -184,7 +184,7 @@ describe('the packed package installed in an empty project', () => {
   }, 30_000)
 
   it('should run its bin', async () => {
-    const cli = host.join(dir, 'node_modules/workers-ai-guard/dist/cli.js')
+    const cli = host.join(dir, 'node_modules/workers-ai-guard/dist/tools/cli.js')
     expect(host.read(cli).startsWith('#!/usr/bin/env node')).toBe(true)
     const help = await host.run(host.join(host.cwd, 'node_modules/.bin/node'), [cli, '--help'], {
       cwd: dir,

@@ -66,7 +66,7 @@ function corpusFiles(): { name: string; files: { path: string; text: string }[] 
     })
   const src = fs
     .readdirSync('src', { recursive: true })
-    .filter((f) => f.endsWith('.ts') && !f.startsWith('secrets'))
+    .filter((f) => f.endsWith('.ts') && !f.startsWith('plugins/secrets'))
     .map((f) => read(`src/${f}`))
   const docs = fs
     .readdirSync('docs')

@@ -4,6 +4,7 @@
  * sees verdicts in order), delivered in one background promise that never rejects.
  */
 import type { VerdictLog } from '../../core'
+import { deriveTenantSecret, webhookKey } from '../../core'
 import type { AlertConfig, AlertDestination } from './alert-config'
 import { AlertLimiter, type AlertLimiterOptions } from './alert-limiter'
 import {
@@ -19,7 +20,6 @@ import {
   deliverWebhook,
   type RetryPolicy,
 } from './webhook-delivery'
-import { deriveTenantSecret, webhookKey } from './webhook-signature'
 
 /** The line logged for a delivery that failed for good. */
 export interface AlertFailure {

@@ -2,6 +2,17 @@
  * @module Leak alerts: signed webhooks (Slack-compatible or JSON) on quarantined incidents, retried in
  * the background and rate-limited per isolate (docs/alerts.md).
  */
+
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  deriveTenantSecret,
+  SIGNATURE_HEADER,
+  type SignatureCheck,
+  signWebhook,
+  type VerifySignatureOptions,
+  verifySignature,
+  webhookKey,
+} from '../../core'
 export {
   type AlertConfig,
   type AlertDestination,
@@ -38,13 +49,3 @@ export {
   retryAfterMs,
   type WebhookDelivery,
 } from './webhook-delivery'
-export {
-  DEFAULT_TOLERANCE_SECONDS,
-  deriveTenantSecret,
-  SIGNATURE_HEADER,
-  type SignatureCheck,
-  signWebhook,
-  type VerifySignatureOptions,
-  verifySignature,
-  webhookKey,
-} from './webhook-signature'

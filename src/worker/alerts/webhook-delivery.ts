@@ -5,7 +5,7 @@
  *
  * Clock, sleep, randomness and fetch are injected so the schedule is tested without waiting.
  */
-import { SIGNATURE_HEADER, signWebhook } from './webhook-signature'
+import { SIGNATURE_HEADER, signWebhook } from '../../core'
 
 /** How a delivery retries. */
 export interface RetryPolicy {

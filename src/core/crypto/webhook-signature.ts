@@ -6,7 +6,7 @@
  * receiver that rejects a `t` outside its window (5 minutes by default) rejects the replay; changing
  * `t` breaks the MAC. Why `v1=`: a later scheme can be sent beside it while receivers migrate.
  */
-import { toHex } from '../../core'
+import { toHex } from './bytes'
 
 /** The request header carrying the signature. */
 export const SIGNATURE_HEADER = 'x-guard-signature'
