@@ -13,26 +13,6 @@ interface DeliveryHooks {
 }
 
 /**
- * Reads until something may leave (a pull that enqueues nothing is not called again) or the upstream
- * ends: the bytes released, and whether it ended. The first read begins the release.
- */
-async function readReleasable(
-  upstream: UpstreamEvents,
-  release: Release,
-  first: boolean,
-): Promise<{ out: Released; ended: boolean }> {
-  let out: Released = first ? await release.begin() : ''
-  while (out.length === 0) {
-    const frames = await upstream.next()
-    if (frames === undefined) return { out: await release.finish(), ended: true }
-    // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
-    const taken = release.take(frames)
-    out = taken instanceof Promise ? await taken : taken
-  }
-  return { out, ended: false }
-}
-
-/**
  * The released answer as bytes. An error from the upstream or the release (a quarantine, a truncated
  * upstream) errors the stream after the last byte that was verified; a client that goes away cancels
  * the upstream.
@@ -62,9 +42,24 @@ export function clientStream(
       let out: Released = ''
       let ended = false
       try {
-        const first = !begun
-        begun = true
-        ;({ out, ended } = await readReleasable(upstream, release, first))
+        // Read until something may leave (a pull that enqueues nothing is not called again) or the
+        // upstream ends; the first read begins the release. Inline: an async helper would cost
+        // each pull one more promise and frame on the heap.
+        if (!begun) {
+          begun = true
+          out = await release.begin()
+        }
+        while (out.length === 0) {
+          const frames = await upstream.next()
+          if (frames === undefined) {
+            out = await release.finish()
+            ended = true
+            break
+          }
+          // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
+          const taken = release.take(frames)
+          out = taken instanceof Promise ? await taken : taken
+        }
         if (ended) release.end()
       } catch (error) {
         await upstream.cancel(error)
