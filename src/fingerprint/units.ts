@@ -131,6 +131,9 @@ export type UnitSink = (
   end: number,
 ) => void
 
+/** Outside a read: one function for every reader, not a fresh closure per read. */
+const NO_UNIT_SINK: UnitSink = () => {}
+
 /**
  * Cuts text into units, incrementally. JSON escapes are read the same at any depth of escaping: a run
  * of backslashes followed by `n t r " / b f` is a separator, followed by `u` and four hex digits it is
@@ -164,7 +167,7 @@ export class UnitReader {
   private chunk = ''
   private from = -1
   private text = ''
-  private sink: UnitSink = () => {}
+  private sink: UnitSink = NO_UNIT_SINK
 
   /**
    * Where text that may still become part of a unit starts (an open unit, escape or surrogate), or
@@ -236,7 +239,7 @@ export class UnitReader {
     this.offset = base + length
     if (final) this.close()
     else if (this.kind !== 0 && this.from >= 0) this.materialize()
-    this.sink = () => {}
+    this.sink = NO_UNIT_SINK
   }
 
   /** Appends a run of ASCII letters and digits at once (most of any Latin text). */
