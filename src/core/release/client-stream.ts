@@ -12,24 +12,16 @@ interface DeliveryHooks {
   onFirstByte?: (sent: boolean) => void
 }
 
-/**
- * Reads until something may leave (a pull that enqueues nothing is not called again) or the upstream
- * ends: the bytes released, and whether it ended. The first read begins the release.
- */
-async function readReleasable(
-  upstream: UpstreamEvents,
-  release: Release,
-  first: boolean,
-): Promise<{ out: Released; ended: boolean }> {
-  let out: Released = first ? await release.begin() : ''
-  while (out.length === 0) {
-    const frames = await upstream.next()
-    if (frames === undefined) return { out: await release.finish(), ended: true }
-    // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
-    const taken = release.take(frames)
-    out = taken instanceof Promise ? await taken : taken
+/** Whether a byte reached the client, said once through the hook. */
+class FirstByte {
+  #said = false
+  constructor(readonly hook: DeliveryHooks['onFirstByte']) {}
+
+  say(sent: boolean): void {
+    if (this.#said) return
+    this.#said = true
+    this.hook?.(sent)
   }
-  return { out, ended: false }
 }
 
 /**
@@ -47,13 +39,8 @@ export function clientStream(
 ): ReadableStream<Uint8Array> {
   const utf8 = new TextEncoder()
   let begun = false
-  let delivered = false
-  /** The stream ends (closed, errored or cancelled) without a byte: say so, once. */
-  const none = () => {
-    if (delivered) return
-    delivered = true
-    hooks.onFirstByte?.(false)
-  }
+  // A stream that ends (closed, errored or cancelled) without a byte says so, once.
+  const first = new FirstByte(hooks.onFirstByte)
   /** An end that fails (a truncated upstream) after its last verified bytes were sent. */
   let failure: unknown
   return new ReadableStream<Uint8Array>({
@@ -62,33 +49,43 @@ export function clientStream(
       let out: Released = ''
       let ended = false
       try {
-        const first = !begun
-        begun = true
-        ;({ out, ended } = await readReleasable(upstream, release, first))
+        // Until something may leave or the upstream ends; inline, as a helper costs a promise a pull.
+        if (!begun) {
+          begun = true
+          out = await release.begin()
+        }
+        while (out.length === 0) {
+          const frames = await upstream.next()
+          if (frames === undefined) {
+            out = await release.finish()
+            ended = true
+            break
+          }
+          // Most batches are judged synchronously: an `await` would still cost a turn of the queue.
+          const taken = release.take(frames)
+          out = taken instanceof Promise ? await taken : taken
+        }
         if (ended) release.end()
       } catch (error) {
         await upstream.cancel(error)
         // An error erases what is queued: the verified bytes go first, the error with the next pull.
         if (out.length === 0) {
-          none()
+          first.say(false)
           throw error
         }
         failure = error
       }
       if (out.length > 0) {
         controller.enqueue(typeof out === 'string' ? utf8.encode(out) : out)
-        if (!delivered) {
-          delivered = true
-          hooks.onFirstByte?.(true)
-        }
+        first.say(true)
       }
       if (ended && failure === undefined) {
-        none()
+        first.say(false)
         controller.close()
       }
     },
     cancel(reason) {
-      none()
+      first.say(false)
       // The client went away: stop the upstream too, so nothing is left running.
       return upstream.cancel(reason)
     },

@@ -117,40 +117,34 @@ class HeldStream {
     this.#content = content
   }
 
-  /** Reads until the first token is timed and the echo settled (or the stream ends). */
+  /**
+   * Reads until the first token is timed and the echo settled (or the stream ends). One async body
+   * for every chunk, not one more per chunk: each costs its promise and frame on the heap.
+   */
   async untilVerdict(): Promise<void> {
     try {
-      while (!(await this.#readOne()) && !this.#decidable()) {}
+      while (true) {
+        let frames: Frame[] | undefined
+        try {
+          frames = await this.#upstream.next()
+        } catch (error) {
+          throw upstreamFailure(error)
+        }
+        if (frames === undefined) {
+          this.#ended = true
+          return
+        }
+        for (const frame of frames) {
+          if (this.#hold(frame, frame.event.data.length)) {
+            this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs!, 0)
+          }
+        }
+        if (this.#decidable()) return
+      }
     } catch (error) {
       await this.#upstream.cancel(error)
       throw error
     }
-  }
-
-  /** True at the end of the stream. */
-  async #readOne(): Promise<boolean> {
-    let frames: Frame[] | undefined
-    try {
-      frames = await this.#upstream.next()
-    } catch (error) {
-      // The watchdog's 504 and the decoder's own errors keep their meaning.
-      if (error instanceof GuardError) throw error
-      throw new GuardError(
-        'upstream_error',
-        'The upstream stream failed before it could be verified.',
-        { cause: error },
-      )
-    }
-    if (frames === undefined) {
-      this.#ended = true
-      return true
-    }
-    for (const frame of frames) {
-      if (this.#hold(frame, frame.event.data.length)) {
-        this.#timing = await timingEvidence(this.#ctx, this.#firstTokenMs!, 0)
-      }
-    }
-    return false
   }
 
   /** Holds a frame; true when it brought the first token (to be timed). */
@@ -393,4 +387,16 @@ function midStreamLeaks(
         canaries: [{ kind: 'foreign', channel, ...(tenantTag ? { tenantTag } : {}) }],
       }),
   }
+}
+
+/** A failed upstream read before the verdict; the watchdog's 504 and the decoder's errors as they are. */
+function upstreamFailure(error: unknown): GuardError {
+  if (error instanceof GuardError) return error
+  return new GuardError(
+    'upstream_error',
+    'The upstream stream failed before it could be verified.',
+    {
+      cause: error,
+    },
+  )
 }

@@ -247,6 +247,19 @@ export class ContentWatch {
   private at = 0
   private lookups = LOOKUPS_PER_CLOCK
 
+  /** The channel being read by {@link push}: its shingles go to {@link onShingle}. */
+  private reading: ChannelState | undefined
+  private readingChannel = ''
+  /** One function for every push, not a fresh closure per event. */
+  private readonly onShingle = (hash: number, start: number, end: number, index: number): void => {
+    const current = this.reading!
+    current.lastEnd = end
+    const slot = (index % RECENT) * 2
+    current.recent[slot] = start
+    current.recent[slot + 1] = end
+    if (current.winnow.push(hash, index)) this.check(current, this.readingChannel)
+  }
+
   constructor(private readonly options: ContentWatchOptions) {
     const { n, w, k } = options.params
     if (!Number.isInteger(k) || k < 1) throw new Error('ContentWatch: k must be a positive integer')
@@ -286,14 +299,9 @@ export class ContentWatch {
       if (text === '') return
       throw new Error(`ContentWatch: channel ${channel} was already final`)
     }
-    const current = state
-    state.shingler.read(text, final, (hash, start, end, index) => {
-      current.lastEnd = end
-      const slot = (index % RECENT) * 2
-      current.recent[slot] = start
-      current.recent[slot + 1] = end
-      if (current.winnow.push(hash, index)) this.check(current, channel)
-    })
+    this.reading = state
+    this.readingChannel = channel
+    state.shingler.read(text, final, this.onShingle)
     if (final) {
       if (state.winnow.end()) this.check(state, channel)
       state.final = true

@@ -53,6 +53,10 @@ export class Shingler {
   private sumB = 0
   /** Units read so far. */
   private count = 0
+  /** The last {@link unitsWeighing} answer: its unit count, weight and result (−1: none). */
+  private weighedAt = -1
+  private weighedFor = 0
+  private weighedUnits = 0
   private readonly lanes = new Int32Array(2)
   private sink: ShingleSink = NO_SINK
   private readonly onUnit: UnitSink = (unit) => this.add(unit)
@@ -139,12 +143,21 @@ export class Shingler {
    * const held = shingler.unitsWeighing(30 * WORD_WEIGHT) - 1 // a span older than these weighs 30
    */
   unitsWeighing(weight: number): number {
+    // Asked several times per event for the same weight: answered once per unit read.
+    if (this.weighedAt === this.count && this.weighedFor === weight) return this.weighedUnits
     const remembered = Math.min(this.count, this.starts.length)
     const length = this.starts.length
+    let units = remembered + 1
     for (let k = 1; k <= remembered; k++) {
-      if (this.weighed - this.before[(this.count - k) % length]! >= weight) return k
+      if (this.weighed - this.before[(this.count - k) % length]! >= weight) {
+        units = k
+        break
+      }
     }
-    return remembered + 1
+    this.weighedAt = this.count
+    this.weighedFor = weight
+    this.weighedUnits = units
+    return units
   }
 
   /**

@@ -138,6 +138,9 @@ export interface UnitSpan {
  */
 export type UnitSink = (unit: Readonly<UnitSpan>) => void
 
+/** Outside a read: one function for every reader, not a fresh closure per read. */
+const NO_UNIT_SINK: UnitSink = () => {}
+
 /**
  * Cuts text into units, incrementally. JSON escapes are read the same at any depth of escaping: a run
  * of backslashes followed by `n t r " / b f` is a separator, followed by `u` and four hex digits it is
@@ -171,7 +174,7 @@ export class UnitReader {
   private chunk = ''
   private from = -1
   private text = ''
-  private sink: UnitSink = () => {}
+  private sink: UnitSink = NO_UNIT_SINK
   private readonly unit: UnitSpan = { text: '', from: 0, to: 0, fold: false, start: 0, end: 0 }
 
   /**
@@ -244,7 +247,7 @@ export class UnitReader {
     this.offset = base + length
     if (final) this.close()
     else if (this.kind !== 0 && this.from >= 0) this.materialize()
-    this.sink = () => {}
+    this.sink = NO_UNIT_SINK
   }
 
   /** Appends a run of ASCII letters and digits at once (most of any Latin text). */
