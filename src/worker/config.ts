@@ -47,33 +47,39 @@ export function guardFor(env: Env): AiGuard {
       guard = createGuard({
         secret: env.GUARD_SECRET,
         models: parseModels(env.GUARD_MODELS),
-        ...(env.GUARD_STREAM_RELEASE
-          ? { streamRelease: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
-          : {}),
-        ...heartbeat(env.GUARD_HEARTBEAT_MS),
+        stream: {
+          ...(env.GUARD_STREAM_RELEASE
+            ? { release: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
+            : {}),
+          ...heartbeat(env.GUARD_HEARTBEAT_MS),
+        },
+        ceiling: {
+          ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
+            ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
+            : {}),
+          ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
+        },
         secrets: parseSecrets(env.GUARD_SECRETS),
         ...parseObserve(env.GUARD_OBSERVE),
-        ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
-          ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
-          : {}),
         ...(env.QUARANTINE_DB
           ? {
-              quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
-                key: env.QUARANTINE_KEY ?? '',
-                ...(env.QUARANTINE_KEY_PREVIOUS
-                  ? { previousKeys: [env.QUARANTINE_KEY_PREVIOUS] }
-                  : {}),
-                retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
-              }),
+              quarantine: {
+                store: new D1QuarantineStore(env.QUARANTINE_DB, {
+                  key: env.QUARANTINE_KEY ?? '',
+                  ...(env.QUARANTINE_KEY_PREVIOUS
+                    ? { previousKeys: [env.QUARANTINE_KEY_PREVIOUS] }
+                    : {}),
+                  retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
+                }),
+              },
               // Leaks are attributed to tenants minted in any isolate, not just this one.
-              tenantDirectory: new D1TenantDirectory(env.QUARANTINE_DB),
+              canary: { tenantDirectory: new D1TenantDirectory(env.QUARANTINE_DB) },
             }
           : {}),
-        ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
         // A leak of a prompt guarded in another isolate is caught here too.
         ...(env.FINGERPRINTS
           ? {
-              foreignContent: {
+              content: {
                 store: new DurableFingerprints(env.FINGERPRINTS, {
                   shards: Number(env.FINGERPRINT_SHARDS ?? 1),
                   replicas: Number(env.FINGERPRINT_REPLICAS ?? 1),
@@ -81,7 +87,7 @@ export function guardFor(env: Env): AiGuard {
               },
             }
           : {}),
-        onVerdict: (event, context) => observeVerdict(env, event, context),
+        hooks: { onVerdict: (event, context) => observeVerdict(env, event, context) },
       })
     } catch (error) {
       // The message names the bad option, never its value; operators see it in the logs too.

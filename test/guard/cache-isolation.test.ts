@@ -66,11 +66,11 @@ function setup(isolation: CacheIsolation | undefined, over: Over, model = MODEL)
     let ai = runners.get(tenant)
     if (!ai) {
       ai = guardAi(upstream, {
-        secret: SECRET,
-        tenant,
-        models: { [model]: profile },
-        now: () => clock.now(),
-      })
+secret: SECRET,
+tenant,
+models: { [model]: profile },
+hooks: { now: () => clock.now() },
+})
       runners.set(tenant, ai)
     }
     return ai
@@ -150,16 +150,15 @@ async function probeLearnsNothing(send: ReturnType<typeof setup>['send']) {
 describe('cacheIsolation: the profile option', () => {
   it('should default to salt for self-hosted names and to prefix for Workers AI catalogue names', () => {
     const options = resolveOptions({
-      secret: SECRET,
-      models: {
+secret: SECRET,
+models: {
         [MODEL]: PROFILE,
         '@cf/meta/llama-3.3-70b-instruct-fp8-fast': PROFILE,
         'zai-org/GLM-5.3': { ...PROFILE, cacheIsolation: 'off' },
         '@cf/zai-org/glm-5.3': { kvPoolTokens: 600_000 },
       },
-      unknownModels: 'default-profile',
-      defaultProfile: PROFILE,
-    })
+ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+})
     const isolation = (model: string) => options.profiles.get(model)?.cacheIsolation
     expect(isolation(MODEL)).toBe('salt')
     expect(isolation('@cf/meta/llama-3.3-70b-instruct-fp8-fast')).toBe('prefix')
@@ -172,10 +171,9 @@ describe('cacheIsolation: the profile option', () => {
 
   it('should pick the fallback profile by the name: prefix for an unknown @cf/ model, else salt', () => {
     const options = resolveOptions({
-      secret: SECRET,
-      unknownModels: 'default-profile',
-      defaultProfile: PROFILE,
-    })
+secret: SECRET,
+ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+})
     expect(
       fallbackProfile(options, '@cf/meta/llama-4-scout-17b-16e-instruct')?.cacheIsolation,
     ).toBe('prefix')
@@ -191,11 +189,10 @@ describe('cacheIsolation: the profile option', () => {
     const engine = new SimEngine(SIM, { clock })
     const received: Record<string, unknown>[] = []
     const ai = createGuard({
-      secret: SECRET,
-      unknownModels: 'default-profile',
-      defaultProfile: PROFILE,
-      now: () => clock.now(),
-    }).wrap(recording(engine.binding('gateway'), received), { tenant: 'tenant-a' })
+secret: SECRET,
+ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+hooks: { now: () => clock.now() },
+}).wrap(recording(engine.binding('gateway'), received), { tenant: 'tenant-a' })
     const model = '@cf/meta/llama-4-scout-17b-16e-instruct'
     const out = (await ai.run(model, chat('Say hello.'))) as { response?: string }
     const sent = received.at(-1)!
@@ -336,7 +333,7 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
       },
     }
     const quarantine = new MemoryQuarantineStore()
-    const ai = guardAi(leaking, { secret: SECRET, tenant: 'tenant-b', quarantine })
+    const ai = guardAi(leaking, { secret: SECRET, tenant: 'tenant-b', quarantine: { store: quarantine } })
     const error = await ai.run(WORKERS_AI, chat('What is the PIN?')).then(
       () => undefined,
       (e: unknown) => e,
@@ -372,10 +369,9 @@ describe('cacheIsolation: a cache report the tenant’s own history does not exp
     const options = {
       secret: SECRET,
       models: { [MODEL]: { ...PROFILE, cacheIsolation: 'salt' as const } },
-      minTimingEvidenceMs: 20,
-      echoRetries: 1,
-      now: () => clock.now(),
-      onVerdict: verdicts.onVerdict,
+      timing: { minEvidenceMs: 20 },
+      canary: { echoRetries: 1 },
+      hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
     }
     // Two isolates of one deployment: same key, so the same salt, but separate records.
     const first = createGuard(options).wrap(engine.binding('gateway'), { tenant: 'tenant-a' })

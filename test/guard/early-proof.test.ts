@@ -41,12 +41,11 @@ async function timed(
   const upstream = engine.binding('gateway')
   const ai = guarded
     ? guardAi(upstream, {
-        secret: SECRET,
-        tenant: 'a',
-        onVerdict: verdicts.onVerdict,
-        now: () => clock.now(),
-        models: { [MODEL]: { directive } },
-      })
+secret: SECRET,
+tenant: 'a',
+hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+models: { [MODEL]: { directive } },
+})
     : upstream
   const start = clock.now()
   const inputs = guarded ? chat(TEXT) : injectLookalike(chat(TEXT))
@@ -102,7 +101,7 @@ describe('release on the first proof', () => {
       echoIgnoreRate: 1,
     })
     const verdicts = recordVerdicts()
-    const ai = guardAi(engine.binding('gateway'), { secret: SECRET, onVerdict: verdicts.onVerdict })
+    const ai = guardAi(engine.binding('gateway'), { secret: SECRET, hooks: { onVerdict: verdicts.onVerdict } })
     const out = (await ai.run(MODEL, chat(TEXT))) as {
       choices: { message: { content: string; reasoning_content: string } }[]
     }
@@ -139,12 +138,12 @@ describe('release on the first proof', () => {
           },
         }
         const ai = guardAi(upstream, {
-          secret: SECRET,
-          tenant: 'a',
-          echoRetries: 0,
-          onVerdict: verdicts.onVerdict,
-          models: { [MODEL]: { directive } },
-        })
+secret: SECRET,
+tenant: 'a',
+canary: { echoRetries: 0 },
+hooks: { onVerdict: verdicts.onVerdict },
+models: { [MODEL]: { directive } },
+})
         const error = await ai
           .run(MODEL, chat('hi', { stream: true }))
           .then(async (out) => {
@@ -192,10 +191,10 @@ describe('the note-first wording', () => {
     const asked = { ...chat('hi'), directive: 'note-first', echo_wording: 'note-first' }
     for (const directive of ['reply-first', 'note-first'] as const) {
       const ai = guardAi(upstream, {
-        secret: SECRET,
-        echoRetries: 0,
-        models: { [MODEL]: { directive } },
-      })
+secret: SECRET,
+canary: { echoRetries: 0 },
+models: { [MODEL]: { directive } },
+})
       await ai.run(MODEL, asked).catch(() => undefined)
     }
     expect(sent).toHaveLength(2)

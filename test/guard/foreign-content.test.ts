@@ -33,13 +33,12 @@ function setup(options: Partial<GuardOptions> = {}) {
   const quarantine = new MemoryQuarantineStore()
   const verdicts = recordVerdicts()
   const guard = createGuard({
-    secret: SECRET,
-    models: { [MODEL]: PROFILE },
-    quarantine,
-    onVerdict: verdicts.onVerdict,
-    now: () => clock.now(),
-    ...options,
-  })
+secret: SECRET,
+models: { [MODEL]: PROFILE },
+quarantine: { store: quarantine },
+hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+...options,
+})
   /** One request of `tenant`; the text the client received (or the error), whatever the outcome. */
   const send = async (tenant: string, text: string, stream: boolean) => {
     const ai = guard.wrap(engine.binding('gateway'), { tenant })
@@ -136,11 +135,11 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
       const engine = new SimEngine(SIM, { clock })
       const quarantine = new MemoryQuarantineStore()
       const guard = createGuard({
-        secret: SECRET,
-        models: { [MODEL]: PROFILE },
-        quarantine,
-        foreignContent: { publicTexts },
-      })
+secret: SECRET,
+models: { [MODEL]: PROFILE },
+quarantine: { store: quarantine },
+content: { publicTexts },
+})
       for (const [i, tenant] of sent.entries()) {
         const ai = guard.wrap(engine.binding('gateway'), { tenant })
         await ai.run(MODEL, chat(`${licence}\n${privateText(20 + i, 4)}`))
@@ -277,7 +276,7 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
   }
 
   it('should not look when the check is off (the operator’s choice), so the leak is released', async () => {
-    const { engine, send } = setup({ foreignContent: false })
+    const { engine, send } = setup({ content: false })
     const a = privateText(1, 24)
     await send('tenant-a', a, false)
     engine.configure({ staleRate: 1 })
@@ -299,12 +298,12 @@ describe('foreign content across isolates', () => {
     const model = `${MODEL}-${crypto.randomUUID()}` // a fresh log: one object per model
     const isolate = (store?: DurableFingerprints) =>
       createGuard({
-        secret: SECRET,
-        models: { [model]: PROFILE },
-        quarantine,
-        foreignContent: store ? { store } : {},
-        now: () => Date.now(),
-      })
+secret: SECRET,
+models: { [model]: PROFILE },
+quarantine: { store: quarantine },
+content: store ? { store } : {},
+hooks: { now: () => Date.now() },
+})
     const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
       .FINGERPRINTS
     const store = new DurableFingerprints(namespace)
@@ -338,10 +337,10 @@ describe('foreign content across isolates', () => {
       .FINGERPRINTS
     const isolate = () =>
       createGuard({
-        secret: SECRET,
-        models: { [model]: PROFILE },
-        foreignContent: { store: new DurableFingerprints(namespace) },
-      })
+secret: SECRET,
+models: { [model]: PROFILE },
+content: { store: new DurableFingerprints(namespace) },
+})
     const pending: Promise<unknown>[] = []
     const waitUntil = (p: Promise<unknown>) => void pending.push(p)
     const a = privateText(1, 24)
@@ -404,7 +403,7 @@ describe('foreign content: a shared store that cannot be read in full', () => {
     ['none', undefined],
   ] as const) {
     it(`should say what it could not read (${gap}), withhold the leak it can see, release the rest`, async () => {
-      const { engine, send, record, verdicts } = setup({ foreignContent: { store: store(gap) } })
+      const { engine, send, record, verdicts } = setup({ content: { store: store(gap) } })
       const quiet = vi.spyOn(console, 'error').mockImplementation(() => {})
       const a = privateText(1, 24)
       expect((await send('tenant-a', a, false)).error).toBeUndefined()

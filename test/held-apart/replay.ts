@@ -80,13 +80,12 @@ export async function replayHeldApart(
   const clock = new VirtualClock()
   const verdicts: VerdictLog[] = []
   const guard = createGuard({
-    secret: SECRET,
-    now: () => clock.now(),
-    onVerdict: (event) => {
+secret: SECRET,
+hooks: { now: () => clock.now(), onVerdict: (event) => {
       verdicts.push(event)
-    },
-    ...options.guard,
-  })
+    } },
+...options.guard,
+})
   const knowledge = new Knowledge(traffic.known)
   const out: HeldApartResult = {
     honest: 0,
