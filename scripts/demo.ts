@@ -280,11 +280,11 @@ async function guardedRun(profile: Partial<ModelProfile>): Promise<GuardedCell[]
   const verdicts: VerdictLog[] = []
   const rows = await runScenario((engine, account) =>
     guardAi(engine.binding(account), {
-secret: DEMO_SECRET,
-tenant: account,
-models: { [DEMO_MODEL]: profile },
-hooks: { onVerdict: (event) => verdicts.push(event) },
-}),
+      secret: DEMO_SECRET,
+      tenant: account,
+      models: { [DEMO_MODEL]: profile },
+      hooks: { onVerdict: (event) => verdicts.push(event) },
+    }),
   )
   // One verdict per request, in order (retries are inside a request).
   return rows.map((row, i) => ({

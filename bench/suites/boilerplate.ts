@@ -54,10 +54,10 @@ const GAP_MS = 1_500
 function guardFor(clock: VirtualClock): Guard {
   return new Guard(
     {
-secret: BENCH_SECRET,
-models: { [MODEL]: PROFILE },
-hooks: { now: () => clock.now(), onVerdict: () => {} },
-},
+      secret: BENCH_SECRET,
+      models: { [MODEL]: PROFILE },
+      hooks: { now: () => clock.now(), onVerdict: () => {} },
+    },
     DEFAULT_PLUGINS,
   )
 }

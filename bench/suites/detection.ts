@@ -151,13 +151,13 @@ function guardFor(
 ): Guard {
   return new Guard(
     {
-secret: BENCH_SECRET,
-models: { [MODEL]: profile },
-hooks: { now: () => clock.now(), onVerdict: () => {} },
-// The default is left implicit, so the default policy is what is measured, not a copy of it.
+      secret: BENCH_SECRET,
+      models: { [MODEL]: profile },
+      hooks: { now: () => clock.now(), onVerdict: () => {} },
+      // The default is left implicit, so the default policy is what is measured, not a copy of it.
       ...(policy === 'async' ? { stream: { release: policy } } : {}),
-...(policy === 'observe' ? { observe: OBSERVE_ALL } : {}),
-},
+      ...(policy === 'observe' ? { observe: OBSERVE_ALL } : {}),
+    },
     DEFAULT_PLUGINS,
   )
 }

@@ -136,11 +136,11 @@ function upstreamOf(answer: () => Scripted): AiRunner {
 /** A guard created once, as a Worker creates it per isolate: every request shares its state. */
 function guardOf(secrets: SecretsOptions | undefined): AiGuard {
   return createGuard({
-secret: BENCH_SECRET,
-tenant: TENANT,
-hooks: { requestId: () => REQUEST_ID, now: clock },
-...(secrets ? { secrets } : {}),
-})
+    secret: BENCH_SECRET,
+    tenant: TENANT,
+    hooks: { requestId: () => REQUEST_ID, now: clock },
+    ...(secrets ? { secrets } : {}),
+  })
 }
 
 let guards: { off: AiGuard; on: AiGuard } | undefined

@@ -43,12 +43,12 @@ function guardOver(
   directive: EchoWording = 'reply-first',
 ): AiRunner {
   return guardAi(upstream, {
-secret: BENCH_SECRET,
-tenant: TENANT,
-hooks: { requestId: () => REQUEST_ID },
-models: { [MODEL]: { directive } },
-...(now ? { now } : {}),
-})
+    secret: BENCH_SECRET,
+    tenant: TENANT,
+    hooks: { requestId: () => REQUEST_ID },
+    models: { [MODEL]: { directive } },
+    ...(now ? { now } : {}),
+  })
 }
 
 /** Events back to SSE bytes, one chunk per event, as the guard writes them (encodeSseEvent). */
@@ -97,11 +97,11 @@ async function throughput(quick: boolean) {
   const upstream: AiRunner = { run: async () => replay(rec) }
   const guarded = guardOver(upstream)
   const withoutContent = guardAi(upstream, {
-secret: BENCH_SECRET,
-tenant: TENANT,
-hooks: { requestId: () => REQUEST_ID },
-content: false,
-})
+    secret: BENCH_SECRET,
+    tenant: TENANT,
+    hooks: { requestId: () => REQUEST_ID },
+    content: false,
+  })
   // Sanity: the guard releases the whole answer with only its own canary removed.
   const check = (await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream
   const delivered = await new Response(check).text()
@@ -267,11 +267,11 @@ async function simulatorRow(
     const engineG = new SimEngine(config, { clock: clockG })
     // A guard of its own per sample (its own clock, nothing learnt from the samples before it).
     const guarded = createGuard({
-secret: BENCH_SECRET,
-hooks: { now: () => clockG.now() },
-stream: { release: policy },
-models: { [MODEL]: { directive } },
-}).wrap(engineG.binding('worker'), { tenant: TENANT })
+      secret: BENCH_SECRET,
+      hooks: { now: () => clockG.now() },
+      stream: { release: policy },
+      models: { [MODEL]: { directive } },
+    }).wrap(engineG.binding('worker'), { tenant: TENANT })
     start = clockG.now()
     const outG = await guarded.run(MODEL, inputs)
     g.push(await firstTimes(outG as ReadableStream<Uint8Array>, clockG, start))

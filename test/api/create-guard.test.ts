@@ -108,8 +108,8 @@ describe('createGuard: one guard, a cheap runner per request', () => {
     const quarantine = new MemoryQuarantineStore()
     const calibration = new MemoryCalibration()
     const guard = createGuard({
-secret: SECRET,
-models: {
+      secret: SECRET,
+      models: {
         'acme/tiny': {
           contextWindow: 8_192,
           kvPoolTokens: 8_192,
@@ -118,9 +118,9 @@ models: {
           defaultOutputReserve: 1_024,
         },
       },
-quarantine: { store: quarantine },
-ceiling: { calibration },
-})
+      quarantine: { store: quarantine },
+      ceiling: { calibration },
+    })
     expect(guard.models()).toEqual([...guard.models()].sort())
     expect(guard.models()).toEqual(expect.arrayContaining([MODEL, 'acme/tiny']))
     const profile = guard.profile('acme/tiny')
@@ -159,7 +159,9 @@ describe('guardAi called per request', () => {
 
   it('should not let one call’s tenant become the default of the next', async () => {
     const quarantine = new MemoryQuarantineStore()
-    await incidentOf(guardAi(ignoresEcho, { secret: SECRET, quarantine: { store: quarantine }, tenant: 'dave' }))
+    await incidentOf(
+      guardAi(ignoresEcho, { secret: SECRET, quarantine: { store: quarantine }, tenant: 'dave' }),
+    )
     await incidentOf(guardAi(ignoresEcho, { secret: SECRET, quarantine: { store: quarantine } }))
     expect((await quarantine.list()).map((r) => r.tenant).sort()).toEqual(['dave', 'default'])
   })
@@ -168,7 +170,11 @@ describe('guardAi called per request', () => {
     const ids = new Set<string>()
     for (let i = 0; i < 10; i++) {
       // A new onVerdict closure per call: different options by identity, so a fresh guard each time.
-      const ai = guardAi(ignoresEcho, { secret: SECRET, tenant: 'erin', hooks: { onVerdict: () => {} } })
+      const ai = guardAi(ignoresEcho, {
+        secret: SECRET,
+        tenant: 'erin',
+        hooks: { onVerdict: () => {} },
+      })
       ids.add(await incidentOf(ai))
     }
     expect(ids.size).toBe(10)

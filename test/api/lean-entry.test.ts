@@ -69,10 +69,7 @@ describe('lean entry: the core without the evidence plug-ins', () => {
   })
 
   it('should build the default entry with every evidence option the lean one refuses', () => {
-    for (const options of [
-      { content: { recall: false } },
-      { secrets: { high: 'substitute' } },
-    ]) {
+    for (const options of [{ content: { recall: false } }, { secrets: { high: 'substitute' } }]) {
       expect(builds(full as Entry, options)).toEqual([undefined, undefined, undefined])
     }
   })
@@ -113,10 +110,10 @@ describe('lean entry: the core without the evidence plug-ins', () => {
       const clock = new VirtualClock()
       const engine = new SimEngine(STALE_MIDDLE_SIM, { clock })
       const guard = entry.createGuard({
-secret: SECRET,
-models: { [MODEL]: STALE_MIDDLE_PROFILE },
-hooks: { onVerdict: () => {}, now: () => clock.now() },
-})
+        secret: SECRET,
+        models: { [MODEL]: STALE_MIDDLE_PROFILE },
+        hooks: { onVerdict: () => {}, now: () => clock.now() },
+      })
       const send = (tenant: string, text: string) =>
         guard
           .wrap(engine.binding('gateway'), { tenant })

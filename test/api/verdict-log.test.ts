@@ -20,9 +20,9 @@ async function logged(tokens: number): Promise<{ log: VerdictLog; reported: numb
   const clock = new VirtualClock()
   const engine = new SimEngine({ mode: 'fixed', prefillTokensPerSecond: 100_000 }, { clock })
   const ai = guardAi(engine.binding('app'), {
-secret: 'verdict-log-test-secret-0123456789abcdef',
-hooks: { onVerdict: (event) => logs.push(event), now: () => clock.now() },
-})
+    secret: 'verdict-log-test-secret-0123456789abcdef',
+    hooks: { onVerdict: (event) => logs.push(event), now: () => clock.now() },
+  })
   const out = (await ai.run(MODEL, chat(english(tokens)))) as { usage: { prompt_tokens: number } }
   expect(logs.map((l) => l.action)).toEqual(['release'])
   return { log: logs[0]!, reported: out.usage.prompt_tokens }
@@ -56,10 +56,10 @@ describe('verdict log context', { timeout: 60_000 }, () => {
     const logs: [VerdictLog, VerdictContext][] = []
     const engine = new SimEngine({ mode: 'fixed' })
     const guard = createGuard({
-secret: 'verdict-log-test-secret-0123456789abcdef',
-models: { [MODEL]: SMALL },
-hooks: { onVerdict: (event, context) => logs.push([event, context]) },
-})
+      secret: 'verdict-log-test-secret-0123456789abcdef',
+      models: { [MODEL]: SMALL },
+      hooks: { onVerdict: (event, context) => logs.push([event, context]) },
+    })
     const pending: Promise<unknown>[] = []
     const waitUntil = (promise: Promise<unknown>) => {
       pending.push(promise)
@@ -90,11 +90,11 @@ hooks: { onVerdict: (event, context) => logs.push([event, context]) },
     const clock = new VirtualClock()
     const engine = new SimEngine({ ...LEAK.sim, mode: 'fixed' }, { clock })
     const guard = createGuard({
-secret: LEAK.secret,
-models: { [LEAK.model]: LEAK.wrongProfile },
-hooks: { onVerdict: (event, context) => logs.push([event, context]), now: () => clock.now() },
-timing: { minEvidenceMs: 5 },
-})
+      secret: LEAK.secret,
+      models: { [LEAK.model]: LEAK.wrongProfile },
+      hooks: { onVerdict: (event, context) => logs.push([event, context]), now: () => clock.now() },
+      timing: { minEvidenceMs: 5 },
+    })
     const a = guard.wrap(engine.binding('app'), { tenant: 'tenant-a' })
     await a.run(MODEL, chat(document('TENANT-A', 5_000)))
     engine.configure({ mode: 'pd-abort-leak' })

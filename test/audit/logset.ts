@@ -294,11 +294,15 @@ export async function guardedVerdicts(options: {
     let guard = guards.get(p.tenant)
     if (guard === undefined) {
       guard = guardAi(engine.binding(p.tenant), {
-secret: 'audit-test-canary-secret-0123456789abcdef',
-tenant: p.tenant,
-models: { [GLM]: { kvPoolTokens: 1_048_576 } },
-hooks: { now: () => clock.now(), requestId: () => `g-${String(n++).padStart(4, '0')}`, onVerdict },
-})
+        secret: 'audit-test-canary-secret-0123456789abcdef',
+        tenant: p.tenant,
+        models: { [GLM]: { kvPoolTokens: 1_048_576 } },
+        hooks: {
+          now: () => clock.now(),
+          requestId: () => `g-${String(n++).padStart(4, '0')}`,
+          onVerdict,
+        },
+      })
       guards.set(p.tenant, guard)
     }
     const before = lines.length

@@ -31,13 +31,13 @@ function setup() {
     createWorkersAI({
       binding: asAiBinding(
         guardAi(upstream, {
-secret: LEAK.secret,
-tenant,
-models: { [LEAK.model]: LEAK.wrongProfile },
-quarantine: { store: quarantine },
-timing: { minEvidenceMs: 5 },
-hooks: { now: () => clock.now() },
-}),
+          secret: LEAK.secret,
+          tenant,
+          models: { [LEAK.model]: LEAK.wrongProfile },
+          quarantine: { store: quarantine },
+          timing: { minEvidenceMs: 5 },
+          hooks: { now: () => clock.now() },
+        }),
       ),
     })(LEAK.model)
   return { provider, quarantine, calls }

@@ -66,11 +66,11 @@ function setup(isolation: CacheIsolation | undefined, over: Over, model = MODEL)
     let ai = runners.get(tenant)
     if (!ai) {
       ai = guardAi(upstream, {
-secret: SECRET,
-tenant,
-models: { [model]: profile },
-hooks: { now: () => clock.now() },
-})
+        secret: SECRET,
+        tenant,
+        models: { [model]: profile },
+        hooks: { now: () => clock.now() },
+      })
       runners.set(tenant, ai)
     }
     return ai
@@ -150,15 +150,15 @@ async function probeLearnsNothing(send: ReturnType<typeof setup>['send']) {
 describe('cacheIsolation: the profile option', () => {
   it('should default to salt for self-hosted names and to prefix for Workers AI catalogue names', () => {
     const options = resolveOptions({
-secret: SECRET,
-models: {
+      secret: SECRET,
+      models: {
         [MODEL]: PROFILE,
         '@cf/meta/llama-3.3-70b-instruct-fp8-fast': PROFILE,
         'zai-org/GLM-5.3': { ...PROFILE, cacheIsolation: 'off' },
         '@cf/zai-org/glm-5.3': { kvPoolTokens: 600_000 },
       },
-ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
-})
+      ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+    })
     const isolation = (model: string) => options.profiles.get(model)?.cacheIsolation
     expect(isolation(MODEL)).toBe('salt')
     expect(isolation('@cf/meta/llama-3.3-70b-instruct-fp8-fast')).toBe('prefix')
@@ -171,9 +171,9 @@ ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
 
   it('should pick the fallback profile by the name: prefix for an unknown @cf/ model, else salt', () => {
     const options = resolveOptions({
-secret: SECRET,
-ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
-})
+      secret: SECRET,
+      ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+    })
     expect(
       fallbackProfile(options, '@cf/meta/llama-4-scout-17b-16e-instruct')?.cacheIsolation,
     ).toBe('prefix')
@@ -189,10 +189,10 @@ ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
     const engine = new SimEngine(SIM, { clock })
     const received: Record<string, unknown>[] = []
     const ai = createGuard({
-secret: SECRET,
-ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
-hooks: { now: () => clock.now() },
-}).wrap(recording(engine.binding('gateway'), received), { tenant: 'tenant-a' })
+      secret: SECRET,
+      ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+      hooks: { now: () => clock.now() },
+    }).wrap(recording(engine.binding('gateway'), received), { tenant: 'tenant-a' })
     const model = '@cf/meta/llama-4-scout-17b-16e-instruct'
     const out = (await ai.run(model, chat('Say hello.'))) as { response?: string }
     const sent = received.at(-1)!
@@ -333,7 +333,11 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
       },
     }
     const quarantine = new MemoryQuarantineStore()
-    const ai = guardAi(leaking, { secret: SECRET, tenant: 'tenant-b', quarantine: { store: quarantine } })
+    const ai = guardAi(leaking, {
+      secret: SECRET,
+      tenant: 'tenant-b',
+      quarantine: { store: quarantine },
+    })
     const error = await ai.run(WORKERS_AI, chat('What is the PIN?')).then(
       () => undefined,
       (e: unknown) => e,

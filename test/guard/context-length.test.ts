@@ -28,7 +28,11 @@ describe('token ceiling', () => {
       it(`should refuse a ${tokens.toLocaleString('en-US')}-token prompt before any upstream call (${surfaceName})`, async () => {
         const upstream = counted(engine('pd-abort-leak').binding('b'))
         const verdicts = recordVerdicts()
-        const send = surface(upstream, { secret: SECRET, models, hooks: { onVerdict: verdicts.onVerdict } })
+        const send = surface(upstream, {
+          secret: SECRET,
+          models,
+          hooks: { onVerdict: verdicts.onVerdict },
+        })
         const out = await send('b', MODEL, chat(document('TENANT-B', tokens)))
         expect(out.status).toBe(400)
         expect(out.code).toBe('context_length_exceeded')
@@ -87,7 +91,12 @@ describe('token ceiling', () => {
 
   it('should clamp max_tokens instead when overflow is clamp-output and the prompt alone fits', async () => {
     const upstream = counted(engine().binding('a'))
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', models, ceiling: { overflow: 'clamp-output' } })
+    const ai = guardAi(upstream, {
+      secret: SECRET,
+      tenant: 'a',
+      models,
+      ceiling: { overflow: 'clamp-output' },
+    })
     const out = (await ai.run(
       MODEL,
       chat(document('TENANT-A', 100_000), { max_tokens: 600_000 }),

@@ -41,11 +41,11 @@ async function timed(
   const upstream = engine.binding('gateway')
   const ai = guarded
     ? guardAi(upstream, {
-secret: SECRET,
-tenant: 'a',
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-models: { [MODEL]: { directive } },
-})
+        secret: SECRET,
+        tenant: 'a',
+        hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+        models: { [MODEL]: { directive } },
+      })
     : upstream
   const start = clock.now()
   const inputs = guarded ? chat(TEXT) : injectLookalike(chat(TEXT))
@@ -101,7 +101,10 @@ describe('release on the first proof', () => {
       echoIgnoreRate: 1,
     })
     const verdicts = recordVerdicts()
-    const ai = guardAi(engine.binding('gateway'), { secret: SECRET, hooks: { onVerdict: verdicts.onVerdict } })
+    const ai = guardAi(engine.binding('gateway'), {
+      secret: SECRET,
+      hooks: { onVerdict: verdicts.onVerdict },
+    })
     const out = (await ai.run(MODEL, chat(TEXT))) as {
       choices: { message: { content: string; reasoning_content: string } }[]
     }
@@ -138,12 +141,12 @@ describe('release on the first proof', () => {
           },
         }
         const ai = guardAi(upstream, {
-secret: SECRET,
-tenant: 'a',
-canary: { echoRetries: 0 },
-hooks: { onVerdict: verdicts.onVerdict },
-models: { [MODEL]: { directive } },
-})
+          secret: SECRET,
+          tenant: 'a',
+          canary: { echoRetries: 0 },
+          hooks: { onVerdict: verdicts.onVerdict },
+          models: { [MODEL]: { directive } },
+        })
         const error = await ai
           .run(MODEL, chat('hi', { stream: true }))
           .then(async (out) => {
@@ -191,10 +194,10 @@ describe('the note-first wording', () => {
     const asked = { ...chat('hi'), directive: 'note-first', echo_wording: 'note-first' }
     for (const directive of ['reply-first', 'note-first'] as const) {
       const ai = guardAi(upstream, {
-secret: SECRET,
-canary: { echoRetries: 0 },
-models: { [MODEL]: { directive } },
-})
+        secret: SECRET,
+        canary: { echoRetries: 0 },
+        models: { [MODEL]: { directive } },
+      })
       await ai.run(MODEL, asked).catch(() => undefined)
     }
     expect(sent).toHaveLength(2)

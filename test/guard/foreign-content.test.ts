@@ -33,12 +33,12 @@ function setup(options: Partial<GuardOptions> = {}) {
   const quarantine = new MemoryQuarantineStore()
   const verdicts = recordVerdicts()
   const guard = createGuard({
-secret: SECRET,
-models: { [MODEL]: PROFILE },
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-...options,
-})
+    secret: SECRET,
+    models: { [MODEL]: PROFILE },
+    quarantine: { store: quarantine },
+    hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+    ...options,
+  })
   /** One request of `tenant`; the text the client received (or the error), whatever the outcome. */
   const send = async (tenant: string, text: string, stream: boolean) => {
     const ai = guard.wrap(engine.binding('gateway'), { tenant })
@@ -135,11 +135,11 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
       const engine = new SimEngine(SIM, { clock })
       const quarantine = new MemoryQuarantineStore()
       const guard = createGuard({
-secret: SECRET,
-models: { [MODEL]: PROFILE },
-quarantine: { store: quarantine },
-content: { publicTexts },
-})
+        secret: SECRET,
+        models: { [MODEL]: PROFILE },
+        quarantine: { store: quarantine },
+        content: { publicTexts },
+      })
       for (const [i, tenant] of sent.entries()) {
         const ai = guard.wrap(engine.binding('gateway'), { tenant })
         await ai.run(MODEL, chat(`${licence}\n${privateText(20 + i, 4)}`))
@@ -298,12 +298,12 @@ describe('foreign content across isolates', () => {
     const model = `${MODEL}-${crypto.randomUUID()}` // a fresh log: one object per model
     const isolate = (store?: DurableFingerprints) =>
       createGuard({
-secret: SECRET,
-models: { [model]: PROFILE },
-quarantine: { store: quarantine },
-content: store ? { store } : {},
-hooks: { now: () => Date.now() },
-})
+        secret: SECRET,
+        models: { [model]: PROFILE },
+        quarantine: { store: quarantine },
+        content: store ? { store } : {},
+        hooks: { now: () => Date.now() },
+      })
     const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
       .FINGERPRINTS
     const store = new DurableFingerprints(namespace)
@@ -337,10 +337,10 @@ hooks: { now: () => Date.now() },
       .FINGERPRINTS
     const isolate = () =>
       createGuard({
-secret: SECRET,
-models: { [model]: PROFILE },
-content: { store: new DurableFingerprints(namespace) },
-})
+        secret: SECRET,
+        models: { [model]: PROFILE },
+        content: { store: new DurableFingerprints(namespace) },
+      })
     const pending: Promise<unknown>[] = []
     const waitUntil = (p: Promise<unknown>) => void pending.push(p)
     const a = privateText(1, 24)

@@ -196,11 +196,14 @@ async function replay(traffic: HonestTraffic): Promise<Replay> {
   const clock = new VirtualClock()
   const verdicts: VerdictLog[] = []
   const guard = createGuard({
-secret: SECRET,
-hooks: { now: () => clock.now(), onVerdict: (event) => {
-      verdicts.push(event)
-    } },
-})
+    secret: SECRET,
+    hooks: {
+      now: () => clock.now(),
+      onVerdict: (event) => {
+        verdicts.push(event)
+      },
+    },
+  })
   const sentBy = new Map<string, string[]>()
   const out: Replay = {
     honest: 0,

@@ -26,12 +26,12 @@ function setup() {
   const engine = new SimEngine({ ...SIM, mode: 'pd-abort-leak' }, { clock })
   const runner = (tenant: string) =>
     guardAi(engine.binding('account'), {
-secret: SECRET,
-tenant,
-models: { [LEGACY]: profile },
-timing: { minEvidenceMs: 5 },
-hooks: { now: () => clock.now() },
-})
+      secret: SECRET,
+      tenant,
+      models: { [LEGACY]: profile },
+      timing: { minEvidenceMs: 5 },
+      hooks: { now: () => clock.now() },
+    })
   return { runner }
 }
 

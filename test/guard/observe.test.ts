@@ -69,12 +69,12 @@ describe('observe mode: foreign content', () => {
     const quarantine = new MemoryQuarantineStore()
     const verdicts = recordVerdicts()
     const guard = createGuard({
-secret: 'observe-content-test-secret-0123456789abcdef',
-models: { [MODEL]: STALE_MIDDLE_PROFILE },
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-...options,
-})
+      secret: 'observe-content-test-secret-0123456789abcdef',
+      models: { [MODEL]: STALE_MIDDLE_PROFILE },
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+      ...options,
+    })
     const send = async (tenant: string, inputs: Record<string, unknown>) => {
       const ai = guard.wrap(engine.binding('gateway'), { tenant })
       try {
@@ -182,12 +182,12 @@ describe('observe mode: foreign content after the first byte', () => {
     upstream.eventCuts = true
     upstream.pacedMs = 0
     const send = direct(upstream, {
-secret: SECRET,
-models,
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict },
-...options,
-})
+      secret: SECRET,
+      models,
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: verdicts.onVerdict },
+      ...options,
+    })
     return { a, send, quarantine, verdicts }
   }
 
@@ -244,8 +244,8 @@ describe('observe mode: timing', () => {
     const verdicts = recordVerdicts()
     const calibration = countingCalibration()
     const send = direct(engine.binding('account'), {
-secret: 'observe-timing-test-secret-0123456789abcdef',
-models: {
+      secret: 'observe-timing-test-secret-0123456789abcdef',
+      models: {
         [MODEL]: {
           contextWindow: 131_072,
           kvPoolTokens: 131_072,
@@ -254,12 +254,12 @@ models: {
           echo: 'off',
         },
       },
-quarantine: { store: quarantine },
-ceiling: { calibration: calibration.store },
-hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
-content: false,
-...options,
-})
+      quarantine: { store: quarantine },
+      ceiling: { calibration: calibration.store },
+      hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
+      content: false,
+      ...options,
+    })
     return { send, quarantine, verdicts, taught: calibration.taught }
   }
 
@@ -325,12 +325,12 @@ describe('observe mode: a missing echo', () => {
     }))
     const sendWith = (stream: boolean) =>
       direct(stream ? upstream : wholeUpstream, {
-secret: SECRET,
-models,
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict },
-...options,
-})
+        secret: SECRET,
+        models,
+        quarantine: { store: quarantine },
+        hooks: { onVerdict: verdicts.onVerdict },
+        ...options,
+      })
     return { sendWith, quarantine, verdicts, upstream, wholeUpstream }
   }
 
@@ -372,9 +372,9 @@ hooks: { onVerdict: verdicts.onVerdict },
 
   it('should let an async stream whose echo never came run to its end, and record it', async () => {
     const { sendWith, quarantine, verdicts } = setup({
-observe: { echo: true },
-stream: { release: 'async' },
-})
+      observe: { echo: true },
+      stream: { release: 'async' },
+    })
     const got = await sendWith(true)('tenant-a', MODEL, chat('Summarise.', { stream: true }))
     expect(got.status).toBe(200)
     // Not cut: the whole text and the stream's end, no error event.
@@ -406,12 +406,12 @@ describe('observe mode never releases proof', () => {
       return { message: { content: `${head}From the notes: ${canaryOfA} TENANT-A ledger` } }
     })
     const send = direct(upstream, {
-secret: SECRET,
-models,
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict },
-observe: ALL,
-})
+      secret: SECRET,
+      models,
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: verdicts.onVerdict },
+      observe: ALL,
+    })
     return { send, quarantine, verdicts }
   }
 

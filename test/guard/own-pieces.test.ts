@@ -187,12 +187,12 @@ async function ask(
   }
   const verdicts = recordVerdicts()
   const ai = guardAi(spy, {
-secret: SECRET,
-tenant,
-models,
-hooks: { onVerdict: verdicts.onVerdict },
-...options,
-})
+    secret: SECRET,
+    tenant,
+    models,
+    hooks: { onVerdict: verdicts.onVerdict },
+    ...options,
+  })
   const out = await ai.run(MODEL, chat(question, stream ? { stream: true } : {}))
   const text =
     out instanceof ReadableStream
@@ -251,8 +251,8 @@ describe('pieces of our own canary and marker', () => {
       })
       // Without the foreign-content check, whose own hold of the last words would hide this one's.
       const { text, marker } = await ask(upstream, true, 'alice', undefined, {
-content: false,
-})
+        content: false,
+      })
       // Held from its second character: only a split right after the first may let that one leave.
       const may = ['Quoted:  end.']
       if (at === 'Quoted: '.length + 1) may.push(`Quoted: ${marker[3]!.toUpperCase()} end.`)
@@ -367,11 +367,11 @@ describe("pieces of another tenant's marker", () => {
       }))
       const verdicts = recordVerdicts()
       const ai = guardAi(upstream, {
-secret: SECRET,
-tenant: 'mallory',
-models,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+        secret: SECRET,
+        tenant: 'mallory',
+        models,
+        hooks: { onVerdict: verdicts.onVerdict },
+      })
       let delivered = ''
       const error = await rejection(
         (async () => {

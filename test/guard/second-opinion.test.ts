@@ -63,11 +63,11 @@ function setup(
   const quarantine = new MemoryQuarantineStore()
   const verdicts = recordVerdicts()
   const g = createGuard({
-secret: SECRET,
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-...guard,
-})
+    secret: SECRET,
+    quarantine: { store: quarantine },
+    hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+    ...guard,
+  })
   /** One request; what its client received (reasoning and content) and the error, if any. */
   const send = async (tenant: string, text: string, stream: boolean) => {
     clock.advance(1_000)

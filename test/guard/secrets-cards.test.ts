@@ -37,11 +37,11 @@ describe('13-digit card numbers grouped 4-3-3-3', () => {
         const verdicts = recordVerdicts()
         const upstream = quoting(stream)
         const send = direct(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+          secret: SECRET,
+          models,
+          secrets: SUBSTITUTE_ALL,
+          hooks: { onVerdict: verdicts.onVerdict },
+        })
         const text = `Please charge card ${card} exp 09/29 for the order.`
         const got = await send('tenant-a', MODEL, chat(text, { stream }))
         expect(got.status, card).toBe(200)
@@ -62,11 +62,11 @@ hooks: { onVerdict: verdicts.onVerdict },
       const verdicts = recordVerdicts()
       const upstream = quoting(false)
       const send = direct(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        hooks: { onVerdict: verdicts.onVerdict },
+      })
       const text = `Reference ${number} for the order.`
       const got = await send('tenant-a', MODEL, chat(text))
       expect(got.status).toBe(200)

@@ -78,13 +78,13 @@ function rig(options: Partial<GuardOptions> = {}, surface: Surface = direct) {
     return { message: { content: answer.content ?? text } }
   })
   const send = surface(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict },
-...options,
-})
+    secret: SECRET,
+    models,
+    secrets: SUBSTITUTE_ALL,
+    quarantine: { store: quarantine },
+    hooks: { onVerdict: verdicts.onVerdict },
+    ...options,
+  })
   return {
     upstream,
     quarantine,
@@ -321,7 +321,12 @@ describe('another request’s stand-in inside JSON (tool arguments, a JSON-mode 
         if (!stream) return { message: { content } }
         return { deltas: cutText(content, [60, 90]).map((c) => ({ content: c })) }
       })
-      const send = direct(upstream, { secret: SECRET, models, secrets: SUBSTITUTE_ALL, quarantine: { store: quarantine } })
+      const send = direct(upstream, {
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        quarantine: { store: quarantine },
+      })
       await send('tenant-b', MODEL, chat(prompt.text))
       for (mode of ['tools', 'json'] as const) {
         for (stream of [false, true]) {
@@ -553,13 +558,13 @@ describe('against the leaking simulator', () => {
           const quarantine = new MemoryQuarantineStore()
           const verdicts = recordVerdicts()
           const send = surface(binding, {
-secret: LEAK.secret,
-models: { [LEAK.model]: LEAK.wrongProfile },
-secrets: SUBSTITUTE_ALL,
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-timing: { minEvidenceMs: 5 },
-})
+            secret: LEAK.secret,
+            models: { [LEAK.model]: LEAK.wrongProfile },
+            secrets: SUBSTITUTE_ALL,
+            quarantine: { store: quarantine },
+            hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+            timing: { minEvidenceMs: 5 },
+          })
           const b = victimText(900)
           const bGot = await send('tenant-b', LEAK.model, chat(b.text, { stream }))
           expect(bGot.status).toBe(200)

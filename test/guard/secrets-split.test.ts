@@ -125,11 +125,11 @@ describe('stand-ins split across SSE events at every character position', () => 
         )
         const verdicts = recordVerdicts()
         const send = surface(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+          secret: SECRET,
+          models,
+          secrets: SUBSTITUTE_ALL,
+          hooks: { onVerdict: verdicts.onVerdict },
+        })
         // The longest stand-in bounds p: past a stand-in's end the cut falls in the text after it.
         const first = await send('tenant-a', MODEL, request(mode, prompt.text))
         const longest = Math.max(
@@ -189,11 +189,11 @@ describe('the upstream’s bytes cut at every offset', () => {
     )
     const verdicts = recordVerdicts()
     const send = surface(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+      secret: SECRET,
+      models,
+      secrets: SUBSTITUTE_ALL,
+      hooks: { onVerdict: verdicts.onVerdict },
+    })
     await send('tenant-a', MODEL, request('text', prompt.text))
     const length = upstream.lastBody!.length
     let runs = 0
@@ -265,12 +265,12 @@ describe('under streamRelease: async (released before the proof)', () => {
       upstream.eventCuts = true
       upstream.pacedMs = 0
       const send = directThrough(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-stream: { release: 'async' },
-quarantine: { store: quarantine },
-})
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        stream: { release: 'async' },
+        quarantine: { store: quarantine },
+      })
       for (p = 2; p < 60; p += 19) {
         const got = await send('tenant-a', MODEL, chat(prompt.text, { stream: true }))
         expect(got.code).toBeUndefined()

@@ -122,11 +122,11 @@ describe('secrets through both surfaces, whole and streamed', () => {
             const prompt = secretPrompt(seed)
             const upstream = quoting(mode, stream)
             const send = surface(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+              secret: SECRET,
+              models,
+              secrets: SUBSTITUTE_ALL,
+              hooks: { onVerdict: verdicts.onVerdict },
+            })
             const got = await send('tenant-a', MODEL, request(mode, prompt.text, stream))
             expect(got.code).toBeUndefined()
             expect(got.status).toBe(200)
@@ -216,11 +216,11 @@ describe('a retried request', () => {
       })
       const verdicts = recordVerdicts()
       const send = direct(upstream, {
-secret: SECRET,
-models,
-secrets: SUBSTITUTE_ALL,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        hooks: { onVerdict: verdicts.onVerdict },
+      })
       const got = await send('tenant-a', MODEL, chat(prompt.text, { stream }))
       expect(upstream.sent).toHaveLength(2)
       expect(
@@ -357,11 +357,11 @@ describe('the operator’s policy, and only the operator’s', () => {
     const upstream = echoing()
     const verdicts = recordVerdicts()
     const send = direct(upstream, {
-secret: SECRET,
-models,
-hooks: { onVerdict: verdicts.onVerdict },
-...options,
-})
+      secret: SECRET,
+      models,
+      hooks: { onVerdict: verdicts.onVerdict },
+      ...options,
+    })
     const got = await send('tenant-a', MODEL, chat(prompt.text + append, extra))
     return { prompt, upstream, got, verdicts: verdicts.events as VerdictLog[] }
   }

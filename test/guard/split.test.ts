@@ -62,10 +62,10 @@ describe('canaries split anywhere', () => {
     const verdicts = recordVerdicts()
     for (let offset = 0; offset <= length; offset++) {
       const ai = guardAi(upstreamSplitAt(offset, ownBody), {
-secret: SECRET,
-models,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+        secret: SECRET,
+        models,
+        hooks: { onVerdict: verdicts.onVerdict },
+      })
       const out = await ai.run(MODEL, chat('hello', { stream: true }))
       const body = await new Response(out as ReadableStream<Uint8Array>).text()
       const { reasoning, content } = sseText(body)
@@ -95,10 +95,10 @@ hooks: { onVerdict: verdicts.onVerdict },
     for (let offset = 0; offset <= length; offset++) {
       verdicts.clear()
       const ai = guardAi(upstreamSplitAt(offset, leakBody), {
-secret: SECRET,
-models,
-hooks: { onVerdict: verdicts.onVerdict },
-})
+        secret: SECRET,
+        models,
+        hooks: { onVerdict: verdicts.onVerdict },
+      })
       let delivered = ''
       let code: string | undefined
       try {

@@ -31,11 +31,11 @@ async function timed(options: Partial<GuardOptions>) {
   const engine = new SimEngine(SIM, { clock })
   const verdicts = recordVerdicts()
   const ai = guardAi(engine.binding('gateway'), {
-secret: SECRET,
-tenant: 'a',
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-...options,
-})
+    secret: SECRET,
+    tenant: 'a',
+    hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+    ...options,
+  })
   const start = clock.now()
   const out = (await ai.run(MODEL, chat(TEXT, { stream: true }))) as ReadableStream<Uint8Array>
   const decoder = new TextDecoder()
@@ -55,10 +55,10 @@ describe('the policy is the operator’s', () => {
     const clock = new VirtualClock()
     const engine = new SimEngine(SIM, { clock })
     const ai = guardAi(engine.binding('gateway'), {
-secret: SECRET,
-tenant: 'a',
-hooks: { now: () => clock.now() },
-})
+      secret: SECRET,
+      tenant: 'a',
+      hooks: { now: () => clock.now() },
+    })
     const start = clock.now()
     const hostile = chat(TEXT, {
       stream: true,
@@ -115,12 +115,12 @@ async function deliver(
 ): Promise<{ raw: string; error: unknown; verdicts: ReturnType<typeof recordVerdicts> }> {
   const verdicts = recordVerdicts()
   const ai = guardAi(upstream, {
-secret: SECRET,
-tenant: 'a',
-canary: { echoRetries: 0 },
-hooks: { onVerdict: verdicts.onVerdict },
-...options,
-})
+    secret: SECRET,
+    tenant: 'a',
+    canary: { echoRetries: 0 },
+    hooks: { onVerdict: verdicts.onVerdict },
+    ...options,
+  })
   let raw = ''
   let error: unknown
   try {
@@ -221,12 +221,12 @@ describe('stream release policies', () => {
         { content: '{"answer":"no echo member"}' },
       ]),
       {
-secret: SECRET,
-tenant: 'a',
-canary: { echoRetries: 0 },
-stream: { release: 'async' },
-hooks: { onVerdict: verdicts.onVerdict },
-},
+        secret: SECRET,
+        tenant: 'a',
+        canary: { echoRetries: 0 },
+        stream: { release: 'async' },
+        hooks: { onVerdict: verdicts.onVerdict },
+      },
     )
     let raw = ''
     const error = await ai

@@ -47,13 +47,13 @@ function setup(surface: Surface, extra: Partial<GuardOptions> = {}) {
   const quarantine = new MemoryQuarantineStore()
   const verdicts = recordVerdicts()
   const send = surface(engine.binding('account'), {
-secret: SECRET,
-models: { [MODEL]: SLIPPED },
-quarantine: { store: quarantine },
-timing: { minEvidenceMs: 5 },
-hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
-...extra,
-})
+    secret: SECRET,
+    models: { [MODEL]: SLIPPED },
+    quarantine: { store: quarantine },
+    timing: { minEvidenceMs: 5 },
+    hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
+    ...extra,
+  })
   return { send, quarantine, engine, clock, verdicts }
 }
 
@@ -190,11 +190,11 @@ describe('only verified answers teach', () => {
     )
     const guard = new Guard(
       {
-secret: SECRET,
-models: { [MODEL]: { ...SLIPPED, contextWindow: 262_144, kvPoolTokens: 262_144 } },
-hooks: { onVerdict: recordVerdicts().onVerdict, now: () => clock.now() },
-timing: { minEvidenceMs: 5 },
-},
+        secret: SECRET,
+        models: { [MODEL]: { ...SLIPPED, contextWindow: 262_144, kvPoolTokens: 262_144 } },
+        hooks: { onVerdict: recordVerdicts().onVerdict, now: () => clock.now() },
+        timing: { minEvidenceMs: 5 },
+      },
       DEFAULT_PLUGINS,
     )
     const ai = guard.runner(engine.binding('account'), 'tenant-b')

@@ -82,13 +82,13 @@ describe('no tenant moves another tenant’s verdicts', () => {
     const verdicts = recordVerdicts()
     const guard = new Guard(
       {
-secret: SECRET,
-models: { [MODEL]: PROFILE },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-quarantine: { store: new MemoryQuarantineStore() },
-ceiling: { calibration: new MemoryCalibration({ now: () => clock.now() }) },
-timing: { minEvidenceMs: 5 },
-},
+        secret: SECRET,
+        models: { [MODEL]: PROFILE },
+        hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+        quarantine: { store: new MemoryQuarantineStore() },
+        ceiling: { calibration: new MemoryCalibration({ now: () => clock.now() }) },
+        timing: { minEvidenceMs: 5 },
+      },
       DEFAULT_PLUGINS,
     )
     const victim = guard.runner(engine.binding('victim'), 'victim')

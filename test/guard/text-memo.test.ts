@@ -26,12 +26,12 @@ function setup(options: Partial<GuardOptions> = {}) {
   const quarantine = new MemoryQuarantineStore()
   const guard = new Guard(
     {
-secret: SECRET,
-models: { [MODEL]: PROFILE },
-quarantine: { store: quarantine },
-hooks: { onVerdict: () => {}, now: () => clock.now() },
-...options,
-},
+      secret: SECRET,
+      models: { [MODEL]: PROFILE },
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: () => {}, now: () => clock.now() },
+      ...options,
+    },
     DEFAULT_PLUGINS,
   )
   /** One whole request of `tenant`: the text it received, or the error. */
@@ -90,8 +90,8 @@ describe('text memo: a resent prompt is as protected as a new one', () => {
   it('should put a resent document in the table again once the table has rotated', async () => {
     // A small table: a few prompts of other tenants make it rotate twice, dropping what A sent first.
     const { engine, guard, send, lastIncident } = setup({
-content: { budgetBytes: 256 * 1024 },
-})
+      content: { budgetBytes: 256 * 1024 },
+    })
     const table = (guard.content as unknown as { book: FingerprintBook }).book.table
     const a = privateText(3)
     expect((await send('tenant-a', turn(a, [], 'First?'))).error).toBeUndefined()
@@ -148,19 +148,25 @@ describe('text memo: the same verdicts on or off', () => {
   }
 
   /** One fixed sequence of requests; what the guard decided about each, without ids. */
-  async function decisions(textMemo: NonNullable<GuardOptions['ceiling']>['textMemo']): Promise<Partial<VerdictLog>[]> {
+  async function decisions(
+    textMemo: NonNullable<GuardOptions['ceiling']>['textMemo'],
+  ): Promise<Partial<VerdictLog>[]> {
     const clock = new VirtualClock()
     const engine = new SimEngine(TIMED_SIM, { clock })
     const verdicts = recordVerdicts()
     let id = 0
     const guard = new Guard(
       {
-secret: SECRET,
-models: { [MODEL]: TIMED },
-quarantine: { store: new MemoryQuarantineStore() },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now(), requestId: () => `request-${id++}` },
-ceiling: { textMemo },
-},
+        secret: SECRET,
+        models: { [MODEL]: TIMED },
+        quarantine: { store: new MemoryQuarantineStore() },
+        hooks: {
+          onVerdict: verdicts.onVerdict,
+          now: () => clock.now(),
+          requestId: () => `request-${id++}`,
+        },
+        ceiling: { textMemo },
+      },
       DEFAULT_PLUGINS,
     )
     const run = (tenant: string, messages: Record<string, unknown>[], stream = false) =>

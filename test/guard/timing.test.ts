@@ -34,14 +34,14 @@ function setup(surface: Surface) {
   const quarantine = new MemoryQuarantineStore()
   const verdicts = recordVerdicts()
   const send = surface(engine.binding('account'), {
-secret: SECRET,
-models: { [MODEL]: TIMING_ONLY },
-quarantine: { store: quarantine },
-hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
-// The timing guard alone: the placeholder answers here quote A's text, which the foreign-content
+    secret: SECRET,
+    models: { [MODEL]: TIMING_ONLY },
+    quarantine: { store: quarantine },
+    hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
+    // The timing guard alone: the placeholder answers here quote A's text, which the foreign-content
     // check would catch too (test/guard/foreign-content.test.ts).
-content: false,
-})
+    content: false,
+  })
   return { send, quarantine, engine, verdicts }
 }
 

@@ -31,12 +31,12 @@ describe('whole answers to long prompts, fetched as streams', () => {
       },
     })
     const ai = guardAi(upstream, {
-secret: SECRET,
-tenant: 'a',
-// Without the tenant's prefix marker, so the upstream reads exactly the client's prompt.
+      secret: SECRET,
+      tenant: 'a',
+      // Without the tenant's prefix marker, so the upstream reads exactly the client's prompt.
       models: { [MODEL]: { echo: 'scan-only', cacheIsolation: 'off' } },
-hooks: { now: () => b.clock.now() },
-})
+      hooks: { now: () => b.clock.now() },
+    })
     const guarded = await ai.run(MODEL, inputs)
     expect(upstream.calls).toBe(1)
     expect(sent[0]?.stream).toBe(true)

@@ -80,12 +80,15 @@ export async function replayHeldApart(
   const clock = new VirtualClock()
   const verdicts: VerdictLog[] = []
   const guard = createGuard({
-secret: SECRET,
-hooks: { now: () => clock.now(), onVerdict: (event) => {
-      verdicts.push(event)
-    } },
-...options.guard,
-})
+    secret: SECRET,
+    hooks: {
+      now: () => clock.now(),
+      onVerdict: (event) => {
+        verdicts.push(event)
+      },
+    },
+    ...options.guard,
+  })
   const knowledge = new Knowledge(traffic.known)
   const out: HeldApartResult = {
     honest: 0,

@@ -174,11 +174,11 @@ async function probeGuarded(sim: Partial<SimConfig>, profile: Partial<ModelProfi
   const clock = new VirtualClock()
   const engine = new SimEngine(sim, { clock })
   const guarded = guardAi(engine.binding('probe'), {
-secret: 'probe-test-secret-that-is-at-least-32-bytes',
-tenant: 'probe',
-hooks: { now: () => clock.now(), onVerdict: () => undefined },
-models: { [GLM]: profile },
-})
+    secret: 'probe-test-secret-that-is-at-least-32-bytes',
+    tenant: 'probe',
+    hooks: { now: () => clock.now(), onVerdict: () => undefined },
+    models: { [GLM]: profile },
+  })
   const report = await runProbe({
     transport: runnerTransport(guarded, { model: GLM, now: () => clock.now() }),
     window: sim.contextWindow ?? 1_048_576,

@@ -70,7 +70,10 @@ describe('client disconnects mid-stream', { timeout: 30_000 }, () => {
   it('should cancel the upstream when a client of the middleware goes away', async () => {
     const upstream = endlessAnswer()
     const app = new Hono()
-    app.use('/chat', aiGuard({ secret: SECRET, upstream: () => upstream, timing: { timeouts: FAST } }))
+    app.use(
+      '/chat',
+      aiGuard({ secret: SECRET, upstream: () => upstream, timing: { timeouts: FAST } }),
+    )
     app.post('/chat', async (c) => {
       const out = await c.var.ai.run(MODEL, await c.req.json())
       return new Response(out as ReadableStream<Uint8Array>, {

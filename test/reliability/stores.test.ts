@@ -64,11 +64,11 @@ describe('quarantine store unavailable', { timeout: 30_000 }, () => {
     it(`should still withhold the answer and log store_failed (${shape})`, async () => {
       const verdicts: VerdictLog[] = []
       const ai = guardAi(await make(), {
-secret: SECRET,
-tenant: 'tenant-b',
-quarantine: { store: brokenQuarantine },
-hooks: { onVerdict: (v) => verdicts.push(v) },
-})
+        secret: SECRET,
+        tenant: 'tenant-b',
+        quarantine: { store: brokenQuarantine },
+        hooks: { onVerdict: (v) => verdicts.push(v) },
+      })
       const logs = captureConsole()
       let r: Awaited<ReturnType<typeof settle>>
       try {
@@ -145,13 +145,13 @@ describe('calibration store unavailable', { timeout: 30_000 }, () => {
       },
     }
     const ai = guardAi(engine.binding('tenant-a'), {
-secret: SECRET,
-tenant: 'tenant-a',
-ceiling: { calibration },
-models: { [MODEL]: { maxPrefillTokensPerSecond: 800_000 } },
-timing: { minEvidenceMs: 1 },
-hooks: { now: () => clock.now() },
-})
+      secret: SECRET,
+      tenant: 'tenant-a',
+      ceiling: { calibration },
+      models: { [MODEL]: { maxPrefillTokensPerSecond: 800_000 } },
+      timing: { minEvidenceMs: 1 },
+      hooks: { now: () => clock.now() },
+    })
     const logs = captureConsole()
     try {
       for (const stream of [false, true]) {

@@ -171,13 +171,13 @@ describe("one tenant's prefix record never relaxes another tenant's timing check
     // enter a tenant's prefix record.
     const guard = new Guard(
       {
-secret: DEV_SECRET,
-// The cache is shared across tenants on purpose: what this suite tests is the timing record.
+        secret: DEV_SECRET,
+        // The cache is shared across tenants on purpose: what this suite tests is the timing record.
         models: { [MODEL]: { maxPrefillTokensPerSecond: 200_000, cacheIsolation: 'off' } },
-timing: { minEvidenceMs: 5 },
-quarantine: { store: quarantine },
-hooks: { now: () => clock.now() },
-},
+        timing: { minEvidenceMs: 5 },
+        quarantine: { store: quarantine },
+        hooks: { now: () => clock.now() },
+      },
       DEFAULT_PLUGINS,
     )
     const ask = async (tenant: string, content: string) => {

@@ -89,12 +89,12 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
             const quarantine = new MemoryQuarantineStore()
             const verdicts = recordVerdicts()
             const send = surface(upstreamOf(engine), {
-secret: LEAK.secret,
-models: { [LEAK.model]: LEAK.wrongProfile },
-quarantine: { store: quarantine },
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-timing: { minEvidenceMs: 5 },
-})
+              secret: LEAK.secret,
+              models: { [LEAK.model]: LEAK.wrongProfile },
+              quarantine: { store: quarantine },
+              hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+              timing: { minEvidenceMs: 5 },
+            })
             // Tenant A's answer is A's own: released, A's text in it, no canary.
             const a = await send(
               'tenant-a',
@@ -135,11 +135,11 @@ timing: { minEvidenceMs: 5 },
       const engine = new SimEngine({ ...LEAK.sim, mode: 'pd-abort-leak' }, { clock })
       const verdicts = recordVerdicts()
       const send = direct(upstreamOf(engine), {
-hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
-secret: LEAK.secret,
-models: { [LEAK.model]: LEAK.wrongProfile },
-timing: { minEvidenceMs: 1 },
-})
+        hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+        secret: LEAK.secret,
+        models: { [LEAK.model]: LEAK.wrongProfile },
+        timing: { minEvidenceMs: 1 },
+      })
       for (const stream of [false, true]) {
         const text = await documentOf(engine, 'TENANT-B', 3_000)
         const b = await send('tenant-b', LEAK.model, chat(text, { stream }))

@@ -59,10 +59,12 @@ describe('canaries on console pages', () => {
       },
     }
     const guard = createGuard({
-secret: SECRET,
-models: { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } },
-quarantine: { store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }) },
-})
+      secret: SECRET,
+      models: { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } },
+      quarantine: {
+        store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }),
+      },
+    })
     const error = await guard
       .wrap(upstream, { tenant: 'tenant-b' })
       .run(MODEL, { messages: [{ role: 'user', content: 'Summarise the ledger.' }] })
@@ -112,10 +114,12 @@ quarantine: { store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindin
       }),
     }
     const guard = createGuard({
-secret: SECRET,
-models: { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } },
-quarantine: { store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }) },
-})
+      secret: SECRET,
+      models: { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } },
+      quarantine: {
+        store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }),
+      },
+    })
     const error = (await guard
       .wrap(upstream, { tenant: 'tenant-c' })
       .run(MODEL, { messages: [{ role: 'user', content: 'Hello.' }] })

@@ -26,7 +26,7 @@ const MOVED: Readonly<Record<string, string>> = {
 }
 
 /** The fields of each group the guard itself resolves (`content` and `secrets` are the plug-ins'). */
-export const GROUPS: Readonly<Record<string, readonly string[]>> = {
+const GROUPS: Readonly<Record<string, readonly string[]>> = {
   ceiling: ['unknownModels', 'defaultProfile', 'overflow', 'calibration', 'textMemo'],
   canary: ['echoRetries', 'tenantDirectory'],
   timing: ['minEvidenceMs', 'wholeAnswers', 'timeouts'],

@@ -4,8 +4,8 @@
 import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
-import { refuseMoved } from './moved-options'
 import type { FingerprintStore, SecretsOptions } from './evidence-options'
+import { refuseMoved } from './moved-options'
 import type { QuarantineStore } from './quarantine'
 import type { ObservableCheck, Observe } from './verdict-types'
 
@@ -427,7 +427,14 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (typeof tenant !== 'string' || tenant === '') {
     throw new Error('option "tenant" must be a non-empty string')
   }
-  const { ceiling = {}, canary = {}, timing = {}, stream = {}, quarantine = {}, hooks = {} } = options
+  const {
+    ceiling = {},
+    canary = {},
+    timing = {},
+    stream = {},
+    quarantine = {},
+    hooks = {},
+  } = options
   for (const name of ['now', 'requestId', 'onVerdict'] as const) {
     if (hooks[name] !== undefined && typeof hooks[name] !== 'function') {
       throw new Error(`option "hooks.${name}" must be a function`)
