@@ -2,7 +2,7 @@
 // #region probe-sim
 import { VirtualClock } from './sim/clock'
 import { SimEngine } from './sim/engine'
-import { runnerTransport, runProbe } from './src/probe'
+import { runnerTransport, runProbe } from './src/tools/probe'
 
 const clock = new VirtualClock()
 const engine = new SimEngine({ mode: 'pd-abort-leak', decodeTokensPerSecond: Infinity }, { clock })
