@@ -44,7 +44,11 @@ async function main(): Promise<void> {
   })
   const rec = recordStream({ echo: canary, reasoningTokens: tokens / 2, contentTokens: tokens / 2 })
   const upstream: AiRunner = { run: async () => replay(rec) }
-  const guarded = guardAi(upstream, { secret: BENCH_SECRET, tenant: 'bench', requestId: () => 'p' })
+  const guarded = guardAi(upstream, {
+    secret: BENCH_SECRET,
+    tenant: 'bench',
+    hooks: { requestId: () => 'p' },
+  })
   const prompt = {
     messages: [{ role: 'user', content: 'Explain the quarterly ledger.' }],
     stream: true,

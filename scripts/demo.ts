@@ -283,7 +283,7 @@ async function guardedRun(profile: Partial<ModelProfile>): Promise<GuardedCell[]
       secret: DEMO_SECRET,
       tenant: account,
       models: { [DEMO_MODEL]: profile },
-      onVerdict: (event) => verdicts.push(event),
+      hooks: { onVerdict: (event) => verdicts.push(event) },
     }),
   )
   // One verdict per request, in order (retries are inside a request).

@@ -8,7 +8,7 @@
  *   (a canary sits at the prompt's end; the pages between carry none);
  * - secrets in prompts: nothing is replaced by a stand-in, so a secret reaches the engine as sent.
  *
- * Its guards refuse the `foreignContent` (other than `false`) and `secrets` options with an error
+ * Its guards refuse the `content` (other than `false`) and `secrets` options with an error
  * that names the default entry: a check asked for is never silently left out.
  */
 import { guardSurface } from './core'

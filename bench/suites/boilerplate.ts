@@ -56,8 +56,7 @@ function guardFor(clock: VirtualClock): Guard {
     {
       secret: BENCH_SECRET,
       models: { [MODEL]: PROFILE },
-      now: () => clock.now(),
-      onVerdict: () => {},
+      hooks: { now: () => clock.now(), onVerdict: () => {} },
     },
     DEFAULT_PLUGINS,
   )

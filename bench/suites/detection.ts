@@ -153,10 +153,9 @@ function guardFor(
     {
       secret: BENCH_SECRET,
       models: { [MODEL]: profile },
-      now: () => clock.now(),
-      onVerdict: () => {},
+      hooks: { now: () => clock.now(), onVerdict: () => {} },
       // The default is left implicit, so the default policy is what is measured, not a copy of it.
-      ...(policy === 'async' ? { streamRelease: policy } : {}),
+      ...(policy === 'async' ? { stream: { release: policy } } : {}),
       ...(policy === 'observe' ? { observe: OBSERVE_ALL } : {}),
     },
     DEFAULT_PLUGINS,

@@ -18,7 +18,7 @@ const SEEDS = [1, 2, 3]
 const ROWS = [
   { name: 'second opinion (default)', options: {} },
   { name: 'second opinion, recall 1 word in 25 wrong', options: { slipEvery: 25 } },
-  { name: 'no second opinion', options: { guard: { foreignContent: { recall: false as const } } } },
+  { name: 'no second opinion', options: { guard: { content: { recall: false as const } } } },
 ]
 
 interface Row {

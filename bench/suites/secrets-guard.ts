@@ -138,8 +138,7 @@ function guardOf(secrets: SecretsOptions | undefined): AiGuard {
   return createGuard({
     secret: BENCH_SECRET,
     tenant: TENANT,
-    requestId: () => REQUEST_ID,
-    now: clock,
+    hooks: { requestId: () => REQUEST_ID, now: clock },
     ...(secrets ? { secrets } : {}),
   })
 }

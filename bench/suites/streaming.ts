@@ -45,7 +45,7 @@ function guardOver(
   return guardAi(upstream, {
     secret: BENCH_SECRET,
     tenant: TENANT,
-    requestId: () => REQUEST_ID,
+    hooks: { requestId: () => REQUEST_ID },
     models: { [MODEL]: { directive } },
     ...(now ? { now } : {}),
   })
@@ -99,8 +99,8 @@ async function throughput(quick: boolean) {
   const withoutContent = guardAi(upstream, {
     secret: BENCH_SECRET,
     tenant: TENANT,
-    requestId: () => REQUEST_ID,
-    foreignContent: false,
+    hooks: { requestId: () => REQUEST_ID },
+    content: false,
   })
   // Sanity: the guard releases the whole answer with only its own canary removed.
   const check = (await guarded.run(MODEL, { ...SHORT_PROMPT, stream: true })) as ReadableStream
@@ -268,8 +268,8 @@ async function simulatorRow(
     // A guard of its own per sample (its own clock, nothing learnt from the samples before it).
     const guarded = createGuard({
       secret: BENCH_SECRET,
-      now: () => clockG.now(),
-      streamRelease: policy,
+      hooks: { now: () => clockG.now() },
+      stream: { release: policy },
       models: { [MODEL]: { directive } },
     }).wrap(engineG.binding('worker'), { tenant: TENANT })
     start = clockG.now()

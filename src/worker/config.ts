@@ -44,45 +44,7 @@ export function guardFor(env: Env): AiGuard {
   let guard = guards.get(env)
   if (!guard) {
     try {
-      guard = createGuard({
-        secret: env.GUARD_SECRET,
-        models: parseModels(env.GUARD_MODELS),
-        ...(env.GUARD_STREAM_RELEASE
-          ? { streamRelease: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
-          : {}),
-        ...heartbeat(env.GUARD_HEARTBEAT_MS),
-        secrets: parseSecrets(env.GUARD_SECRETS),
-        ...parseObserve(env.GUARD_OBSERVE),
-        ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
-          ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
-          : {}),
-        ...(env.QUARANTINE_DB
-          ? {
-              quarantine: new D1QuarantineStore(env.QUARANTINE_DB, {
-                key: env.QUARANTINE_KEY ?? '',
-                ...(env.QUARANTINE_KEY_PREVIOUS
-                  ? { previousKeys: [env.QUARANTINE_KEY_PREVIOUS] }
-                  : {}),
-                retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
-              }),
-              // Leaks are attributed to tenants minted in any isolate, not just this one.
-              tenantDirectory: new D1TenantDirectory(env.QUARANTINE_DB),
-            }
-          : {}),
-        ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
-        // A leak of a prompt guarded in another isolate is caught here too.
-        ...(env.FINGERPRINTS
-          ? {
-              foreignContent: {
-                store: new DurableFingerprints(env.FINGERPRINTS, {
-                  shards: Number(env.FINGERPRINT_SHARDS ?? 1),
-                  replicas: Number(env.FINGERPRINT_REPLICAS ?? 1),
-                }),
-              },
-            }
-          : {}),
-        onVerdict: (event, context) => observeVerdict(env, event, context),
-      })
+      guard = createGuard(guardOptions(env))
     } catch (error) {
       // The message names the bad option, never its value; operators see it in the logs too.
       const message = error instanceof Error ? error.message : 'invalid options'
@@ -96,6 +58,55 @@ export function guardFor(env: Env): AiGuard {
     guards.set(env, guard)
   }
   return guard
+}
+
+/** The guard's options from the Worker's environment (the variables keep their names). */
+function guardOptions(env: Env): GuardOptions {
+  return {
+    secret: env.GUARD_SECRET,
+    models: parseModels(env.GUARD_MODELS),
+    stream: {
+      ...(env.GUARD_STREAM_RELEASE
+        ? { release: env.GUARD_STREAM_RELEASE as 'verified' | 'async' }
+        : {}),
+      ...heartbeat(env.GUARD_HEARTBEAT_MS),
+    },
+    ceiling: {
+      ...(env.GUARD_TEXT_MEMO_BYTES !== undefined
+        ? { textMemo: parseTextMemo(env.GUARD_TEXT_MEMO_BYTES) }
+        : {}),
+      ...(env.GUARD_STATE ? { calibration: new DurableCalibration(env.GUARD_STATE) } : {}),
+    },
+    secrets: parseSecrets(env.GUARD_SECRETS),
+    ...parseObserve(env.GUARD_OBSERVE),
+    ...(env.QUARANTINE_DB
+      ? {
+          quarantine: {
+            store: new D1QuarantineStore(env.QUARANTINE_DB, {
+              key: env.QUARANTINE_KEY ?? '',
+              ...(env.QUARANTINE_KEY_PREVIOUS
+                ? { previousKeys: [env.QUARANTINE_KEY_PREVIOUS] }
+                : {}),
+              retentionDays: Number(env.QUARANTINE_RETENTION_DAYS ?? 30),
+            }),
+          },
+          // Leaks are attributed to tenants minted in any isolate, not just this one.
+          canary: { tenantDirectory: new D1TenantDirectory(env.QUARANTINE_DB) },
+        }
+      : {}),
+    // A leak of a prompt guarded in another isolate is caught here too.
+    ...(env.FINGERPRINTS
+      ? {
+          content: {
+            store: new DurableFingerprints(env.FINGERPRINTS, {
+              shards: Number(env.FINGERPRINT_SHARDS ?? 1),
+              replicas: Number(env.FINGERPRINT_REPLICAS ?? 1),
+            }),
+          },
+        }
+      : {}),
+    hooks: { onVerdict: (event, context) => observeVerdict(env, event, context) },
+  }
 }
 
 /**
@@ -137,7 +148,7 @@ function parseObserve(value: string | undefined): Pick<GuardOptions, 'observe'> 
 
 /**
  * `GUARD_TEXT_MEMO_BYTES`: the memo's budget in bytes, `0` for none (the option validates the rest:
- * a value that is not a whole number of at least 64 KiB names `textMemo.budgetBytes`).
+ * a value that is not a whole number of at least 64 KiB names `ceiling.textMemo.budgetBytes`).
  */
 function parseTextMemo(value: string): { budgetBytes: number } | false {
   const trimmed = value.trim()

@@ -44,7 +44,7 @@ const MAX_OBJECTS = 4096
  * comma-separated, shard 0 first (one number: the cursor of the unsharded log, still valid).
  *
  * @example
- * createGuard({ secret, foreignContent: { store: new DurableFingerprints(env.FINGERPRINTS, { shards: 8 }) } })
+ * createGuard({ secret, content: { store: new DurableFingerprints(env.FINGERPRINTS, { shards: 8 }) } })
  */
 export class DurableFingerprints implements FingerprintStore {
   readonly #namespace: DurableObjectNamespace<FingerprintLog>

@@ -19,9 +19,9 @@ export interface Env {
   TENANTS?: KVNamespace
   /** JSON object of per-model profile overrides (the `models` option). */
   GUARD_MODELS?: string
-  /** `verified` (default) or `async`: when a stream's first bytes may leave (the `streamRelease` option). */
+  /** `verified` (default) or `async`: when a stream's first bytes may leave (the `stream.release` option). */
   GUARD_STREAM_RELEASE?: string
-  /** ms between `: held` comments while a stream is held for its verdict (`heartbeatMs`); unset or `0`: none. wrangler.toml: 15000. */
+  /** ms between `: held` comments while a stream is held for its verdict (`stream.heartbeatMs`); unset or `0`: none. wrangler.toml: 15000. */
   GUARD_HEARTBEAT_MS?: string
   /**
    * Secrets in prompts: `off`, `detect`, `substitute`, or a JSON object of the `secrets` option (per
@@ -30,7 +30,7 @@ export interface Env {
    */
   GUARD_SECRETS?: string
   /**
-   * Bytes per isolate the guard keeps of each tenant's long texts between its requests (the `textMemo`
+   * Bytes per isolate the guard keeps of each tenant's long texts between its requests (the `ceiling.textMemo`
    * option: digests and what was computed from them, never the text); `0` turns it off.
    * @default 16777216 (16 MiB)
    */

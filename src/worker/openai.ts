@@ -207,7 +207,7 @@ function errorEvent(error: unknown): string {
  * line), and lone comment lines (heartbeats) are kept.
  */
 class LegacyRewriter {
-  // Comments pass (a held stream's heartbeats, see `heartbeatMs`).
+  // Comments pass (a held stream's heartbeats, see `stream.heartbeatMs`).
   readonly #parser = new SseParser(DEFAULT_MAX_EVENT_BYTES, {
     onComment: (raw) => {
       this.#out += raw

@@ -118,8 +118,8 @@ describe('createGuard: one guard, a cheap runner per request', () => {
           defaultOutputReserve: 1_024,
         },
       },
-      quarantine,
-      calibration,
+      quarantine: { store: quarantine },
+      ceiling: { calibration },
     })
     expect(guard.models()).toEqual([...guard.models()].sort())
     expect(guard.models()).toEqual(expect.arrayContaining([MODEL, 'acme/tiny']))
@@ -159,8 +159,10 @@ describe('guardAi called per request', () => {
 
   it('should not let one call’s tenant become the default of the next', async () => {
     const quarantine = new MemoryQuarantineStore()
-    await incidentOf(guardAi(ignoresEcho, { secret: SECRET, quarantine, tenant: 'dave' }))
-    await incidentOf(guardAi(ignoresEcho, { secret: SECRET, quarantine }))
+    await incidentOf(
+      guardAi(ignoresEcho, { secret: SECRET, quarantine: { store: quarantine }, tenant: 'dave' }),
+    )
+    await incidentOf(guardAi(ignoresEcho, { secret: SECRET, quarantine: { store: quarantine } }))
     expect((await quarantine.list()).map((r) => r.tenant).sort()).toEqual(['dave', 'default'])
   })
 
@@ -168,7 +170,11 @@ describe('guardAi called per request', () => {
     const ids = new Set<string>()
     for (let i = 0; i < 10; i++) {
       // A new onVerdict closure per call: different options by identity, so a fresh guard each time.
-      const ai = guardAi(ignoresEcho, { secret: SECRET, tenant: 'erin', onVerdict: () => {} })
+      const ai = guardAi(ignoresEcho, {
+        secret: SECRET,
+        tenant: 'erin',
+        hooks: { onVerdict: () => {} },
+      })
       ids.add(await incidentOf(ai))
     }
     expect(ids.size).toBe(10)

@@ -44,10 +44,10 @@ function builds(entry: Entry, options: Record<string, unknown>): unknown[] {
 describe('lean entry: the core without the evidence plug-ins', () => {
   it('should refuse every option that asks for foreign content or secrets, naming the default entry', () => {
     const asks = [
-      { foreignContent: {} },
+      { content: {} },
       // Turning part of the check off still asks for the rest of it.
-      { foreignContent: { recall: false } },
-      { foreignContent: { publicTexts: ['a licence'] } },
+      { content: { recall: false } },
+      { content: { publicTexts: ['a licence'] } },
       { secrets: { high: 'substitute' } },
       { secrets: { high: 'off' } },
       { secrets: {} },
@@ -56,23 +56,20 @@ describe('lean entry: the core without the evidence plug-ins', () => {
       for (const error of builds(lean, options)) {
         expect(error, JSON.stringify(options)).toBeInstanceOf(Error)
         const message = (error as Error).message
-        expect(message).toMatch(/^option "(foreignContent|secrets)" asks for the/)
+        expect(message).toMatch(/^option "(content|secrets)" asks for the/)
         expect(message).toContain("import the default entry, 'workers-ai-guard'")
       }
     }
   })
 
   it('should build with no evidence option, or with foreign content turned off', () => {
-    for (const options of [{}, { foreignContent: false }, { secrets: undefined }]) {
+    for (const options of [{}, { content: false }, { secrets: undefined }]) {
       expect(builds(lean, options)).toEqual([undefined, undefined, undefined])
     }
   })
 
   it('should build the default entry with every evidence option the lean one refuses', () => {
-    for (const options of [
-      { foreignContent: { recall: false } },
-      { secrets: { high: 'substitute' } },
-    ]) {
+    for (const options of [{ content: { recall: false } }, { secrets: { high: 'substitute' } }]) {
       expect(builds(full as Entry, options)).toEqual([undefined, undefined, undefined])
     }
   })
@@ -115,8 +112,7 @@ describe('lean entry: the core without the evidence plug-ins', () => {
       const guard = entry.createGuard({
         secret: SECRET,
         models: { [MODEL]: STALE_MIDDLE_PROFILE },
-        onVerdict: () => {},
-        now: () => clock.now(),
+        hooks: { onVerdict: () => {}, now: () => clock.now() },
       })
       const send = (tenant: string, text: string) =>
         guard

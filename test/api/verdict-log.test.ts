@@ -21,8 +21,7 @@ async function logged(tokens: number): Promise<{ log: VerdictLog; reported: numb
   const engine = new SimEngine({ mode: 'fixed', prefillTokensPerSecond: 100_000 }, { clock })
   const ai = guardAi(engine.binding('app'), {
     secret: 'verdict-log-test-secret-0123456789abcdef',
-    onVerdict: (event) => logs.push(event),
-    now: () => clock.now(),
+    hooks: { onVerdict: (event) => logs.push(event), now: () => clock.now() },
   })
   const out = (await ai.run(MODEL, chat(english(tokens)))) as { usage: { prompt_tokens: number } }
   expect(logs.map((l) => l.action)).toEqual(['release'])
@@ -59,7 +58,7 @@ describe('verdict log context', { timeout: 60_000 }, () => {
     const guard = createGuard({
       secret: 'verdict-log-test-secret-0123456789abcdef',
       models: { [MODEL]: SMALL },
-      onVerdict: (event, context) => logs.push([event, context]),
+      hooks: { onVerdict: (event, context) => logs.push([event, context]) },
     })
     const pending: Promise<unknown>[] = []
     const waitUntil = (promise: Promise<unknown>) => {
@@ -93,9 +92,8 @@ describe('verdict log context', { timeout: 60_000 }, () => {
     const guard = createGuard({
       secret: LEAK.secret,
       models: { [LEAK.model]: LEAK.wrongProfile },
-      onVerdict: (event, context) => logs.push([event, context]),
-      minTimingEvidenceMs: 5,
-      now: () => clock.now(),
+      hooks: { onVerdict: (event, context) => logs.push([event, context]), now: () => clock.now() },
+      timing: { minEvidenceMs: 5 },
     })
     const a = guard.wrap(engine.binding('app'), { tenant: 'tenant-a' })
     await a.run(MODEL, chat(document('TENANT-A', 5_000)))

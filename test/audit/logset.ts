@@ -297,9 +297,11 @@ export async function guardedVerdicts(options: {
         secret: 'audit-test-canary-secret-0123456789abcdef',
         tenant: p.tenant,
         models: { [GLM]: { kvPoolTokens: 1_048_576 } },
-        now: () => clock.now(),
-        requestId: () => `g-${String(n++).padStart(4, '0')}`,
-        onVerdict,
+        hooks: {
+          now: () => clock.now(),
+          requestId: () => `g-${String(n++).padStart(4, '0')}`,
+          onVerdict,
+        },
       })
       guards.set(p.tenant, guard)
     }

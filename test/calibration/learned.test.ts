@@ -43,7 +43,11 @@ describe('calibration', () => {
   it("should raise the margin of the prompt's script class at once when the upstream counts more, so the next long prompt is refused", async () => {
     const upstream = overcounting()
     const calibration = new MemoryCalibration()
-    const ai = guardAi(upstream, { secret: SECRET, models: { [MODEL]: PROFILE }, calibration })
+    const ai = guardAi(upstream, {
+      secret: SECRET,
+      models: { [MODEL]: PROFILE },
+      ceiling: { calibration },
+    })
     const prompt = chat(document('TENANT-A', 40_000))
     await ai.run(MODEL, prompt)
     expect(upstream.calls).toBe(1)
@@ -72,7 +76,11 @@ describe('calibration', () => {
         )
       },
     }
-    const ai = guardAi(refusing, { secret: SECRET, models: { [MODEL]: PROFILE }, calibration })
+    const ai = guardAi(refusing, {
+      secret: SECRET,
+      models: { [MODEL]: PROFILE },
+      ceiling: { calibration },
+    })
     const first = await rejection(ai.run(MODEL, chat(russian, { max_tokens: 256 })))
     expect(first.status).toBe(400)
     expect(calls).toBe(1)
@@ -95,7 +103,7 @@ describe('calibration', () => {
     const ai = guardAi(overcounting(), {
       secret: SECRET,
       models: { [MODEL]: PROFILE },
-      calibration,
+      ceiling: { calibration },
     })
     await ai.run(MODEL, chat('a short question'))
     expect(calibration.snapshot(MODEL).drift).toEqual({})

@@ -34,9 +34,9 @@ function setup() {
           secret: LEAK.secret,
           tenant,
           models: { [LEAK.model]: LEAK.wrongProfile },
-          quarantine,
-          minTimingEvidenceMs: 5,
-          now: () => clock.now(),
+          quarantine: { store: quarantine },
+          timing: { minEvidenceMs: 5 },
+          hooks: { now: () => clock.now() },
         }),
       ),
     })(LEAK.model)

@@ -69,7 +69,7 @@ function setup(isolation: CacheIsolation | undefined, over: Over, model = MODEL)
         secret: SECRET,
         tenant,
         models: { [model]: profile },
-        now: () => clock.now(),
+        hooks: { now: () => clock.now() },
       })
       runners.set(tenant, ai)
     }
@@ -157,8 +157,7 @@ describe('cacheIsolation: the profile option', () => {
         'zai-org/GLM-5.3': { ...PROFILE, cacheIsolation: 'off' },
         '@cf/zai-org/glm-5.3': { kvPoolTokens: 600_000 },
       },
-      unknownModels: 'default-profile',
-      defaultProfile: PROFILE,
+      ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
     })
     const isolation = (model: string) => options.profiles.get(model)?.cacheIsolation
     expect(isolation(MODEL)).toBe('salt')
@@ -173,8 +172,7 @@ describe('cacheIsolation: the profile option', () => {
   it('should pick the fallback profile by the name: prefix for an unknown @cf/ model, else salt', () => {
     const options = resolveOptions({
       secret: SECRET,
-      unknownModels: 'default-profile',
-      defaultProfile: PROFILE,
+      ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
     })
     expect(
       fallbackProfile(options, '@cf/meta/llama-4-scout-17b-16e-instruct')?.cacheIsolation,
@@ -192,9 +190,8 @@ describe('cacheIsolation: the profile option', () => {
     const received: Record<string, unknown>[] = []
     const ai = createGuard({
       secret: SECRET,
-      unknownModels: 'default-profile',
-      defaultProfile: PROFILE,
-      now: () => clock.now(),
+      ceiling: { unknownModels: 'default-profile', defaultProfile: PROFILE },
+      hooks: { now: () => clock.now() },
     }).wrap(recording(engine.binding('gateway'), received), { tenant: 'tenant-a' })
     const model = '@cf/meta/llama-4-scout-17b-16e-instruct'
     const out = (await ai.run(model, chat('Say hello.'))) as { response?: string }
@@ -336,7 +333,11 @@ describe('cacheIsolation: prefix, for Workers AI (no salt field)', () => {
       },
     }
     const quarantine = new MemoryQuarantineStore()
-    const ai = guardAi(leaking, { secret: SECRET, tenant: 'tenant-b', quarantine })
+    const ai = guardAi(leaking, {
+      secret: SECRET,
+      tenant: 'tenant-b',
+      quarantine: { store: quarantine },
+    })
     const error = await ai.run(WORKERS_AI, chat('What is the PIN?')).then(
       () => undefined,
       (e: unknown) => e,
@@ -372,10 +373,9 @@ describe('cacheIsolation: a cache report the tenant’s own history does not exp
     const options = {
       secret: SECRET,
       models: { [MODEL]: { ...PROFILE, cacheIsolation: 'salt' as const } },
-      minTimingEvidenceMs: 20,
-      echoRetries: 1,
-      now: () => clock.now(),
-      onVerdict: verdicts.onVerdict,
+      timing: { minEvidenceMs: 20 },
+      canary: { echoRetries: 1 },
+      hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
     }
     // Two isolates of one deployment: same key, so the same salt, but separate records.
     const first = createGuard(options).wrap(engine.binding('gateway'), { tenant: 'tenant-a' })

@@ -28,7 +28,11 @@ describe('token ceiling', () => {
       it(`should refuse a ${tokens.toLocaleString('en-US')}-token prompt before any upstream call (${surfaceName})`, async () => {
         const upstream = counted(engine('pd-abort-leak').binding('b'))
         const verdicts = recordVerdicts()
-        const send = surface(upstream, { secret: SECRET, models, onVerdict: verdicts.onVerdict })
+        const send = surface(upstream, {
+          secret: SECRET,
+          models,
+          hooks: { onVerdict: verdicts.onVerdict },
+        })
         const out = await send('b', MODEL, chat(document('TENANT-B', tokens)))
         expect(out.status).toBe(400)
         expect(out.code).toBe('context_length_exceeded')
@@ -67,7 +71,7 @@ describe('token ceiling', () => {
   it('should reject with the GuardError itself through guardAi', async () => {
     const upstream = counted(engine('pd-abort-leak').binding('b'))
     const { onVerdict } = recordVerdicts()
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'b', models, onVerdict })
+    const ai = guardAi(upstream, { secret: SECRET, tenant: 'b', models, hooks: { onVerdict } })
     const error = await rejection(ai.run(MODEL, chat(document('TENANT-B', 700_000))))
     expect(error).toBeInstanceOf(GuardError)
     expect(error.status).toBe(400)
@@ -77,7 +81,7 @@ describe('token ceiling', () => {
   it('should count the output reserve: a prompt that fits alone is refused with a huge max_tokens', async () => {
     const upstream = counted(engine().binding('a'))
     const { onVerdict } = recordVerdicts()
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', models, onVerdict })
+    const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', models, hooks: { onVerdict } })
     const inputs = chat(document('TENANT-A', 100_000), { max_tokens: 600_000 })
     const error = await rejection(ai.run(MODEL, inputs))
     expect(error.code).toBe('context_length_exceeded')
@@ -87,7 +91,12 @@ describe('token ceiling', () => {
 
   it('should clamp max_tokens instead when overflow is clamp-output and the prompt alone fits', async () => {
     const upstream = counted(engine().binding('a'))
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', models, overflow: 'clamp-output' })
+    const ai = guardAi(upstream, {
+      secret: SECRET,
+      tenant: 'a',
+      models,
+      ceiling: { overflow: 'clamp-output' },
+    })
     const out = (await ai.run(
       MODEL,
       chat(document('TENANT-A', 100_000), { max_tokens: 600_000 }),

@@ -11,7 +11,7 @@ function setup() {
   const clock = new VirtualClock()
   const engine = new SimEngine({ mode: 'fixed', decodeTokensPerSecond: 100 }, { clock })
   const upstream = counted(engine.binding('a'))
-  const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', now: () => clock.now() })
+  const ai = guardAi(upstream, { secret: SECRET, tenant: 'a', hooks: { now: () => clock.now() } })
   return { upstream, ai }
 }
 

@@ -43,8 +43,7 @@ async function timed(
     ? guardAi(upstream, {
         secret: SECRET,
         tenant: 'a',
-        onVerdict: verdicts.onVerdict,
-        now: () => clock.now(),
+        hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
         models: { [MODEL]: { directive } },
       })
     : upstream
@@ -102,7 +101,10 @@ describe('release on the first proof', () => {
       echoIgnoreRate: 1,
     })
     const verdicts = recordVerdicts()
-    const ai = guardAi(engine.binding('gateway'), { secret: SECRET, onVerdict: verdicts.onVerdict })
+    const ai = guardAi(engine.binding('gateway'), {
+      secret: SECRET,
+      hooks: { onVerdict: verdicts.onVerdict },
+    })
     const out = (await ai.run(MODEL, chat(TEXT))) as {
       choices: { message: { content: string; reasoning_content: string } }[]
     }
@@ -141,8 +143,8 @@ describe('release on the first proof', () => {
         const ai = guardAi(upstream, {
           secret: SECRET,
           tenant: 'a',
-          echoRetries: 0,
-          onVerdict: verdicts.onVerdict,
+          canary: { echoRetries: 0 },
+          hooks: { onVerdict: verdicts.onVerdict },
           models: { [MODEL]: { directive } },
         })
         const error = await ai
@@ -193,7 +195,7 @@ describe('the note-first wording', () => {
     for (const directive of ['reply-first', 'note-first'] as const) {
       const ai = guardAi(upstream, {
         secret: SECRET,
-        echoRetries: 0,
+        canary: { echoRetries: 0 },
         models: { [MODEL]: { directive } },
       })
       await ai.run(MODEL, asked).catch(() => undefined)

@@ -35,9 +35,8 @@ function setup(options: Partial<GuardOptions> = {}) {
   const guard = createGuard({
     secret: SECRET,
     models: { [MODEL]: PROFILE },
-    quarantine,
-    onVerdict: verdicts.onVerdict,
-    now: () => clock.now(),
+    quarantine: { store: quarantine },
+    hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
     ...options,
   })
   /** One request of `tenant`; the text the client received (or the error), whatever the outcome. */
@@ -138,8 +137,8 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
       const guard = createGuard({
         secret: SECRET,
         models: { [MODEL]: PROFILE },
-        quarantine,
-        foreignContent: { publicTexts },
+        quarantine: { store: quarantine },
+        content: { publicTexts },
       })
       for (const [i, tenant] of sent.entries()) {
         const ai = guard.wrap(engine.binding('gateway'), { tenant })
@@ -277,7 +276,7 @@ describe('foreign content: another tenant’s prompt text in an answer', () => {
   }
 
   it('should not look when the check is off (the operator’s choice), so the leak is released', async () => {
-    const { engine, send } = setup({ foreignContent: false })
+    const { engine, send } = setup({ content: false })
     const a = privateText(1, 24)
     await send('tenant-a', a, false)
     engine.configure({ staleRate: 1 })
@@ -301,9 +300,9 @@ describe('foreign content across isolates', () => {
       createGuard({
         secret: SECRET,
         models: { [model]: PROFILE },
-        quarantine,
-        foreignContent: store ? { store } : {},
-        now: () => Date.now(),
+        quarantine: { store: quarantine },
+        content: store ? { store } : {},
+        hooks: { now: () => Date.now() },
       })
     const namespace = (env as unknown as { FINGERPRINTS: DurableObjectNamespace<FingerprintLog> })
       .FINGERPRINTS
@@ -340,7 +339,7 @@ describe('foreign content across isolates', () => {
       createGuard({
         secret: SECRET,
         models: { [model]: PROFILE },
-        foreignContent: { store: new DurableFingerprints(namespace) },
+        content: { store: new DurableFingerprints(namespace) },
       })
     const pending: Promise<unknown>[] = []
     const waitUntil = (p: Promise<unknown>) => void pending.push(p)
@@ -404,7 +403,7 @@ describe('foreign content: a shared store that cannot be read in full', () => {
     ['none', undefined],
   ] as const) {
     it(`should say what it could not read (${gap}), withhold the leak it can see, release the rest`, async () => {
-      const { engine, send, record, verdicts } = setup({ foreignContent: { store: store(gap) } })
+      const { engine, send, record, verdicts } = setup({ content: { store: store(gap) } })
       const quiet = vi.spyOn(console, 'error').mockImplementation(() => {})
       const a = privateText(1, 24)
       expect((await send('tenant-a', a, false)).error).toBeUndefined()

@@ -20,7 +20,7 @@ describe('hold-back across channels', () => {
       chunk({ content: 'First words ' }),
       chunk({ content: 'and more words.' }),
     ])
-    const ai = guardAi(upstream, { secret: SECRET, models, foreignContent: false })
+    const ai = guardAi(upstream, { secret: SECRET, models, content: false })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     // The upstream is still open: the content must flow anyway.
     const got = await readUntil(out.getReader(), (seen) => seen.content.includes('First words'))
@@ -35,7 +35,7 @@ describe('hold-back across channels', () => {
       chunk({ content: `${own}\n` }),
       chunk({ content: 'First words ' }),
     ])
-    const ai = guardAi(upstream, { secret: SECRET, models, foreignContent: false })
+    const ai = guardAi(upstream, { secret: SECRET, models, content: false })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     const got = await readUntil(out.getReader(), (seen) => seen.content.includes('First words'))
     expect(sseText(got).content).toContain('First words')
@@ -57,7 +57,7 @@ describe('hold-back across channels', () => {
       chunk({ content: ' VICTIM-DATA in content.' }),
       'data: [DONE]\n\n',
     ])
-    const ai = guardAi(upstream, { secret: SECRET, models, foreignContent: false })
+    const ai = guardAi(upstream, { secret: SECRET, models, content: false })
     const out = (await ai.run(MODEL, chat('hi', { stream: true }))) as ReadableStream<Uint8Array>
     let delivered = ''
     let code: string | undefined

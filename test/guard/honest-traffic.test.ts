@@ -197,9 +197,11 @@ async function replay(traffic: HonestTraffic): Promise<Replay> {
   const verdicts: VerdictLog[] = []
   const guard = createGuard({
     secret: SECRET,
-    now: () => clock.now(),
-    onVerdict: (event) => {
-      verdicts.push(event)
+    hooks: {
+      now: () => clock.now(),
+      onVerdict: (event) => {
+        verdicts.push(event)
+      },
     },
   })
   const sentBy = new Map<string, string[]>()

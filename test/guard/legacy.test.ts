@@ -29,8 +29,8 @@ function setup() {
       secret: SECRET,
       tenant,
       models: { [LEGACY]: profile },
-      minTimingEvidenceMs: 5,
-      now: () => clock.now(),
+      timing: { minEvidenceMs: 5 },
+      hooks: { now: () => clock.now() },
     })
   return { runner }
 }

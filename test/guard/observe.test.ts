@@ -71,9 +71,8 @@ describe('observe mode: foreign content', () => {
     const guard = createGuard({
       secret: 'observe-content-test-secret-0123456789abcdef',
       models: { [MODEL]: STALE_MIDDLE_PROFILE },
-      quarantine,
-      onVerdict: verdicts.onVerdict,
-      now: () => clock.now(),
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
       ...options,
     })
     const send = async (tenant: string, inputs: Record<string, unknown>) => {
@@ -185,8 +184,8 @@ describe('observe mode: foreign content after the first byte', () => {
     const send = direct(upstream, {
       secret: SECRET,
       models,
-      quarantine,
-      onVerdict: verdicts.onVerdict,
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: verdicts.onVerdict },
       ...options,
     })
     return { a, send, quarantine, verdicts }
@@ -255,11 +254,10 @@ describe('observe mode: timing', () => {
           echo: 'off',
         },
       },
-      quarantine,
-      calibration: calibration.store,
-      now: () => clock.now(),
-      onVerdict: verdicts.onVerdict,
-      foreignContent: false,
+      quarantine: { store: quarantine },
+      ceiling: { calibration: calibration.store },
+      hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
+      content: false,
       ...options,
     })
     return { send, quarantine, verdicts, taught: calibration.taught }
@@ -329,8 +327,8 @@ describe('observe mode: a missing echo', () => {
       direct(stream ? upstream : wholeUpstream, {
         secret: SECRET,
         models,
-        quarantine,
-        onVerdict: verdicts.onVerdict,
+        quarantine: { store: quarantine },
+        hooks: { onVerdict: verdicts.onVerdict },
         ...options,
       })
     return { sendWith, quarantine, verdicts, upstream, wholeUpstream }
@@ -375,7 +373,7 @@ describe('observe mode: a missing echo', () => {
   it('should let an async stream whose echo never came run to its end, and record it', async () => {
     const { sendWith, quarantine, verdicts } = setup({
       observe: { echo: true },
-      streamRelease: 'async',
+      stream: { release: 'async' },
     })
     const got = await sendWith(true)('tenant-a', MODEL, chat('Summarise.', { stream: true }))
     expect(got.status).toBe(200)
@@ -410,8 +408,8 @@ describe('observe mode never releases proof', () => {
     const send = direct(upstream, {
       secret: SECRET,
       models,
-      quarantine,
-      onVerdict: verdicts.onVerdict,
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: verdicts.onVerdict },
       observe: ALL,
     })
     return { send, quarantine, verdicts }

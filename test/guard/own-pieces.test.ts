@@ -190,7 +190,7 @@ async function ask(
     secret: SECRET,
     tenant,
     models,
-    onVerdict: verdicts.onVerdict,
+    hooks: { onVerdict: verdicts.onVerdict },
     ...options,
   })
   const out = await ai.run(MODEL, chat(question, stream ? { stream: true } : {}))
@@ -251,7 +251,7 @@ describe('pieces of our own canary and marker', () => {
       })
       // Without the foreign-content check, whose own hold of the last words would hide this one's.
       const { text, marker } = await ask(upstream, true, 'alice', undefined, {
-        foreignContent: false,
+        content: false,
       })
       // Held from its second character: only a split right after the first may let that one leave.
       const may = ['Quoted:  end.']
@@ -370,7 +370,7 @@ describe("pieces of another tenant's marker", () => {
         secret: SECRET,
         tenant: 'mallory',
         models,
-        onVerdict: verdicts.onVerdict,
+        hooks: { onVerdict: verdicts.onVerdict },
       })
       let delivered = ''
       const error = await rejection(

@@ -64,9 +64,8 @@ function setup(
   const verdicts = recordVerdicts()
   const g = createGuard({
     secret: SECRET,
-    quarantine,
-    onVerdict: verdicts.onVerdict,
-    now: () => clock.now(),
+    quarantine: { store: quarantine },
+    hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
     ...guard,
   })
   /** One request; what its client received (reasoning and content) and the error, if any. */
@@ -111,7 +110,7 @@ describe('second opinion: what the model knows is not a leak', () => {
   }
 
   it('should withhold the same recital with the second opinion off, as before it existed', async () => {
-    const { send, opinions } = setup({}, { foreignContent: { recall: false } })
+    const { send, opinions } = setup({}, { content: { recall: false } })
     await send('tenant-a', `My favourite speech:\n\n${GETTYSBURG}`, false)
     const b = await send('tenant-b', ASK, true)
     expect((b.error as GuardError).code).toBe('response_quarantined')
@@ -191,7 +190,7 @@ describe('second opinion: a leak stays withheld', () => {
   it('should bound the second opinions one source tenant’s text can cause, then withhold', async () => {
     // The stuffer pastes what the model is likely to write; each victim's answer costs an opinion
     // until the source's budget is spent, and after that the answers are withheld, never released unasked.
-    const { send, opinions } = setup({}, { foreignContent: { recall: { perSourcePerHour: 1 } } })
+    const { send, opinions } = setup({}, { content: { recall: { perSourcePerHour: 1 } } })
     await send('stuffer', `Notes:\n\n${GETTYSBURG}`, false)
     await send('stuffer', `Notes:\n\n${PRIVATE}`, false)
     const leak = await send('tenant-b', LEAK_ASK, false)

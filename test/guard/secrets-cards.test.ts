@@ -40,7 +40,7 @@ describe('13-digit card numbers grouped 4-3-3-3', () => {
           secret: SECRET,
           models,
           secrets: SUBSTITUTE_ALL,
-          onVerdict: verdicts.onVerdict,
+          hooks: { onVerdict: verdicts.onVerdict },
         })
         const text = `Please charge card ${card} exp 09/29 for the order.`
         const got = await send('tenant-a', MODEL, chat(text, { stream }))
@@ -65,7 +65,7 @@ describe('13-digit card numbers grouped 4-3-3-3', () => {
         secret: SECRET,
         models,
         secrets: SUBSTITUTE_ALL,
-        onVerdict: verdicts.onVerdict,
+        hooks: { onVerdict: verdicts.onVerdict },
       })
       const text = `Reference ${number} for the order.`
       const got = await send('tenant-a', MODEL, chat(text))

@@ -81,8 +81,8 @@ function rig(options: Partial<GuardOptions> = {}, surface: Surface = direct) {
     secret: SECRET,
     models,
     secrets: SUBSTITUTE_ALL,
-    quarantine,
-    onVerdict: verdicts.onVerdict,
+    quarantine: { store: quarantine },
+    hooks: { onVerdict: verdicts.onVerdict },
     ...options,
   })
   return {
@@ -321,7 +321,12 @@ describe('another request’s stand-in inside JSON (tool arguments, a JSON-mode 
         if (!stream) return { message: { content } }
         return { deltas: cutText(content, [60, 90]).map((c) => ({ content: c })) }
       })
-      const send = direct(upstream, { secret: SECRET, models, secrets: SUBSTITUTE_ALL, quarantine })
+      const send = direct(upstream, {
+        secret: SECRET,
+        models,
+        secrets: SUBSTITUTE_ALL,
+        quarantine: { store: quarantine },
+      })
       await send('tenant-b', MODEL, chat(prompt.text))
       for (mode of ['tools', 'json'] as const) {
         for (stream of [false, true]) {
@@ -556,10 +561,9 @@ describe('against the leaking simulator', () => {
             secret: LEAK.secret,
             models: { [LEAK.model]: LEAK.wrongProfile },
             secrets: SUBSTITUTE_ALL,
-            quarantine,
-            onVerdict: verdicts.onVerdict,
-            minTimingEvidenceMs: 5,
-            now: () => clock.now(),
+            quarantine: { store: quarantine },
+            hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+            timing: { minEvidenceMs: 5 },
           })
           const b = victimText(900)
           const bGot = await send('tenant-b', LEAK.model, chat(b.text, { stream }))

@@ -67,7 +67,7 @@ async function standInOfTenant(surface: Surface, tenant: string) {
   const options: GuardOptions = {
     secret: SECRET,
     models,
-    quarantine,
+    quarantine: { store: quarantine },
     secrets: { high: 'substitute' },
   }
   await surface(learn.upstream, options)(tenant, MODEL, {
@@ -88,11 +88,10 @@ for (const [surfaceName, surface] of SURFACES) {
         const page = `Release notes. Build token: ${planted}. Deploy on Friday.`
         const verdicts = recordVerdicts()
         const victim = quotingUpstream((inputs) => lastUser(inputs).split('\n')[0]!)
-        const got = await surface(victim.upstream, { ...options, onVerdict: verdicts.onVerdict })(
-          'victim',
-          MODEL,
-          { messages: [{ role: 'user', content: page }], stream },
-        )
+        const got = await surface(victim.upstream, {
+          ...options,
+          hooks: { onVerdict: verdicts.onVerdict },
+        })('victim', MODEL, { messages: [{ role: 'user', content: page }], stream })
         expect(got.status).toBe(200)
         expect(got.code).toBeUndefined()
         // The victim gets its page back as the model quoted it, the planted text unchanged.

@@ -128,7 +128,7 @@ describe('stand-ins split across SSE events at every character position', () => 
           secret: SECRET,
           models,
           secrets: SUBSTITUTE_ALL,
-          onVerdict: verdicts.onVerdict,
+          hooks: { onVerdict: verdicts.onVerdict },
         })
         // The longest stand-in bounds p: past a stand-in's end the cut falls in the text after it.
         const first = await send('tenant-a', MODEL, request(mode, prompt.text))
@@ -192,7 +192,7 @@ describe('the upstream’s bytes cut at every offset', () => {
       secret: SECRET,
       models,
       secrets: SUBSTITUTE_ALL,
-      onVerdict: verdicts.onVerdict,
+      hooks: { onVerdict: verdicts.onVerdict },
     })
     await send('tenant-a', MODEL, request('text', prompt.text))
     const length = upstream.lastBody!.length
@@ -268,8 +268,8 @@ describe('under streamRelease: async (released before the proof)', () => {
         secret: SECRET,
         models,
         secrets: SUBSTITUTE_ALL,
-        streamRelease: 'async',
-        quarantine,
+        stream: { release: 'async' },
+        quarantine: { store: quarantine },
       })
       for (p = 2; p < 60; p += 19) {
         const got = await send('tenant-a', MODEL, chat(prompt.text, { stream: true }))

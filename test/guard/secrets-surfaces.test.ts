@@ -125,7 +125,7 @@ describe('secrets through both surfaces, whole and streamed', () => {
               secret: SECRET,
               models,
               secrets: SUBSTITUTE_ALL,
-              onVerdict: verdicts.onVerdict,
+              hooks: { onVerdict: verdicts.onVerdict },
             })
             const got = await send('tenant-a', MODEL, request(mode, prompt.text, stream))
             expect(got.code).toBeUndefined()
@@ -219,7 +219,7 @@ describe('a retried request', () => {
         secret: SECRET,
         models,
         secrets: SUBSTITUTE_ALL,
-        onVerdict: verdicts.onVerdict,
+        hooks: { onVerdict: verdicts.onVerdict },
       })
       const got = await send('tenant-a', MODEL, chat(prompt.text, { stream }))
       expect(upstream.sent).toHaveLength(2)
@@ -359,7 +359,7 @@ describe('the operator’s policy, and only the operator’s', () => {
     const send = direct(upstream, {
       secret: SECRET,
       models,
-      onVerdict: verdicts.onVerdict,
+      hooks: { onVerdict: verdicts.onVerdict },
       ...options,
     })
     const got = await send('tenant-a', MODEL, chat(prompt.text + append, extra))

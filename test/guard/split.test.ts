@@ -64,7 +64,7 @@ describe('canaries split anywhere', () => {
       const ai = guardAi(upstreamSplitAt(offset, ownBody), {
         secret: SECRET,
         models,
-        onVerdict: verdicts.onVerdict,
+        hooks: { onVerdict: verdicts.onVerdict },
       })
       const out = await ai.run(MODEL, chat('hello', { stream: true }))
       const body = await new Response(out as ReadableStream<Uint8Array>).text()
@@ -97,7 +97,7 @@ describe('canaries split anywhere', () => {
       const ai = guardAi(upstreamSplitAt(offset, leakBody), {
         secret: SECRET,
         models,
-        onVerdict: verdicts.onVerdict,
+        hooks: { onVerdict: verdicts.onVerdict },
       })
       let delivered = ''
       let code: string | undefined

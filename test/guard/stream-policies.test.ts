@@ -33,8 +33,7 @@ async function timed(options: Partial<GuardOptions>) {
   const ai = guardAi(engine.binding('gateway'), {
     secret: SECRET,
     tenant: 'a',
-    onVerdict: verdicts.onVerdict,
-    now: () => clock.now(),
+    hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
     ...options,
   })
   const start = clock.now()
@@ -58,7 +57,7 @@ describe('the policy is the operator’s', () => {
     const ai = guardAi(engine.binding('gateway'), {
       secret: SECRET,
       tenant: 'a',
-      now: () => clock.now(),
+      hooks: { now: () => clock.now() },
     })
     const start = clock.now()
     const hostile = chat(TEXT, {
@@ -118,8 +117,8 @@ async function deliver(
   const ai = guardAi(upstream, {
     secret: SECRET,
     tenant: 'a',
-    echoRetries: 0,
-    onVerdict: verdicts.onVerdict,
+    canary: { echoRetries: 0 },
+    hooks: { onVerdict: verdicts.onVerdict },
     ...options,
   })
   let raw = ''
@@ -139,7 +138,7 @@ const THINKING = 'Thinking about the question carefully. '.repeat(8)
 describe('stream release policies', () => {
   it('should release an async stream from its first token, where the default waits for the proof', async () => {
     const verified = await timed({})
-    const early = await timed({ streamRelease: 'async' })
+    const early = await timed({ stream: { release: 'async' } })
     // The simulator's model echoes at the start of its content, after ~4 s of reasoning at 30 tokens/s.
     expect(verified.firstText).toBeGreaterThan(3_000)
     expect(early.firstText).toBeLessThan(500)
@@ -163,7 +162,7 @@ describe('stream release policies', () => {
       { content: 'OTHER-TENANT text, no echo here.' },
     ]
     const verified = await deliver(scripted(events), {})
-    const early = await deliver(scripted(events), { streamRelease: 'async' })
+    const early = await deliver(scripted(events), { stream: { release: 'async' } })
     // The default releases nothing; async released the reasoning (the trade it makes) and then ended
     // the stream before the content, with an incident.
     expect(verified.raw).toBe('')
@@ -183,7 +182,7 @@ describe('stream release policies', () => {
         { reasoning_content: `The instruction at the end: begin with ${own}. ${THINKING}` },
         { content: 'An answer without the echo.' },
       ]),
-      { streamRelease: 'async' },
+      { stream: { release: 'async' } },
     )
     expect(paid.error).toBeUndefined()
     expect(sseText(paid.raw).content).toBe('An answer without the echo.')
@@ -195,7 +194,7 @@ describe('stream release policies', () => {
         { reasoning_content: `${own.slice(11)}. ${THINKING}` },
         { content: 'An answer without the echo.' },
       ]),
-      { streamRelease: 'async' },
+      { stream: { release: 'async' } },
     )
     expect(split.error).toBeUndefined()
     expect(sseText(split.raw).content).toBe('An answer without the echo.')
@@ -206,7 +205,7 @@ describe('stream release policies', () => {
         { reasoning_content: `Begin with cnry_0123456789abcdefghjkmnpq. ${THINKING}` },
         { content: 'An answer without the echo.' },
       ]),
-      { streamRelease: 'async' },
+      { stream: { release: 'async' } },
     )
     expect(fake.error).toBeInstanceOf(GuardError)
     expect(sseText(fake.raw).content).toBe('')
@@ -224,9 +223,9 @@ describe('stream release policies', () => {
       {
         secret: SECRET,
         tenant: 'a',
-        echoRetries: 0,
-        streamRelease: 'async',
-        onVerdict: verdicts.onVerdict,
+        canary: { echoRetries: 0 },
+        stream: { release: 'async' },
+        hooks: { onVerdict: verdicts.onVerdict },
       },
     )
     let raw = ''
@@ -254,7 +253,7 @@ describe('stream release policies', () => {
         { reasoning_content: `${foreign.slice(9)} VICTIM-DATA follows` },
         { content: `${own}\nAnswer.` },
       ]),
-      { streamRelease: 'async' },
+      { stream: { release: 'async' } },
     )
     expect((error as GuardError).code).toBe('response_quarantined')
     expect(raw).not.toMatch(/cnry/i)
@@ -269,7 +268,7 @@ describe('heartbeat while held', () => {
       (own) => [{ reasoning_content: THINKING }, { content: `${own}\nHi.` }],
       450,
     )
-    const { raw, error } = await deliver(upstream, { heartbeatMs: 100 })
+    const { raw, error } = await deliver(upstream, { stream: { heartbeatMs: 100 } })
     expect(error).toBeUndefined()
     const beats = raw.split(': held\n\n')
     // Beats in 450 ms of silence (four are due; a busy isolate runs timers late, but the first beat's
@@ -282,7 +281,7 @@ describe('heartbeat while held', () => {
 
   it('should end a beating stream with the guard’s error when the answer is withheld', async () => {
     const upstream = scripted(() => [{ reasoning_content: THINKING }, { content: 'No echo.' }], 250)
-    const { raw, error, verdicts } = await deliver(upstream, { heartbeatMs: 100 })
+    const { raw, error, verdicts } = await deliver(upstream, { stream: { heartbeatMs: 100 } })
     // The response was already a 200 that beat: the quarantine arrives in the stream, nothing else.
     expect(raw.replaceAll(': held\n\n', '')).toBe('')
     expect(raw).toContain(': held')
@@ -293,7 +292,7 @@ describe('heartbeat while held', () => {
   it('should keep refusals before the upstream call as errors of the call itself', async () => {
     const ai = guardAi(
       scripted(() => []),
-      { secret: SECRET, heartbeatMs: 100 },
+      { secret: SECRET, stream: { heartbeatMs: 100 } },
     )
     const huge = 'word '.repeat(3_000_000)
     const error = await ai.run(MODEL, chat(huge, { stream: true })).catch((e: unknown) => e)

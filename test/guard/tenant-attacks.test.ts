@@ -49,10 +49,9 @@ function setup(surface: Surface, extra: Partial<GuardOptions> = {}) {
   const send = surface(engine.binding('account'), {
     secret: SECRET,
     models: { [MODEL]: SLIPPED },
-    quarantine,
-    minTimingEvidenceMs: 5,
-    now: () => clock.now(),
-    onVerdict: verdicts.onVerdict,
+    quarantine: { store: quarantine },
+    timing: { minEvidenceMs: 5 },
+    hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
     ...extra,
   })
   return { send, quarantine, engine, clock, verdicts }
@@ -193,9 +192,8 @@ describe('only verified answers teach', () => {
       {
         secret: SECRET,
         models: { [MODEL]: { ...SLIPPED, contextWindow: 262_144, kvPoolTokens: 262_144 } },
-        onVerdict: recordVerdicts().onVerdict,
-        minTimingEvidenceMs: 5,
-        now: () => clock.now(),
+        hooks: { onVerdict: recordVerdicts().onVerdict, now: () => clock.now() },
+        timing: { minEvidenceMs: 5 },
       },
       DEFAULT_PLUGINS,
     )
@@ -259,10 +257,9 @@ describe('learned state cannot be turned against other tenants', () => {
           defaultOutputReserve: 256,
         },
       },
-      calibration,
-      minTimingEvidenceMs: 5,
-      now: () => clock.now(),
-      onVerdict: recordVerdicts().onVerdict,
+      ceiling: { calibration },
+      timing: { minEvidenceMs: 5 },
+      hooks: { now: () => clock.now(), onVerdict: recordVerdicts().onVerdict },
     }
     const english = guardAi(engine.binding('english'), { ...options, tenant: 'english' })
     const attacker = guardAi(engine.binding('attacker'), { ...options, tenant: 'attacker' })
@@ -346,11 +343,10 @@ describe('attribution across isolates', () => {
     const options = {
       secret: SECRET,
       models: { [MODEL]: SLIPPED },
-      quarantine,
-      minTimingEvidenceMs: 5,
-      now: () => clock.now(),
-      tenantDirectory: new D1TenantDirectory(db),
-      onVerdict: recordVerdicts().onVerdict,
+      quarantine: { store: quarantine },
+      timing: { minEvidenceMs: 5 },
+      canary: { tenantDirectory: new D1TenantDirectory(db) },
+      hooks: { now: () => clock.now(), onVerdict: recordVerdicts().onVerdict },
     }
     // Two isolates: A is served by one guard, B by another; only the directory is shared.
     const first = new Guard(options, DEFAULT_PLUGINS)

@@ -84,11 +84,10 @@ describe('no tenant moves another tenant’s verdicts', () => {
       {
         secret: SECRET,
         models: { [MODEL]: PROFILE },
-        onVerdict: verdicts.onVerdict,
-        quarantine: new MemoryQuarantineStore(),
-        calibration: new MemoryCalibration({ now: () => clock.now() }),
-        minTimingEvidenceMs: 5,
-        now: () => clock.now(),
+        hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+        quarantine: { store: new MemoryQuarantineStore() },
+        ceiling: { calibration: new MemoryCalibration({ now: () => clock.now() }) },
+        timing: { minEvidenceMs: 5 },
       },
       DEFAULT_PLUGINS,
     )

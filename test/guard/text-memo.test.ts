@@ -28,9 +28,8 @@ function setup(options: Partial<GuardOptions> = {}) {
     {
       secret: SECRET,
       models: { [MODEL]: PROFILE },
-      quarantine,
-      onVerdict: () => {},
-      now: () => clock.now(),
+      quarantine: { store: quarantine },
+      hooks: { onVerdict: () => {}, now: () => clock.now() },
       ...options,
     },
     DEFAULT_PLUGINS,
@@ -91,7 +90,7 @@ describe('text memo: a resent prompt is as protected as a new one', () => {
   it('should put a resent document in the table again once the table has rotated', async () => {
     // A small table: a few prompts of other tenants make it rotate twice, dropping what A sent first.
     const { engine, guard, send, lastIncident } = setup({
-      foreignContent: { budgetBytes: 256 * 1024 },
+      content: { budgetBytes: 256 * 1024 },
     })
     const table = (guard.content as unknown as { book: FingerprintBook }).book.table
     const a = privateText(3)
@@ -115,7 +114,7 @@ describe('text memo: a resent prompt is as protected as a new one', () => {
 
   it('should keep a resent document visible for the ttl after its last send', async () => {
     // ttl 60 s: a resent document is left as it is in the table for at most a second (ttl / 60).
-    const { engine, send, lastIncident, clock } = setup({ foreignContent: { ttlMs: 60_000 } })
+    const { engine, send, lastIncident, clock } = setup({ content: { ttlMs: 60_000 } })
     const a = privateText(5)
     expect((await send('tenant-a', turn(a, [], 'First?'))).error).toBeUndefined()
     // Resent 25 s later, within one table generation (they rotate at the ttl).
@@ -149,7 +148,9 @@ describe('text memo: the same verdicts on or off', () => {
   }
 
   /** One fixed sequence of requests; what the guard decided about each, without ids. */
-  async function decisions(textMemo: GuardOptions['textMemo']): Promise<Partial<VerdictLog>[]> {
+  async function decisions(
+    textMemo: NonNullable<GuardOptions['ceiling']>['textMemo'],
+  ): Promise<Partial<VerdictLog>[]> {
     const clock = new VirtualClock()
     const engine = new SimEngine(TIMED_SIM, { clock })
     const verdicts = recordVerdicts()
@@ -158,11 +159,13 @@ describe('text memo: the same verdicts on or off', () => {
       {
         secret: SECRET,
         models: { [MODEL]: TIMED },
-        quarantine: new MemoryQuarantineStore(),
-        onVerdict: verdicts.onVerdict,
-        now: () => clock.now(),
-        requestId: () => `request-${id++}`,
-        textMemo,
+        quarantine: { store: new MemoryQuarantineStore() },
+        hooks: {
+          onVerdict: verdicts.onVerdict,
+          now: () => clock.now(),
+          requestId: () => `request-${id++}`,
+        },
+        ceiling: { textMemo },
       },
       DEFAULT_PLUGINS,
     )

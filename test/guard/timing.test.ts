@@ -36,12 +36,11 @@ function setup(surface: Surface) {
   const send = surface(engine.binding('account'), {
     secret: SECRET,
     models: { [MODEL]: TIMING_ONLY },
-    quarantine,
-    now: () => clock.now(),
-    onVerdict: verdicts.onVerdict,
+    quarantine: { store: quarantine },
+    hooks: { now: () => clock.now(), onVerdict: verdicts.onVerdict },
     // The timing guard alone: the placeholder answers here quote A's text, which the foreign-content
     // check would catch too (test/guard/foreign-content.test.ts).
-    foreignContent: false,
+    content: false,
   })
   return { send, quarantine, engine, verdicts }
 }

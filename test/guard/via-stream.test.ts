@@ -35,7 +35,7 @@ describe('whole answers to long prompts, fetched as streams', () => {
       tenant: 'a',
       // Without the tenant's prefix marker, so the upstream reads exactly the client's prompt.
       models: { [MODEL]: { echo: 'scan-only', cacheIsolation: 'off' } },
-      now: () => b.clock.now(),
+      hooks: { now: () => b.clock.now() },
     })
     const guarded = await ai.run(MODEL, inputs)
     expect(upstream.calls).toBe(1)

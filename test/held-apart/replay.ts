@@ -81,9 +81,11 @@ export async function replayHeldApart(
   const verdicts: VerdictLog[] = []
   const guard = createGuard({
     secret: SECRET,
-    now: () => clock.now(),
-    onVerdict: (event) => {
-      verdicts.push(event)
+    hooks: {
+      now: () => clock.now(),
+      onVerdict: (event) => {
+        verdicts.push(event)
+      },
     },
     ...options.guard,
   })

@@ -32,7 +32,7 @@ describe('held-apart honest traffic through one guard', () => {
 
   it('should withhold the recitals without the second opinion (the traffic is a real test of it)', async () => {
     const traffic = heldApartTraffic(families, { count: 500, seed: 4 })
-    const off = await replayHeldApart(traffic, { guard: { foreignContent: { recall: false } } })
+    const off = await replayHeldApart(traffic, { guard: { content: { recall: false } } })
     expect(off.withheld.length).toBeGreaterThan(off.recitals / 4)
     expect(off.controls.withheld).toBe(off.controls.total)
   }, 120_000)

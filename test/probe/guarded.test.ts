@@ -176,9 +176,8 @@ async function probeGuarded(sim: Partial<SimConfig>, profile: Partial<ModelProfi
   const guarded = guardAi(engine.binding('probe'), {
     secret: 'probe-test-secret-that-is-at-least-32-bytes',
     tenant: 'probe',
-    now: () => clock.now(),
+    hooks: { now: () => clock.now(), onVerdict: () => undefined },
     models: { [GLM]: profile },
-    onVerdict: () => undefined,
   })
   const report = await runProbe({
     transport: runnerTransport(guarded, { model: GLM, now: () => clock.now() }),

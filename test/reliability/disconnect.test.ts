@@ -44,7 +44,7 @@ async function stillPulled(pulled: () => number): Promise<boolean> {
 describe('client disconnects mid-stream', { timeout: 30_000 }, () => {
   it('should cancel the upstream when the guardAi stream is cancelled', async () => {
     const upstream = endlessAnswer()
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'tenant-a', timeouts: FAST })
+    const ai = guardAi(upstream, { secret: SECRET, tenant: 'tenant-a', timing: { timeouts: FAST } })
     const out = await ai.run(MODEL, chat('hi', { stream: true }))
     expect(out).toBeInstanceOf(ReadableStream)
     const first = await readThenDisconnect(out as ReadableStream<Uint8Array>)
@@ -70,7 +70,10 @@ describe('client disconnects mid-stream', { timeout: 30_000 }, () => {
   it('should cancel the upstream when a client of the middleware goes away', async () => {
     const upstream = endlessAnswer()
     const app = new Hono()
-    app.use('/chat', aiGuard({ secret: SECRET, upstream: () => upstream, timeouts: FAST }))
+    app.use(
+      '/chat',
+      aiGuard({ secret: SECRET, upstream: () => upstream, timing: { timeouts: FAST } }),
+    )
     app.post('/chat', async (c) => {
       const out = await c.var.ai.run(MODEL, await c.req.json())
       return new Response(out as ReadableStream<Uint8Array>, {

@@ -60,7 +60,7 @@ describe('upstream faults', () => {
   it('should time out a whole answer that never comes with 504', async () => {
     const upstream: AiRunner = { run: () => new Promise(() => {}) }
     const r = await settle(
-      guardAi(upstream, { secret: SECRET, timeouts: FAST }).run(MODEL, ask('hi')),
+      guardAi(upstream, { secret: SECRET, timing: { timeouts: FAST } }).run(MODEL, ask('hi')),
     )
     expect(r.ok).toBe(false)
     if (!r.ok) expect([r.error.code, r.error.status]).toEqual(['upstream_error', 504])
@@ -71,7 +71,10 @@ describe('upstream faults', () => {
   it('should answer a stream that sends no first byte with 504', async () => {
     const upstream = streaming(() => [], 'hang')
     const r = await settle(
-      guardAi(upstream, { secret: SECRET, timeouts: FAST }).run(MODEL, ask('hi', { stream: true })),
+      guardAi(upstream, { secret: SECRET, timing: { timeouts: FAST } }).run(
+        MODEL,
+        ask('hi', { stream: true }),
+      ),
     )
     expect(r.ok).toBe(false)
     if (!r.ok) expect([r.error.code, r.error.status]).toEqual(['upstream_error', 504])
@@ -80,7 +83,10 @@ describe('upstream faults', () => {
   it('should cancel a stream that sends no first byte, and release nothing', async () => {
     const upstream = streaming(() => [], 'hang')
     const r = await settle(
-      guardAi(upstream, { secret: SECRET, timeouts: FAST }).run(MODEL, ask('hi', { stream: true })),
+      guardAi(upstream, { secret: SECRET, timing: { timeouts: FAST } }).run(
+        MODEL,
+        ask('hi', { stream: true }),
+      ),
     )
     expect(r.ok).toBe(false)
     if (!r.ok) expect(r.error.code).toBe('upstream_error')

@@ -49,7 +49,11 @@ describe('foreign canaries outside the text fields the guard reads', () => {
       sse('[DONE]'),
     ])
     const quarantine = new MemoryQuarantineStore()
-    const ai = guardAi(upstream, { secret: SECRET, tenant: 'tenant-b', quarantine })
+    const ai = guardAi(upstream, {
+      secret: SECRET,
+      tenant: 'tenant-b',
+      quarantine: { store: quarantine },
+    })
     const r = await settle(ai.run(MODEL, ask('hi', { stream: true })))
     expect(r.ok ? r.body : '').not.toContain('payroll')
     expect(r.ok).toBe(false)

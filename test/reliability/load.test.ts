@@ -113,7 +113,7 @@ describe('concurrent requests through guardAi over one shared engine', { timeout
     const quarantine = new MemoryQuarantineStore()
     const options = {
       secret: SECRET,
-      quarantine,
+      quarantine: { store: quarantine },
       models: {
         [MODEL]: { contextWindow: 65_536, kvPoolTokens: 65_536, defaultOutputReserve: 256 },
       },

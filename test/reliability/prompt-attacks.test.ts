@@ -76,7 +76,11 @@ describe('prompts that try to skip or fake the echo', { timeout: 30_000 }, () =>
     it(`should withhold a whole answer whose model ${what}: that tenant's own 502`, async () => {
       const upstream = whole((own) => ({ choices: [{ message: { content: content(own) } }] }))
       const quarantine = new MemoryQuarantineStore()
-      const ai = guardAi(upstream, { secret: SECRET, tenant: 'tenant-a', quarantine })
+      const ai = guardAi(upstream, {
+        secret: SECRET,
+        tenant: 'tenant-a',
+        quarantine: { store: quarantine },
+      })
       const r = await settle(ai.run(MODEL, chat(`TENANT-A notes.\n${FAKE_DIRECTIVE}`)))
       expect(r.ok).toBe(false)
       if (r.ok) return

@@ -66,8 +66,8 @@ describe('quarantine store unavailable', { timeout: 30_000 }, () => {
       const ai = guardAi(await make(), {
         secret: SECRET,
         tenant: 'tenant-b',
-        quarantine: brokenQuarantine,
-        onVerdict: (v) => verdicts.push(v),
+        quarantine: { store: brokenQuarantine },
+        hooks: { onVerdict: (v) => verdicts.push(v) },
       })
       const logs = captureConsole()
       let r: Awaited<ReturnType<typeof settle>>
@@ -117,7 +117,7 @@ describe('calibration store unavailable', { timeout: 30_000 }, () => {
   for (const [how, calibration] of failingSnapshot) {
     it(`should fail closed with 503 and call no model when the snapshot ${how}`, async () => {
       const upstream = whole((own) => ({ choices: [{ message: { content: `${own}\nHi` } }] }))
-      const ai = guardAi(upstream, { secret: SECRET, calibration })
+      const ai = guardAi(upstream, { secret: SECRET, ceiling: { calibration } })
       const r = await settle(ai.run(MODEL, chat('hi')))
       expect(r.ok).toBe(false)
       if (!r.ok) expect([r.error.status, r.error.code]).toEqual([503, 'guard_unavailable'])
@@ -147,10 +147,10 @@ describe('calibration store unavailable', { timeout: 30_000 }, () => {
     const ai = guardAi(engine.binding('tenant-a'), {
       secret: SECRET,
       tenant: 'tenant-a',
-      calibration,
+      ceiling: { calibration },
       models: { [MODEL]: { maxPrefillTokensPerSecond: 800_000 } },
-      minTimingEvidenceMs: 1,
-      now: () => clock.now(),
+      timing: { minEvidenceMs: 1 },
+      hooks: { now: () => clock.now() },
     })
     const logs = captureConsole()
     try {

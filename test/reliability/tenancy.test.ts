@@ -174,9 +174,9 @@ describe("one tenant's prefix record never relaxes another tenant's timing check
         secret: DEV_SECRET,
         // The cache is shared across tenants on purpose: what this suite tests is the timing record.
         models: { [MODEL]: { maxPrefillTokensPerSecond: 200_000, cacheIsolation: 'off' } },
-        minTimingEvidenceMs: 5,
-        quarantine,
-        now: () => clock.now(),
+        timing: { minEvidenceMs: 5 },
+        quarantine: { store: quarantine },
+        hooks: { now: () => clock.now() },
       },
       DEFAULT_PLUGINS,
     )

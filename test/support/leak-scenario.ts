@@ -91,10 +91,9 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
             const send = surface(upstreamOf(engine), {
               secret: LEAK.secret,
               models: { [LEAK.model]: LEAK.wrongProfile },
-              quarantine,
-              onVerdict: verdicts.onVerdict,
-              minTimingEvidenceMs: 5,
-              now: () => clock.now(),
+              quarantine: { store: quarantine },
+              hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
+              timing: { minEvidenceMs: 5 },
             })
             // Tenant A's answer is A's own: released, A's text in it, no canary.
             const a = await send(
@@ -136,11 +135,10 @@ export function leakScenario(name: string, upstreamOf: UpstreamOf): void {
       const engine = new SimEngine({ ...LEAK.sim, mode: 'pd-abort-leak' }, { clock })
       const verdicts = recordVerdicts()
       const send = direct(upstreamOf(engine), {
-        onVerdict: verdicts.onVerdict,
+        hooks: { onVerdict: verdicts.onVerdict, now: () => clock.now() },
         secret: LEAK.secret,
         models: { [LEAK.model]: LEAK.wrongProfile },
-        minTimingEvidenceMs: 1,
-        now: () => clock.now(),
+        timing: { minEvidenceMs: 1 },
       })
       for (const stream of [false, true]) {
         const text = await documentOf(engine, 'TENANT-B', 3_000)

@@ -26,7 +26,7 @@ export interface VerdictRecorder {
  *
  * @example
  * const verdicts = recordVerdicts()
- * const ai = guardAi(upstream, { secret, models, onVerdict: verdicts.onVerdict })
+ * const ai = guardAi(upstream, { secret, models, hooks: { onVerdict: verdicts.onVerdict } })
  * await expect(ai.run(model, tooLong)).rejects.toThrow()
  * expect(verdicts.of('reject')[0]?.reasons).toEqual(['context_length_exceeded'])
  */

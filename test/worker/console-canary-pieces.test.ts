@@ -61,7 +61,9 @@ describe('canaries on console pages', () => {
     const guard = createGuard({
       secret: SECRET,
       models: { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } },
-      quarantine: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }),
+      quarantine: {
+        store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }),
+      },
     })
     const error = await guard
       .wrap(upstream, { tenant: 'tenant-b' })
@@ -114,7 +116,9 @@ describe('canaries on console pages', () => {
     const guard = createGuard({
       secret: SECRET,
       models: { [MODEL]: { maxPrefillTokensPerSecond: 1e9 } },
-      quarantine: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }),
+      quarantine: {
+        store: new D1QuarantineStore(bindings.QUARANTINE_DB, { key: bindings.QUARANTINE_KEY }),
+      },
     })
     const error = (await guard
       .wrap(upstream, { tenant: 'tenant-c' })

@@ -92,7 +92,7 @@ let isolateDirectory: MemoryTenantDirectory | undefined
  * leak crosses guards in one isolate as easily as it crosses tenants.
  *
  * @example
- * const directory = options.tenantDirectory ?? isolateTenantDirectory()
+ * const directory = options.canary?.tenantDirectory ?? isolateTenantDirectory()
  */
 export function isolateTenantDirectory(): MemoryTenantDirectory {
   isolateDirectory ??= new MemoryTenantDirectory()

@@ -70,12 +70,12 @@ export class Guard implements AttemptHost, PlanServices {
    */
   constructor(options: GuardOptions, plugins: EvidencePlugins) {
     this.options = resolveOptions(options)
-    this.quarantine = options.quarantine ?? new MemoryQuarantineStore()
-    this.calibration = options.calibration ?? new MemoryCalibration()
-    this.logger = new VerdictLogger(options.onVerdict)
+    this.quarantine = options.quarantine?.store ?? new MemoryQuarantineStore()
+    this.calibration = options.ceiling?.calibration ?? new MemoryCalibration()
+    this.logger = new VerdictLogger(options.hooks?.onVerdict)
     this.attribution = new TenantAttribution(
       () => this.key(),
-      options.tenantDirectory ?? isolateTenantDirectory(),
+      options.canary?.tenantDirectory ?? isolateTenantDirectory(),
     )
     this.incidents = new IncidentRecorder(this.quarantine, {
       now: this.options.now,
@@ -87,7 +87,7 @@ export class Guard implements AttemptHost, PlanServices {
       now: this.options.now,
     }
     assertRegistered(options, plugins)
-    this.content = plugins.content?.create(options.foreignContent, host)
+    this.content = plugins.content?.create(options.content, host)
     this.secrets = plugins.secrets?.create(options.secrets, host)
     const memo = this.options.textMemo
     this.memo = memo ? new TextMemo(this.options.secret, memo) : undefined
@@ -257,8 +257,8 @@ export class Guard implements AttemptHost, PlanServices {
  */
 function assertRegistered(options: GuardOptions, plugins: EvidencePlugins): void {
   const asked = [
-    !plugins.content && options.foreignContent !== undefined && options.foreignContent !== false
-      ? ['foreignContent', 'foreign-content']
+    !plugins.content && options.content !== undefined && options.content !== false
+      ? ['content', 'foreign-content']
       : undefined,
     !plugins.secrets && options.secrets !== undefined ? ['secrets', 'secrets'] : undefined,
   ].find((a) => a !== undefined)

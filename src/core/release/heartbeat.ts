@@ -1,5 +1,5 @@
 /**
- * @module Heartbeats while a stream is held for its verdict (`heartbeatMs`): an SSE comment every so
+ * @module Heartbeats while a stream is held for its verdict (`stream.heartbeatMs`): an SSE comment every so
  * often, so proxies and clients with idle timeouts keep the connection, then the released answer.
  *
  * The cost, stated where it is paid: the response exists before the verdict, so its status is 200;

@@ -33,8 +33,8 @@ export interface AiGuard {
   wrap(upstream: AiRunner, request?: GuardRequest): AiRunner
   /**
    * The models with a profile of their own, sorted: the built-in profiles and those the `models`
-   * option adds. Under `unknownModels: 'default-profile'` other names are guarded too, by
-   * `defaultProfile`, and {@link AiGuard.profile} answers for them.
+   * option adds. Under `ceiling.unknownModels: 'default-profile'` other names are guarded too, by
+   * `ceiling.defaultProfile`, and {@link AiGuard.profile} answers for them.
    *
    * @example
    * guard.models() // ['@cf/zai-org/glm-5.3', …]

@@ -4,7 +4,7 @@
  * Why not the frames themselves: a frame with its event, texts and their strings took more than twice
  * its text's bytes (measured over the throughput bench's reasoning events), and a held head lives
  * through every young-generation collection until the verdict, each one copying what is new of it.
- * Under `maxHeldBytes` (8 MiB of event data by default) that more than doubles what a held stream
+ * Under `stream.maxHeldBytes` (8 MiB of event data by default) that more than doubles what a held stream
  * costs an isolate of 128 MiB. An event that came as one `data:` line is its text exactly and
  * is read again, the same way, when it is released; any other keeps its frame.
  */

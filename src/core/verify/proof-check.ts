@@ -10,7 +10,7 @@ import type { Channel } from '../format/frames'
 import type { AnswerView, Check, FrameReading } from './check'
 import type { EchoWatch } from './echo-watch'
 
-/** A proof still owed by a stream released before it (`streamRelease: 'async'`). */
+/** A proof still owed by a stream released before it (`stream.release: 'async'`). */
 export interface OwedProof {
   /** Reads the reasoning for this attempt's canary (text proofs only; see `EchoWatch.early`). */
   reasoning: EchoWatch

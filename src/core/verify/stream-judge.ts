@@ -26,7 +26,7 @@ export interface JudgeStart {
    */
   contentEcho?: EchoWatch
   /**
-   * Released before any proof (`streamRelease: 'async'`): the proof is still owed — this attempt's
+   * Released before any proof (`stream.release: 'async'`): the proof is still owed — this attempt's
    * canary in the reasoning, or the content's echo (`contentEcho`, required then).
    */
   proofOwed?: OwedProof

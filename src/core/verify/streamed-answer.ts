@@ -96,7 +96,7 @@ class HeldStream {
   #heldBytes = 0
   /** The content length the echo watch last looked at (−1: never). */
   #observed = -1
-  /** Released before its proof (`streamRelease: 'async'`): the release stage collects it. */
+  /** Released before its proof (`stream.release: 'async'`): the release stage collects it. */
   #owed = false
   #ended = false
   #sawDone = false

@@ -1,5 +1,5 @@
 /**
- * @module The option groups of the evidence plug-ins as a user writes them (`foreignContent`,
+ * @module The option groups of the evidence plug-ins as a user writes them (`content`,
  * `secrets`) and the shared fingerprint store's shape: types only. The core carries each group to its
  * plug-in unread; the plug-in validates and resolves it.
  */

@@ -25,7 +25,7 @@ export interface PluginHost {
   now(): number
 }
 
-/** The foreign-content plug-in: resolves the `foreignContent` option group, once per guard. */
+/** The foreign-content plug-in: resolves the `content` option group, once per guard. */
 export interface ContentPlugin {
   /** The check's per-guard state, or undefined when the option turns it off. Throws on a bad option. */
   create(options: unknown, host: PluginHost): ContentBook | undefined

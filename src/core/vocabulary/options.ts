@@ -5,6 +5,7 @@ import type { TenantDirectory } from '../attribution'
 import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
 import type { FingerprintStore, SecretsOptions } from './evidence-options'
+import { refuseMoved } from './moved-options'
 import type { QuarantineStore } from './quarantine'
 import type { ObservableCheck, Observe } from './verdict-types'
 
@@ -132,7 +133,10 @@ export type OverflowPolicy =
   /** Lower `max_tokens` to what fits and say so in the `x-guard-clamped-max-tokens` header. */
   | 'clamp-output'
 
-/** Options of {@link guardAi} and the Hono middleware. */
+/**
+ * Options of {@link guardAi}, `createGuard` and the Hono middleware, grouped by concern. Validated once,
+ * when the guard is created; a name from before the grouping throws an error naming its new place.
+ */
 export interface GuardOptions {
   /** Canary key: at least 32 bytes of secret material (UTF-8). Required; there is no default. */
   secret: string
@@ -140,112 +144,6 @@ export interface GuardOptions {
   tenant?: string
   /** Per-model profile overrides, merged over {@link BUILTIN_PROFILES}. */
   models?: Record<string, Partial<ModelProfile>>
-  /**
-   * Models with no profile: `refuse` them (no safe ceiling is known) or guard them with `defaultProfile`.
-   * @default 'refuse'
-   */
-  unknownModels?: 'refuse' | 'default-profile'
-  /** The profile used for unknown models when `unknownModels` is `default-profile`. */
-  defaultProfile?: Partial<ModelProfile>
-  /** When only the output reserve overflows. @default 'reject' */
-  overflow?: OverflowPolicy
-  /** Where withheld answers go. @default an in-memory store (per isolate) */
-  quarantine?: QuarantineStore
-  /**
-   * Where tenant tags are resolved to tenants when a leaked canary is found: shared (D1) so a leak
-   * caught in one isolate names a tenant minted in another. @default the isolate's memory
-   */
-  tenantDirectory?: TenantDirectory
-  /**
-   * A tenant's repeated incidents of one kind within this window are folded into one record (a count);
-   * leaks naming another tenant's data are never folded. 0 stores every incident. @default 600000
-   */
-  incidentWindowMs?: number
-  /** Shared drift calibration. @default per-isolate memory */
-  calibration?: CalibrationStore
-  /** Clock in milliseconds. Inject for tests. @default Date.now */
-  now?: () => number
-  /** Request id source (also used to mint canaries). @default crypto.randomUUID */
-  requestId?: () => string
-  /**
-   * How many times a missing echo alone (nothing else wrong) is retried before quarantine. Models slip
-   * on instructions now and then (measured at 2% in the bench); two retries make a false quarantine
-   * need three slips in a row. @default 2
-   */
-  echoRetries?: number
-  /**
-   * The timing guard judges only prompts whose honest prefill takes at least this long, ms: below it,
-   * clock granularity and network jitter would make the evidence noise. @default 200
-   */
-  minTimingEvidenceMs?: number
-  /**
-   * How whole (non-stream) answers to long prompts are fetched. `via-stream` asks the upstream for a
-   * stream, times its first token like any stream, and returns the assembled whole answer: a whole
-   * answer's latency includes its decode, which can hide a missing prefill. `as-is` judges the total
-   * latency only. Prompts too short for timing to judge are always fetched as-is.
-   * @default 'via-stream'
-   */
-  wholeAnswers?: 'via-stream' | 'as-is'
-  /** Deadlines for the upstream, ms; a hung upstream becomes a 504 `upstream_error`. */
-  timeouts?: {
-    /** From the call to a stream's first byte. @default 120000 */
-    firstTokenMs?: number
-    /** Between two chunks of a stream. @default 60000 */
-    idleMs?: number
-    /** For a whole (non-stream) answer. @default 600000 */
-    responseMs?: number
-  }
-  /** Upper bound on text held before a stream's verdict, in bytes. @default 8 MiB */
-  maxHeldBytes?: number
-  /**
-   * When a stream's first bytes may leave. `verified` (the default): nothing before the proof that the
-   * prompt's end was read (this request's canary, in the reasoning or echoed at the content's start),
-   * and every channel's last 21 words held until the foreign-content check has judged them.
-   * `async`: released as soon as the first token's timing and the foreign-canary scan pass — before
-   * the proof and with no foreign-content hold-back; a missing echo or any evidence found later ends
-   * the stream with an error (and an incident), after some unverified text may have reached the
-   * client (what Azure and Bedrock call asynchronous filtering). For operators who prefer latency;
-   * what it lets through is measured in the detection benchmark (README).
-   * @default 'verified'
-   */
-  streamRelease?: 'verified' | 'async'
-  /**
-   * While a stream is held for its verdict, send an SSE comment (`: held`) every this many ms, for
-   * proxies and clients that close idle connections. The beating stream is returned only once a
-   * verdict has taken this long (one comment at once): a sooner verdict keeps its status. The
-   * trade-off past that: the response is a 200, so an answer withheld later ends the stream with an
-   * error instead of an error status. Off by default (the deployed Worker's wrangler.toml sets 15 s).
-   */
-  heartbeatMs?: number
-  /**
-   * Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets), and the
-   * request's `waitUntil` when the host gave one: work the hook starts (a metrics write, an alert) goes
-   * there, never in front of the client's answer.
-   */
-  onVerdict?: (event: VerdictLog, context: VerdictContext) => void
-  /**
-   * Foreign-content fingerprints: every answer is scanned for text of another tenant's recent prompt
-   * (docs/fingerprints.md). On by default, per isolate; a `store` shares the fingerprints across
-   * isolates. `false` turns the check off.
-   */
-  foreignContent?: ForeignContentOptions | false
-  /**
-   * Secrets in prompts (docs/secrets.md): per kind and model, `off`, `detect` (counted in the verdict
-   * log, sent as they are) or `substitute` (the engine gets a stand-in, the answer the value back; a
-   * stand-in of another request in an answer is a leak). Off unless set; the Worker substitutes the
-   * high-confidence kinds and detects the rest by default.
-   */
-  secrets?: SecretsOptions
-  /**
-   * What the guard keeps of each tenant's long texts (2,048 characters and more) between its requests,
-   * per isolate: their keyed digests and what was computed from them (the count, the fingerprints, a
-   * secrets scan that found nothing), never the text. A conversation resends its history every turn;
-   * with this, each text is counted, printed and scanned once.
-   * Per tenant (no tenant's timing shows what another sent); the verdicts are the same without it.
-   * `false` turns it off.
-   * @default { budgetBytes: 16 MiB }
-   */
-  textMemo?: { budgetBytes?: number } | false
   /**
    * Checks to run in observe mode (docs/how-it-decides.md, "Observe mode"): their verdicts release the
    * answer, whole or streamed, and record what they would have withheld — an incident marked
@@ -256,6 +154,130 @@ export interface GuardOptions {
    * reason still withholds. The operator's alone: no request can set it. @default all enforced
    */
   observe?: { content?: boolean; timing?: boolean; echo?: boolean }
+  /** The token ceiling: unknown models, overflowing output reserves, calibration, the text memo. */
+  ceiling?: {
+    /**
+     * Models with no profile: `refuse` them (no safe ceiling is known) or guard them with `defaultProfile`.
+     * @default 'refuse'
+     */
+    unknownModels?: 'refuse' | 'default-profile'
+    /** The profile used for unknown models when `unknownModels` is `default-profile`. */
+    defaultProfile?: Partial<ModelProfile>
+    /** When only the output reserve overflows. @default 'reject' */
+    overflow?: OverflowPolicy
+    /** Shared drift calibration. @default per-isolate memory */
+    calibration?: CalibrationStore
+    /**
+     * What the guard keeps of each tenant's long texts (2,048 characters and more) between its requests,
+     * per isolate: their keyed digests and what was computed from them (the count, the fingerprints, a
+     * secrets scan that found nothing), never the text. A conversation resends its history every turn;
+     * with this, each text is counted, printed and scanned once.
+     * Per tenant (no tenant's timing shows what another sent); the verdicts are the same without it.
+     * `false` turns it off.
+     * @default { budgetBytes: 16 MiB }
+     */
+    textMemo?: { budgetBytes?: number } | false
+  }
+  /** The canary guard: echo retries, and where leaked canaries' tenants are looked up. */
+  canary?: {
+    /**
+     * How many times a missing echo alone (nothing else wrong) is retried before quarantine. Models slip
+     * on instructions now and then (measured at 2% in the bench); two retries make a false quarantine
+     * need three slips in a row. @default 2
+     */
+    echoRetries?: number
+    /**
+     * Where tenant tags are resolved to tenants when a leaked canary is found: shared (D1) so a leak
+     * caught in one isolate names a tenant minted in another. @default the isolate's memory
+     */
+    tenantDirectory?: TenantDirectory
+  }
+  /** The timing guard and the upstream's deadlines. */
+  timing?: {
+    /**
+     * The timing guard judges only prompts whose honest prefill takes at least this long, ms: below it,
+     * clock granularity and network jitter would make the evidence noise. @default 200
+     */
+    minEvidenceMs?: number
+    /**
+     * How whole (non-stream) answers to long prompts are fetched. `via-stream` asks the upstream for a
+     * stream, times its first token like any stream, and returns the assembled whole answer: a whole
+     * answer's latency includes its decode, which can hide a missing prefill. `as-is` judges the total
+     * latency only. Prompts too short for timing to judge are always fetched as-is.
+     * @default 'via-stream'
+     */
+    wholeAnswers?: 'via-stream' | 'as-is'
+    /** Deadlines for the upstream, ms; a hung upstream becomes a 504 `upstream_error`. */
+    timeouts?: {
+      /** From the call to a stream's first byte. @default 120000 */
+      firstTokenMs?: number
+      /** Between two chunks of a stream. @default 60000 */
+      idleMs?: number
+      /** For a whole (non-stream) answer. @default 600000 */
+      responseMs?: number
+    }
+  }
+  /** How a stream is held and released. */
+  stream?: {
+    /**
+     * When a stream's first bytes may leave. `verified` (the default): nothing before the proof that the
+     * prompt's end was read (this request's canary, in the reasoning or echoed at the content's start),
+     * and every channel's last 21 words held until the foreign-content check has judged them.
+     * `async`: released as soon as the first token's timing and the foreign-canary scan pass — before
+     * the proof and with no foreign-content hold-back; a missing echo or any evidence found later ends
+     * the stream with an error (and an incident), after some unverified text may have reached the
+     * client (what Azure and Bedrock call asynchronous filtering). For operators who prefer latency;
+     * what it lets through is measured in the detection benchmark (README).
+     * @default 'verified'
+     */
+    release?: 'verified' | 'async'
+    /**
+     * While a stream is held for its verdict, send an SSE comment (`: held`) every this many ms, for
+     * proxies and clients that close idle connections. The beating stream is returned only once a
+     * verdict has taken this long (one comment at once): a sooner verdict keeps its status. The
+     * trade-off past that: the response is a 200, so an answer withheld later ends the stream with an
+     * error instead of an error status. Off by default (the deployed Worker's wrangler.toml sets 15 s).
+     */
+    heartbeatMs?: number
+    /** Upper bound on text held before a stream's verdict, in bytes. @default 8 MiB */
+    maxHeldBytes?: number
+  }
+  /**
+   * Foreign-content fingerprints: every answer is scanned for text of another tenant's recent prompt
+   * (docs/fingerprints.md). On by default, per isolate; a `store` shares the fingerprints across
+   * isolates. `false` turns the check off.
+   */
+  content?: ForeignContentOptions | false
+  /**
+   * Secrets in prompts (docs/secrets.md): per kind and model, `off`, `detect` (counted in the verdict
+   * log, sent as they are) or `substitute` (the engine gets a stand-in, the answer the value back; a
+   * stand-in of another request in an answer is a leak). Off unless set; the Worker substitutes the
+   * high-confidence kinds and detects the rest by default.
+   */
+  secrets?: SecretsOptions
+  /** Where withheld answers go, and how repeats are folded. */
+  quarantine?: {
+    /** The store of incidents. @default an in-memory store (per isolate) */
+    store?: QuarantineStore
+    /**
+     * A tenant's repeated incidents of one kind within this window are folded into one record (a count);
+     * leaks naming another tenant's data are never folded. 0 stores every incident. @default 600000
+     */
+    incidentWindowMs?: number
+  }
+  /** The host's hooks: the verdict log, the clock, request ids. */
+  hooks?: {
+    /**
+     * Called once per verdict with a log-safe summary (no prompt text, no canaries, no secrets), and the
+     * request's `waitUntil` when the host gave one: work the hook starts (a metrics write, an alert) goes
+     * there, never in front of the client's answer.
+     */
+    onVerdict?: (event: VerdictLog, context: VerdictContext) => void
+    /** Clock in milliseconds. Inject for tests. @default Date.now */
+    now?: () => number
+    /** Request id source (also used to mint canaries). @default crypto.randomUUID */
+    requestId?: () => string
+  }
 }
 
 /** Settings of the foreign-content check. Defaults are the measured ones (docs/fingerprints.md). */
@@ -398,41 +420,53 @@ export interface ResolvedOptions {
 export function resolveOptions(options: GuardOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object')
     throw new Error('guard options must be an object')
+  refuseMoved(options)
   const { secret } = options
   assertSecret('secret', secret)
   const tenant = options.tenant ?? 'default'
   if (typeof tenant !== 'string' || tenant === '') {
     throw new Error('option "tenant" must be a non-empty string')
   }
+  const {
+    ceiling = {},
+    canary = {},
+    timing = {},
+    stream = {},
+    quarantine = {},
+    hooks = {},
+  } = options
   for (const name of ['now', 'requestId', 'onVerdict'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      throw new Error(`option "${name}" must be a function`)
+    if (hooks[name] !== undefined && typeof hooks[name] !== 'function') {
+      throw new Error(`option "hooks.${name}" must be a function`)
     }
   }
   return {
     secret,
     tenant,
-    ...resolveProfiles(options),
-    overflow: oneOf('overflow', options.overflow, ['reject', 'clamp-output']),
-    now: options.now ?? (() => Date.now()),
-    requestId: options.requestId ?? (() => crypto.randomUUID()),
-    echoRetries: integer('echoRetries', options.echoRetries ?? 2, 0, 3),
-    maxHeldBytes: integer('maxHeldBytes', options.maxHeldBytes ?? 8 * 1024 * 1024, 1024),
-    streamRelease: oneOf('streamRelease', options.streamRelease, ['verified', 'async']),
+    ...resolveProfiles(options.models, ceiling),
+    overflow: oneOf('ceiling.overflow', ceiling.overflow, ['reject', 'clamp-output']),
+    now: hooks.now ?? (() => Date.now()),
+    requestId: hooks.requestId ?? (() => crypto.randomUUID()),
+    echoRetries: integer('canary.echoRetries', canary.echoRetries ?? 2, 0, 3),
+    maxHeldBytes: integer('stream.maxHeldBytes', stream.maxHeldBytes ?? 8 * 1024 * 1024, 1024),
+    streamRelease: oneOf('stream.release', stream.release, ['verified', 'async']),
     heartbeatMs:
-      options.heartbeatMs === undefined ? 0 : integer('heartbeatMs', options.heartbeatMs, 100),
-    minTimingEvidenceMs: atLeastZero('minTimingEvidenceMs', options.minTimingEvidenceMs ?? 200, ''),
-    timeouts: resolveTimeouts(options.timeouts),
-    wholeAnswers: oneOf('wholeAnswers', options.wholeAnswers, ['via-stream', 'as-is']),
+      stream.heartbeatMs === undefined ? 0 : integer('stream.heartbeatMs', stream.heartbeatMs, 100),
+    minTimingEvidenceMs: atLeastZero('timing.minEvidenceMs', timing.minEvidenceMs ?? 200, ''),
+    timeouts: resolveTimeouts(timing.timeouts),
+    wholeAnswers: oneOf('timing.wholeAnswers', timing.wholeAnswers, ['via-stream', 'as-is']),
     incidentWindowMs: atLeastZero(
-      'incidentWindowMs',
-      options.incidentWindowMs ?? 600_000,
+      'quarantine.incidentWindowMs',
+      quarantine.incidentWindowMs ?? 600_000,
       ' of milliseconds',
     ),
-    textMemo: resolveTextMemo(options.textMemo),
+    textMemo: resolveTextMemo(ceiling.textMemo),
     observe: resolveObserve(options.observe),
   }
 }
+
+/** The groups as written (each optional). */
+type Group<K extends keyof GuardOptions> = NonNullable<GuardOptions[K]>
 
 const OBSERVABLE: readonly ObservableCheck[] = ['content', 'timing', 'echo']
 
@@ -458,36 +492,40 @@ function resolveObserve(options: GuardOptions['observe']): Observe {
 }
 
 /** The memo's budget: 16 MiB unless set; at least 64 KiB; `false` turns it off. */
-function resolveTextMemo(options: GuardOptions['textMemo']): ResolvedOptions['textMemo'] {
+function resolveTextMemo(options: Group<'ceiling'>['textMemo']): ResolvedOptions['textMemo'] {
   if (options === false) return undefined
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new Error('option "textMemo" must be an object or false')
+    throw new Error('option "ceiling.textMemo" must be an object or false')
   }
   const budget = options?.budgetBytes ?? 16 * 1024 * 1024
-  return { budgetBytes: integer('textMemo.budgetBytes', budget, 65_536) }
+  return { budgetBytes: integer('ceiling.textMemo.budgetBytes', budget, 65_536) }
 }
 
 /** The built-in profiles with the `models` overrides, and the profile for unknown models if any. */
 function resolveProfiles(
-  options: GuardOptions,
+  models: GuardOptions['models'],
+  ceiling: Group<'ceiling'>,
 ): Pick<ResolvedOptions, 'profiles' | 'fallbackProfiles'> {
   const profiles = new Map<string, ModelProfile>()
   for (const [model, profile] of Object.entries(BUILTIN_PROFILES))
     profiles.set(model, { ...profile })
-  for (const [model, override] of Object.entries(options.models ?? {})) {
-    const base = profiles.get(model) ?? options.defaultProfile
+  for (const [model, override] of Object.entries(models ?? {})) {
+    const base = profiles.get(model) ?? ceiling.defaultProfile
     // A built-in's isolation comes from its deployment, not its name: an override keeps it unless set.
     const isolation = defaultCacheIsolation(model)
     profiles.set(model, validateProfile(`models["${model}"]`, { ...base, ...override }, isolation))
   }
-  const unknown = oneOf('unknownModels', options.unknownModels, ['refuse', 'default-profile'])
+  const unknown = oneOf('ceiling.unknownModels', ceiling.unknownModels, [
+    'refuse',
+    'default-profile',
+  ])
   if (unknown !== 'default-profile') return { profiles, fallbackProfiles: undefined }
-  const fallback = { echo: 'require' as const, ...options.defaultProfile }
+  const fallback = { echo: 'require' as const, ...ceiling.defaultProfile }
   return {
     profiles,
     fallbackProfiles: {
-      prefix: validateProfile('defaultProfile', fallback, 'prefix'),
-      salt: validateProfile('defaultProfile', fallback, 'salt'),
+      prefix: validateProfile('ceiling.defaultProfile', fallback, 'prefix'),
+      salt: validateProfile('ceiling.defaultProfile', fallback, 'salt'),
     },
   }
 }
@@ -505,7 +543,7 @@ export function fallbackProfile(
   return options.fallbackProfiles?.[defaultCacheIsolation(model)]
 }
 
-function resolveTimeouts(timeouts: GuardOptions['timeouts']): ResolvedOptions['timeouts'] {
+function resolveTimeouts(timeouts: Group<'timing'>['timeouts']): ResolvedOptions['timeouts'] {
   const resolved = {
     firstTokenMs: timeouts?.firstTokenMs ?? 120_000,
     idleMs: timeouts?.idleMs ?? 60_000,
@@ -513,7 +551,7 @@ function resolveTimeouts(timeouts: GuardOptions['timeouts']): ResolvedOptions['t
   }
   for (const [name, value] of Object.entries(resolved)) {
     if (!Number.isFinite(value) || value <= 0) {
-      throw new Error(`option "timeouts.${name}" must be a positive number of milliseconds`)
+      throw new Error(`option "timing.timeouts.${name}" must be a positive number of milliseconds`)
     }
   }
   return resolved

@@ -19,7 +19,7 @@ import { lastQuestion, RecallBudget, type RecallHost, recallFor } from './recall
 import { secondOpinion } from './second-opinion'
 
 /**
- * Foreign content: on unless the `foreignContent` option is `false`.
+ * Foreign content: on unless the `content` option is `false`.
  *
  * @example
  * new Guard(options, { content: foreignContentPlugin })

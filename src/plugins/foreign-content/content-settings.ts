@@ -1,5 +1,5 @@
 /**
- * @module The `foreignContent` option group resolved: measured defaults (docs/fingerprints.md); a run
+ * @module The `content` option group resolved: measured defaults (docs/fingerprints.md); a run
  * may be raised, never lowered below them. Throws a plain `Error` that names the bad option.
  */
 import type { FingerprintStore, ForeignContentOptions, RecallOptions } from '../../core'
@@ -19,10 +19,10 @@ export interface ResolvedForeignContent {
 function resolvePublicTexts(texts: readonly string[] | undefined): readonly string[] {
   if (texts === undefined) return []
   if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) {
-    throw new Error('option "foreignContent.publicTexts" must be an array of strings')
+    throw new Error('option "content.publicTexts" must be an array of strings')
   }
   if (texts.reduce((sum, t) => sum + t.length, 0) > 4 * 1024 * 1024) {
-    throw new Error('option "foreignContent.publicTexts" must hold at most 4 MiB of text')
+    throw new Error('option "content.publicTexts" must hold at most 4 MiB of text')
   }
   return [...texts]
 }
@@ -33,7 +33,7 @@ export function resolveForeignContent(
 ): ResolvedForeignContent | undefined {
   if (options === false) return undefined
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new Error('option "foreignContent" must be an object or false')
+    throw new Error('option "content" must be an object or false')
   }
   const o = options ?? {}
   const store = o.store
@@ -41,7 +41,7 @@ export function resolveForeignContent(
     store !== undefined &&
     (typeof store.publish !== 'function' || typeof store.since !== 'function')
   ) {
-    throw new Error('option "foreignContent.store" must have publish() and since()')
+    throw new Error('option "content.store" must have publish() and since()')
   }
   const d = FINGERPRINT_DEFAULTS
   return {
@@ -49,12 +49,12 @@ export function resolveForeignContent(
     // The built-in background first: licences are public whoever pastes them.
     publicTexts: [...PUBLIC_BACKGROUND, ...resolvePublicTexts(o.publicTexts)],
     table: {
-      budgetBytes: integer('foreignContent.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
-      ttlMs: integer('foreignContent.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),
-      commonAt: integer('foreignContent.commonAt', o.commonAt ?? d.commonAt, 2, 4),
+      budgetBytes: integer('content.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
+      ttlMs: integer('content.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),
+      commonAt: integer('content.commonAt', o.commonAt ?? d.commonAt, 2, 4),
       tenantShare: d.tenantShare,
     },
-    params: { n: d.n, w: d.w, k: integer('foreignContent.run', o.run ?? d.k, d.k, 64) },
+    params: { n: d.n, w: d.w, k: integer('content.run', o.run ?? d.k, d.k, 64) },
     recall: resolveRecall(o.recall),
   }
 }
@@ -65,18 +65,18 @@ function resolveRecall(
 ): Required<RecallOptions> | undefined {
   if (options === false) return undefined
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new Error('option "foreignContent.recall" must be an object or false')
+    throw new Error('option "content.recall" must be an object or false')
   }
   const o = options ?? {}
   return {
     perSourcePerHour: integer(
-      'foreignContent.recall.perSourcePerHour',
+      'content.recall.perSourcePerHour',
       o.perSourcePerHour ?? 60,
       1,
       100_000,
     ),
-    maxTokens: integer('foreignContent.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
-    cueChars: integer('foreignContent.recall.cueChars', o.cueChars ?? 160, 0, 2_000),
+    maxTokens: integer('content.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
+    cueChars: integer('content.recall.cueChars', o.cueChars ?? 160, 0, 2_000),
   }
 }
 

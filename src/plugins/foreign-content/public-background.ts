@@ -8,7 +8,7 @@
  */
 
 /**
- * The built-in public texts, added to the operator's `foreignContent.publicTexts`.
+ * The built-in public texts, added to the operator's `content.publicTexts`.
  *
  * @example
  * const prints = new Set(printPrompt(key, PUBLIC_BACKGROUND, params).selected)
