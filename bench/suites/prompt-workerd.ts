@@ -5,11 +5,12 @@
  * per request. Each script's prompts are distinct texts of the same kind, so the tokenizer's memos
  * see them as a new prompt does; English, Russian, Chinese and Thai alternate in one run.
  */
-import { readdir, readFile } from 'node:fs/promises'
+
 import { machineInfo, median, type Suite, type SuiteOptions, writeResult } from '../lib'
 import { maximal, SCRIPTS } from '../support/maximal-prompts'
 import { BENCH_SECRET, MODEL } from '../support/prompts'
 import { startWorker } from '../support/workerd'
+import { cpuMs, workerdChildren } from '../support/workerd-cpu'
 
 const KEY = 'bench-prompt-key-0123456789'
 const HEAP_MB = 128
@@ -21,33 +22,9 @@ const SHARE = 0.98
 
 /** The workerd process Miniflare started (a child of this Node process). */
 async function workerdPid(): Promise<number> {
-  const found: number[] = []
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = await readFile(`/proc/${entry}/stat`, 'utf8')
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      if (ppid === process.pid && comm.startsWith('workerd')) found.push(Number(entry))
-    } catch {
-      // The process ended while being read.
-    }
-  }
+  const found = await workerdChildren()
   if (found.length !== 1) throw new Error(`expected one workerd child, found ${found.length}`)
   return found[0] as number
-}
-
-/** CPU time of every thread of `pid`, in ms (schedstat: nanoseconds on a CPU). */
-async function cpuMs(pid: number): Promise<number> {
-  let ns = 0
-  for (const task of await readdir(`/proc/${pid}/task`)) {
-    try {
-      ns += Number((await readFile(`/proc/${pid}/task/${task}/schedstat`, 'utf8')).split(' ')[0])
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return ns / 1e6
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
