@@ -84,17 +84,29 @@ interface FamilyData {
 
 let loading: Promise<FamilyData> | undefined
 
-function base64Bytes(text: string): Uint8Array {
+function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
   const binary = atob(text)
   const bytes = new Uint8Array(binary.length)
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
   return bytes
 }
 
+/** Undoes the table's raw deflate with the platform's own decompressor (workerd, Node 22, browsers). */
+async function inflate(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate-raw'))
+  return new Uint8Array(await new Response(stream).arrayBuffer())
+}
+
 async function decodeFamily(): Promise<FamilyData> {
   // Imported on first count, like o200k itself: the byte path never evaluates or decodes it.
   const family = await import('./family-table')
-  const packed = base64Bytes(family.FAMILY_NIBBLES)
+  const packed = await inflate(base64Bytes(family.FAMILY_NIBBLES_DEFLATED))
+  // A short table would read as zero expansion, an undercount: refuse it (the load is retried).
+  if (packed.length !== Math.ceil(family.FAMILY_TOKENS / 2)) {
+    throw new Error(
+      `family table holds ${packed.length} bytes, not ${Math.ceil(family.FAMILY_TOKENS / 2)}`,
+    )
+  }
   const expansion = new Uint8Array(family.FAMILY_TOKENS)
   for (let id = 0; id < family.FAMILY_TOKENS; id++) {
     const byte = packed[id >> 1] ?? 0
