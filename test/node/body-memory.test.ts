@@ -151,8 +151,9 @@ async function growthDuring<T>(
   work: () => Promise<T>,
 ): Promise<[T, { rss: number; isolate: number }]> {
   const baseIsolate = await worker.memory(true)
+  if (!baseIsolate) throw new Error('the guard isolate gave no memory figure before the upload')
   const baseRss = workerdRss()
-  const peak = { rss: baseRss, isolate: (baseIsolate?.heap ?? 0) + (baseIsolate?.buffers ?? 0) }
+  const peak = { rss: baseRss, isolate: baseIsolate.heap + baseIsolate.buffers }
   let sampling = true
   const sampler = (async () => {
     while (sampling) {
@@ -165,7 +166,7 @@ async function growthDuring<T>(
   const result = await work()
   sampling = false
   await sampler
-  const isolateBase = (baseIsolate?.heap ?? 0) + (baseIsolate?.buffers ?? 0)
+  const isolateBase = baseIsolate.heap + baseIsolate.buffers
   return [result, { rss: peak.rss - baseRss, isolate: peak.isolate - isolateBase }]
 }
 

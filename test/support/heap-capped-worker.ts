@@ -114,6 +114,11 @@ interface Inspector {
   close(): void
 }
 
+/** How long an inspector call waits for the isolate before a request wakes it. */
+const WAKE_MS = 100
+/** How long an inspector call may take before it reads as no figure. */
+const CALL_LIMIT_MS = 10_000
+
 async function connectInspector(
   port: number,
   worker: string,
@@ -144,17 +149,28 @@ async function connectInspector(
     for (const resolve of pending.values()) resolve(undefined)
     pending.clear()
   })
+  // workerd handles an inspector message only when the isolate next runs: a call the idle isolate
+  // has not answered within WAKE_MS is followed by a request that wakes it, again every WAKE_MS, and
+  // one still unanswered after CALL_LIMIT_MS reads as no figure rather than hanging its caller.
   const call = (method: string): Promise<unknown> => {
     if (dead) return Promise.resolve(undefined)
     const id = next++
     return new Promise((resolve) => {
-      pending.set(id, resolve)
+      const waking = setInterval(() => void wake().catch(() => {}), WAKE_MS)
+      const limit = setTimeout(() => settle(undefined), CALL_LIMIT_MS)
+      const settle = (result: unknown) => {
+        clearInterval(waking)
+        clearTimeout(limit)
+        pending.delete(id)
+        resolve(result)
+      }
+      pending.set(id, settle)
       socket.send(JSON.stringify({ id, method }))
     })
   }
   return {
     async memory(gc) {
-      if (gc) await Promise.all([call('HeapProfiler.collectGarbage'), wake().catch(() => {})])
+      if (gc) await call('HeapProfiler.collectGarbage')
       const usage = (await call('Runtime.getHeapUsage')) as
         | { usedSize: number; backingStorageSize?: number }
         | undefined
