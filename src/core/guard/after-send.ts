@@ -20,7 +20,13 @@ let due: (() => void)[] | undefined
 export function afterSend(work: () => Promise<unknown>): Promise<void> {
   return new Promise((resolve) => {
     // Through a promise, so one work that throws cannot stop the rest of its tick.
-    const run = () => void Promise.resolve().then(work).then(resolve, resolve)
+    const run = () =>
+      void Promise.resolve()
+        .then(work)
+        .then(
+          () => resolve(),
+          () => resolve(),
+        )
     if (due) {
       due.push(run)
       return
