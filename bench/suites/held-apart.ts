@@ -1,12 +1,14 @@
 /**
  * @module Benchmark: honest answers withheld, and leaks let through, on traffic built from families of
- * real text the foreign-content check was never tuned on (test/held-apart/corpus.ts: Debian's Go,
- * Rust and Python sources, fortunes in four languages, manual pages in six), replayed through one
- * guard with the default policy against an engine that knows a third of the pieces by heart
- * (test/held-apart/replay.ts). Rows: the default (second opinion on), the same traffic with it off,
- * and an engine whose recall is not word for word. Node figures (accuracy, not speed).
+ * real text the foreign-content check was never tuned on (test/held-apart/corpus.ts, evaluation
+ * split: Debian's Perl, Tcl and Vim sources, Vim's help, six licences, manual pages in English and
+ * seven more languages), replayed through one guard with the default policy against an engine that
+ * knows a third of the pieces by heart (test/held-apart/replay.ts). Rows: the default (second opinion
+ * on), an engine whose recall is not word for word, the same traffic with the second opinion off, and
+ * the default on the tuning split (the families its cue was set on), for comparison. Node figures
+ * (accuracy, not speed).
  */
-import { heldApartFamilies } from '../../test/held-apart/corpus'
+import { type Family, heldApartFamilies, tuningFamilies } from '../../test/held-apart/corpus'
 import { type HeldApartResult, replayHeldApart } from '../../test/held-apart/replay'
 import { heldApartTraffic } from '../../test/held-apart/traffic'
 import { machineInfo, type Suite, type SuiteOptions, writeResult } from '../lib'
@@ -16,13 +18,24 @@ const SEEDS = [1, 2, 3]
 
 /** The rows: how the guard and the engine are set. */
 const ROWS = [
-  { name: 'second opinion (default)', options: {} },
-  { name: 'second opinion, recall 1 word in 25 wrong', options: { slipEvery: 25 } },
-  { name: 'no second opinion', options: { guard: { content: { recall: false as const } } } },
-]
+  { name: 'second opinion (default)', options: {}, split: 'evaluation' },
+  {
+    name: 'second opinion, recall 1 word in 25 wrong',
+    options: { slipEvery: 25 },
+    split: 'evaluation',
+  },
+  {
+    name: 'no second opinion',
+    options: { guard: { content: { recall: false as const } } },
+    split: 'evaluation',
+  },
+  { name: 'second opinion (default), tuning split', options: {}, split: 'tuning' },
+] as const
 
 interface Row {
   name: string
+  /** `evaluation`: families never tuned on (the reported figures); `tuning`: for comparison. */
+  split: string
   honest: number
   withheld: number
   upper95: number
@@ -61,17 +74,22 @@ function table(rows: readonly Row[], families: string[], perSeed: number): strin
     .join('\n')
   return (
     `${head}${body}\n\n${SEEDS.length} seeds × ${perSeed} honest answers; about a third recite a text ` +
-    `one other tenant pasted within the hour. Families: ${families.join(', ')}.`
+    `one other tenant pasted within the hour. Evaluation families: ${families.join(', ')}.`
   )
 }
 
 async function run({ quick }: SuiteOptions): Promise<void> {
-  const families = heldApartFamilies()
+  const splits: Record<string, Family[]> = {
+    evaluation: heldApartFamilies(),
+    tuning: tuningFamilies(),
+  }
+  const families = splits.evaluation!
   const perSeed = quick ? 500 : 2_000
   const rows: Row[] = []
-  for (const { name, options } of ROWS) {
+  for (const { name, options, split } of ROWS) {
     const row: Row = {
       name,
+      split,
       honest: 0,
       withheld: 0,
       upper95: 0,
@@ -84,7 +102,8 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       byFamily: {},
     }
     for (const seed of SEEDS) {
-      add(row, await replayHeldApart(heldApartTraffic(families, { count: perSeed, seed }), options))
+      const traffic = heldApartTraffic(splits[split]!, { count: perSeed, seed })
+      add(row, await replayHeldApart(traffic, options))
     }
     row.upper95 = upperBound95(row.withheld, row.honest)
     rows.push(row)
@@ -98,6 +117,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
     seeds: SEEDS,
     perSeed,
     families: families.map((f) => ({ name: f.name, pieces: f.pieces.length })),
+    tuningFamilies: splits.tuning!.map((f) => ({ name: f.name, pieces: f.pieces.length })),
     rows,
   })
   console.log(

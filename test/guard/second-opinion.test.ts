@@ -2,9 +2,10 @@
  * @module The second opinion on foreign-content evidence (src/plugins/foreign-content/second-opinion.ts,
  * src/plugins/foreign-content/recall.ts), against an engine that knows a text by heart (test/support/knowing-engine.ts):
  * what the model recites that one other tenant pasted is released, whole and streamed, without a
- * break; what it quotes of another tenant's private text is still withheld; and every way to turn the
- * second opinion against the guard — copying the cue, stale reads that repeat, a poisoned opinion,
- * stuffing prompts to spend it, secrets in the cue — fails.
+ * break; what it quotes of another tenant's private text is still withheld, also amid a text it knows;
+ * and every way to turn the second opinion against the guard — copying the cue, stale reads that
+ * repeat, a prompt that makes the model restate others' words, a poisoned opinion, stuffing prompts
+ * to spend it, secrets in the cue — fails.
  */
 import { describe, expect, it } from 'vitest'
 import { VirtualClock } from '../../sim/clock'
@@ -174,6 +175,32 @@ describe('second opinion: a leak stays withheld', () => {
     expect(leakedWords(received(b), PRIVATE)).toBeLessThan(6)
     expect(opinions()).toBeGreaterThan(0)
   }, 60_000)
+
+  for (const stream of [false, true]) {
+    it(`should withhold private text inside a text the model knows: what it recalls excuses only itself (${stream ? 'stream' : 'whole'})`, async () => {
+      // A's paste is the speech with A's notes in its middle; B's answer reads it back whole. The
+      // model writes the speech again from the cue, never the notes, so the notes still make a run.
+      const cut = GETTYSBURG.indexOf('We are met')
+      const notes = PRIVATE.slice(0, 400)
+      const pasted = `${GETTYSBURG.slice(0, cut)}${notes} ${GETTYSBURG.slice(cut)}`
+      const { send, opinions, quarantine } = setup({
+        script: (inputs) => {
+          const asked = lastUserText(inputs)
+          if (isCue(asked)) return undefined
+          if (asked === ASK)
+            return { reasoning: 'The address.', content: `Here it is:\n\n${pasted}` }
+          return { reasoning: 'The user pasted a text.', content: 'Noted.' }
+        },
+      })
+      await send('tenant-a', `My annotated copy:\n\n${pasted}`, false)
+      const b = await send('tenant-b', ASK, stream)
+      expect((b.error as GuardError).code).toBe('response_quarantined')
+      expect(leakedWords(received(b), notes)).toBeLessThan(6)
+      expect(opinions()).toBeGreaterThan(0)
+      const [summary] = await quarantine.list()
+      expect(summary?.sourceTenants).toEqual(['tenant-a'])
+    }, 60_000)
+  }
 
   it('should withhold when the second opinion is itself withheld (another request’s canary in it)', async () => {
     // The opinion carries tenant A's canary: proof that it read another request, so no opinion.

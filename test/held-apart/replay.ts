@@ -8,7 +8,6 @@
  */
 import { VirtualClock } from '../../sim/clock'
 import { createGuard, GuardError, type GuardOptions, type VerdictLog } from '../../src'
-import { units } from '../../src/plugins/foreign-content'
 import { isCue, Knowledge, knowingEngine, lastUserText } from '../support/knowing-engine'
 import { sseText } from '../support/prompts'
 import type { HeldApartTraffic, HeldApartTurn } from './traffic'
@@ -73,7 +72,7 @@ export async function replayHeldApart(
   options: {
     slipEvery?: number
     guard?: Partial<GuardOptions>
-    /** Told of every honest answer withheld and every control released, with the cues asked. */
+    /** Told of every honest answer withheld and every control released or delivering any of its quote. */
     trace?: (turn: HeldApartTurn, cues: string[]) => void
   } = {},
 ): Promise<HeldApartResult> {
@@ -99,8 +98,12 @@ export async function replayHeldApart(
     controls: { total: 0, withheld: 0, streamed: 0, quoteEscaped: 0 },
     opinions: 0,
   }
+  // Requests arrive on the traffic's schedule: a long answer (or its second opinion) does not delay
+  // the next tenant's request, so the clock never drifts past the hour the controls are built within.
+  let due = clock.now()
   for (const turn of traffic.turns) {
-    clock.advance(turn.gapMs)
+    due += turn.gapMs
+    clock.advance(Math.max(0, due - clock.now()))
     const engine = knowingEngine({
       known: knowledge,
       clock,
@@ -122,12 +125,12 @@ export async function replayHeldApart(
       if (got.error instanceof GuardError && got.error.code === 'response_quarantined') {
         out.controls.withheld++
       }
-      // Not a byte of the quote: not even its first unit, where it stands in the answer.
+      // Not a byte of the quote: not even its first character, where it stands in the answer.
       const quote = turn.control.quote
       const at = turn.content.indexOf(quote)
-      const first = quote.slice(0, units(quote)[0]!.end)
-      if (got.text.includes(`${turn.content.slice(Math.max(0, at - 12), at)}${first}`)) {
+      if (got.text.includes(turn.content.slice(Math.max(0, at - 12), at + 1))) {
         out.controls.quoteEscaped++
+        if (!failed) options.trace?.(turn, cues)
       }
       continue
     }

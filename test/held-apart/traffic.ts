@@ -13,7 +13,7 @@
 import { prng } from '../../sim/random'
 import { units, unitWeight, WORD_WEIGHT } from '../../src/plugins/foreign-content'
 import { Knowledge } from '../support/knowing-engine'
-import type { Family, Piece } from './corpus'
+import { type Family, type Piece, sevens } from './corpus'
 
 /** What a turn's answer is, for the report. */
 export type TurnKind = 'own' | 'paste' | 'recital' | 'control'
@@ -54,6 +54,14 @@ const OPENERS: Record<string, readonly [string, string]> = {
   pl: ['Oczywiście! Oto fragment:', 'Mam nadzieję, że to pomoże.'],
   ru: ['Конечно! Вот раздел:', 'Надеюсь, это поможет.'],
   ja: ['はい、該当する箇所です:', 'お役に立てば幸いです。'],
+  en: ['Sure, here is that section:', 'I hope this helps.'],
+  it: ['Certo! Ecco la sezione:', 'Spero che questo ti sia utile.'],
+  nl: ['Natuurlijk! Hier is het gedeelte:', 'Ik hoop dat dit helpt.'],
+  pt: ['Claro! Aqui está a secção:', 'Espero que isto ajude.'],
+  sv: ['Självklart! Här är avsnittet:', 'Jag hoppas att det hjälper.'],
+  uk: ['Звісно! Ось цей розділ:', 'Сподіваюся, це допоможе.'],
+  ko: ['네, 해당 부분입니다:', '도움이 되었기를 바랍니다.'],
+  zh_CN: ['好的，这是相关部分：', '希望这对你有帮助。'],
 }
 
 const APP_SYSTEM =
@@ -146,9 +154,23 @@ export function heldApartTraffic(
   /** Who sent each private text: one sender makes it private; two make it common (not a control). */
   const senders = new Map<string, Set<string>>()
   const turns: HeldApartTurn[] = []
+  /**
+   * Who sent or was answered each run of seven units so far: a control's quote must be private, every
+   * run of it the source's alone (text two tenants sent is common to the check, a documented limit).
+   */
+  const heard = new Map<string, Set<string>>()
+  const privateTo = (quote: string, source: string) =>
+    sevens(quote).every((run) => [...(heard.get(run) ?? [])].every((t) => t === source))
   let clock = 0
   let honest = 0
   while (honest < options.count) {
+    const last = turns.at(-1)
+    if (last) {
+      for (const text of [...last.messages.map((m) => m.content), last.content]) {
+        for (const run of sevens(text))
+          heard.set(run, (heard.get(run) ?? new Set()).add(last.tenant))
+      }
+    }
     const gapMs = Math.floor(500 + random() * 3_000)
     clock += gapMs
     const appUser = random() < 0.4
@@ -170,7 +192,13 @@ export function heldApartTraffic(
       const source = candidates.length > 0 ? pick(random, candidates) : undefined
       // At least 30 words' weight (60 Han or kana characters) that the model does not know: private.
       const quote = source && quoteOf(random, source.text, 30, 80)
-      if (source && quote && memory.familiarity(quote) <= 0.2 && distinctShingles(quote) >= 24) {
+      if (
+        source &&
+        quote &&
+        memory.familiarity(quote) <= 0.2 &&
+        distinctShingles(quote) >= 24 &&
+        privateTo(quote, source.tenant)
+      ) {
         turns.push({
           tenant,
           messages: [

@@ -1,13 +1,16 @@
 /**
  * @module The live guard on honest traffic from families of real text it was never tuned on
- * (test/held-apart/: Debian's Go, Rust and Python sources, fortunes in four languages, manual pages in
- * six), three seeds of 2,000 honest answers, about a third reciting a text one other tenant pasted
- * within the hour: at most 0.1% withheld, no stream broken after its text started, every control that
- * quotes another tenant's private text withheld with nothing of the quote delivered. Against the same
- * traffic with the second opinion off, the recitals are withheld: the figure is the mechanism's.
+ * (test/held-apart/corpus.ts, evaluation split: Debian's Perl, Tcl and Vim sources, Vim's help, six
+ * licences, manual pages in English and seven more languages), three seeds of 2,000 honest answers,
+ * about a third reciting a text one other tenant pasted within the hour: at most 0.1% withheld, no
+ * stream broken after its text started, every control that quotes another tenant's private text
+ * withheld with nothing of the quote delivered. Against the same traffic with the second opinion off,
+ * the recitals are withheld: the figure is the mechanism's. The two splits share no family.
  */
 import { describe, expect, it } from 'vitest'
-import { CORPUS_PACKAGES, heldApartFamilies } from '../held-apart/corpus'
+import { PUBLIC_BACKGROUND } from '../../src/plugins/foreign-content'
+import { PUBLIC_UDHR } from '../../src/plugins/foreign-content/public-udhr'
+import { CORPUS_PACKAGES, heldApartFamilies, sevens, tuningFamilies } from '../held-apart/corpus'
 import { replayHeldApart } from '../held-apart/replay'
 import { heldApartTraffic } from '../held-apart/traffic'
 
@@ -16,6 +19,20 @@ const families = heldApartFamilies()
 describe('held-apart honest traffic through one guard', () => {
   it('should read every family of the corpus (the packages .ci/run installs)', () => {
     expect(families.map((f) => f.name).length, `install: ${CORPUS_PACKAGES.join(' ')}`).toBe(13)
+  })
+
+  it('should share no family, and no piece, with the split the second opinion was tuned on', () => {
+    const tuning = tuningFamilies()
+    const names = new Set(tuning.map((f) => f.name))
+    expect(families.filter((f) => names.has(f.name))).toEqual([])
+    const tuned = new Set(tuning.flatMap((f) => f.pieces.map((p) => p.text)))
+    expect(families.flatMap((f) => f.pieces).filter((p) => tuned.has(p.text))).toEqual([])
+    // Nor seven words in a row with the built-in public texts (the tuned licences, the UDHR).
+    const builtIn = new Set([...PUBLIC_BACKGROUND, ...PUBLIC_UDHR].flatMap(sevens))
+    const shared = families
+      .flatMap((f) => f.pieces)
+      .filter((p) => sevens(p.text).some((s) => builtIn.has(s)))
+    expect(shared.map((p) => p.title)).toEqual([])
   })
 
   for (const seed of [1, 2, 3]) {

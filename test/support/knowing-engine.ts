@@ -67,9 +67,12 @@ export function lastUserText(inputs: Record<string, unknown>): string {
     .replace(/\s*(?:Note the code|Begin your reply with the code) cnry_[\s\S]*$/, '')
 }
 
-/** Whether a request's last user text is a cue to continue (a second opinion's). */
+/**
+ * Whether a request's last user text is a cue to continue (a second opinion's): it ends with the
+ * cue's text, so a document that merely mentions `<text>` (Vim's help does) is no cue.
+ */
 export function isCue(text: string): boolean {
-  return text.includes('<text>')
+  return text.includes('<text>') && text.trimEnd().endsWith('</text>')
 }
 
 /** A cue's text and the context before it (the question the answer was written for). */
