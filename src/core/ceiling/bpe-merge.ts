@@ -47,6 +47,13 @@ interface PieceMerger {
    * makes it.
    */
   merge(piece: string, out: Int32Array): number
+  /**
+   * Writes into `at` the code-unit offsets where `piece` may be cut without changing its merge (no
+   * token crosses them: see char-starts.ts), ending with `piece.length`, and returns how many
+   * pieces that makes (1: no cut). `single[i]` is the token of piece i when it is one character
+   * whose bytes merge into one token, else −1. Both must hold `piece.length` entries.
+   */
+  cuts(piece: string, at: Int32Array, single: Int32Array): number
 }
 
 /**
@@ -200,6 +207,58 @@ class StringMerger implements PieceMerger {
   merge(piece: string, out: Int32Array): number {
     this.#grow(piece.length * 3)
     return this.#run(piece, this.#bytes, utf8Into(piece, this.#bytes), out)
+  }
+
+  cuts(piece: string, at: Int32Array, single: Int32Array): number {
+    const chars = this.#chars
+    const length = piece.length
+    if (chars === undefined || length < 2) {
+      at[0] = length
+      single[0] = -1
+      return 1
+    }
+    this.#grow(length * 3)
+    const bytes = this.#bytes
+    utf8Into(piece, bytes)
+    let count = 0
+    let previous = -1
+    let byte = 0
+    // Characters since the last cut, and the token of the first of them alone.
+    let since = 0
+    let first = -1
+    for (let i = 0; i < length; ) {
+      let point = piece.charCodeAt(i)
+      let units = 1
+      if (point >= 0xd800 && point <= 0xdfff) {
+        const low = i + 1 < length ? piece.charCodeAt(i + 1) : 0
+        if (point <= 0xdbff && low >= 0xdc00 && low <= 0xdfff) {
+          point = ((point - 0xd800) << 10) + (low - 0xdc00) + 0x10000
+          units = 2
+        } else point = 0xfffd
+      }
+      const size = point < 0x80 ? 1 : point < 0x800 ? 2 : point < 0x10000 ? 3 : 4
+      // A seam no token crosses, whole or in part: no merge joins its two sides.
+      if (
+        previous >= 0 &&
+        !chars.joined(previous, point) &&
+        chars.crossed(bytes[byte - 1] as number, bytes, byte, byte + size) === 0
+      ) {
+        single[count] = since === 1 ? first : -1
+        at[count++] = i
+        since = 0
+      }
+      if (since++ === 0) {
+        if (size === 1) first = this.#byteRank[point] as number
+        else if (size < 4 && point !== 0xfffd) first = chars.token(point, bytes, byte, size)
+        else first = -1
+      }
+      previous = point
+      byte += size
+      i += units
+    }
+    single[count] = since === 1 ? first : -1
+    at[count++] = length
+    return count
   }
 
   #grow(n: number): void {

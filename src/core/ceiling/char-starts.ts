@@ -23,6 +23,11 @@ const UNKNOWN = -2
 const BYTES = -1
 /** Bits of the seam filter (2^16: 8 KiB); a false positive only leaves two characters as bytes. */
 const SEAM_BITS = 16
+/**
+ * Bits of the filter of adjacent characters in tokens (2^20: 128 KiB, two bits for each of o200k's
+ * ~25,000 pairs); a false positive only keeps a pre-token from being cut there.
+ */
+const PAIR_BITS = 20
 
 /** A token's rank by its bytes (the merge's own look-up). */
 type Lookup = (key: Uint8Array) => number | undefined
@@ -40,6 +45,11 @@ export interface CharStarts {
    * outside it: {@link BEFORE_SEAM}, {@link AFTER_SEAM}, both or neither. Those start as bytes.
    */
   crossed(before: number, bytes: Uint8Array, from: number, to: number): number
+  /**
+   * Whether some token holds the character of code point `a` followed by that of `b` (false: no
+   * token does; true may also be a filter's false positive).
+   */
+  joined(a: number, b: number): boolean
 }
 
 /** A token covers part of the character before the seam and something after it. */
@@ -78,6 +88,7 @@ class CharTable implements CharStarts {
   readonly #seamBits = new Uint32Array(1 << (SEAM_BITS - 5))
   /** Exact seam keys (`before × 2^26 + low`) and the sides they cross, asked when the filter's bit is set. */
   readonly #seams = new Map<number, number>()
+  readonly #pairBits = new Uint32Array(1 << (PAIR_BITS - 5))
 
   constructor(lookup: Lookup) {
     this.#lookup = lookup
@@ -98,6 +109,25 @@ class CharTable implements CharStarts {
     this.#seamBits[bit >>> 5] = (this.#seamBits[bit >>> 5] as number) | (1 << (bit & 31))
     const key = before * 0x4000000 + low
     this.#seams.set(key, (this.#seams.get(key) ?? 0) | sides)
+  }
+
+  /** A token holds the character of code point `a` followed by that of `b`. */
+  pair(a: number, b: number): void {
+    const h = pairHash(a, b)
+    const x = h >>> (32 - PAIR_BITS)
+    const y = (h >>> 6) & ((1 << PAIR_BITS) - 1)
+    this.#pairBits[x >>> 5] = (this.#pairBits[x >>> 5] as number) | (1 << (x & 31))
+    this.#pairBits[y >>> 5] = (this.#pairBits[y >>> 5] as number) | (1 << (y & 31))
+  }
+
+  joined(a: number, b: number): boolean {
+    const h = pairHash(a, b)
+    const x = h >>> (32 - PAIR_BITS)
+    const y = (h >>> 6) & ((1 << PAIR_BITS) - 1)
+    return (
+      (((this.#pairBits[x >>> 5] as number) >>> (x & 31)) & 1) === 1 &&
+      (((this.#pairBits[y >>> 5] as number) >>> (y & 31)) & 1) === 1
+    )
   }
 
   token(unit: number, bytes: Uint8Array, at: number, size: number): number {
@@ -138,12 +168,30 @@ class CharTable implements CharStarts {
   }
 }
 
+function pairHash(a: number, b: number): number {
+  let h = Math.imul(a ^ Math.imul(b + 0x3c6ef372, 0x9e3779b1), 0x85ebca6b)
+  h ^= h >>> 13
+  return Math.imul(h, 0xc2b2ae35) >>> 0
+}
+
 /** The BMP code point of the 2- or 3-byte character at `bytes[at]`. */
 function unitOf(bytes: Uint8Array, at: number, size: number): number {
   const a = bytes[at] as number
   const b = (bytes[at + 1] as number) & 0x3f
   if (size === 2) return ((a & 0x1f) << 6) | b
   return ((a & 0x0f) << 12) | (b << 6) | ((bytes[at + 2] as number) & 0x3f)
+}
+
+/** The code point of the `size`-byte character at `bytes[at]`. */
+function pointOf(bytes: Uint8Array, at: number, size: number): number {
+  if (size === 1) return bytes[at] as number
+  if (size < 4) return unitOf(bytes, at, size)
+  return (
+    (((bytes[at] as number) & 0x07) << 18) |
+    (((bytes[at + 1] as number) & 0x3f) << 12) |
+    (((bytes[at + 2] as number) & 0x3f) << 6) |
+    ((bytes[at + 3] as number) & 0x3f)
+  )
 }
 
 /**
@@ -176,16 +224,22 @@ function addByteToken(table: CharTable, key: Uint8Array, rank: number): void {
     table.seam(key[last - 1] as number, key, last, Math.min(n - last, 3), sides)
   }
   // Whole characters inside: every first byte followed by all its continuation bytes.
+  let previous = -1
+  let previousEnd = -1
   for (let i = lead; i < n; ) {
     const size = sizeOf(key[i] as number)
-    let whole = size > 1 && size < 4 && i + size <= n
+    let whole = !isContinuation(key[i] as number) && (key[i] as number) < 0xf8 && i + size <= n
     for (let j = 1; whole && j < size; j++) whole = isContinuation(key[i + j] as number)
     if (!whole) {
       i++
       continue
     }
-    table.hold(unitOf(key, i, size), rank)
+    const point = pointOf(key, i, size)
+    if (size > 1 && size < 4) table.hold(point, rank)
+    if (previousEnd === i) table.pair(previous, point)
+    previous = point
     i += size
+    previousEnd = i
   }
 }
 
@@ -208,6 +262,13 @@ export function charStarts(core: object, lookup: Lookup): CharStarts | undefined
     // A one-unit token is a character alone; a surrogate pair holds no BMP character.
     if (key.length < 2) continue
     for (let i = 0; i < key.length; i++) table.hold(key.charCodeAt(i), rank)
+    let previous = key.codePointAt(0) as number
+    for (let i = previous > 0xffff ? 2 : 1; i < key.length; ) {
+      const point = key.codePointAt(i) as number
+      table.pair(previous, point)
+      previous = point
+      i += point > 0xffff ? 2 : 1
+    }
   }
   for (const entry of bytes) {
     const key: unknown = Array.isArray(entry) ? entry[0] : undefined

@@ -106,18 +106,48 @@ function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenize
   // seldom repeats (Han, Thai) cost more than the merges themselves.
   let memo = new Map<string, Int32Array>()
   let older = new Map<string, Int32Array>()
-  const merge = (piece: string): Int32Array => {
-    const known = memo.get(piece) ?? older.get(piece)
-    if (known) return known
-    if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
-    const n = merger.merge(piece, scratch)
-    const ids = scratch.slice(0, n)
+  let cuts = new Int32Array(128)
+  let single = new Int32Array(128)
+  let joined = new Int32Array(128)
+  const remember = (piece: string, ids: Int32Array): Int32Array => {
     if (memo.size >= MERGE_MEMO_ENTRIES) {
       older = memo
       memo = new Map()
     }
     memo.set(piece, ids)
     return ids
+  }
+  const mergeWhole = (piece: string): Int32Array => {
+    if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
+    return remember(piece, scratch.slice(0, merger.merge(piece, scratch)))
+  }
+  // A pre-token is merged in the pieces no token crosses (bpe-merge.ts, `cuts`): the same ids, and
+  // those pieces (a Thai syllable, a Han character) repeat where the pre-tokens of prose do not. The
+  // pieces are remembered, not the pre-token they came from.
+  const merge = (piece: string): Int32Array => {
+    const known = memo.get(piece) ?? older.get(piece)
+    if (known) return known
+    if (cuts.length < piece.length) {
+      cuts = new Int32Array(piece.length * 2)
+      single = new Int32Array(piece.length * 2)
+    }
+    const count = merger.cuts(piece, cuts, single)
+    if (count === 1) return mergeWhole(piece)
+    if (joined.length < piece.length * 3) joined = new Int32Array(piece.length * 3)
+    let total = 0
+    for (let c = 0, from = 0; c < count; c++) {
+      const to = cuts[c] as number
+      const token = single[c] as number
+      if (token >= 0) joined[total++] = token
+      else {
+        const part = piece.slice(from, to)
+        const ids = memo.get(part) ?? older.get(part) ?? mergeWhole(part)
+        joined.set(ids, total)
+        total += ids.length
+      }
+      from = to
+    }
+    return joined.slice(0, total)
   }
   return {
     split,
