@@ -40,7 +40,7 @@ export function isMergeCore(value: unknown): value is MergeCore {
 }
 
 /** Merges one pre-token into o200k ids. */
-interface PieceMerger {
+export interface PieceMerger {
   /**
    * Writes the ids of `piece` (a pre-token, or a chunk of one) into `out` from index 0 and returns
    * how many; `out` must hold the piece's UTF-8 length. A lone surrogate is U+FFFD, as TextEncoder
@@ -294,7 +294,7 @@ class StringMerger implements PieceMerger {
     } else {
       const charAt = this.#charAt
       const token = this.#charToken
-      const count = charSpans(piece, source, chars, charAt, token)
+      const count = this.#charSpans(piece, source, chars)
       for (let c = 0; c < count; c++) {
         const from = charAt[c] as number
         const whole = token[c] as number
@@ -331,6 +331,50 @@ class StringMerger implements PieceMerger {
     }
     pair[parts - 1] = NEVER
     return parts
+  }
+
+  /**
+   * The characters of `piece` (UTF-8 in `source`) as byte spans into `#charAt` (one more entry
+   * than characters: the end), each with the token it may start as (`#charToken[c]` ≥ 0) or −1
+   * (its bytes): ASCII is one byte anyway, a lone surrogate (U+FFFD) and a surrogate pair start as
+   * bytes, and so does a character a token covers in part with something outside it. Returns the
+   * number of characters.
+   */
+  #charSpans(piece: string, source: Uint8Array, chars: CharStarts): number {
+    const at = this.#charAt
+    const token = this.#charToken
+    let count = 0
+    let byte = 0
+    const length = piece.length
+    for (let i = 0; i < length; i++) {
+      const unit = piece.charCodeAt(i)
+      at[count] = byte
+      if (unit < 0x80) {
+        token[count++] = -1
+        byte++
+      } else if (unit < 0x800) {
+        token[count++] = chars.token(unit, source, byte, 2)
+        byte += 2
+      } else if (unit < 0xd800 || unit > 0xdfff) {
+        token[count++] = chars.token(unit, source, byte, 3)
+        byte += 3
+      } else {
+        const low = i + 1 < length ? piece.charCodeAt(i + 1) : 0
+        const paired = unit <= 0xdbff && low >= 0xdc00 && low <= 0xdfff
+        if (paired) i++
+        token[count++] = -1
+        byte += paired ? 4 : 3
+      }
+    }
+    at[count] = byte
+    for (let c = 1; c < count; c++) {
+      if ((token[c - 1] as number) < 0 && (token[c] as number) < 0) continue
+      const from = at[c] as number
+      const sides = chars.crossed(source[from - 1] as number, source, from, at[c + 1] as number)
+      if (sides & BEFORE_SEAM) token[c - 1] = -1
+      if (sides & AFTER_SEAM) token[c] = -1
+    }
+    return count
   }
 
   /** Merges `piece`, whose UTF-8 is `source[0, n)`, into `out`: the lowest pair first, the leftmost of equal ones. */
@@ -382,53 +426,6 @@ class StringMerger implements PieceMerger {
     for (let i = 0; i !== end; i = next[i] as number) out[count++] = rank[i] as number
     return count
   }
-}
-
-/**
- * The characters of `piece` (UTF-8 in `source`) as byte spans into `at` (one more entry than
- * characters: the end), each with the token it may start as (`token[c]` ≥ 0) or −1 (its bytes): ASCII
- * is one byte anyway, a lone surrogate (U+FFFD) and a surrogate pair start as bytes, and so does a
- * character a token covers in part with something outside it. Returns the number of characters.
- */
-function charSpans(
-  piece: string,
-  source: Uint8Array,
-  chars: CharStarts,
-  at: Int32Array,
-  token: Int32Array,
-): number {
-  let count = 0
-  let byte = 0
-  const length = piece.length
-  for (let i = 0; i < length; i++) {
-    const unit = piece.charCodeAt(i)
-    at[count] = byte
-    if (unit < 0x80) {
-      token[count++] = -1
-      byte++
-    } else if (unit < 0x800) {
-      token[count++] = chars.token(unit, source, byte, 2)
-      byte += 2
-    } else if (unit < 0xd800 || unit > 0xdfff) {
-      token[count++] = chars.token(unit, source, byte, 3)
-      byte += 3
-    } else {
-      const low = i + 1 < length ? piece.charCodeAt(i + 1) : 0
-      const paired = unit <= 0xdbff && low >= 0xdc00 && low <= 0xdfff
-      if (paired) i++
-      token[count++] = -1
-      byte += paired ? 4 : 3
-    }
-  }
-  at[count] = byte
-  for (let c = 1; c < count; c++) {
-    if ((token[c - 1] as number) < 0 && (token[c] as number) < 0) continue
-    const from = at[c] as number
-    const sides = chars.crossed(source[from - 1] as number, source, from, at[c + 1] as number)
-    if (sides & BEFORE_SEAM) token[c - 1] = -1
-    if (sides & AFTER_SEAM) token[c] = -1
-  }
-  return count
 }
 
 /**

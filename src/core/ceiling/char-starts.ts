@@ -100,15 +100,16 @@ class CharTable implements CharStarts {
   }
 
   /**
-   * Records a token crossing the seam before `bytes[from]` (after the byte `before`), `k` bytes of
-   * it after the seam, covering in part the character on the `sides` given.
+   * Records the token `key` crossing the seam before its byte `from`, `k` bytes of it after the
+   * seam, covering in part the character on the `sides` given.
    */
-  seam(before: number, bytes: Uint8Array, from: number, k: number, sides: number): void {
-    const low = seamLow(bytes, from, k)
+  seam(key: Uint8Array, from: number, k: number, sides: number): void {
+    const before = key[from - 1] as number
+    const low = seamLow(key, from, k)
     const bit = seamBit(before, low)
     this.#seamBits[bit >>> 5] = (this.#seamBits[bit >>> 5] as number) | (1 << (bit & 31))
-    const key = before * 0x4000000 + low
-    this.#seams.set(key, (this.#seams.get(key) ?? 0) | sides)
+    const exact = before * 0x4000000 + low
+    this.#seams.set(exact, (this.#seams.get(exact) ?? 0) | sides)
   }
 
   /** A token holds the character of code point `a` followed by that of `b`. */
@@ -208,20 +209,14 @@ function addByteToken(table: CharTable, key: Uint8Array, rank: number): void {
   if (lead > 0 && lead < n) {
     const size = sizeOf(key[lead] as number)
     const k = Math.min(size, n - lead, 3)
-    table.seam(
-      key[lead - 1] as number,
-      key,
-      lead,
-      k,
-      k < size ? BEFORE_SEAM | AFTER_SEAM : BEFORE_SEAM,
-    )
+    table.seam(key, lead, k, k < size ? BEFORE_SEAM | AFTER_SEAM : BEFORE_SEAM)
   }
   let last = n - 1
   while (last >= 0 && isContinuation(key[last] as number)) last--
   if (last > 0 && last + sizeOf(key[last] as number) > n) {
     // What precedes the seam is a whole character unless the token starts right there.
     const sides = last === lead ? BEFORE_SEAM | AFTER_SEAM : AFTER_SEAM
-    table.seam(key[last - 1] as number, key, last, Math.min(n - last, 3), sides)
+    table.seam(key, last, Math.min(n - last, 3), sides)
   }
   // Whole characters inside: every first byte followed by all its continuation bytes.
   let previous = -1

@@ -4,6 +4,7 @@
  * pre-tokens and chunks.
  */
 import { isMergeCore, type MergeCore, pieceMerger } from './bpe-merge'
+import { MergeMemo } from './merge-memo'
 
 /**
  * Pre-tokens longer than this (in UTF-16 code units) are cut into chunks of at most this many units,
@@ -61,13 +62,6 @@ function isRankCore(value: unknown): value is RankCore {
 // them as text also errs high: as a special token the string would be a single token.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
-/**
- * Merged pre-tokens remembered per generation (two are kept: the newest and the one before).
- * Pre-tokens are at most 32 units, so this is at most a few MB; it pays for text that repeats its
- * words (code, tables, a pasted document twice).
- */
-const MERGE_MEMO_ENTRIES = 10_000
-
 let loading: Promise<PieceTokenizer> | undefined
 
 async function load(): Promise<PieceTokenizer> {
@@ -99,56 +93,8 @@ async function load(): Promise<PieceTokenizer> {
  * library merges slowly). Ranks are o200k's token ids.
  */
 function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenizer {
-  const merger = pieceMerger(core)
-  let scratch = new Int32Array(128)
-  // Two generations rather than dropping the oldest entry one at a time: a Map whose first entries
-  // are deleted one by one skips every deleted slot to find the next oldest, which on prose that
-  // seldom repeats (Han, Thai) cost more than the merges themselves.
-  let memo = new Map<string, Int32Array>()
-  let older = new Map<string, Int32Array>()
-  let cuts = new Int32Array(128)
-  let single = new Int32Array(128)
-  let joined = new Int32Array(128)
-  const remember = (piece: string, ids: Int32Array): Int32Array => {
-    if (memo.size >= MERGE_MEMO_ENTRIES) {
-      older = memo
-      memo = new Map()
-    }
-    memo.set(piece, ids)
-    return ids
-  }
-  const mergeWhole = (piece: string): Int32Array => {
-    if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
-    return remember(piece, scratch.slice(0, merger.merge(piece, scratch)))
-  }
-  // A pre-token is merged in the pieces no token crosses (bpe-merge.ts, `cuts`): the same ids, and
-  // those pieces (a Thai syllable, a Han character) repeat where the pre-tokens of prose do not. The
-  // pieces are remembered, not the pre-token they came from.
-  const merge = (piece: string): Int32Array => {
-    const known = memo.get(piece) ?? older.get(piece)
-    if (known) return known
-    if (cuts.length < piece.length) {
-      cuts = new Int32Array(piece.length * 2)
-      single = new Int32Array(piece.length * 2)
-    }
-    const count = merger.cuts(piece, cuts, single)
-    if (count === 1) return mergeWhole(piece)
-    if (joined.length < piece.length * 3) joined = new Int32Array(piece.length * 3)
-    let total = 0
-    for (let c = 0, from = 0; c < count; c++) {
-      const to = cuts[c] as number
-      const token = single[c] as number
-      if (token >= 0) joined[total++] = token
-      else {
-        const part = piece.slice(from, to)
-        const ids = memo.get(part) ?? older.get(part) ?? mergeWhole(part)
-        joined.set(ids, total)
-        total += ids.length
-      }
-      from = to
-    }
-    return joined.slice(0, total)
-  }
+  const memo = new MergeMemo(pieceMerger(core))
+  const merge = (piece: string) => memo.merge(piece)
   return {
     split,
     countPiece: (piece) =>
