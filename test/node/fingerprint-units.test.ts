@@ -34,6 +34,17 @@ describe('fingerprint units', () => {
     expect(texts('👍 emoji, €5 and 1,234.5')).toEqual(['emoji', '5', 'and', '1', '234', '5'])
   })
 
+  it('should give a short unit the same normal form the first time and every time after', () => {
+    // Units of up to four code units are normalised once and remembered: a Thai letter whose two
+    // marks NFKC puts in canonical order, a fullwidth word, a compatibility ideograph.
+    for (let pass = 0; pass < 2; pass++) {
+      expect(texts('\u0e01\u0e48\u0e38')).toEqual(['\u0e01\u0e38\u0e48'])
+      expect(texts('ＡＢＣ')).toEqual(['abc'])
+      expect(texts('\uf900')).toEqual(['\u8c48'])
+      expect(texts('ที่')).toEqual(['ที่'])
+    }
+  })
+
   it('should make each character of a script written without spaces a unit of its own', () => {
     expect(texts('東京タワーに行く')).toEqual(['東', '京', 'タ', 'ワ', 'ー', 'に', '行', 'く'])
     expect(texts('ภาษาไทย')).toHaveLength(7)

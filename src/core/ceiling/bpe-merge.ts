@@ -5,6 +5,8 @@
  * same order, as gpt-tokenizer's, without allocating per pre-token.
  */
 
+import { AFTER_SEAM, BEFORE_SEAM, type CharStarts, charStarts } from './char-starts'
+
 /** Slots of the pair table (a power of two): 3 Int32Arrays of this many, 3 MiB. */
 const PAIR_SLOTS = 1 << 18
 const PAIR_BITS = 18
@@ -38,13 +40,20 @@ export function isMergeCore(value: unknown): value is MergeCore {
 }
 
 /** Merges one pre-token into o200k ids. */
-interface PieceMerger {
+export interface PieceMerger {
   /**
    * Writes the ids of `piece` (a pre-token, or a chunk of one) into `out` from index 0 and returns
    * how many; `out` must hold the piece's UTF-8 length. A lone surrogate is U+FFFD, as TextEncoder
    * makes it.
    */
   merge(piece: string, out: Int32Array): number
+  /**
+   * Writes into `at` the code-unit offsets where `piece` may be cut without changing its merge (no
+   * token crosses them: see char-starts.ts), ending with `piece.length`, and returns how many
+   * pieces that makes (1: no cut). `single[i]` is the token of piece i when it is one character
+   * whose bytes merge into one token, else −1. Both must hold `piece.length` entries.
+   */
+  cuts(piece: string, at: Int32Array, single: Int32Array): number
 }
 
 /**
@@ -183,16 +192,73 @@ class StringMerger implements PieceMerger {
   #next = new Int32Array(128)
   #prev = new Int32Array(128)
   readonly #heap = new PairHeap()
+  readonly #chars: CharStarts | undefined
+  // Character c of the piece is bytes [charAt[c], charAt[c + 1]), whole as charToken[c] if ≥ 0.
+  #charAt = new Int32Array(129)
+  #charToken = new Int32Array(128)
 
   constructor(core: MergeCore) {
     const lookup = byteLookup(core)
     for (let b = 0; b < 256; b++) this.#byteRank[b] = lookup(Uint8Array.of(b)) ?? NO_RANK
     this.#pairs = new PairRanks(lookup, tokenFilter(core))
+    this.#chars = charStarts(core, lookup)
   }
 
   merge(piece: string, out: Int32Array): number {
     this.#grow(piece.length * 3)
-    return this.#run(this.#bytes, utf8Into(piece, this.#bytes), out)
+    return this.#run(piece, this.#bytes, utf8Into(piece, this.#bytes), out)
+  }
+
+  cuts(piece: string, at: Int32Array, single: Int32Array): number {
+    const chars = this.#chars
+    const length = piece.length
+    if (chars === undefined || length < 2) {
+      at[0] = length
+      single[0] = -1
+      return 1
+    }
+    this.#grow(length * 3)
+    const bytes = this.#bytes
+    utf8Into(piece, bytes)
+    let count = 0
+    let previous = -1
+    let byte = 0
+    // Characters since the last cut, and the token of the first of them alone.
+    let since = 0
+    let first = -1
+    for (let i = 0; i < length; ) {
+      let point = piece.charCodeAt(i)
+      let units = 1
+      if (point >= 0xd800 && point <= 0xdfff) {
+        const low = i + 1 < length ? piece.charCodeAt(i + 1) : 0
+        if (point <= 0xdbff && low >= 0xdc00 && low <= 0xdfff) {
+          point = ((point - 0xd800) << 10) + (low - 0xdc00) + 0x10000
+          units = 2
+        } else point = 0xfffd
+      }
+      const size = point < 0x80 ? 1 : point < 0x800 ? 2 : point < 0x10000 ? 3 : 4
+      // A seam no token crosses, whole or in part: no merge joins its two sides.
+      if (
+        previous >= 0 &&
+        !chars.joined(previous, point) &&
+        chars.crossed(bytes[byte - 1] as number, bytes, byte, byte + size) === 0
+      ) {
+        single[count] = since === 1 ? first : -1
+        at[count++] = i
+        since = 0
+      }
+      if (since++ === 0) {
+        if (size === 1) first = this.#byteRank[point] as number
+        else if (size < 4 && point !== 0xfffd) first = chars.token(point, bytes, byte, size)
+        else first = -1
+      }
+      previous = point
+      byte += size
+      i += units
+    }
+    single[count] = since === 1 ? first : -1
+    at[count++] = length
+    return count
   }
 
   #grow(n: number): void {
@@ -204,38 +270,115 @@ class StringMerger implements PieceMerger {
     this.#pair = new Int32Array(size)
     this.#next = new Int32Array(size)
     this.#prev = new Int32Array(size)
+    this.#charAt = new Int32Array(size + 1)
+    this.#charToken = new Int32Array(size)
   }
 
   /**
-   * Each of `n` bytes of `source` a part, each adjacent pair ranked, the candidates in a heap by
-   * (rank, position): the lowest first, the leftmost of equal ones. An entry is current while its
-   * part still stands and its pair still has that rank.
+   * The first parts of `piece` (whose UTF-8 is `source[0, n)`): each character that may start whole
+   * (char-starts.ts) one part, every other byte a part of its own; each adjacent pair ranked, the
+   * candidates in a heap by (rank, position): the lowest first, the leftmost of equal ones. An entry
+   * is current while its part still stands and its pair still has that rank. Returns the parts' count.
    */
-  #single(source: Uint8Array, n: number): PairHeap {
+  #first(piece: string, source: Uint8Array, n: number): number {
     const start = this.#start
     const rank = this.#rank
+    const byteRank = this.#byteRank
+    const chars = this.#chars
+    let parts = 0
+    if (chars === undefined) {
+      for (let i = 0; i < n; i++) {
+        start[parts] = i
+        rank[parts++] = byteRank[source[i] as number] as number
+      }
+    } else {
+      const charAt = this.#charAt
+      const token = this.#charToken
+      const count = this.#charSpans(piece, source, chars)
+      for (let c = 0; c < count; c++) {
+        const from = charAt[c] as number
+        const whole = token[c] as number
+        if (whole >= 0) {
+          start[parts] = from
+          rank[parts++] = whole
+          continue
+        }
+        const to = charAt[c + 1] as number
+        for (let i = from; i < to; i++) {
+          start[parts] = i
+          rank[parts++] = byteRank[source[i] as number] as number
+        }
+      }
+    }
+    start[parts] = n
     const pair = this.#pair
     const next = this.#next
     const prev = this.#prev
-    for (let i = 0; i < n; i++) {
-      start[i] = i
-      rank[i] = this.#byteRank[source[i] as number] as number
+    const heap = this.#heap.reset(parts)
+    for (let i = 0; i < parts; i++) {
       next[i] = i + 1
       prev[i] = i - 1
     }
-    start[n] = n
-    const heap = this.#heap.reset(n)
-    for (let i = 0; i < n - 1; i++) {
-      const r = this.#pairs.rank(rank[i] as number, rank[i + 1] as number, i, i + 2)
+    for (let i = 0; i < parts - 1; i++) {
+      const r = this.#pairs.rank(
+        rank[i] as number,
+        rank[i + 1] as number,
+        start[i] as number,
+        start[i + 2] as number,
+      )
       pair[i] = r
       if (r !== NEVER) heap.push(r, i)
     }
-    pair[n - 1] = NEVER
-    return heap
+    pair[parts - 1] = NEVER
+    return parts
   }
 
-  /** Merges `n` bytes of `source` into `out`: the lowest pair first, the leftmost of equal ones. */
-  #run(source: Uint8Array, n: number, out: Int32Array): number {
+  /**
+   * The characters of `piece` (UTF-8 in `source`) as byte spans into `#charAt` (one more entry
+   * than characters: the end), each with the token it may start as (`#charToken[c]` ≥ 0) or −1
+   * (its bytes): ASCII is one byte anyway, a lone surrogate (U+FFFD) and a surrogate pair start as
+   * bytes, and so does a character a token covers in part with something outside it. Returns the
+   * number of characters.
+   */
+  #charSpans(piece: string, source: Uint8Array, chars: CharStarts): number {
+    const at = this.#charAt
+    const token = this.#charToken
+    let count = 0
+    let byte = 0
+    const length = piece.length
+    for (let i = 0; i < length; i++) {
+      const unit = piece.charCodeAt(i)
+      at[count] = byte
+      if (unit < 0x80) {
+        token[count++] = -1
+        byte++
+      } else if (unit < 0x800) {
+        token[count++] = chars.token(unit, source, byte, 2)
+        byte += 2
+      } else if (unit < 0xd800 || unit > 0xdfff) {
+        token[count++] = chars.token(unit, source, byte, 3)
+        byte += 3
+      } else {
+        const low = i + 1 < length ? piece.charCodeAt(i + 1) : 0
+        const paired = unit <= 0xdbff && low >= 0xdc00 && low <= 0xdfff
+        if (paired) i++
+        token[count++] = -1
+        byte += paired ? 4 : 3
+      }
+    }
+    at[count] = byte
+    for (let c = 1; c < count; c++) {
+      if ((token[c - 1] as number) < 0 && (token[c] as number) < 0) continue
+      const from = at[c] as number
+      const sides = chars.crossed(source[from - 1] as number, source, from, at[c + 1] as number)
+      if (sides & BEFORE_SEAM) token[c - 1] = -1
+      if (sides & AFTER_SEAM) token[c] = -1
+    }
+    return count
+  }
+
+  /** Merges `piece`, whose UTF-8 is `source[0, n)`, into `out`: the lowest pair first, the leftmost of equal ones. */
+  #run(piece: string, source: Uint8Array, n: number, out: Int32Array): number {
     if (n === 0) return 0
     const start = this.#start
     const rank = this.#rank
@@ -243,8 +386,10 @@ class StringMerger implements PieceMerger {
     const next = this.#next
     const prev = this.#prev
     const pairs = this.#pairs
+    const heap = this.#heap
     this.#pairs.source = source
-    const heap = this.#single(source, n)
+    // Parts are numbered 0 … end − 1; `end` is the list's end.
+    const end = this.#first(piece, source, n)
     for (;;) {
       const key = heap.pop()
       if (key < 0) break
@@ -257,10 +402,10 @@ class StringMerger implements PieceMerger {
       pair[gone] = GONE
       rank[at] = lowest
       next[at] = after
-      if (after !== n) prev[after] = at
+      if (after !== end) prev[after] = at
       const from = start[at] as number
       const right =
-        after === n
+        after === end
           ? NEVER
           : pairs.rank(lowest, rank[after] as number, from, start[next[after] as number] as number)
       pair[at] = right
@@ -278,7 +423,7 @@ class StringMerger implements PieceMerger {
       }
     }
     let count = 0
-    for (let i = 0; i !== n; i = next[i] as number) out[count++] = rank[i] as number
+    for (let i = 0; i !== end; i = next[i] as number) out[count++] = rank[i] as number
     return count
   }
 }

@@ -4,6 +4,7 @@
  * pre-tokens and chunks.
  */
 import { isMergeCore, type MergeCore, pieceMerger } from './bpe-merge'
+import { MergeMemo } from './merge-memo'
 
 /**
  * Pre-tokens longer than this (in UTF-16 code units) are cut into chunks of at most this many units,
@@ -61,13 +62,6 @@ function isRankCore(value: unknown): value is RankCore {
 // them as text also errs high: as a special token the string would be a single token.
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
-/**
- * Merged pre-tokens remembered per generation (two are kept: the newest and the one before).
- * Pre-tokens are at most 32 units, so this is at most a few MB; it pays for text that repeats its
- * words (code, tables, a pasted document twice).
- */
-const MERGE_MEMO_ENTRIES = 10_000
-
 let loading: Promise<PieceTokenizer> | undefined
 
 async function load(): Promise<PieceTokenizer> {
@@ -99,26 +93,8 @@ async function load(): Promise<PieceTokenizer> {
  * library merges slowly). Ranks are o200k's token ids.
  */
 function fastTokenizer(split: RegExp, core: RankCore & MergeCore): PieceTokenizer {
-  const merger = pieceMerger(core)
-  let scratch = new Int32Array(128)
-  // Two generations rather than dropping the oldest entry one at a time: a Map whose first entries
-  // are deleted one by one skips every deleted slot to find the next oldest, which on prose that
-  // seldom repeats (Han, Thai) cost more than the merges themselves.
-  let memo = new Map<string, Int32Array>()
-  let older = new Map<string, Int32Array>()
-  const merge = (piece: string): Int32Array => {
-    const known = memo.get(piece) ?? older.get(piece)
-    if (known) return known
-    if (scratch.length < piece.length * 3) scratch = new Int32Array(piece.length * 3)
-    const n = merger.merge(piece, scratch)
-    const ids = scratch.slice(0, n)
-    if (memo.size >= MERGE_MEMO_ENTRIES) {
-      older = memo
-      memo = new Map()
-    }
-    memo.set(piece, ids)
-    return ids
-  }
+  const memo = new MergeMemo(pieceMerger(core))
+  const merge = (piece: string) => memo.merge(piece)
   return {
     split,
     countPiece: (piece) =>
