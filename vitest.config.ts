@@ -107,8 +107,10 @@ const OWN_ISOLATE = [
 
 /**
  * `npm run test:slow`, in CI beside `npm test`: runs that start processes (wrangler dev, a heap-capped
- * workerd, Chromium, the CLIs), need a Debian package (`npm test` needs only Node), or measure over whole real-text corpora (50 UDHR languages through five
- * tokenizers, the audit's real logs). Each is a full-strength check; they take 5–25 s apiece.
+ * workerd, Chromium, the CLIs), need a Debian package (`npm test` needs only Node), or measure over whole
+ * real-text corpora (50 UDHR languages through five tokenizers, the audit's real logs). Each is a
+ * full-strength check. `test:slow` runs two of them at once (`--maxWorkers=2`): most wait on a process
+ * they started, so one at a time left a core idle for half the run.
  */
 /**
  * The slow runs that measure a heap-capped workerd under load (floods of maximal prompts, 60 MiB
