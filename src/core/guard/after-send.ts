@@ -1,41 +1,47 @@
 /**
- * @module One timer for every request's after-send work. A timer per request piled up where nothing
- * yields to timers between requests (an isolate answering from memory: 4,500 pending at once in a
- * test, and workerd refuses a 10,001st), so work due at the same tick shares the tick.
+ * @module One timer for all of a guard's after-send work due at the same tick. A timer per request
+ * piled up where nothing yields to timers between requests (requests answered from memory: 4,500
+ * pending at once in a test, and workerd refuses a 10,001st). Each guard keeps its own tick, so a tick
+ * that never fires (a test's fake clock) holds back that guard's work only.
  */
 
 /** How long after its call a prompt's print, count and hash start (see runAttempts). */
 const AFTER_SEND_MS = 1
 
-/** Work waiting for the armed timer, in the order it was scheduled; undefined when none is armed. */
-let due: (() => void)[] | undefined
-
 /**
- * Runs `work` on the next after-send tick and resolves when it has settled. The send it follows has
- * started: `work` is scheduled after the call was made.
+ * Work scheduled to run shortly after a call has left.
  *
  * @example
- * hooks.waitUntil?.(afterSend(() => print.content()))
+ * const ticks = new AfterSendTicks()
+ * hooks.waitUntil?.(ticks.schedule(() => print.content()))
  */
-export function afterSend(work: () => Promise<unknown>): Promise<void> {
-  return new Promise((resolve) => {
-    // Through a promise, so one work that throws cannot stop the rest of its tick.
-    const run = () =>
-      void Promise.resolve()
-        .then(work)
-        .then(
-          () => resolve(),
-          () => resolve(),
-        )
-    if (due) {
-      due.push(run)
-      return
-    }
-    due = [run]
-    setTimeout(() => {
-      const now = due ?? []
-      due = undefined
-      for (const each of now) each()
-    }, AFTER_SEND_MS)
-  })
+export class AfterSendTicks {
+  /** Work waiting for the armed timer, in the order it was scheduled; undefined when none is armed. */
+  #due: (() => void)[] | undefined
+
+  /** Runs `work` on the next tick and resolves once it has settled (never rejects). */
+  schedule(work: () => Promise<unknown>): Promise<void> {
+    return new Promise((resolve) => {
+      // Through a promise, so one work that throws cannot stop the rest of its tick.
+      const run = () =>
+        void Promise.resolve()
+          .then(work)
+          .then(
+            () => resolve(),
+            () => resolve(),
+          )
+      if (this.#due) {
+        this.#due.push(run)
+        return
+      }
+      setTimeout(() => this.#fire(), AFTER_SEND_MS)
+      this.#due = [run]
+    })
+  }
+
+  #fire(): void {
+    const due = this.#due ?? []
+    this.#due = undefined
+    for (const run of due) run()
+  }
 }

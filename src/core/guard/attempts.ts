@@ -17,7 +17,7 @@ import { verifyStreamedAnswer } from '../verify/streamed-answer'
 import { verifyWholeAnswer } from '../verify/whole-answer'
 import type { ContentBook, PrintedPrompt, Recall } from '../vocabulary/evidence-plugins'
 import type { PrefixLookup } from '../vocabulary/request-facts'
-import { afterSend } from './after-send'
+import type { AfterSendTicks } from './after-send'
 import { attachInfo } from './guard-info'
 import { toClientStream } from './stream-outcome'
 import type { VerdictLogger } from './verdict-log'
@@ -25,6 +25,8 @@ import type { VerdictLogger } from './verdict-log'
 /** What the loop needs of the guard. */
 export interface AttemptHost extends AttemptServices {
   readonly logger: VerdictLogger
+  /** The guard's shared tick for work after each call has left. */
+  readonly afterSend: AfterSendTicks
   /** The foreign-content book, when the check is on. */
   readonly content: ContentBook | undefined
 }
@@ -74,7 +76,7 @@ export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<u
     // delaying the send (after-send.ts: a 0 ms timer fired inside a long send in workerd). Kept alive with
     // the request: a call that fails at once still had its prompt sent, so the print is published.
     print.sent()
-    const afterSent = afterSend(() =>
+    const afterSent = host.afterSend.schedule(() =>
       // Each waits for the memo's digests first (src/core/memo), then takes what this tenant's earlier
       // requests computed of the same texts; kept alive until done (the print publishes).
       Promise.allSettled([
