@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { CLI_HELP, cliRoute } from '../../src/tools/cli-help'
 
@@ -16,6 +17,20 @@ describe('the bin lists its commands', () => {
       expect(line, name).toHaveLength(1)
       expect(line[0]!.slice(13).length, name).toBeGreaterThan(20)
     }
+  })
+
+  // docs/api.md's bin section once left a command out: it lists exactly the commands the help lists.
+  it("should have docs/api.md's bin table name every command the help lists, and only those", async () => {
+    const listed = CLI_HELP.split('\n')
+      .filter((l) => /^ {2}[a-z]+ {2,}\S/.test(l))
+      .map((l) => l.trim().split(' ')[0])
+    const api = await readFile('docs/api.md', 'utf8')
+    const section = api.split('## `workers-ai-guard` (bin)\n')[1]?.split('\n## ')[0] ?? ''
+    const rows = section
+      .split('\n')
+      .map((l) => /^\| `([a-z]+)` \|/.exec(l)?.[1])
+      .filter((name) => name !== undefined)
+    expect(rows.sort()).toEqual(listed.sort())
   })
 
   it('should list them for no command, help, --help and -h, and for nothing else', () => {

@@ -245,6 +245,31 @@ describe('the README and docs agree with the code', () => {
     expect(broken).toEqual([])
   })
 
+  // The keyless threat table cites, per attack, the tests that try it: a renamed or deleted test must
+  // not leave a row pointing at nothing.
+  it("should cite in reliability.md's keyless threat table, per row, tests that exist by name", async () => {
+    const lines = (await read('docs/reliability.md')).split('\n')
+    const header = lines.findIndex((l) => l.startsWith('| attack | what happens | test'))
+    expect(header).toBeGreaterThanOrEqual(0)
+    const problems: string[] = []
+    let cited = 0
+    for (const line of lines.slice(header + 2)) {
+      if (!line.startsWith('|')) break
+      const refs = [...line.matchAll(/`(test\/[\w./-]+\.test\.ts)` › `([^`]+)`/g)]
+      if (refs.length === 0) problems.push(`cites no test: ${line.slice(0, 70)}`)
+      for (const [, file, name] of refs) {
+        cited++
+        const source = await read(file!).catch(() => '')
+        const title = name!.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+        if (!new RegExp(`\\bit\\(\\s*(['"\`])${title}\\1`).test(source)) {
+          problems.push(`${file} has no test "${name}"`)
+        }
+      }
+    }
+    expect(problems).toEqual([])
+    expect(cited).toBeGreaterThanOrEqual(7)
+  })
+
   it('should keep docs/ under 30,000 words, as `cat docs/*.md | wc -w` counts them', async () => {
     let words = 0
     for (const entry of await readdir('docs')) {

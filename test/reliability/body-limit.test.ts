@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { Env } from '../../src/worker/env'
 import worker from '../../src/worker/index'
 import { chat } from '../support/prompts'
-import { KEY_A } from '../support/worker'
+import { KEY_A, KEY_B } from '../support/worker'
 import { MODEL } from './properties'
 import { openAiError } from './support'
 
@@ -160,11 +160,16 @@ describe('request body pace', { timeout: 30_000 }, () => {
     const bindings = paced()
     const drip = dripBody(`{"model":"${MODEL}","messages":[{"role":"user","content":"`)
     const slow = fetchWorker(chatRequest(drip.stream, { 'content-length': '3700000' }), bindings)
-    // While it drips, its declared size holds the isolate's budget: a ~300 KB prompt waits its turn.
+    // While it drips, its declared size holds the isolate's budget: another tenant's ~300 KB prompt
+    // waits its turn.
     const prompt = JSON.stringify({ model: MODEL, ...chat(`TENANT-B ${'word '.repeat(60_000)}`) })
+    const tenantB = { authorization: `Bearer ${KEY_B}` }
     // Its length declared, as HTTP clients send it: a body without one is charged as it grows and
     // refused, not queued, when it outgrows what is free.
-    const sized = { 'content-length': String(new TextEncoder().encode(prompt).byteLength) }
+    const sized = {
+      ...tenantB,
+      'content-length': String(new TextEncoder().encode(prompt).byteLength),
+    }
     const early = fetchWorker(chatRequest(prompt, sized), bindings)
     expect(await within(early, 100)).toBe('pending')
     const res = await within(slow, 10_000)
@@ -178,7 +183,7 @@ describe('request body pace', { timeout: 30_000 }, () => {
     const waited = await early
     expect(waited.status).toBe(200)
     expect(await waited.text()).toContain('TENANT-B')
-    const after = await fetchWorker(chatRequest(prompt), bindings)
+    const after = await fetchWorker(chatRequest(prompt, tenantB), bindings)
     expect(after.status).toBe(200)
     expect(await after.text()).toContain('TENANT-B')
   })
