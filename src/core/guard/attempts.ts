@@ -17,7 +17,6 @@ import { verifyStreamedAnswer } from '../verify/streamed-answer'
 import { verifyWholeAnswer } from '../verify/whole-answer'
 import type { ContentBook, PrintedPrompt, Recall } from '../vocabulary/evidence-plugins'
 import type { PrefixLookup } from '../vocabulary/request-facts'
-import type { AfterSendTicks } from './after-send'
 import { attachInfo } from './guard-info'
 import { toClientStream } from './stream-outcome'
 import type { VerdictLogger } from './verdict-log'
@@ -25,8 +24,6 @@ import type { VerdictLogger } from './verdict-log'
 /** What the loop needs of the guard. */
 export interface AttemptHost extends AttemptServices {
   readonly logger: VerdictLogger
-  /** The guard's shared tick for work after each call has left. */
-  readonly afterSend: AfterSendTicks
   /** The foreign-content book, when the check is on. */
   readonly content: ContentBook | undefined
 }
@@ -53,6 +50,9 @@ interface AttemptRun {
   runOptions?: Record<string, unknown>
 }
 
+/** How long after its call a prompt's print, count and hash start (see runAttempts). */
+const AFTER_SEND_MS = 1
+
 /**
  * Runs attempts until one is released (returned) or withheld (thrown).
  *
@@ -73,19 +73,21 @@ export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<u
     })
     // The call is made, so its print is registered now (an answer checked before the work runs makes it
     // first); the work waits until the send has left, so it runs while the engine prefills instead of
-    // delaying the send (after-send.ts: a 0 ms timer fired inside a long send in workerd). Kept alive with
+    // delaying the send (AFTER_SEND_MS: a 0 ms timer fired inside a long send in workerd). Kept alive with
     // the request: a call that fails at once still had its prompt sent, so the print is published.
     print.sent()
-    const afterSent = host.afterSend.schedule(() =>
-      // Each waits for the memo's digests first (src/core/memo), then takes what this tenant's earlier
-      // requests computed of the same texts; kept alive until done (the print publishes).
-      Promise.allSettled([
-        print.content(),
-        plan.needsEstimate ? plan.figures.estimate() : undefined,
-        plan.needsPrefix && attempt === 1 ? plan.figures.prefix() : undefined,
-      ]),
+    const afterSend = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        // Each waits for the memo's digests first (src/core/memo), then takes what this tenant's earlier
+        // requests computed of the same texts; kept alive until done (the print publishes).
+        Promise.allSettled([
+          print.content(),
+          plan.needsEstimate ? plan.figures.estimate() : undefined,
+          plan.needsPrefix && attempt === 1 ? plan.figures.prefix() : undefined,
+        ]).then(() => resolve())
+      }, AFTER_SEND_MS),
     )
-    hooks.waitUntil?.(afterSent)
+    hooks.waitUntil?.(afterSend)
     const output = await calling.catch(teachingRefusal(ctx, plan))
     const outcome = streamed
       ? toClientStream(await verifyStreamedAnswer(ctx, output), (lesson) => learnFrom(ctx, lesson))

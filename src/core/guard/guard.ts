@@ -2,7 +2,6 @@
  * @module The guard: its per-isolate state (options, stores, learned state, canary key) and one guarded
  * call — plan, then attempts (see ./attempts.ts) — with every unexpected failure failing closed.
  */
-
 import type { AttemptContext, AttemptOutcome } from '../attempt/context'
 import { isolateTenantDirectory, TenantAttribution } from '../attribution'
 import {
@@ -35,7 +34,6 @@ import {
   resolveOptions,
 } from '../vocabulary/options'
 import type { QuarantineStore } from '../vocabulary/quarantine'
-import { AfterSendTicks } from './after-send'
 import { type AttemptHooks, type AttemptHost, type RunnerHooks, runAttempts } from './attempts'
 import { attachInfo } from './guard-info'
 import { VerdictLogger } from './verdict-log'
@@ -53,7 +51,6 @@ export class Guard implements AttemptHost, PlanServices {
   readonly quarantine: QuarantineStore
   readonly calibration: CalibrationStore
   readonly prefixes = new PrefixRecord()
-  readonly afterSend = new AfterSendTicks()
   readonly logger: VerdictLogger
   /** Tag → tenant, shared through a directory so a leak is attributed across isolates. */
   readonly attribution: TenantAttribution
