@@ -90,6 +90,14 @@ function fromBytes(core: MergeCore, piece: string): number[] {
   return core.bytePairMerge(encoder.encode(piece))
 }
 
+/** The merge from bytes gives `ids` for `text`, and both fast paths (whole characters, cuts) agree. */
+function expectByteMerge(core: Parameters<typeof merged>[0], text: string, ids: number[]): void {
+  expect(fromBytes(core, text)).toEqual(ids)
+  const { whole, cut } = merged(core, text)
+  expect(whole).toEqual(ids)
+  expect(cut).toEqual(ids)
+}
+
 describe('whole-character start', () => {
   it('should start a character whole where nothing crosses it, and cut between characters no token joins', () => {
     // 人 and 生 are tokens (by way of their first two bytes), no token holds both: each is a piece.
@@ -107,30 +115,18 @@ describe('whole-character start', () => {
   it('should start a character as bytes when a token holding it ranks before its own merge', () => {
     // "Бa" ranks before "ab", which ranks before Б itself: from bytes, "ab" is made first.
     const core = vocabulary(['Бa', 'ab', 'Б'])
-    const expected = fromBytes(core, 'Бab')
-    expect(expected).toEqual([258, 257])
-    const { whole, cut } = merged(core, 'Бab')
-    expect(whole).toEqual(expected)
-    expect(cut).toEqual(expected)
+    expectByteMerge(core, 'Бab', [258, 257])
   })
 
   it('should start a character as bytes when a token covers its last byte and what follows', () => {
     // The token 0x91 "a" takes Б's second byte before Б is made.
     const core = vocabulary([[0x91, 0x61], 'Б'])
-    const expected = fromBytes(core, 'Бa')
-    expect(expected).toEqual([0xd0, 256])
-    const { whole, cut } = merged(core, 'Бa')
-    expect(whole).toEqual(expected)
-    expect(cut).toEqual(expected)
+    expectByteMerge(core, 'Бa', [0xd0, 256])
   })
 
   it('should start a character as bytes when a token covers what precedes it and its first byte', () => {
     const core = vocabulary([[0x61, 0xd0], 'Б'])
-    const expected = fromBytes(core, 'aБ')
-    expect(expected).toEqual([256, 0x91])
-    const { whole, cut } = merged(core, 'aБ')
-    expect(whole).toEqual(expected)
-    expect(cut).toEqual(expected)
+    expectByteMerge(core, 'aБ', [256, 0x91])
   })
 
   it('should keep a character whole when the token across the seam covers it whole', () => {
