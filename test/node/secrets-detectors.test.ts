@@ -98,10 +98,8 @@ describe('operator patterns', () => {
 /**
  * Inputs built against the detectors: long runs of each format's alphabet after each prefix, with
  * and without separators, repeated headers with no END, digits with every separator. A detector that
- * backtracks (quadratic or worse) takes minutes on 1 MB; a linear one milliseconds. What is held is
- * how the time grows, not the time: a quarter of the input must take at least a sixth of the time
- * (linear gives a quarter, quadratic a sixteenth), so a loaded machine slows both sides alike. The
- * speed itself is measured in bench/suites/secrets.ts.
+ * backtracks (quadratic or worse) takes minutes on 1 MB; a linear one milliseconds. The budget is
+ * generous (a loaded 2-core machine): it tells the two apart, it does not benchmark.
  */
 describe('secret detectors on adversarial input', () => {
   const MB = 1 << 20
@@ -148,29 +146,16 @@ describe('secret detectors on adversarial input', () => {
     ...builtInDetectors(),
     operatorDetector({ name: 'worst-allowed', pattern: '[a-z]{1,8}[a-z0-9]{1,16}x' }),
   ]) {
-    it(`should scan each adversarial input in time linear in its size: ${detector.kind} (${detector.confidence})`, () => {
-      // The fastest of a few scans: a pause for garbage collection is not the detector's time.
-      const scan = (text: string) =>
-        Math.min(
-          ...[0, 1, 2].map(() => {
-            const start = performance.now()
-            detector.find(text)
-            return performance.now() - start
-          }),
-        )
-      let worst = { unit: '', text: '', once: 0 }
+    it(`should scan 1 MB of each adversarial input quickly: ${detector.kind} (${detector.confidence})`, () => {
+      let worst = 0
+      let worstUnit = ''
       for (const { unit, text } of inputs) {
         const start = performance.now()
         detector.find(text)
-        const once = performance.now() - start
-        if (once > worst.once) worst = { unit, text, once }
+        const ms = performance.now() - start
+        if (ms > worst) [worst, worstUnit] = [ms, unit]
       }
-      const whole = scan(worst.text)
-      const quarter = scan(worst.text.slice(0, MB / 4))
-      // Under 5 ms the clock's grain and the JIT decide the ratio: nothing there grows badly.
-      if (whole < 5) return
-      const growth = `on ${JSON.stringify(worst.unit)}: 1 MB ${whole} ms, 256 KB ${quarter} ms`
-      expect(quarter, growth).toBeGreaterThan(whole / 6)
+      expect(worst, `slowest on ${JSON.stringify(worstUnit)}`).toBeLessThan(3000)
     })
   }
 })
