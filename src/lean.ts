@@ -71,6 +71,8 @@ export {
   type SignatureCheck,
   sseResponse,
   type TenantDirectory,
+  UnreadableIncidentError,
+  type UnreadableReason,
   type VerdictContext,
   type VerdictLog,
   verifySignature,

@@ -277,6 +277,11 @@ type RefusalCode =
   | 'forbidden'
   /** No such route, or no such incident. */
   | 'not_found'
+  /**
+   * `/admin/incidents/:id` (409): the record's withheld text cannot be opened — its key is not held,
+   * or the row was altered; the message names the key id and what to do.
+   */
+  | 'incident_unreadable'
   /** A model the Worker has no profile for (OpenAI's code for an unknown model). */
   | 'model_not_found'
   /** A route that exists, called with a method it does not answer (the `Allow` header names it). */

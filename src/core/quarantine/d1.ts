@@ -11,6 +11,7 @@ import type {
   QuarantineSummary,
 } from '../vocabulary/quarantine'
 import { QUARANTINE_KEY_MESSAGE, type SealingKey, seal, sealingKeyring, unseal } from './seal'
+import { isKeyId, UnreadableIncidentError } from './unreadable'
 
 const QUARANTINE_PREVIOUS_MESSAGE = `option "QUARANTINE_KEY_PREVIOUS" must be at least ${MIN_SECRET_BYTES} bytes`
 
@@ -157,20 +158,23 @@ export class D1QuarantineStore implements QuarantineStore {
   }
 
   /**
-   * The withheld text of `row`, under the key its id names. A record without an id predates them and
-   * is tried under each key; an id the keyring does not hold is refused by name, never guessed at.
+   * The withheld text of `row`, under the key its id names and no other. A record without an id
+   * predates them and is tried under each key. Anything else is refused by name, never guessed at: an
+   * id the keyring does not hold, one of a form this store never writes, or text that does not decrypt
+   * (each an {@link UnreadableIncidentError}, so a console can tell bad stored data from a failure).
    */
   async #open(row: Row, data: Uint8Array): Promise<string> {
     const ring = await this.#ring
     const iv = new Uint8Array(row.withheld_iv!)
     if (row.key_id !== null && row.key_id !== undefined) {
+      if (!isKeyId(row.key_id)) throw new UnreadableIncidentError(row.id, 'not_authentic')
       const sealer = ring.find((k) => k.id === row.key_id)
-      if (!sealer) {
-        throw new Error(
-          `incident ${row.id} is sealed under key ${row.key_id}, which is neither QUARANTINE_KEY nor QUARANTINE_KEY_PREVIOUS`,
-        )
+      if (!sealer) throw new UnreadableIncidentError(row.id, 'key_not_held', row.key_id)
+      try {
+        return await unseal(sealer.key, iv, data, row.id)
+      } catch (error) {
+        throw new UnreadableIncidentError(row.id, 'not_authentic', row.key_id, error)
       }
-      return unseal(sealer.key, iv, data, row.id)
     }
     let failure: unknown
     for (const { key } of ring) {
@@ -180,7 +184,7 @@ export class D1QuarantineStore implements QuarantineStore {
         failure = error
       }
     }
-    throw failure
+    throw new UnreadableIncidentError(row.id, 'no_key_opens', undefined, failure)
   }
 
   async list(query: QuarantineQuery = {}): Promise<QuarantineSummary[]> {

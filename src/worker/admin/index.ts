@@ -4,7 +4,7 @@
  */
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { html } from 'hono/html'
-import type { CalibrationReport } from '../../core'
+import { type CalibrationReport, type QuarantineRecord, UnreadableIncidentError } from '../../core'
 import { type BodyBudget, readForm } from '../body'
 import { bodyPace, guardFor } from '../config'
 import type { DurableCalibration } from '../durable-calibration'
@@ -36,6 +36,7 @@ import { incidentDetail, type ProfileFigures } from './pages/incident'
 import { incidentList } from './pages/incidents'
 import { type Html, layout, loginPage } from './pages/layout'
 import { overview } from './pages/overview'
+import { unreadableBody } from './pages/unreadable'
 import { incidentQuery } from './query'
 import { redactCanaries } from './redact'
 import { sessionStore } from './sessions'
@@ -180,9 +181,19 @@ async function incidents(c: AdminContext): Promise<Response> {
   return c.json({ data: await store.list(query) })
 }
 
-/** `GET /admin/incidents/:id`: the detail page, or the record (withheld text decrypted) as JSON. */
+/**
+ * `GET /admin/incidents/:id`: the detail page, or the record (withheld text decrypted) as JSON. A
+ * record the store will not open is bad stored data, not a fault: a 409 that says which key and what
+ * to do, never the text.
+ */
 async function incident(c: AdminContext): Promise<Response> {
-  const record = await guardFor(c.env).quarantine.get(c.req.param('id') ?? '')
+  let record: QuarantineRecord | undefined
+  try {
+    record = await guardFor(c.env).quarantine.get(c.req.param('id') ?? '')
+  } catch (error) {
+    if (error instanceof UnreadableIncidentError) return unreadableIncident(c, error)
+    throw error
+  }
   if (wantsHtml(c)) {
     if (!record)
       return consolePage(
@@ -195,6 +206,26 @@ async function incident(c: AdminContext): Promise<Response> {
   }
   if (!record) return c.json(refusalBody('not_found', 'No such incident.', 'id'), 404)
   return c.json(record)
+}
+
+/** The 409 for a record whose text cannot be read, logged so the operator finds it without the console. */
+function unreadableIncident(
+  c: AdminContext,
+  error: UnreadableIncidentError,
+): Promise<Response> | Response {
+  console.error(
+    JSON.stringify({
+      event: 'ai_guard_incident_unreadable',
+      incident: error.incidentId,
+      reason: error.reason,
+      ...(error.keyId ? { keyId: error.keyId } : {}),
+    }),
+  )
+  if (wantsHtml(c)) {
+    const body = unreadableBody(error)
+    return consolePage(c, { title: 'Incident cannot be opened', section: 'incidents', body }, 409)
+  }
+  return c.json(refusalBody('incident_unreadable', error.message, 'id'), 409)
 }
 
 /** `GET /admin/`: the overview (`?model=`, `?days=` 1, 7, 14 or 30). */
@@ -315,7 +346,7 @@ function safeNext(next: string | undefined): string {
 }
 
 /** Renders an HTML page; every canary-shaped token on it is redacted, whatever field it came from. */
-async function page(c: AdminContext, body: Html, status: 200 | 401 | 404 | 429 = 200) {
+async function page(c: AdminContext, body: Html, status: 200 | 401 | 404 | 409 | 429 = 200) {
   return c.html(redactCanaries(await body), status)
 }
 
@@ -323,7 +354,7 @@ async function page(c: AdminContext, body: Html, status: 200 | 401 | 404 | 429 =
 function consolePage(
   c: AdminContext,
   { title, section, body }: { title: string; section: 'overview' | 'incidents'; body: Html },
-  status: 200 | 404 = 200,
+  status: 200 | 404 | 409 = 200,
 ) {
   const auth = c.var.adminAuth
   const csrf = auth?.kind === 'session' ? auth.session.csrf : undefined
