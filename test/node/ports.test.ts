@@ -3,8 +3,8 @@ import { workerUrl } from '../../scripts/demo'
 import { type NodeHost, nodeHost } from '../ecosystem/node-host'
 
 /**
- * The port is one setting, `GUARD_PORT`: `npm start` listens on it (its script expanded by the shell
- * npm runs it with), `npm run demo:worker` and the README's lines talk to it. The examples state their
+ * The port is one setting, `GUARD_PORT`: `npm start` and `npm run sim` listen on it (their scripts
+ * expanded by the shell npm runs them with), `npm run demo:worker` and the README's lines talk to it. The examples state their
  * own ports, so that a second dev server fails rather than moving next door without a word.
  */
 const host: NodeHost = await nodeHost()
@@ -23,7 +23,7 @@ async function expanded(script: string, env: Record<string, string>): Promise<st
 }
 
 describe('GUARD_PORT', () => {
-  for (const name of ['start', 'start:unsafe-pool']) {
+  for (const name of ['start', 'start:unsafe-pool', 'sim']) {
     it(`should be the port npm run ${name} listens on, 8787 unset`, async () => {
       expect(await expanded(pkg.scripts[name]!, { GUARD_PORT: '9123' })).toContain('--port 9123 ')
       expect(await expanded(pkg.scripts[name]!, {})).toContain('--port 8787 ')
@@ -48,6 +48,32 @@ describe('GUARD_PORT', () => {
     expect(readme).toMatch(/`GUARD_PORT` \(default 8787\)/)
     // No line of the README names a variable demo:worker would ignore.
     expect(readme).not.toMatch(/\bGUARD=/)
+  })
+})
+
+describe('the simulator alone, npm run sim', () => {
+  it('should be sent to its own port wherever the docs name it: GUARD_PORT, 8787 unset', async () => {
+    const files = (
+      await host.run('/bin/sh', ['-c', 'ls README.md sim/README.md docs/*.md'], {
+        cwd: host.cwd,
+      })
+    )
+      .split('\n')
+      .filter(Boolean)
+    expect(files.length).toBeGreaterThan(10)
+    const wrong: string[] = []
+    let named = 0
+    for (const file of files) {
+      for (const line of host.read(host.join(host.cwd, file)).split('\n')) {
+        if (!line.includes('npm run sim')) continue
+        named++
+        for (const [, port] of line.matchAll(/localhost:(\d+)/g)) {
+          if (port !== '8787') wrong.push(`${file}: ${line.trim()}`)
+        }
+      }
+    }
+    expect(named).toBeGreaterThanOrEqual(3)
+    expect(wrong).toEqual([])
   })
 })
 
