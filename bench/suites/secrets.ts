@@ -3,7 +3,8 @@
  * one HMAC per distinct secret), restore (this request's stand-ins back, and every stand-in candidate
  * of the answer checked for another request's) — at 1k, 32k and 256k o200k tokens of English prose
  * and of source code with a secret of a random kind every ~2,000 characters, side by side in one run
- * with the scan the guard already makes (the canary pattern over the same text).
+ * with the scan the guard already makes (the canary pattern over the same text); and each detector
+ * on 1 MB of input built against it (the `adversarial` rows, bench/support/secrets-adversarial.ts).
  */
 import { CANARY_PATTERN } from '../../src'
 import { countTokens } from '../../src/core/ceiling/count'
@@ -23,6 +24,7 @@ import {
   sideBySide,
   writeResult,
 } from '../lib'
+import { adversarialRows } from '../support/secrets-adversarial'
 import { code, english } from '../texts'
 
 /**
@@ -160,6 +162,7 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       )
     }
   }
+  const adversarial = await adversarialRows(quick ? 3 : 7)
   const path = await writeResult(quick ? 'secrets-quick' : 'secrets', {
     suite: 'secrets',
     date: new Date().toISOString(),
@@ -173,8 +176,12 @@ async function run({ quick }: SuiteOptions): Promise<void> {
       'answer of look-alikes = as many characters of 40-character tokens and 16-digit numbers, none ' +
       'a stand-in (the most candidates an answer can hold); answer without secrets = the text before ' +
       'its secret lines were added (the common answer: no stand-in, and runs of key characters only ' +
-      'where the text has them, so most kinds are not searched at all).',
+      'where the text has them, so most kinds are not searched at all). adversarial = each ' +
+      'detector alone on 1 MB of each unit of test/secrets/generate.ts ADVERSARIAL_UNITS repeated ' +
+      '(median ms per scan, inputs alternated per round), and its slowest input at 256 KB and 1 MB ' +
+      'side by side (growth 4 is linear; quadratic would be 16).',
     rows,
+    adversarial,
   })
   console.log(`  wrote ${path}`)
 }

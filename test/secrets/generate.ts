@@ -319,3 +319,58 @@ export const NEGATIVES: Record<string, (r: Rand) => string> = {
       'ISBN 978-3-16-148410-0 and ISSN 0317-8471 are cited in chapter 7.',
     ]),
 }
+
+/**
+ * Units of text built against the detectors, each repeated into a long input: runs of each format's
+ * alphabet after each prefix, with and without separators, repeated headers with no END, digits with
+ * every separator. A detector that backtracks (quadratic or worse) takes minutes on 1 MB of one; a
+ * linear one milliseconds.
+ */
+export const ADVERSARIAL_UNITS = [
+  'a',
+  'A',
+  '1',
+  '1 ',
+  '1-',
+  '12 ',
+  'sk-',
+  'sk-proj-',
+  'sk-ant-api03-',
+  'ghp_',
+  'github_pat_',
+  'xoxb-1-',
+  'AIza',
+  'AKIA',
+  'aws ',
+  'Aa1',
+  'Aa1_',
+  'Aa1/',
+  'eyJ',
+  'eyJhbGciOiJub25lIn0.',
+  'a.',
+  'a://a:a@',
+  '://:',
+  '-----BEGIN PRIVATE KEY-----\n',
+  'GB82 ',
+  'GB82',
+  'NO93 8601 ',
+  '811218-',
+  '0101',
+  '123-45-',
+  '4242 ',
+  'cloudflare ',
+] as const
+
+/** `unit` repeated to exactly `length` characters (the last repetition cut). */
+export function adversarialInput(unit: string, length: number): string {
+  return unit.repeat(Math.ceil(length / unit.length)).slice(0, length)
+}
+
+/**
+ * The costliest operator pattern the rule allows (src/plugins/secrets/operator-pattern.ts): a run of
+ * letters after letters, tried at every start.
+ */
+export const WORST_ALLOWED_OPERATOR = {
+  name: 'worst-allowed',
+  pattern: '[a-z]{1,8}[a-z0-9]{1,16}x',
+}
