@@ -37,6 +37,7 @@
  */
 import { PUBLIC_BACKGROUND, units } from '../../src/plugins/foreign-content'
 import { PUBLIC_UDHR } from '../../src/plugins/foreign-content/public-udhr'
+import { manText } from './roff'
 
 interface Dirent {
   name: string
@@ -162,30 +163,6 @@ function codePieces(text: string): string[] {
   // Licence headers are the tuned family: leave them out.
   const body = text.replace(/^(\/\/[^\n]*\n|#[^\n]*\n|\s*\n)+/, '')
   return piecesOf(body)
-}
-
-/** A manual page's text: roff requests and escapes removed, its sections as paragraphs. */
-export function manText(roff: string): string {
-  return roff
-    .split('\n')
-    .map((line) => {
-      if (/^\.(SH|SS)\s/.test(line)) return `\n${line.replace(/^\.\w+\s+/, '').replace(/"/g, '')}\n`
-      if (/^\.(PP|P|LP|TP|IP|br|sp)\b/.test(line)) return '\n'
-      if (/^\.(B|I|BR|IR|RB|RI|BI|IB|SM|UR|MT)\s/.test(line)) {
-        return line.replace(/^\.\w+\s+/, '').replace(/"/g, '')
-      }
-      if (line.startsWith('.') || line.startsWith("'")) return ''
-      return line
-    })
-    .join('\n')
-    .replace(/\\f[BIRP]|\\f\(..|\\f\[[^\]]*\]/g, '')
-    .replace(/\\\(aq/g, "'")
-    .replace(/\\\((?:em|en)/g, '—')
-    .replace(/\\\(../g, '')
-    .replace(/\\\[[^\]]*\]/g, '')
-    .replace(/\\-/g, '-')
-    .replace(/\\[&|^e]/g, '')
-    .replace(/\\ /g, ' ')
 }
 
 /** Fortune entries of 30–150 units. */

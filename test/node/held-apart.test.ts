@@ -35,6 +35,27 @@ describe('held-apart honest traffic through one guard', () => {
     expect(shared.map((p) => p.title)).toEqual([])
   })
 
+  // The Swedish pages come with dpkg, apt and passwd, the German ones with manpages-de: on a machine
+  // without them there is nothing to read.
+  const sv = families.find((f) => f.name === 'man-sv')
+  const de = tuningFamilies().find((f) => f.name === 'man-de')
+  it.skipIf(!sv || !de)(
+    'should keep the letters of Swedish and German manual pages: roff escapes decoded, none left',
+    () => {
+      const swedish = sv!.pieces.map((p) => p.text).join('\n')
+      const german = de!.pieces.map((p) => p.text).join('\n')
+      expect(swedish).toMatch(/\banvändare\b/)
+      expect(swedish.match(/[åäöÅÄÖ]/g)?.length ?? 0).toBeGreaterThan(1000)
+      expect(german).toMatch(/\bfür\b/)
+      expect(german.match(/[äöüÄÖÜß]/g)?.length ?? 0).toBeGreaterThan(1000)
+      // Neither a glyph escape nor a word with its letter dropped ("anvndare", "ndert").
+      for (const text of [swedish, german]) {
+        expect(text).not.toMatch(/\\\([:'`^~,o][A-Za-z]|\\\[u[0-9A-F]{4}/)
+        expect(text).not.toMatch(/\banvndare\b|\bndert\b/)
+      }
+    },
+  )
+
   for (const seed of [1, 2, 3]) {
     it(`should withhold ≤ 0.1% of 2,000 honest answers, break no stream and withhold every control (seed ${seed})`, async () => {
       const result = await replayHeldApart(heldApartTraffic(families, { count: 2_000, seed }))
