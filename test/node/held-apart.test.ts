@@ -44,14 +44,14 @@ describe('held-apart honest traffic through one guard', () => {
     () => {
       const swedish = sv!.pieces.map((p) => p.text).join('\n')
       const german = de!.pieces.map((p) => p.text).join('\n')
-      expect(swedish).toMatch(/\banvändare\b/)
+      expect(swedish).toMatch(/(?<!\p{L})användare(?!\p{L})/u)
       expect(swedish.match(/[åäöÅÄÖ]/g)?.length ?? 0).toBeGreaterThan(1000)
-      expect(german).toMatch(/\bfür\b/)
+      expect(german).toMatch(/(?<!\p{L})für(?!\p{L})/u)
       expect(german.match(/[äöüÄÖÜß]/g)?.length ?? 0).toBeGreaterThan(1000)
       // Neither a glyph escape nor a word with its letter dropped ("anvndare", "ndert").
       for (const text of [swedish, german]) {
         expect(text).not.toMatch(/\\\([:'`^~,o][A-Za-z]|\\\[u[0-9A-F]{4}/)
-        expect(text).not.toMatch(/\banvndare\b|\bndert\b/)
+        expect(text).not.toMatch(/(?<!\p{L})(?:anvndare|ndert)(?!\p{L})/u)
       }
     },
   )
