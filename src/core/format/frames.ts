@@ -55,6 +55,24 @@ export interface Frame {
   /** `choices[0].finish_reason` (chat), `finish_reason` (legacy), when the event has the key. */
   finishReason?: string | null
   usage?: Usage
+  /**
+   * An event read by its shape (./frame-reader.ts): where its one text lies, so that the event with
+   * that text replaced is written by splicing, not by parsing and serialising it again.
+   */
+  slot?: TextSlot
+}
+
+/**
+ * An event's data as `before` + one channel's text as the body of a JSON string + `after`, where
+ * {@link withTexts} of that channel alone was proved to write exactly that splice (same keys, same
+ * order, same bytes around it), and `blank`: whether the event with that text empty says nothing
+ * ({@link isBlankEvent}).
+ */
+export interface TextSlot {
+  channel: Channel
+  before: string
+  after: string
+  blank: boolean
 }
 
 type Json = Record<string, unknown>
@@ -425,6 +443,11 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
+  const spliced = frame.slot && slotText(frame.slot, texts)
+  if (spliced !== undefined) {
+    const { before, after } = frame.slot!
+    return { ...frame.event, data: `${before}${JSON.stringify(spliced).slice(1, -1)}${after}` }
+  }
   if (frame.done) {
     if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
       throw new Error('cannot put text into an event that has no JSON')
@@ -446,6 +469,37 @@ export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>)
   } else writeLegacy(json, texts)
   const event: SseEvent = { ...frame.event, data: JSON.stringify(json) }
   return event
+}
+
+/** The one text `texts` replaces, when it is the slot's channel's alone. */
+function slotText(slot: TextSlot, texts: Partial<Record<Channel, string>>): string | undefined {
+  let text: string | undefined
+  for (const key in texts) {
+    if (key !== slot.channel) return undefined
+    text = texts[key]
+  }
+  return text
+}
+
+/**
+ * {@link withTexts}, or undefined where the event it writes says nothing ({@link isBlankEvent}): for an
+ * event read by its shape, answered from its slot without reading the JSON again.
+ *
+ * @example
+ * const event = cutEvent(frame, { content: 'Hello' })
+ * if (event) send(encodeSseEvent(event))
+ */
+export function cutEvent(
+  frame: Frame,
+  texts: Partial<Record<Channel, string>>,
+): SseEvent | undefined {
+  const event = withTexts(frame, texts)
+  const slot = frame.slot
+  if (slot !== undefined && slotText(slot, texts) !== undefined) {
+    // The splice keeps everything but the text: blank exactly when the shape with an empty text is.
+    return texts[slot.channel] === '' && slot.blank ? undefined : event
+  }
+  return isBlankEvent(event) ? undefined : event
 }
 
 /** What a chat chunk may hold and still say nothing: its identity, and a choice with a delta. */
