@@ -117,25 +117,28 @@ describe('FrameReader', () => {
           const frame = reader.read({ data: event })
           const channel = Object.keys(frame.texts)[0] as Channel | undefined
           if (channel === undefined) continue
-          if (frame.slot) slotted++
+          const proved = frame.slot?.proof
           for (const replaced of [cut, '']) {
             const texts = { [channel]: replaced }
             expect(cutEvent(frame, texts)).toEqual(full(frame, texts))
           }
+          if (frame.slot?.proof?.splices) slotted++
+          // Proved once per shape, by the first cut.
+          if (proved) expect(frame.slot?.proof).toBe(proved)
         }
       }),
       { numRuns: 400 },
     )
-    // The slot was taken, not only the full path compared with itself.
+    // The splice was taken, not only the full path compared with itself.
     expect(slotted).toBeGreaterThan(100)
   })
 
-  it('should give no slot to a shape that serialising again would change', () => {
+  it('should not splice into a shape that serialising again would change', () => {
     const reader = new FrameReader()
     reader.read({ data: '{"response": "spaced"}' })
     const frame = reader.read({ data: '{"response": "again"}' })
     expect(frame.texts).toEqual({ content: 'again' })
-    expect(frame.slot).toBeUndefined()
     expect(withTexts(frame, { content: 'cut' }).data).toBe('{"response":"cut"}')
+    expect(frame.slot?.proof).toEqual({ splices: false, blank: false })
   })
 })

@@ -10,20 +10,11 @@
  * after the string, and what lies between is one valid JSON string token by itself — no unescaped
  * quote, no broken escape. Anything else is parsed in full.
  */
-import {
-  type Channel,
-  type Frame,
-  isBlankEvent,
-  parseFrame,
-  type TextSlot,
-  withTexts,
-} from './frames'
+import { type Channel, type Frame, parseFrame, type TextSlot } from './frames'
 import type { SseEvent } from './sse'
 
 /** Stands in for the text when a shape is proved (any string that cannot need escaping). */
 const PROBE = 'wag-probe-7f3a'
-/** Written in the probe's place to prove that a cut event is the shape with its text spliced in. */
-const SPLICE_PROBE = 'wag-splice-0c9d'
 
 /** No quote, backslash or control character: the literal is its own value. */
 function plain(literal: string): boolean {
@@ -44,8 +35,8 @@ interface Shape {
   /** `finish_reason` as the shape has it (it lies in `before`/`after`, so it is the same). */
   finishReason?: string | null
   hasFinishReason: boolean
-  /** Where an event of this shape is written with its text replaced (see `Frame.slot`), if proved. */
-  slot?: TextSlot
+  /** Where the text lies, for writing an event of this shape with its text replaced (`Frame.slot`). */
+  slot: TextSlot
 }
 
 /**
@@ -64,7 +55,7 @@ export class FrameReader {
     if (!fast) {
       this.#shape = learn(frame)
       // The event that taught the shape is that shape too.
-      if (this.#shape?.slot) frame.slot = this.#shape.slot
+      if (this.#shape) frame.slot = this.#shape.slot
     }
     if (chunk !== undefined) frame.chunk = chunk
     return frame
@@ -87,7 +78,7 @@ export class FrameReader {
     if (raw !== undefined) frame.raw = raw
     if (shape.format !== undefined) frame.format = shape.format
     if (shape.hasFinishReason) frame.finishReason = shape.finishReason ?? null
-    if (shape.slot !== undefined) frame.slot = shape.slot
+    frame.slot = shape.slot
     return frame
   }
 }
@@ -129,7 +120,6 @@ function learn(frame: Frame): Shape | undefined {
   if (keys.length !== 1 || probe.texts[channel] !== PROBE) return undefined
   if (probe.format !== frame.format || probe.usage !== undefined) return undefined
   if (probe.finishReason !== frame.finishReason) return undefined
-  const slot = spliceSlot(probe, channel, before, after)
   return {
     before,
     after,
@@ -137,28 +127,6 @@ function learn(frame: Frame): Shape | undefined {
     format: frame.format,
     hasFinishReason: 'finishReason' in frame,
     ...(frame.finishReason !== undefined ? { finishReason: frame.finishReason } : {}),
-    ...(slot ? { slot } : {}),
+    slot: { channel, before, after },
   }
-}
-
-/**
- * The shape's slot, when writing another text into the probe's event the full way (parse, write,
- * serialise: `withTexts`) gives exactly the shape's bytes around that text. Why that proves it for
- * every text: serialising the same object with one string value changed changes that string's token
- * alone, and the text of an event of this shape lies where the probe's does.
- */
-function spliceSlot(
-  probe: Frame,
-  channel: 'reasoning' | 'content',
-  before: string,
-  after: string,
-): TextSlot | undefined {
-  let written: string
-  try {
-    written = withTexts(probe, { [channel]: SPLICE_PROBE }).data
-  } catch {
-    return undefined
-  }
-  if (written !== `${before}${SPLICE_PROBE}${after}`) return undefined
-  return { channel, before, after, blank: isBlankEvent({ data: `${before}${after}` }) }
 }

@@ -63,16 +63,42 @@ export interface Frame {
 }
 
 /**
- * An event's data as `before` + one channel's text as the body of a JSON string + `after`, where
- * {@link withTexts} of that channel alone was proved to write exactly that splice (same keys, same
- * order, same bytes around it), and `blank`: whether the event with that text empty says nothing
- * ({@link isBlankEvent}).
+ * An event's data as `before` + one channel's text as the body of a JSON string + `after` (read so by
+ * ./frame-reader.ts). Where {@link withTexts} of that channel alone writes exactly that splice (same
+ * keys, same order, same bytes around the text: proved on first use, see {@link spliced}), the event
+ * with its text replaced is written by splicing, not by parsing and serialising it again.
  */
 export interface TextSlot {
   channel: Channel
   before: string
   after: string
-  blank: boolean
+  /** The proof, once made: whether it holds, and whether the event with an empty text is blank. */
+  proof?: { splices: boolean; blank: boolean }
+}
+
+/** Written in a slot to prove it (any string that cannot need escaping). */
+const SPLICE_PROBE = 'wag-splice-0c9d'
+
+/**
+ * The slot's proof: writing another text into it the full way (parse, write, serialise) gives the
+ * slot's bytes around that text. Why that proves it for every text: serialising the same object with
+ * one string value changed changes that string's token alone; the reader proved that the string in
+ * that place is the channel's whole text.
+ */
+function spliced(slot: TextSlot): { splices: boolean; blank: boolean } {
+  if (slot.proof !== undefined) return slot.proof
+  const { channel, before, after } = slot
+  let splices = false
+  try {
+    const probe = parseFrame({ data: `${before}${SPLICE_PROBE}${after}` })
+    splices =
+      withTexts(probe, { [channel]: SPLICE_PROBE }).data === `${before}${SPLICE_PROBE}${after}`
+  } catch {
+    splices = false
+  }
+  const blank = splices && isBlankEvent({ data: `${before}${after}` })
+  slot.proof = { splices, blank }
+  return slot.proof
 }
 
 type Json = Record<string, unknown>
@@ -443,10 +469,11 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
-  const spliced = frame.slot && slotText(frame.slot, texts)
-  if (spliced !== undefined) {
-    const { before, after } = frame.slot!
-    return { ...frame.event, data: `${before}${JSON.stringify(spliced).slice(1, -1)}${after}` }
+  const slot = frame.slot
+  const text = slot && slotText(slot, texts)
+  if (text !== undefined && spliced(slot!).splices) {
+    const { before, after } = slot!
+    return { ...frame.event, data: `${before}${JSON.stringify(text).slice(1, -1)}${after}` }
   }
   if (frame.done) {
     if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
@@ -495,9 +522,9 @@ export function cutEvent(
 ): SseEvent | undefined {
   const event = withTexts(frame, texts)
   const slot = frame.slot
-  if (slot !== undefined && slotText(slot, texts) !== undefined) {
-    // The splice keeps everything but the text: blank exactly when the shape with an empty text is.
-    return texts[slot.channel] === '' && slot.blank ? undefined : event
+  if (slot !== undefined && slotText(slot, texts) !== undefined && spliced(slot).splices) {
+    // The splice keeps everything but the text: blank exactly when the slot with an empty text is.
+    return texts[slot.channel] === '' && spliced(slot).blank ? undefined : event
   }
   return isBlankEvent(event) ? undefined : event
 }
