@@ -40,22 +40,47 @@ interface Shape {
 }
 
 /**
- * Reads a stream's events as frames, the same frames {@link parseFrame} gives.
+ * Shapes an answer's readers keep: its first event's, then its reasoning's and its content's, each
+ * used again when the answer comes back to it, and by a second reader of the same events.
+ */
+const KEPT_SHAPES = 4
+
+/**
+ * Reads a stream's events as frames, the same frames {@link parseFrame} gives. A reader made with
+ * another shares the shapes it learns: the held head's events, read again at release, were read
+ * first by the upstream's reader, whose shapes read them without parsing them again.
  *
  * @example
  * const reader = new FrameReader()
  * parser.push(bytes, (event, raw) => frames.push(reader.read(event, raw)))
  */
 export class FrameReader {
-  #shape: Shape | undefined
+  /** The shapes learnt, the latest used first. */
+  readonly #shapes: Shape[]
+
+  constructor(sharing?: FrameReader) {
+    this.#shapes = sharing ? sharing.#shapes : []
+  }
 
   read(event: SseEvent, raw?: string, chunk?: Uint8Array): Frame {
-    const fast = this.#shape && this.#fromShape(this.#shape, event, raw)
-    const frame = fast || parseFrame(event, raw)
-    if (!fast) {
-      this.#shape = learn(frame)
-      // The event that taught the shape is that shape too.
-      if (this.#shape) frame.slot = this.#shape.slot
+    const shapes = this.#shapes
+    let frame: Frame | undefined
+    for (let i = 0; i < shapes.length; i++) {
+      frame = this.#fromShape(shapes[i]!, event, raw)
+      if (frame === undefined) continue
+      // The latest used goes first: an answer's events are mostly of one shape at a time.
+      if (i > 0) shapes.unshift(...shapes.splice(i, 1))
+      break
+    }
+    if (frame === undefined) {
+      frame = parseFrame(event, raw)
+      const shape = learn(frame)
+      if (shape) {
+        shapes.unshift(shape)
+        if (shapes.length > KEPT_SHAPES) shapes.pop()
+        // The event that taught the shape is that shape too.
+        frame.slot = shape.slot
+      }
     }
     if (chunk !== undefined) frame.chunk = chunk
     return frame

@@ -65,40 +65,40 @@ export interface Frame {
 /**
  * An event's data as `before` + one channel's text as the body of a JSON string + `after` (read so by
  * ./frame-reader.ts). Where {@link withTexts} of that channel alone writes exactly that splice (same
- * keys, same order, same bytes around the text: proved on first use, see {@link spliced}), the event
+ * keys, same order, same bytes around the text: proved on first use, see {@link splices}), the event
  * with its text replaced is written by splicing, not by parsing and serialising it again.
  */
 export interface TextSlot {
   channel: Channel
   before: string
   after: string
-  /** The proof, once made: whether it holds, and whether the event with an empty text is blank. */
-  proof?: { splices: boolean; blank: boolean }
+  /** Whether the splice holds, once proved; and whether the event with an empty text is blank. */
+  splices?: boolean
+  blank?: boolean
 }
 
 /** Written in a slot to prove it (any string that cannot need escaping). */
 const SPLICE_PROBE = 'wag-splice-0c9d'
 
 /**
- * The slot's proof: writing another text into it the full way (parse, write, serialise) gives the
- * slot's bytes around that text. Why that proves it for every text: serialising the same object with
- * one string value changed changes that string's token alone; the reader proved that the string in
- * that place is the channel's whole text.
+ * Whether the frame's slot holds: writing another text into it the full way (parse, write, serialise)
+ * gives the slot's bytes around that text. Why that proves it for every text: serialising the same
+ * object with one string value changed changes that string's token alone; the reader proved that the
+ * string in that place is the channel's whole text. Proved once per slot, on its first cut.
  */
-function spliced(slot: TextSlot): { splices: boolean; blank: boolean } {
-  if (slot.proof !== undefined) return slot.proof
+function splices(frame: Frame, slot: TextSlot): boolean {
+  if (slot.splices !== undefined) return slot.splices
   const { channel, before, after } = slot
-  let splices = false
+  const data = `${before}${SPLICE_PROBE}${after}`
+  // The frame's event with the probe for its text: what withTexts reads of it is its data and format.
+  const probe: Frame = { event: { data }, done: false, texts: {} }
+  if (frame.format !== undefined) probe.format = frame.format
   try {
-    const probe = parseFrame({ data: `${before}${SPLICE_PROBE}${after}` })
-    splices =
-      withTexts(probe, { [channel]: SPLICE_PROBE }).data === `${before}${SPLICE_PROBE}${after}`
+    slot.splices = withTexts(probe, { [channel]: SPLICE_PROBE }).data === data
   } catch {
-    splices = false
+    slot.splices = false
   }
-  const blank = splices && isBlankEvent({ data: `${before}${after}` })
-  slot.proof = { splices, blank }
-  return slot.proof
+  return slot.splices
 }
 
 type Json = Record<string, unknown>
@@ -471,7 +471,7 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
   const slot = frame.slot
   const text = slot && slotText(slot, texts)
-  if (text !== undefined && spliced(slot!).splices) {
+  if (text !== undefined && splices(frame, slot!)) {
     const { before, after } = slot!
     return { ...frame.event, data: `${before}${JSON.stringify(text).slice(1, -1)}${after}` }
   }
@@ -522,9 +522,12 @@ export function cutEvent(
 ): SseEvent | undefined {
   const event = withTexts(frame, texts)
   const slot = frame.slot
-  if (slot !== undefined && slotText(slot, texts) !== undefined && spliced(slot).splices) {
-    // The splice keeps everything but the text: blank exactly when the slot with an empty text is.
-    return texts[slot.channel] === '' && spliced(slot).blank ? undefined : event
+  if (slot !== undefined && slotText(slot, texts) !== undefined && splices(frame, slot)) {
+    // The splice keeps everything but the text: never blank with some text, and with none exactly
+    // when the slot with an empty text is.
+    if (texts[slot.channel] !== '') return event
+    slot.blank ??= isBlankEvent({ data: `${slot.before}${slot.after}` })
+    return slot.blank ? undefined : event
   }
   return isBlankEvent(event) ? undefined : event
 }
