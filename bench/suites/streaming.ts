@@ -45,9 +45,8 @@ function guardOver(
   return guardAi(upstream, {
     secret: BENCH_SECRET,
     tenant: TENANT,
-    hooks: { requestId: () => REQUEST_ID },
+    hooks: { requestId: () => REQUEST_ID, ...(now ? { now } : {}) },
     models: { [MODEL]: { directive } },
-    ...(now ? { now } : {}),
   })
 }
 

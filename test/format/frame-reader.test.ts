@@ -1,7 +1,14 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { FrameReader } from '../../src/core/format/frame-reader'
-import { type Frame, parseFrame } from '../../src/core/format/frames'
+import {
+  type Channel,
+  cutEvent,
+  type Frame,
+  isBlankEvent,
+  parseFrame,
+  withTexts,
+} from '../../src/core/format/frames'
 
 /**
  * The shape reader must give, for every event of every stream, exactly the frame a full parse gives —
@@ -17,9 +24,17 @@ function essentials(frame: Frame) {
   }
 }
 
-/** Reads `datas` in order through one reader; each frame (or error) next to the full parse's. */
+/**
+ * Reads `datas` in order through one reader, then again through a second that shares its shapes (as
+ * a held head's reader does); each frame (or error) next to the full parse's.
+ */
 function compare(datas: string[]): void {
   const reader = new FrameReader()
+  readAll(reader, datas)
+  readAll(new FrameReader(reader), datas)
+}
+
+function readAll(reader: FrameReader, datas: string[]): void {
   for (const data of datas) {
     let expected: ReturnType<typeof essentials> | string
     try {
@@ -83,5 +98,55 @@ describe('FrameReader', () => {
       '{"model":"other","choices":[{"index":0,"delta":{"content":"same"}}]}',
       '{"model":"same","choices":[{"index":0,"delta":{"content":"next"}}]}',
     ])
+  })
+
+  it('should write a cut event by its slot exactly as the full path writes it', () => {
+    // The full path: the same frame without its slot (parsed again, the text written, serialised).
+    const full = (frame: Frame, texts: Partial<Record<Channel, string>>) => {
+      const { slot: _, ...plain } = frame
+      const event = withTexts(plain, texts)
+      return isBlankEvent(event) ? undefined : event
+    }
+    const text = fc.string({ unit: 'binary', maxLength: 12 })
+    const data = fc.oneof(
+      text.map((t) => chunk({ content: t })),
+      text.map((t) => chunk({ reasoning_content: t })),
+      text.map((t) => chunk({ role: 'assistant', content: t })),
+      text.map((t) => JSON.stringify({ response: t })),
+      // Spaced as some upstreams send it: serialising again would not give these bytes back.
+      text.map((t) => `{"response": ${JSON.stringify(t)}}`),
+      text.map((t) => `{"choices":[{"index":0,"delta":{"content":${JSON.stringify(t)}}}]}`),
+    )
+    let slotted = 0
+    fc.assert(
+      fc.property(fc.array(fc.tuple(data, text), { maxLength: 8 }), (events) => {
+        const reader = new FrameReader()
+        for (const [event, cut] of events) {
+          const frame = reader.read({ data: event })
+          const channel = Object.keys(frame.texts)[0] as Channel | undefined
+          if (channel === undefined) continue
+          const proved = frame.slot?.splices
+          for (const replaced of [cut, '']) {
+            const texts = { [channel]: replaced }
+            expect(cutEvent(frame, texts)).toEqual(full(frame, texts))
+          }
+          if (frame.slot?.splices) slotted++
+          // Proved once per shape, by the first cut.
+          if (proved !== undefined) expect(frame.slot?.splices).toBe(proved)
+        }
+      }),
+      { numRuns: 400 },
+    )
+    // The splice was taken, not only the full path compared with itself.
+    expect(slotted).toBeGreaterThan(100)
+  })
+
+  it('should not splice into a shape that serialising again would change', () => {
+    const reader = new FrameReader()
+    reader.read({ data: '{"response": "spaced"}' })
+    const frame = reader.read({ data: '{"response": "again"}' })
+    expect(frame.texts).toEqual({ content: 'again' })
+    expect(withTexts(frame, { content: 'cut' }).data).toBe('{"response":"cut"}')
+    expect(frame.slot?.splices).toBe(false)
   })
 })

@@ -42,7 +42,8 @@ const CHECKS_PER_LIMIT = 4
 export class UpstreamEvents {
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>
   readonly #parser: SseParser
-  readonly #frames = new FrameReader()
+  /** Reads the events as frames; shares what it learns with other readers of them (see `frames`). */
+  readonly frames = new FrameReader()
   readonly #limits: StallLimits
   /** A read waits on the upstream (from the call itself, for the first byte). */
   #waiting = true
@@ -128,7 +129,7 @@ export class UpstreamEvents {
 
   /** One event of the chunk being read, as its frame. */
   readonly #onEvent = (event: SseEvent, raw: string | undefined, chunk: Uint8Array | undefined) => {
-    this.#batch.push(this.#frames.read(event, raw, chunk))
+    this.#batch.push(this.frames.read(event, raw, chunk))
   }
 
   /** The read itself failed (or was cancelled by the watchdog, whose 504 it then is). */

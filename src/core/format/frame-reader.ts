@@ -10,7 +10,7 @@
  * after the string, and what lies between is one valid JSON string token by itself — no unescaped
  * quote, no broken escape. Anything else is parsed in full.
  */
-import { type Channel, type Frame, parseFrame } from './frames'
+import { type Channel, type Frame, parseFrame, type TextSlot } from './frames'
 import type { SseEvent } from './sse'
 
 /** Stands in for the text when a shape is proved (any string that cannot need escaping). */
@@ -35,22 +35,53 @@ interface Shape {
   /** `finish_reason` as the shape has it (it lies in `before`/`after`, so it is the same). */
   finishReason?: string | null
   hasFinishReason: boolean
+  /** Where the text lies, for writing an event of this shape with its text replaced (`Frame.slot`). */
+  slot: TextSlot
 }
 
 /**
- * Reads a stream's events as frames, the same frames {@link parseFrame} gives.
+ * Shapes an answer's readers keep: its first event's, then its reasoning's and its content's, each
+ * used again when the answer comes back to it, and by a second reader of the same events.
+ */
+const KEPT_SHAPES = 4
+
+/**
+ * Reads a stream's events as frames, the same frames {@link parseFrame} gives. A reader made with
+ * another shares the shapes it learns: the held head's events, read again at release, were read
+ * first by the upstream's reader, whose shapes read them without parsing them again.
  *
  * @example
  * const reader = new FrameReader()
  * parser.push(bytes, (event, raw) => frames.push(reader.read(event, raw)))
  */
 export class FrameReader {
-  #shape: Shape | undefined
+  /** The shapes learnt, the latest used first. */
+  readonly #shapes: Shape[]
+
+  constructor(sharing?: FrameReader) {
+    this.#shapes = sharing ? sharing.#shapes : []
+  }
 
   read(event: SseEvent, raw?: string, chunk?: Uint8Array): Frame {
-    const fast = this.#shape && this.#fromShape(this.#shape, event, raw)
-    const frame = fast || parseFrame(event, raw)
-    if (!fast) this.#shape = learn(frame)
+    const shapes = this.#shapes
+    let frame: Frame | undefined
+    for (let i = 0; i < shapes.length; i++) {
+      frame = this.#fromShape(shapes[i]!, event, raw)
+      if (frame === undefined) continue
+      // The latest used goes first: an answer's events are mostly of one shape at a time.
+      if (i > 0) shapes.unshift(...shapes.splice(i, 1))
+      break
+    }
+    if (frame === undefined) {
+      frame = parseFrame(event, raw)
+      const shape = learn(frame)
+      if (shape) {
+        shapes.unshift(shape)
+        if (shapes.length > KEPT_SHAPES) shapes.pop()
+        // The event that taught the shape is that shape too.
+        frame.slot = shape.slot
+      }
+    }
     if (chunk !== undefined) frame.chunk = chunk
     return frame
   }
@@ -72,6 +103,7 @@ export class FrameReader {
     if (raw !== undefined) frame.raw = raw
     if (shape.format !== undefined) frame.format = shape.format
     if (shape.hasFinishReason) frame.finishReason = shape.finishReason ?? null
+    frame.slot = shape.slot
     return frame
   }
 }
@@ -120,5 +152,6 @@ function learn(frame: Frame): Shape | undefined {
     format: frame.format,
     hasFinishReason: 'finishReason' in frame,
     ...(frame.finishReason !== undefined ? { finishReason: frame.finishReason } : {}),
+    slot: { channel, before, after },
   }
 }

@@ -55,6 +55,50 @@ export interface Frame {
   /** `choices[0].finish_reason` (chat), `finish_reason` (legacy), when the event has the key. */
   finishReason?: string | null
   usage?: Usage
+  /**
+   * An event read by its shape (./frame-reader.ts): where its one text lies, so that the event with
+   * that text replaced is written by splicing, not by parsing and serialising it again.
+   */
+  slot?: TextSlot
+}
+
+/**
+ * An event's data as `before` + one channel's text as the body of a JSON string + `after` (read so by
+ * ./frame-reader.ts). Where {@link withTexts} of that channel alone writes exactly that splice (same
+ * keys, same order, same bytes around the text: proved on first use, see {@link splices}), the event
+ * with its text replaced is written by splicing, not by parsing and serialising it again.
+ */
+export interface TextSlot {
+  channel: Channel
+  before: string
+  after: string
+  /** Whether the splice holds, once proved; and whether the event with an empty text is blank. */
+  splices?: boolean
+  blank?: boolean
+}
+
+/** Written in a slot to prove it (any string that cannot need escaping). */
+const SPLICE_PROBE = 'wag-splice-0c9d'
+
+/**
+ * Whether the frame's slot holds: writing another text into it the full way (parse, write, serialise)
+ * gives the slot's bytes around that text. Why that proves it for every text: serialising the same
+ * object with one string value changed changes that string's token alone; the reader proved that the
+ * string in that place is the channel's whole text. Proved once per slot, on its first cut.
+ */
+function splices(frame: Frame, slot: TextSlot): boolean {
+  if (slot.splices !== undefined) return slot.splices
+  const { channel, before, after } = slot
+  const data = `${before}${SPLICE_PROBE}${after}`
+  // The frame's event with the probe for its text: what withTexts reads of it is its data and format.
+  const probe: Frame = { event: { data }, done: false, texts: {} }
+  if (frame.format !== undefined) probe.format = frame.format
+  try {
+    slot.splices = withTexts(probe, { [channel]: SPLICE_PROBE }).data === data
+  } catch {
+    slot.splices = false
+  }
+  return slot.splices
 }
 
 type Json = Record<string, unknown>
@@ -425,6 +469,12 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
 export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
+  const slot = frame.slot
+  const text = slot && slotText(slot, texts)
+  if (text !== undefined && splices(frame, slot!)) {
+    const { before, after } = slot!
+    return { ...frame.event, data: `${before}${JSON.stringify(text).slice(1, -1)}${after}` }
+  }
   if (frame.done) {
     if (Object.values(texts).some((t) => t !== undefined && t !== '')) {
       throw new Error('cannot put text into an event that has no JSON')
@@ -446,6 +496,40 @@ export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>)
   } else writeLegacy(json, texts)
   const event: SseEvent = { ...frame.event, data: JSON.stringify(json) }
   return event
+}
+
+/** The one text `texts` replaces, when it is the slot's channel's alone. */
+function slotText(slot: TextSlot, texts: Partial<Record<Channel, string>>): string | undefined {
+  let text: string | undefined
+  for (const key in texts) {
+    if (key !== slot.channel) return undefined
+    text = texts[key]
+  }
+  return text
+}
+
+/**
+ * {@link withTexts}, or undefined where the event it writes says nothing ({@link isBlankEvent}): for an
+ * event read by its shape, answered from its slot without reading the JSON again.
+ *
+ * @example
+ * const event = cutEvent(frame, { content: 'Hello' })
+ * if (event) send(encodeSseEvent(event))
+ */
+export function cutEvent(
+  frame: Frame,
+  texts: Partial<Record<Channel, string>>,
+): SseEvent | undefined {
+  const event = withTexts(frame, texts)
+  const slot = frame.slot
+  if (slot !== undefined && slotText(slot, texts) !== undefined && splices(frame, slot)) {
+    // The splice keeps everything but the text: never blank with some text, and with none exactly
+    // when the slot with an empty text is.
+    if (texts[slot.channel] !== '') return event
+    slot.blank ??= isBlankEvent({ data: `${slot.before}${slot.after}` })
+    return slot.blank ? undefined : event
+  }
+  return isBlankEvent(event) ? undefined : event
 }
 
 /** What a chat chunk may hold and still say nothing: its identity, and a choice with a delta. */

@@ -11,7 +11,7 @@
 
 import { GuardError } from '../errors'
 import type { Usage } from '../format/frames'
-import { type Channel, type Frame, isBlankEvent, withTexts } from '../format/frames'
+import { type Channel, cutEvent, type Frame } from '../format/frames'
 import { encodeSseEvent } from '../format/sse'
 import type { HeldFrames, StreamJudge, TextSpan } from '../vocabulary/release-judge'
 import { applyEdits } from './edits'
@@ -219,9 +219,9 @@ export class Release {
       }
     }
     if (!changed) return held.frame.raw ?? encodeSseEvent(held.frame.event)
-    const event = withTexts(held.frame, replaced)
+    const event = cutEvent(held.frame, replaced)
     // An event the cut left saying nothing is not sent (its spans still advance the channel).
-    return isBlankEvent(event) ? '' : encodeSseEvent(event)
+    return event === undefined ? '' : encodeSseEvent(event)
   }
 
   /**

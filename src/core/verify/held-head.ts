@@ -40,7 +40,12 @@ export class HeldHead implements HeldFrames {
   readonly #batches: Batch[] = []
   /** The events since the last batch: exact texts, or frames. */
   #open: (string | Frame)[] = []
-  readonly #reader = new FrameReader()
+  readonly #reader: FrameReader
+
+  /** `sharing`: the reader of the upstream these events came from, whose shapes read them again. */
+  constructor(sharing?: FrameReader) {
+    this.#reader = new FrameReader(sharing)
+  }
 
   get length(): number {
     return this.#batches.length * BATCH + this.#open.length

@@ -87,7 +87,7 @@ export async function verifyStreamedAnswer(
 
 /** The head of an upstream stream, read and held until its verdict. */
 class HeldStream {
-  readonly held = new HeldHead()
+  readonly held: HeldHead
   readonly raw: Partial<Record<Channel, string>> = {}
   readonly #ctx: AttemptContext
   readonly #upstream: UpstreamEvents
@@ -113,6 +113,7 @@ class HeldStream {
   constructor(ctx: AttemptContext, upstream: UpstreamEvents, content: AnswerContent | undefined) {
     this.#ctx = ctx
     this.#upstream = upstream
+    this.held = new HeldHead(upstream.frames)
     this.#echo = new EchoWatch(ctx)
     this.#content = content
   }
