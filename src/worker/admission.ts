@@ -63,7 +63,7 @@ export function admitMemory(): MiddlewareHandler<{
     const known = Number.isFinite(declared) && declared <= bodyLimit(c.env) ? declared : 0
     let reservation: Reservation
     try {
-      reservation = await memoryLedger(c.env).admit(c.var.tenant ?? '', known)
+      reservation = await memoryLedger(c.env).admit(c.get('tenant') ?? '', known)
     } catch (error) {
       await drainIfRefused(c.req.raw, c.env, error)
       throw error

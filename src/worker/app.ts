@@ -79,7 +79,7 @@ function methodNotAllowed(allowed: 'GET' | 'POST'): (c: AppContext) => Response 
   }
 }
 
-/** Middleware: the tenant of the bearer key at `c.var.tenant`, or a 401 with the surface's body. */
+/** Middleware: the tenant of the bearer key at `c.get('tenant')`, or a 401 with the surface's body. */
 function requireTenant(unauthorized: object): MiddlewareHandler<AppEnv> {
   return async function tenant(c, next) {
     const found = await tenantFor(c.env, c.req.header('authorization'))
@@ -115,7 +115,9 @@ async function runNative(c: AppContext): Promise<Response> {
 
 /** A model request's body: its limit, its pace, and admission hearing its size as it streams. */
 function modelBodyBudget(c: AppContext): BodyBudget {
-  return { limit: bodyLimit(c.env), pace: bodyPace(c.env), sized: (n) => c.var.admission.cover(n) }
+  // `c.get`, not `c.var`: Hono builds a new object of every variable on each `c.var` read.
+  const admission = c.get('admission')
+  return { limit: bodyLimit(c.env), pace: bodyPace(c.env), sized: (n) => admission.cover(n) }
 }
 
 /**
@@ -196,7 +198,7 @@ function runnerFor(c: AppContext): AiRunner {
     throw new GuardError('guard_unavailable', 'No Workers AI binding named AI is configured.')
   }
   return guardFor(env).wrap(env.AI, {
-    tenant: c.var.tenant,
+    tenant: c.get('tenant'),
     waitUntil: (p) => executionCtx.waitUntil(p),
   })
 }

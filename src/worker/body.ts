@@ -298,11 +298,13 @@ async function readChunks(
   const reader = request.body.getReader()
   const started = Date.now()
   let size = 0
+  // The time by which the bytes read so far were due: the grace, then the minimum rate.
+  const due = () => started + pace.graceMs + (size * 1000) / pace.minBytesPerSecond
+  const late = new PaceTimer(due, pace)
   try {
     for (;;) {
-      // The time by which the bytes read so far were due: the grace, then the minimum rate.
-      const due = started + pace.graceMs + (size * 1000) / pace.minBytesPerSecond
-      const next = await readBy(reader, due - Date.now(), pace)
+      if (!(due() > Date.now())) throw tooSlow(pace)
+      const next = await Promise.race([read(reader), late.expired])
       if (next.done) return
       const chunk = next.value
       size += chunk.byteLength
@@ -316,6 +318,43 @@ async function readChunks(
     if (error instanceof GuardError && error.retryAfterSeconds !== undefined) reader.releaseLock()
     else await reader.cancel().catch(() => {})
     throw error
+  } finally {
+    late.stop()
+  }
+}
+
+/**
+ * One timer for a whole body, not one per chunk (each costs a timer and its clearing, in front of the
+ * upstream call): armed for the time the bytes read so far are due, and when it fires, re-armed for
+ * the new due time if more bytes came meanwhile, or `expired` rejects with a 408.
+ */
+class PaceTimer {
+  /** Rejects with the 408 once the body falls behind its pace; never resolves. */
+  readonly expired: Promise<never>
+  readonly #due: () => number
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #reject: (error: GuardError) => void = () => {}
+
+  constructor(due: () => number, pace: BodyPace) {
+    this.#due = due
+    this.expired = new Promise<never>((_, reject) => {
+      this.#reject = reject
+    })
+    // Raced against each read, awaited by none after the last: its rejection is never unhandled.
+    this.expired.catch(() => {})
+    this.#arm(pace)
+  }
+
+  #arm(pace: BodyPace): void {
+    this.#timer = setTimeout(() => {
+      if (this.#due() > Date.now()) this.#arm(pace)
+      else this.#reject(tooSlow(pace))
+    }, this.#due() - Date.now())
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
   }
 }
 
@@ -331,24 +370,6 @@ export async function discardBody(request: Request, budget: BodyBudget): Promise
   if (!request.body || request.body.locked || request.bodyUsed) return
   const bounds = { limit: budget.limit, pace: budget.pace ?? DEFAULT_BODY_PACE }
   await readChunks(request, bounds, () => {}).catch(() => {})
-}
-
-/** The next chunk, or a 408 when it has not come within `ms`. */
-async function readBy(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  ms: number,
-  pace: BodyPace,
-): Promise<ReadableStreamReadResult<Uint8Array>> {
-  if (!(ms > 0)) throw tooSlow(pace)
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(tooSlow(pace)), ms)
-  })
-  try {
-    return await Promise.race([read(reader), late])
-  } finally {
-    if (timer !== undefined) clearTimeout(timer)
-  }
 }
 
 async function read(

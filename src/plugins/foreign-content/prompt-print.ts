@@ -79,7 +79,8 @@ export function printPrompt(
   const own: string[] = []
   const shared: string[] = []
   for (const text of texts) (known?.remembers(text) ? own : shared).push(text)
-  const rest = printTexts(key, shared, params)
+  // Every text remembered (a resent long prompt): no empty set and list to allocate per request.
+  const rest = shared.length === 0 && own.length > 0 ? EMPTY_PRINT : printTexts(key, shared, params)
   const parts = own.map((text) => {
     const remembered = known?.get(text)
     if (remembered) return { text, print: remembered }
@@ -118,6 +119,14 @@ export function printPrompt(
     shingles: all.reduce((n, p) => n + p.shingles.size, 0),
     bytes: all.reduce((n, p) => n + p.shingles.bytes, 0),
   }
+}
+
+/** The print of no text, shared by every request (frozen: nothing may ever be added to it). */
+const EMPTY_PRINT: TextPrint = {
+  selected: Object.freeze([]) as unknown as number[],
+  shingles: new ShingleSet(0),
+  units: 0,
+  bytes: 0,
 }
 
 /** A print to keep: its set in the smallest array that holds it (see `ShingleSet.compact`). */
