@@ -128,11 +128,12 @@ function compact(print: TextPrint): TextPrint {
 
 /** One print of `texts` together (one shingle set, one list), each text shingled apart. */
 function printTexts(key: FingerprintKey, texts: readonly string[], params: PrintParams): TextPrint {
-  // About one unit per 5.5 characters of English, one per character of CJK: size for the middle.
-  const chars = texts.reduce((sum, text) => sum + text.length, 0)
-  const all = new ShingleSet(chars / 4)
-  // Winnowing keeps about 2/(w + 1) of the shingles: sized for that, the list never grows.
-  const selected = new DistinctList((chars / 4) * (2 / (params.w + 1)))
+  // Sized once for the units to come: a maximal prompt's arrays are megabytes, and growing them
+  // leaves the old ones behind for the garbage collector.
+  const expected = expectedUnits(texts)
+  const all = new ShingleSet(expected)
+  // Winnowing keeps about 2/(w + 1) of the shingles.
+  const selected = new DistinctList(expected * (2 / (params.w + 1)))
   let units = 0
   for (const text of texts) {
     const shingler = new Shingler(key, { n: params.n })
@@ -154,6 +155,21 @@ function printTexts(key: FingerprintKey, texts: readonly string[], params: Print
 }
 
 /**
+ * About how many units `texts` hold: a word per 5 characters of text below U+2E80 (a maximal English
+ * prompt has one per 5.4), one per character from there on (Han, kana, Hangul: a unit each or more
+ * than a word's share). Spaceless scripts below it (Thai, Lao…) are undercounted, and their arrays grow.
+ */
+function expectedUnits(texts: readonly string[]): number {
+  let units = 0
+  for (const text of texts) {
+    let wide = 0
+    for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0x2e80) wide++
+    units += wide + (text.length - wide) / 5
+  }
+  return Math.ceil(units) + 16
+}
+
+/**
  * Distinct 52-bit fingerprints in first-seen order (what `[...new Set(values)]` gives): open
  * addressing over an Int32Array of positions in `values`, compared whole, so two fingerprints that
  * share their low bits both stay. A `Set<number>` of values past 2^31 hashes a boxed double per insert
@@ -168,13 +184,14 @@ class DistinctList {
 
   constructor(expected: number) {
     let capacity = 256
-    while (capacity < expected * 2 && capacity < 1 << 26) capacity *= 2
+    while (capacity * 3 < expected * 4 && capacity < 1 << 26) capacity *= 2
     this.slots = new Int32Array(capacity)
     this.mask = capacity - 1
   }
 
   add(value: number): void {
-    if (this.values.length * 2 >= this.slots.length) this.grow()
+    // Load up to 3/4: linear probing stays short, and the slots are half those at 1/2.
+    if (this.values.length * 4 >= this.slots.length * 3) this.grow()
     const values = this.values
     // The low 32 bits of a keyed hash are uniform: spread them over the table.
     let slot = (Math.imul(value | 0, 0x9e3779b1) >>> 7) & this.mask

@@ -69,16 +69,15 @@ export class ShingleSet {
   }
 
   /**
-   * The same set in an array of exactly its size: a set sized for the expected count of a text that
-   * turned out to repeat itself (or to be English, a unit per 5.5 characters rather than 4) can hold
-   * a part of its array empty, and one kept between requests should not.
+   * The set as it is kept between requests: sealed, so its array is at most an eighth larger than
+   * its keys (a set sized for the expected count of a text that turned out to repeat itself holds no
+   * large empty part), and shared with the request's own print rather than copied.
    *
    * @example
    * const kept = set.compact()
    */
   compact(): ShingleSet {
     this.seal()
-    if (this.keys.length > this.length) this.keys = this.keys.slice(0, this.length)
     return this
   }
 
@@ -94,8 +93,9 @@ export class ShingleSet {
     }
     this.length = distinct
     this.sorted = distinct
-    // A text that repeated itself leaves much of the array unused: not kept for the request's life.
-    if (this.keys.length > distinct * 2 && this.keys.length > 1024) {
+    // A text that repeated itself, or had fewer units than expected, leaves part of the array
+    // unused: not kept for the request's life, nor in the memo.
+    if (this.keys.length - distinct > distinct / 8 && this.keys.length > 1024) {
       this.keys = this.keys.slice(0, distinct)
     }
   }
