@@ -11,10 +11,10 @@ import { GuardError } from '../core'
  * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
  * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
  */
-const BYTES_PER_BODY_BYTE = 20
+const BYTES_PER_BODY_BYTE = 6
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
-const REQUEST_BASE_BYTES = 1024 * 1024
+const REQUEST_BASE_BYTES = 512 * 1024
 
 /**
  * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
