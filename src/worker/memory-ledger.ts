@@ -11,10 +11,10 @@ import { GuardError } from '../core'
  * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
  * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
  */
-const BYTES_PER_BODY_BYTE = 6
+export const BYTES_PER_BODY_BYTE = 7
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
-const REQUEST_BASE_BYTES = 512 * 1024
+export const REQUEST_BASE_BYTES = 512 * 1024
 
 /**
  * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
@@ -256,8 +256,8 @@ export class MemoryLedger {
   }
 
   /**
-   * Hands freed memory to waiting requests, a turn at a time: the waiting tenant let in longest ago
-   * (a newcomer first) gets its oldest request in. A turn whose request does not fit yet is kept,
+   * Hands freed memory to waiting requests, a turn at a time: the waiting tenant with the fewest large
+   * requests in flight, then the one let in longest ago (a newcomer first), gets its oldest request in. A turn whose request does not fit yet is kept,
    * never skipped for a smaller one, so a long prompt is not starved by shorter ones.
    */
   #grant(): void {
@@ -274,14 +274,23 @@ export class MemoryLedger {
     }
   }
 
-  /** The oldest waiting request of the waiting tenant let in longest ago (ties: the first to wait). */
+  /**
+   * The oldest waiting request of the waiting tenant with the fewest large requests in flight, and of
+   * those the one let in longest ago (ties: the first to wait). Fewest in flight first: a tenant whose
+   * burst was let in at once while the isolate was free has its turns again only once the others
+   * hold as many.
+   */
   #nextTurn(): Waiter | undefined {
     let next: Waiter | undefined
+    let nextInFlight = Number.POSITIVE_INFINITY
     let nextLast = Number.POSITIVE_INFINITY
     for (const [tenant, queue] of this.#queues) {
-      const last = this.#turns.get(tenant)?.last ?? 0
-      if (last < nextLast) {
+      const turn = this.#turns.get(tenant)
+      const inFlight = turn?.inFlight ?? 0
+      const last = turn?.last ?? 0
+      if (inFlight < nextInFlight || (inFlight === nextInFlight && last < nextLast)) {
         next = queue[0]
+        nextInFlight = inFlight
         nextLast = last
       }
     }
