@@ -93,8 +93,18 @@ export class MemoryLedger {
   #admissions = 0
   /** ms a large request may wait for its turn. */
   readonly #waitMs: number
+  /** Bytes the isolate keeps between requests that grow with traffic (the text memo): not for requests. */
+  readonly #held: () => number
 
-  constructor(budget = DEFAULT_MEMORY_BUDGET_BYTES, waitMs = DEFAULT_QUEUE_WAIT_MS) {
+  /**
+   * `held`: bytes the isolate keeps between requests beyond what it holds idle (the text memo, which
+   * fills with traffic up to its own budget); they come out of the budget as they grow.
+   */
+  constructor(
+    budget = DEFAULT_MEMORY_BUDGET_BYTES,
+    waitMs = DEFAULT_QUEUE_WAIT_MS,
+    held: () => number = () => 0,
+  ) {
     if (!Number.isFinite(budget) || budget < SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES) {
       throw new Error(
         `GUARD_MEMORY_BUDGET_BYTES must be at least ${SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES}`,
@@ -105,6 +115,13 @@ export class MemoryLedger {
     }
     this.budget = budget
     this.#waitMs = waitMs
+    this.#held = held
+  }
+
+  /** What requests may reserve now: the budget less what the isolate keeps between requests. */
+  get #available(): number {
+    // Never below what one large request and the floor need: a long prompt is then served alone.
+    return Math.max(this.budget - this.#held(), SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES)
   }
 
   /** What a body of `bodyBytes` costs to serve, at most, capped at what large requests may hold. */
@@ -112,7 +129,7 @@ export class MemoryLedger {
     // A body whose estimate is over the cap (a 14 MB fully escaped prompt is admissible; escapes cost
     // ~4 bytes per byte, not 20) runs alone, so its retryable refusal is a true one.
     const full = REQUEST_BASE_BYTES + BYTES_PER_BODY_BYTE * Math.max(0, bodyBytes)
-    return Math.min(full, this.budget - SMALL_FLOOR_BYTES)
+    return Math.min(full, this.#available - SMALL_FLOOR_BYTES)
   }
 
   /**
@@ -174,8 +191,9 @@ export class MemoryLedger {
   #fits(more: number, large: boolean): boolean {
     // The floor: small requests are refused only when large ones hold memory too, and large ones
     // never take the last SMALL_FLOOR_BYTES.
-    if (!large) return this.reservedLarge === 0 || this.reserved + more <= this.budget
-    return this.reserved + more <= this.budget - SMALL_FLOOR_BYTES
+    const available = this.#available
+    if (!large) return this.reservedLarge === 0 || this.reserved + more <= available
+    return this.reserved + more <= available - SMALL_FLOOR_BYTES
   }
 
   /** A large request of `tenant` let in: it now has one more in flight, and its turn is spent. */

@@ -139,6 +139,11 @@ export class TextMemo {
     return new RequestMemo(this, tenant, this.#minChars)
   }
 
+  /** Bytes held now (what {@link stats} reports, without counting entries). */
+  get bytes(): number {
+    return this.#bytes
+  }
+
   /** Memory held and entries, for tests and the bench. */
   stats(): TextMemoStats {
     let entries = 0
