@@ -6,20 +6,25 @@
 import { GuardError } from '../core'
 
 /**
- * Peak bytes (V8 heap + ArrayBuffers) a request adds per byte of its body, at most, over the scripts
- * measured in workerd (docs/reliability.md, "Memory admission"; Han text costs the most per byte): the
- * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
- * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
+ * Bytes (V8 heap + ArrayBuffers) one more maximal prompt in flight adds per byte of its body, measured
+ * in a workerd isolate capped at 128 MB as the rise of the sampled peak from 1 to 2 and from 2 to 4
+ * concurrent prompts: English 6.6, Chinese 6.5 (docs/reliability.md, "Memory admission"); 7 leaves
+ * 6% over the costlier. The text, its parsed and canary-marked copies, the tokenizer's pieces and the
+ * print (4 bytes a distinct shingle, 8 a fingerprint). What the isolate holds whatever runs (its
+ * tables, the garbage V8 has not collected yet) is the budget's headroom, not a request's charge.
+ * Charged before anything is built from the body.
  */
 export const BYTES_PER_BODY_BYTE = 7
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
-export const REQUEST_BASE_BYTES = 512 * 1024
+export const REQUEST_BASE_BYTES = 1024 * 1024
 
 /**
- * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
- * request in flight (o200k's tables, the family bound, memo, prefix records: measured after maximal
- * prompts, docs/reliability.md) and headroom for the garbage V8 has not collected yet.
+ * The default budget: the platform's 128 MB per isolate less what an isolate holds with no request in
+ * flight once its tables are loaded (o200k's tables, the family bound, the fingerprint table, prefix
+ * records: 36–44 MB measured) and headroom for the garbage V8 has not collected yet (about 9 MB more
+ * than the requests' own share, measured). The text memo, which fills with traffic, is left out of it
+ * as it grows (see {@link MemoryLedger}).
  */
 const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
 
@@ -87,7 +92,8 @@ export class MemoryLedger {
   #waiting = 0
   /**
    * Per tenant with large requests in flight or waiting: how many are in flight, and when it was last
-   * let in (a count of admissions). The waiting tenant let in longest ago has the next turn.
+   * let in (a count of admissions). The waiting tenant with the fewest in flight, then the one let in
+   * longest ago, has the next turn.
    */
   readonly #turns = new Map<string, { inFlight: number; last: number }>()
   #admissions = 0

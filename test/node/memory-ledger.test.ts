@@ -10,7 +10,11 @@ import { GuardError } from '../../src/core/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
 import { discardBody, readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'
-import { BYTES_PER_BODY_BYTE, REQUEST_BASE_BYTES } from '../../src/worker/memory-ledger'
+import {
+  BYTES_PER_BODY_BYTE,
+  MemoryLedger,
+  REQUEST_BASE_BYTES,
+} from '../../src/worker/memory-ledger'
 
 const MB = 1024 * 1024
 /** The last part of the budget, which large requests never take (docs/reliability.md, "Memory admission"). */
@@ -152,6 +156,26 @@ describe('MemoryLedger', () => {
     expect((await refused(env, bodyCharged(41))).status).toBe(503)
     await again.letGo()
     await (await admitted(env, bodyCharged(41))).letGo()
+  })
+
+  it('should leave what the isolate keeps between requests out of the budget, as it grows', async () => {
+    let held = 0
+    const ledger = new MemoryLedger(80 * MB, 0, () => held)
+    const first = await ledger.admit('tenant-a', bodyCharged(21))
+    const second = await ledger.admit('tenant-b', bodyCharged(21))
+    second.release()
+    // 40 MiB kept (a full text memo and more): 32 left for large requests, 21 of them taken.
+    held = 40 * MB
+    await expect(ledger.admit('tenant-b', bodyCharged(21))).rejects.toMatchObject({
+      status: 503,
+      retryAfterSeconds: 2,
+    })
+    first.release()
+    // Alone, a long prompt is still served: charged at most what is left, never refused forever.
+    const alone = await ledger.admit('tenant-b', 14 * MB)
+    expect(alone.bytes).toBe(80 * MB - 40 * MB - SMALL_FLOOR)
+    alone.release()
+    expect(ledger.reserved).toBe(0)
   })
 
   it('should never refuse small requests while only small ones are in flight', async () => {
