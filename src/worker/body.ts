@@ -386,9 +386,7 @@ async function readBy(
   }
 }
 
-async function read(
-  reader: ChunkReader,
-): Promise<ReadableStreamReadResult<Uint8Array>> {
+async function read(reader: ChunkReader): Promise<ReadableStreamReadResult<Uint8Array>> {
   try {
     return await reader.read()
   } catch (error) {

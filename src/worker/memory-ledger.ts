@@ -6,15 +6,15 @@
 import { GuardError } from '../core'
 
 /**
- * Bytes (V8 heap + ArrayBuffers) one more maximal prompt in flight adds per byte of its body, measured
- * in a workerd isolate capped at 128 MB as the rise of the sampled peak from 1 to 2 and from 2 to 4
- * concurrent prompts: English 6.6, Chinese 6.5 (docs/reliability.md, "Memory admission"); 7 leaves
- * 6% over the costlier. The text, its parsed and canary-marked copies, the tokenizer's pieces and the
- * print (4 bytes a distinct shingle, 8 a fingerprint). What the isolate holds whatever runs (its
- * tables, the garbage V8 has not collected yet) is the budget's headroom, not a request's charge.
- * Charged before anything is built from the body.
+ * Bytes (V8 heap + ArrayBuffers) one more maximal prompt in flight adds per byte of its body, at most,
+ * measured in a workerd isolate capped at 128 MB as the rise of the sampled peak from 1 to 2 and from
+ * 2 to 4 concurrent prompts (bench/memory-workerd.ts, bench/results/memory-admission.json): medians
+ * English 6.3, Chinese 6.7; the worst pairing 10.4 (Chinese), so 11 leaves 6% over it. The text, its
+ * parsed and canary-marked copies, the tokenizer's pieces and the print (4 bytes a distinct shingle, 8
+ * a fingerprint). What the isolate holds whatever runs (its tables, the garbage V8 has not collected
+ * yet) is the budget's headroom, not a request's charge. Charged before anything is built from the body.
  */
-export const BYTES_PER_BODY_BYTE = 7
+export const BYTES_PER_BODY_BYTE = 11
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
 export const REQUEST_BASE_BYTES = 1024 * 1024

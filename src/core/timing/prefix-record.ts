@@ -59,7 +59,10 @@ export class PrefixRecord {
     let chained = 0
     // Only whole chunks count: an engine caches whole pages, and a partial chunk proves nothing.
     for (let at = 0; at + CHUNK_CHARS <= text.length; at += CHUNK_CHARS) {
-      const { written } = encoder.encodeInto(text.slice(at, at + CHUNK_CHARS), input.subarray(chained))
+      const { written } = encoder.encodeInto(
+        text.slice(at, at + CHUNK_CHARS),
+        input.subarray(chained),
+      )
       const digest = new Uint8Array(
         await crypto.subtle.digest('SHA-256', input.subarray(0, chained + written)),
       )
