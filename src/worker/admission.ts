@@ -6,8 +6,8 @@
  */
 import type { MiddlewareHandler } from 'hono'
 import { GuardError } from '../core'
-import { discardBody } from './body'
 import { heldBytes } from '../core/surfaces/guard-ai'
+import { discardBody } from './body'
 import { bodyLimit, bodyPace, guardFor } from './config'
 import type { Env } from './env'
 import { MemoryLedger, type Reservation } from './memory-ledger'

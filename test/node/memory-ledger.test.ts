@@ -21,7 +21,8 @@ const MB = 1024 * 1024
 const SMALL_FLOOR = 8 * MB
 
 /** The body size admission charges `mib` MiB for (what it charges per body byte, plus its base). */
-const bodyCharged = (mib: number) => Math.floor((mib * MB - REQUEST_BASE_BYTES) / BYTES_PER_BODY_BYTE)
+const bodyCharged = (mib: number) =>
+  Math.floor((mib * MB - REQUEST_BASE_BYTES) / BYTES_PER_BODY_BYTE)
 
 type Reservation = AdmissionVariables['admission']
 type Vars = { Bindings: Env; Variables: AdmissionVariables & { tenant?: string } }
