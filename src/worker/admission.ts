@@ -5,8 +5,7 @@
  * tenants take turns at the memory (src/worker/memory-ledger.ts).
  */
 import type { MiddlewareHandler } from 'hono'
-import { GuardError } from '../core'
-import { heldBytes } from '../core/surfaces/guard-ai'
+import { GuardError, heldBytes } from '../core'
 import { discardBody } from './body'
 import { bodyLimit, bodyPace, guardFor } from './config'
 import type { Env } from './env'

@@ -14,10 +14,10 @@ import { GuardError } from '../core'
  * a fingerprint). What the isolate holds whatever runs (its tables, the garbage V8 has not collected
  * yet) is the budget's headroom, not a request's charge. Charged before anything is built from the body.
  */
-export const BYTES_PER_BODY_BYTE = 11
+const BYTES_PER_BODY_BYTE = 11
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
-export const REQUEST_BASE_BYTES = 1024 * 1024
+const REQUEST_BASE_BYTES = 1024 * 1024
 
 /**
  * The default budget: the platform's 128 MB per isolate less what an isolate holds with no request in

@@ -10,19 +10,17 @@ import { GuardError } from '../../src/core/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
 import { discardBody, readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'
-import {
-  BYTES_PER_BODY_BYTE,
-  MemoryLedger,
-  REQUEST_BASE_BYTES,
-} from '../../src/worker/memory-ledger'
+import { MemoryLedger } from '../../src/worker/memory-ledger'
 
 const MB = 1024 * 1024
 /** The last part of the budget, which large requests never take (docs/reliability.md, "Memory admission"). */
 const SMALL_FLOOR = 8 * MB
 
-/** The body size admission charges `mib` MiB for (what it charges per body byte, plus its base). */
-const bodyCharged = (mib: number) =>
-  Math.floor((mib * MB - REQUEST_BASE_BYTES) / BYTES_PER_BODY_BYTE)
+/** The body size admission charges `mib` MiB for (read off the ledger's own charge: a base and a rate). */
+const CHARGE = new MemoryLedger()
+const BASE = CHARGE.cost(0)
+const PER_BYTE = (CHARGE.cost(1_000_000) - BASE) / 1_000_000
+const bodyCharged = (mib: number) => Math.floor((mib * MB - BASE) / PER_BYTE)
 
 type Reservation = AdmissionVariables['admission']
 type Vars = { Bindings: Env; Variables: AdmissionVariables & { tenant?: string } }
