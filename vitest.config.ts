@@ -125,6 +125,7 @@ const ALONE = [
   'test/node/body-memory.test.ts',
   'test/node/memory-admission.test.ts',
   'test/node/admission-fairness.test.ts',
+  'test/node/admission-concurrency.test.ts',
 ]
 
 const SLOW = [

@@ -72,6 +72,7 @@ export { type D1QuarantineOptions, D1QuarantineStore } from './quarantine/d1'
 export { MemoryQuarantineStore } from './quarantine/memory'
 export { UnreadableIncidentError, type UnreadableReason } from './quarantine/unreadable'
 export type { AiGuard, GuardRequest } from './surfaces/guard-ai'
+export { heldBytes } from './surfaces/guard-ai'
 export type { AiGuardOptions, AiGuardVariables } from './surfaces/middleware'
 export { type GuardSurface, guardSurface } from './surfaces/surface'
 export {

@@ -5,9 +5,9 @@
  * tenants take turns at the memory (src/worker/memory-ledger.ts).
  */
 import type { MiddlewareHandler } from 'hono'
-import { GuardError } from '../core'
+import { GuardError, heldBytes } from '../core'
 import { discardBody } from './body'
-import { bodyLimit, bodyPace } from './config'
+import { bodyLimit, bodyPace, guardFor } from './config'
 import type { Env } from './env'
 import { MemoryLedger, type Reservation } from './memory-ledger'
 
@@ -26,10 +26,21 @@ function memoryLedger(env: Env): MemoryLedger {
     ledger = new MemoryLedger(
       optionalNumber(env.GUARD_MEMORY_BUDGET_BYTES),
       optionalNumber(env.GUARD_ADMISSION_WAIT_MS),
+      // The text memo fills with traffic (16 MiB by default): what it holds no request may reserve.
+      () => memoBytes(env),
     )
     ledgers.set(env, ledger)
   }
   return ledger
+}
+
+/** What the guard's text memo holds; 0 for a guard that is not configured (its requests fail anyway). */
+function memoBytes(env: Env): number {
+  try {
+    return heldBytes(guardFor(env))
+  } catch {
+    return 0
+  }
 }
 
 /** A setting's number, or undefined when unset (the ledger's default); anything else is refused there. */

@@ -6,20 +6,25 @@
 import { GuardError } from '../core'
 
 /**
- * Peak bytes (V8 heap + ArrayBuffers) a request adds per byte of its body, at most, over the scripts
- * measured in workerd (docs/reliability.md, "Memory admission"; Han text costs the most per byte): the
- * text, its parsed copy, the tokenizer's pieces, the fingerprints and the held stream
- * (test/node/memory-admission.test.ts measures it). Charged before anything is built from the body.
+ * Bytes (V8 heap + ArrayBuffers) one more maximal prompt in flight adds per byte of its body, at most,
+ * measured in a workerd isolate capped at 128 MB as the rise of the sampled peak from 1 to 2 and from
+ * 2 to 4 concurrent prompts (bench/memory-workerd.ts, bench/results/memory-admission.json): medians
+ * English 6.3, Chinese 6.7; the worst pairing 10.4 (Chinese), so 11 leaves 6% over it. The text, its
+ * parsed and canary-marked copies, the tokenizer's pieces and the print (4 bytes a distinct shingle, 8
+ * a fingerprint). What the isolate holds whatever runs (its tables, the garbage V8 has not collected
+ * yet) is the budget's headroom, not a request's charge. Charged before anything is built from the body.
  */
-const BYTES_PER_BODY_BYTE = 20
+const BYTES_PER_BODY_BYTE = 11
 
 /** What any request holds whatever its body (Hono context, guard plan, response): measured under 1 MB. */
 const REQUEST_BASE_BYTES = 1024 * 1024
 
 /**
- * The default budget: the platform's 128 MB per isolate less what a long-lived isolate holds with no
- * request in flight (o200k's tables, the family bound, memo, prefix records: measured after maximal
- * prompts, docs/reliability.md) and headroom for the garbage V8 has not collected yet.
+ * The default budget: the platform's 128 MB per isolate less what an isolate holds with no request in
+ * flight once its tables are loaded (o200k's tables, the family bound, the fingerprint table, prefix
+ * records: 36–44 MB measured) and headroom for the garbage V8 has not collected yet (about 9 MB more
+ * than the requests' own share, measured). The text memo, which fills with traffic, is left out of it
+ * as it grows (see {@link MemoryLedger}).
  */
 const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
 
@@ -87,14 +92,25 @@ export class MemoryLedger {
   #waiting = 0
   /**
    * Per tenant with large requests in flight or waiting: how many are in flight, and when it was last
-   * let in (a count of admissions). The waiting tenant let in longest ago has the next turn.
+   * let in (a count of admissions). The waiting tenant with the fewest in flight, then the one let in
+   * longest ago, has the next turn.
    */
   readonly #turns = new Map<string, { inFlight: number; last: number }>()
   #admissions = 0
   /** ms a large request may wait for its turn. */
   readonly #waitMs: number
+  /** Bytes the isolate keeps between requests that grow with traffic (the text memo): not for requests. */
+  readonly #held: () => number
 
-  constructor(budget = DEFAULT_MEMORY_BUDGET_BYTES, waitMs = DEFAULT_QUEUE_WAIT_MS) {
+  /**
+   * `held`: bytes the isolate keeps between requests beyond what it holds idle (the text memo, which
+   * fills with traffic up to its own budget); they come out of the budget as they grow.
+   */
+  constructor(
+    budget = DEFAULT_MEMORY_BUDGET_BYTES,
+    waitMs = DEFAULT_QUEUE_WAIT_MS,
+    held: () => number = () => 0,
+  ) {
     if (!Number.isFinite(budget) || budget < SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES) {
       throw new Error(
         `GUARD_MEMORY_BUDGET_BYTES must be at least ${SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES}`,
@@ -105,6 +121,13 @@ export class MemoryLedger {
     }
     this.budget = budget
     this.#waitMs = waitMs
+    this.#held = held
+  }
+
+  /** What requests may reserve now: the budget less what the isolate keeps between requests. */
+  get #available(): number {
+    // Never below what one large request and the floor need: a long prompt is then served alone.
+    return Math.max(this.budget - this.#held(), SMALL_FLOOR_BYTES + SMALL_REQUEST_BYTES)
   }
 
   /** What a body of `bodyBytes` costs to serve, at most, capped at what large requests may hold. */
@@ -112,7 +135,7 @@ export class MemoryLedger {
     // A body whose estimate is over the cap (a 14 MB fully escaped prompt is admissible; escapes cost
     // ~4 bytes per byte, not 20) runs alone, so its retryable refusal is a true one.
     const full = REQUEST_BASE_BYTES + BYTES_PER_BODY_BYTE * Math.max(0, bodyBytes)
-    return Math.min(full, this.budget - SMALL_FLOOR_BYTES)
+    return Math.min(full, this.#available - SMALL_FLOOR_BYTES)
   }
 
   /**
@@ -174,8 +197,9 @@ export class MemoryLedger {
   #fits(more: number, large: boolean): boolean {
     // The floor: small requests are refused only when large ones hold memory too, and large ones
     // never take the last SMALL_FLOOR_BYTES.
-    if (!large) return this.reservedLarge === 0 || this.reserved + more <= this.budget
-    return this.reserved + more <= this.budget - SMALL_FLOOR_BYTES
+    const available = this.#available
+    if (!large) return this.reservedLarge === 0 || this.reserved + more <= available
+    return this.reserved + more <= available - SMALL_FLOOR_BYTES
   }
 
   /** A large request of `tenant` let in: it now has one more in flight, and its turn is spent. */
@@ -256,8 +280,8 @@ export class MemoryLedger {
   }
 
   /**
-   * Hands freed memory to waiting requests, a turn at a time: the waiting tenant let in longest ago
-   * (a newcomer first) gets its oldest request in. A turn whose request does not fit yet is kept,
+   * Hands freed memory to waiting requests, a turn at a time: the waiting tenant with the fewest large
+   * requests in flight, then the one let in longest ago (a newcomer first), gets its oldest request in. A turn whose request does not fit yet is kept,
    * never skipped for a smaller one, so a long prompt is not starved by shorter ones.
    */
   #grant(): void {
@@ -274,14 +298,23 @@ export class MemoryLedger {
     }
   }
 
-  /** The oldest waiting request of the waiting tenant let in longest ago (ties: the first to wait). */
+  /**
+   * The oldest waiting request of the waiting tenant with the fewest large requests in flight, and of
+   * those the one let in longest ago (ties: the first to wait). Fewest in flight first: a tenant whose
+   * burst was let in at once while the isolate was free has its turns again only once the others
+   * hold as many.
+   */
   #nextTurn(): Waiter | undefined {
     let next: Waiter | undefined
+    let nextInFlight = Number.POSITIVE_INFINITY
     let nextLast = Number.POSITIVE_INFINITY
     for (const [tenant, queue] of this.#queues) {
-      const last = this.#turns.get(tenant)?.last ?? 0
-      if (last < nextLast) {
+      const turn = this.#turns.get(tenant)
+      const inFlight = turn?.inFlight ?? 0
+      const last = turn?.last ?? 0
+      if (inFlight < nextInFlight || (inFlight === nextInFlight && last < nextLast)) {
         next = queue[0]
+        nextInFlight = inFlight
         nextLast = last
       }
     }

@@ -10,10 +10,17 @@ import { GuardError } from '../../src/core/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
 import { discardBody, readJsonObject } from '../../src/worker/body'
 import type { Env } from '../../src/worker/env'
+import { MemoryLedger } from '../../src/worker/memory-ledger'
 
 const MB = 1024 * 1024
 /** The last part of the budget, which large requests never take (docs/reliability.md, "Memory admission"). */
 const SMALL_FLOOR = 8 * MB
+
+/** The body size admission charges `mib` MiB for (read off the ledger's own charge: a base and a rate). */
+const CHARGE = new MemoryLedger()
+const BASE = CHARGE.cost(0)
+const PER_BYTE = (CHARGE.cost(1_000_000) - BASE) / 1_000_000
+const bodyCharged = (mib: number) => Math.floor((mib * MB - BASE) / PER_BYTE)
 
 type Reservation = AdmissionVariables['admission']
 type Vars = { Bindings: Env; Variables: AdmissionVariables & { tenant?: string } }
@@ -132,8 +139,8 @@ function refusal(run: () => unknown): GuardError {
 describe('MemoryLedger', () => {
   it('should refuse over budget with 503 and Retry-After, and admit again once released', async () => {
     const env = isolate(80 * MB)
-    const first = await admitted(env, 3 * MB) // 61 MB
-    const over = await refused(env, 2 * MB)
+    const first = await admitted(env, bodyCharged(61))
+    const over = await refused(env, bodyCharged(41))
     expect(over.status).toBe(503)
     expect(((await over.json()) as { error: { code: string } }).error.code).toBe(
       'guard_unavailable',
@@ -144,10 +151,30 @@ describe('MemoryLedger', () => {
     await first.letGo()
     expect(await nothingReserved(env)).toBe(true)
     // Released once, not twice: 61 MB held again still leaves no room for 41 MB more.
-    const again = await admitted(env, 3 * MB)
-    expect((await refused(env, 2 * MB)).status).toBe(503)
+    const again = await admitted(env, bodyCharged(61))
+    expect((await refused(env, bodyCharged(41))).status).toBe(503)
     await again.letGo()
-    await (await admitted(env, 2 * MB)).letGo()
+    await (await admitted(env, bodyCharged(41))).letGo()
+  })
+
+  it('should leave what the isolate keeps between requests out of the budget, as it grows', async () => {
+    let held = 0
+    const ledger = new MemoryLedger(80 * MB, 0, () => held)
+    const first = await ledger.admit('tenant-a', bodyCharged(21))
+    const second = await ledger.admit('tenant-b', bodyCharged(21))
+    second.release()
+    // 40 MiB kept (a full text memo and more): 32 left for large requests, 21 of them taken.
+    held = 40 * MB
+    await expect(ledger.admit('tenant-b', bodyCharged(21))).rejects.toMatchObject({
+      status: 503,
+      retryAfterSeconds: 2,
+    })
+    first.release()
+    // Alone, a long prompt is still served: charged at most what is left, never refused forever.
+    const alone = await ledger.admit('tenant-b', 14 * MB)
+    expect(alone.bytes).toBe(80 * MB - 40 * MB - SMALL_FLOOR)
+    alone.release()
+    expect(ledger.reserved).toBe(0)
   })
 
   it('should never refuse small requests while only small ones are in flight', async () => {
@@ -161,10 +188,11 @@ describe('MemoryLedger', () => {
 
   it('should keep the floor for small requests beside large ones', async () => {
     const env = isolate(80 * MB)
-    const large = await admitted(env, 3_400_000) // 69 MB: the largest that leaves the floor
+    const large = await admitted(env, bodyCharged(71.9)) // the largest that leaves the floor
     expect(80 * MB - large.reservation.bytes).toBeGreaterThanOrEqual(SMALL_FLOOR)
     const small = await admitted(env, 20_000)
-    expect((await refused(env, 200_000)).status).toBe(503)
+    // Over the small size: a large request, which may not take the floor.
+    expect((await refused(env, bodyCharged(3))).status).toBe(503)
     // As many small ones as the floor holds are admitted beside the large one.
     const fill = Math.floor(SMALL_FLOOR / small.reservation.bytes) - 1
     const more = await Promise.all(Array.from({ length: fill }, () => admitted(env, 20_000)))
@@ -174,12 +202,12 @@ describe('MemoryLedger', () => {
 
   it('should charge a streamed body as it grows and refuse it once over budget', async () => {
     const env = isolate(80 * MB)
-    const other = await admitted(env, 1 * MB)
+    const other = await admitted(env, bodyCharged(21))
     const r = await admitted(env, 0)
-    r.reservation.cover(1 * MB)
+    r.reservation.cover(bodyCharged(21))
     // Charged, as it grows, what a body declared at that size is charged up front.
     expect(r.reservation.bytes).toBe(other.reservation.bytes)
-    expect(refusal(() => r.reservation.cover(3 * MB)).status).toBe(503)
+    expect(refusal(() => r.reservation.cover(bodyCharged(61))).status).toBe(503)
     await r.letGo()
     await other.letGo()
     expect(await nothingReserved(env)).toBe(true)
@@ -189,7 +217,7 @@ describe('MemoryLedger', () => {
     const env = isolate(80 * MB)
     const alone = await admitted(env, 14 * MB)
     expect(alone.reservation.bytes).toBe(80 * MB - SMALL_FLOOR)
-    expect((await refused(env, 1 * MB)).status).toBe(503)
+    expect((await refused(env, bodyCharged(21))).status).toBe(503)
     await alone.letGo()
     expect(await nothingReserved(env)).toBe(true)
   })
@@ -272,8 +300,8 @@ describe('admitMemory', () => {
       ran++
       return Response.json({})
     })
-    const held = await admitted(env, 3 * MB)
-    const response = await post(a, env, 2 * MB)
+    const held = await admitted(env, bodyCharged(61))
+    const response = await post(a, env, bodyCharged(41))
     expect(response.status).toBe(503)
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
     expect(ran).toBe(0)
@@ -287,7 +315,7 @@ describe('admitMemory', () => {
 describe('readJsonObject with admission', () => {
   it('should stop reading a body without Content-Length once its reservation is over budget', async () => {
     const env = isolate(80 * MB)
-    const held = await admitted(env, 2 * MB)
+    const held = await admitted(env, bodyCharged(41))
     const streaming = await admitted(env, 0)
     let pulled = 0
     let cancelled = false
@@ -317,8 +345,9 @@ describe('readJsonObject with admission', () => {
     // Reading stopped, and the rest is left unlocked for the middleware to drain before its 503.
     expect(cancelled).toBe(false)
     expect(request.body?.locked).toBe(false)
-    // Refused at about (72 − 41) MiB / 20 of body, not at the 16 MiB limit.
-    expect(pulled * chunk.byteLength).toBeLessThan(2 * MB)
+    // Refused once charged the 31 MiB left of the 72 large requests may hold, not at the 16 MiB limit.
+    // (The stream pulls one chunk ahead of the reader.)
+    expect(pulled * chunk.byteLength).toBeLessThan(bodyCharged(31) + 2 * chunk.byteLength)
     await streaming.letGo()
     await held.letGo()
     expect(await nothingReserved(env)).toBe(true)
@@ -369,11 +398,11 @@ describe('fair admission between tenants', () => {
     const env = isolate(80 * MB, 10_000)
     const order: string[] = []
     // A holds 61 MB of the 72 large requests may hold; 3 more of A wait, then 2 of B.
-    const first = start(env, 'a', 3 * MB, order)
+    const first = start(env, 'a', bodyCharged(61), order)
     await first.entered
     const waiting = [
-      ...[1, 2, 3].map(() => start(env, 'a', 3 * MB, order)),
-      ...[1, 2].map(() => start(env, 'b', 3 * MB, order)),
+      ...[1, 2, 3].map(() => start(env, 'a', bodyCharged(61), order)),
+      ...[1, 2].map(() => start(env, 'b', bodyCharged(61), order)),
     ]
     await tick()
     expect(order).toEqual(['a'])
@@ -390,11 +419,11 @@ describe('fair admission between tenants', () => {
   it('should serve a victim next however many long prompts an attacker keeps waiting', async () => {
     const env = isolate(80 * MB, 10_000)
     const order: string[] = []
-    const first = start(env, 'attacker', 3 * MB, order)
+    const first = start(env, 'attacker', bodyCharged(61), order)
     await first.entered
-    const flood = Array.from({ length: 12 }, () => start(env, 'attacker', 3 * MB, order))
+    const flood = Array.from({ length: 12 }, () => start(env, 'attacker', bodyCharged(61), order))
     await tick()
-    const victim = start(env, 'victim', 3 * MB, order)
+    const victim = start(env, 'victim', bodyCharged(61), order)
     await tick()
     // Eight of the attacker's wait; the rest are refused at once, with Retry-After.
     const settled = await Promise.all(
@@ -426,10 +455,10 @@ describe('fair admission between tenants', () => {
 
   it('should refuse a waiting request with 503 and Retry-After when its wait is over', async () => {
     const env = isolate(80 * MB, 50)
-    const first = start(env, 'a', 3 * MB)
+    const first = start(env, 'a', bodyCharged(61))
     await first.entered
     const began = Date.now()
-    const late = await start(env, 'b', 3 * MB).response
+    const late = await start(env, 'b', bodyCharged(61)).response
     expect(late.status).toBe(503)
     expect(late.headers.get('retry-after')).toMatch(/^\d+$/)
     expect(Date.now() - began).toBeGreaterThanOrEqual(45)
@@ -440,12 +469,12 @@ describe('fair admission between tenants', () => {
 
   it('should not let a chunked body grow past another tenant waiting its turn', async () => {
     const env = isolate(80 * MB, 10_000)
-    const held = await admitted(env, 1 * MB) // 21 MB of tenant-a
-    const waiting = start(env, 'b', 3 * MB) // 61 MB more would not fit: B waits
+    const held = await admitted(env, bodyCharged(21)) // of tenant-a
+    const waiting = start(env, 'b', bodyCharged(61)) // 61 MB more would not fit: B waits
     await tick()
     const chunked = await admitted(env, 0)
     // 21 MB more would fit beside the 21 held, but B is waiting for freed memory: refused.
-    expect(refusal(() => chunked.reservation.cover(1 * MB)).status).toBe(503)
+    expect(refusal(() => chunked.reservation.cover(bodyCharged(21))).status).toBe(503)
     await chunked.letGo()
     await held.letGo()
     await waiting.entered
@@ -456,12 +485,12 @@ describe('fair admission between tenants', () => {
 
   it('should bound how many wait in all, displacing the tenant with the most waiting', async () => {
     const env = isolate(80 * MB, 300)
-    const first = start(env, 'a', 3 * MB)
+    const first = start(env, 'a', bodyCharged(61))
     await first.entered
     // Eight tenants with eight waiting each: the isolate's 64.
-    const crowd = Array.from({ length: 64 }, (_, i) => start(env, `t${i % 8}`, 3 * MB))
+    const crowd = Array.from({ length: 64 }, (_, i) => start(env, `t${i % 8}`, bodyCharged(61)))
     await tick()
-    const newcomer = start(env, 'newcomer', 3 * MB)
+    const newcomer = start(env, 'newcomer', bodyCharged(61))
     await tick()
     const settled = await Promise.all(
       [...crowd, newcomer].map((s) => Promise.race([s.response, tick().then(() => undefined)])),
@@ -506,7 +535,7 @@ describe('a refused request’s body', () => {
 
   it('should be read to its end before the 503 goes out, so a client still uploading gets it', async () => {
     const env = isolate(80 * MB)
-    const held = await admitted(env, 3 * MB)
+    const held = await admitted(env, bodyCharged(61))
     const { body, seen } = counted(48) // 3 MiB
     const handler = app(() => Response.json({}))
     const response = await handler.request(

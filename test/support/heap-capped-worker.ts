@@ -23,9 +23,19 @@ export interface IsolateMemory {
   buffers: number
 }
 
+/** Calls the guard has made to the simulated engine that have not been answered yet. */
+export interface UpstreamCalls {
+  /** Calls now. */
+  inFlight: number
+  /** The most at once since the worker started. */
+  most: number
+}
+
 /** A guard Worker in a heap-capped workerd. */
 export interface CappedWorker {
   url: string
+  /** The engine's side: calls in flight (a non-streamed call is in flight until its answer). */
+  upstream: UpstreamCalls
   /** The guard isolate's memory now (after a full GC when `gc` is set), or undefined once it died. */
   memory(gc?: boolean): Promise<IsolateMemory | undefined>
   dispose(): Promise<void>
@@ -58,7 +68,16 @@ export async function startCappedWorker(
     bundle('guard', 'src/worker/index.ts'),
     bundle('http-ai', 'test/support/http-ai-worker.ts'),
   ])
-  const simulator = simFetchHandler(new SimEngine(sim))
+  const engine = simFetchHandler(new SimEngine(sim))
+  const upstream: UpstreamCalls = { inFlight: 0, most: 0 }
+  const simulator = async (request: Request): Promise<Response> => {
+    upstream.most = Math.max(upstream.most, ++upstream.inFlight)
+    try {
+      return await engine(request)
+    } finally {
+      upstream.inFlight--
+    }
+  }
   const previous = process.env.MINIFLARE_WORKERD_V8_FLAGS
   process.env.MINIFLARE_WORKERD_V8_FLAGS = `--max-heap-size=${heapMb}`
   const inspectorPort = 20_000 + Math.floor(Math.random() * 20_000)
@@ -101,6 +120,7 @@ export async function startCappedWorker(
   const inspector = await connectInspector(inspectorPort, 'guard', wake)
   return {
     url: base,
+    upstream,
     memory: (gc = false) => inspector.memory(gc),
     async dispose() {
       inspector.close()

@@ -139,6 +139,11 @@ export class TextMemo {
     return new RequestMemo(this, tenant, this.#minChars)
   }
 
+  /** Bytes held now (what {@link stats} reports, without counting entries). */
+  get bytes(): number {
+    return this.#bytes
+  }
+
   /** Memory held and entries, for tests and the bench. */
   stats(): TextMemoStats {
     let entries = 0
@@ -152,14 +157,32 @@ export class TextMemo {
     }
   }
 
-  /** The texts' digests: HMAC-SHA-256 under a key of their own, 128 bits as hex. */
+  /**
+   * The texts' digests: HMAC-SHA-256 under a key of their own of the SHA-256 of each of the text's
+   * pieces of {@link PIECE_CHARS} (cut between code points), 128 bits as hex. Each piece is encoded
+   * into one buffer reused for the next, so digesting a 3 MB prompt does not copy it whole as UTF-8.
+   */
   async digest(texts: readonly string[]): Promise<string[]> {
     this.#key ??= this.#importKey()
     const key = await this.#key
-    const macs = await Promise.all(
-      texts.map((text) => crypto.subtle.sign('HMAC', key, UTF8.encode(text))),
-    )
-    return macs.map((mac) => toHex(new Uint8Array(mac, 0, 16)))
+    const buffer = new Uint8Array(3 * PIECE_CHARS)
+    const digests: string[] = []
+    for (const text of texts) {
+      const pieces = new Uint8Array(32 * Math.max(1, Math.ceil(text.length / PIECE_CHARS)) + 32)
+      let filled = 0
+      let at = 0
+      do {
+        const end = pieceEnd(text, at)
+        const { written } = UTF8.encodeInto(text.slice(at, end), buffer)
+        const hash = await crypto.subtle.digest('SHA-256', buffer.subarray(0, written))
+        pieces.set(new Uint8Array(hash), filled)
+        filled += 32
+        at = end
+      } while (at < text.length)
+      const mac = await crypto.subtle.sign('HMAC', key, pieces.subarray(0, filled))
+      digests.push(toHex(new Uint8Array(mac, 0, 16)))
+    }
+    return digests
   }
 
   /** The fact in `slot` for `tenant`'s text with this digest; marks both as recently used. */
@@ -309,3 +332,17 @@ export class RequestMemo {
 }
 
 const UTF8 = new TextEncoder()
+
+/** UTF-16 units of text per piece hashed apart when a text is digested. */
+const PIECE_CHARS = 64 * 1024
+
+/**
+ * Where the piece of `text` starting at `at` ends: {@link PIECE_CHARS} on, moved back one unit so no
+ * surrogate pair is cut (a cut pair would encode as two U+FFFD, like a text that holds two U+FFFD).
+ */
+function pieceEnd(text: string, at: number): number {
+  const end = Math.min(text.length, at + PIECE_CHARS)
+  if (end >= text.length || end - at < 2) return end
+  const before = text.charCodeAt(end - 1)
+  return before >= 0xd800 && before <= 0xdbff ? end - 1 : end
+}

@@ -101,7 +101,9 @@ export class PromptFigures {
 
   /** What the tenant's own verified prompts say the engine may have cached of this one. */
   async #lookup(): Promise<PrefixLookup> {
-    const digest = await PrefixRecord.digest(this.#pieces.texts.join('\n'))
+    const texts = this.#pieces.texts
+    // One text is digested as it is: joining even one copies it whole (3 MB for a maximal prompt).
+    const digest = await PrefixRecord.digest(texts.length === 1 ? texts[0]! : texts.join('\n'))
     const found = this.#place.prefixes.lookup(this.#place.key, digest)
     const cachedTokens =
       found.matchedChars === 0

@@ -84,9 +84,23 @@ export function createGuard(options: GuardOptions, plugins: EvidencePlugins): Ai
   return handle(new Guard(options, plugins))
 }
 
+/** Each public face's guard, for what the Worker reads of it that is not public (see {@link heldBytes}). */
+const guards = new WeakMap<AiGuard, Guard>()
+
+/**
+ * Bytes the guard keeps between requests that grow with traffic, up to their budget: the text memo's.
+ * The Worker's memory admission leaves them out of what requests in flight may reserve.
+ *
+ * @example
+ * const free = budget - heldBytes(guardFor(env))
+ */
+export function heldBytes(face: AiGuard): number {
+  return guards.get(face)?.memo?.bytes ?? 0
+}
+
 /** The public face of a guard (the class itself stays internal). */
 function handle(guard: Guard): AiGuard {
-  return {
+  const face: AiGuard = {
     wrap(upstream, request = {}) {
       assertUpstream(upstream, 'guard.wrap')
       const { tenant = guard.options.tenant, ...hooks } = request
@@ -104,6 +118,8 @@ function handle(guard: Guard): AiGuard {
     quarantine: guard.quarantine,
     calibration: guard.calibration,
   }
+  guards.set(face, guard)
+  return face
 }
 
 /**

@@ -16,6 +16,8 @@ import { toHex } from '../crypto/bytes'
 
 /** Bytes per hashed chunk: coarse enough to be cheap (a 4 MB prompt is 64 digests), fine enough to matter. */
 const CHUNK_CHARS = 64 * 1024
+/** Bytes of a SHA-256 digest. */
+const DIGEST_BYTES = 32
 /** Distinct chunk hashes remembered per tenant (least recently used go first): 2 MB at most per tenant. */
 const HASHES_PER_TENANT = 16_384
 /** Tenants remembered per isolate. */
@@ -48,18 +50,26 @@ export class PrefixRecord {
 
   /** Chained SHA-256 of each whole chunk: a chunk's hash stands for everything before it too. */
   static async digest(text: string): Promise<PromptDigest> {
-    const encoder = new TextEncoder()
     const hashes: string[] = []
-    let previous = new Uint8Array(0)
+    if (text.length < CHUNK_CHARS) return { hashes, totalChars: text.length }
+    const encoder = new TextEncoder()
+    // One buffer for every chunk: the previous digest, then the chunk's UTF-8 (3 bytes a char at most),
+    // so hashing a 3 MB prompt leaves no 3 MB of encoded chunks behind for the garbage collector.
+    const input = new Uint8Array(DIGEST_BYTES + 3 * CHUNK_CHARS)
+    let chained = 0
     // Only whole chunks count: an engine caches whole pages, and a partial chunk proves nothing.
     for (let at = 0; at + CHUNK_CHARS <= text.length; at += CHUNK_CHARS) {
-      const chunk = encoder.encode(text.slice(at, at + CHUNK_CHARS))
-      const input = new Uint8Array(previous.length + chunk.length)
-      input.set(previous)
-      input.set(chunk, previous.length)
-      previous = new Uint8Array(await crypto.subtle.digest('SHA-256', input))
+      const { written } = encoder.encodeInto(
+        text.slice(at, at + CHUNK_CHARS),
+        input.subarray(chained),
+      )
+      const digest = new Uint8Array(
+        await crypto.subtle.digest('SHA-256', input.subarray(0, chained + written)),
+      )
+      input.set(digest)
+      chained = DIGEST_BYTES
       // The first 16 bytes name a chunk: 128 bits, half the memory of the whole digest.
-      hashes.push(toHex(previous.subarray(0, 16)))
+      hashes.push(toHex(digest.subarray(0, 16)))
     }
     return { hashes, totalChars: text.length }
   }

@@ -33,7 +33,7 @@ export interface PromptPrint {
   units: number
   /** Distinct shingle hashes held for {@link contains} (distinct per text of its own). */
   shingles: number
-  /** Bytes held for {@link contains} (8 to 16 per distinct shingle). */
+  /** Bytes held for {@link contains} (about 4 per distinct shingle). */
   bytes: number
 }
 
@@ -62,8 +62,8 @@ export interface KnownPrints {
 
 /**
  * Prints a prompt: each text (a message, a system prompt, a tool result) is shingled and winnowed on
- * its own. `contains` is a {@link ShingleSet} of the distinct shingle hashes: 8 to 16 bytes each, 2 MiB
- * for a 256k-token English prompt (about 200k shingles). A text `known` remembers gets a print of its
+ * its own. `contains` is a {@link ShingleSet} of the distinct shingle hashes: about 4 bytes each, under
+ * 1 MiB for a 256k-token English prompt (about 200k shingles). A text `known` remembers gets a print of its
  * own, taken from there when it is there (and kept there when it is not); the rest share one.
  *
  * @example
@@ -137,11 +137,12 @@ function compact(print: TextPrint): TextPrint {
 
 /** One print of `texts` together (one shingle set, one list), each text shingled apart. */
 function printTexts(key: FingerprintKey, texts: readonly string[], params: PrintParams): TextPrint {
-  // About one unit per 5.5 characters of English, one per character of CJK: size for the middle.
-  const chars = texts.reduce((sum, text) => sum + text.length, 0)
-  const all = new ShingleSet(chars / 4)
+  // Sized once for the units to come: a maximal prompt's arrays are megabytes, and growing them
+  // leaves the old ones behind for the garbage collector.
+  const expected = expectedUnits(texts)
+  const all = new ShingleSet(expected)
   // Winnowing keeps about 2/(w + 1) of the shingles.
-  const selected = new DistinctList(chars / 4 / (params.w + 1))
+  const selected = new DistinctList(expected * (2 / (params.w + 1)))
   let units = 0
   for (const text of texts) {
     const shingler = new Shingler(key, { n: params.n })
@@ -163,54 +164,66 @@ function printTexts(key: FingerprintKey, texts: readonly string[], params: Print
 }
 
 /**
+ * About how many units `texts` hold: a word per 5 characters of text below U+2E80 (a maximal English
+ * prompt has one per 5.4), one per character from there on (Han, kana, Hangul: a unit each or more
+ * than a word's share). Spaceless scripts below it (Thai, Lao…) are undercounted, and their arrays grow.
+ */
+function expectedUnits(texts: readonly string[]): number {
+  let units = 0
+  for (const text of texts) {
+    let wide = 0
+    for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0x2e80) wide++
+    units += wide + (text.length - wide) / 5
+  }
+  return Math.ceil(units) + 16
+}
+
+/**
  * Distinct 52-bit fingerprints in first-seen order (what `[...new Set(values)]` gives): open
- * addressing over a Float64Array, compared whole, so two fingerprints that share their low bits both
- * stay. A `Set<number>` of values past 2^31 hashes a boxed double per insert: at 32k tokens it was a
- * fifth of the print.
+ * addressing over an Int32Array of positions in `values`, compared whole, so two fingerprints that
+ * share their low bits both stay. A `Set<number>` of values past 2^31 hashes a boxed double per insert
+ * (at 32k tokens it was a fifth of the print), and slots holding the values themselves took twice the
+ * memory (4 MiB for a maximal English prompt).
  */
 class DistinctList {
   readonly values: number[] = []
-  private slots: Float64Array
+  /** Position in `values` plus one of each held value; 0 marks an empty slot. */
+  private slots: Int32Array
   private mask: number
-  /** Whether 0 was added (0 marks an empty slot). */
-  private zero = false
 
   constructor(expected: number) {
     let capacity = 256
-    while (capacity < expected * 2 && capacity < 1 << 26) capacity *= 2
-    this.slots = new Float64Array(capacity)
+    while (capacity * 3 < expected * 4 && capacity < 1 << 26) capacity *= 2
+    this.slots = new Int32Array(capacity)
     this.mask = capacity - 1
   }
 
   add(value: number): void {
-    if (value === 0) {
-      if (!this.zero) this.values.push(0)
-      this.zero = true
-      return
+    // Load up to 3/4: linear probing stays short, and the slots are half those at 1/2.
+    if (this.values.length * 4 >= this.slots.length * 3) this.grow()
+    const values = this.values
+    // The low 32 bits of a keyed hash are uniform: spread them over the table.
+    let slot = (Math.imul(value | 0, 0x9e3779b1) >>> 7) & this.mask
+    for (;;) {
+      const held = this.slots[slot]!
+      if (held === 0) {
+        values.push(value)
+        this.slots[slot] = values.length
+        return
+      }
+      if (values[held - 1] === value) return
+      slot = (slot + 1) & this.mask
     }
-    if (this.values.length * 2 >= this.slots.length) this.grow()
-    if (insert(this.slots, this.mask, value)) this.values.push(value)
   }
 
   private grow(): void {
-    const old = this.slots
-    this.slots = new Float64Array(old.length * 2)
+    this.slots = new Int32Array(this.slots.length * 2)
     this.mask = this.slots.length - 1
-    for (let i = 0; i < old.length; i++) if (old[i] !== 0) insert(this.slots, this.mask, old[i]!)
-  }
-}
-
-/** Inserts a non-zero value; false when it was there already. */
-function insert(slots: Float64Array, mask: number, value: number): boolean {
-  // The low 32 bits of a keyed hash are uniform: spread them over the table.
-  let slot = (Math.imul(value | 0, 0x9e3779b1) >>> 7) & mask
-  for (;;) {
-    const held = slots[slot]!
-    if (held === value) return false
-    if (held === 0) {
-      slots[slot] = value
-      return true
+    const values = this.values
+    for (let i = 0; i < values.length; i++) {
+      let slot = (Math.imul(values[i]! | 0, 0x9e3779b1) >>> 7) & this.mask
+      while (this.slots[slot] !== 0) slot = (slot + 1) & this.mask
+      this.slots[slot] = i + 1
     }
-    slot = (slot + 1) & mask
   }
 }
