@@ -1,12 +1,26 @@
 import { describe, expect, it } from 'vitest'
 import { GuardError } from '../../src/core/errors'
 import {
-  isBlankEvent,
+  type Channel,
+  cutEvent,
+  type Frame,
   parseFrame,
   readTexts,
   replaceTexts,
-  withTexts,
 } from '../../src/core/format/frames'
+import type { SseEvent } from '../../src/core/format/sse'
+
+/** The event the release writes for `frame` with `texts` (every case here says something). */
+function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
+  const event = cutEvent(frame, texts)
+  if (event === undefined) throw new Error('the written event was blank')
+  return event
+}
+
+/** Whether the release leaves `event` out once its texts are cut: it says nothing. */
+function isBlankEvent(event: SseEvent): boolean {
+  return cutEvent(parseFrame(event), {}) === undefined
+}
 
 const CHAT_CHUNK = {
   id: 'chatcmpl-1',

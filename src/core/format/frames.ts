@@ -468,7 +468,7 @@ function writeLegacy(json: Json, texts: Partial<Record<Channel, string>>): void 
  * const frame = parseFrame({ data: '{"response":"cnry_… Hello","p":"abc"}' })
  * withTexts(frame, { content: 'Hello' }) // { data: '{"response":"Hello","p":"abc"}' }
  */
-export function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
+function withTexts(frame: Frame, texts: Partial<Record<Channel, string>>): SseEvent {
   const slot = frame.slot
   const text = slot && slotText(slot, texts)
   if (text !== undefined && splices(frame, slot!)) {
@@ -547,7 +547,7 @@ const DELTA_TEXT_KEYS = new Set(['content', 'reasoning_content'])
  * isBlankEvent({ data: '{"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}' }) // true
  * isBlankEvent({ data: '{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}' }) // false
  */
-export function isBlankEvent(event: SseEvent): boolean {
+function isBlankEvent(event: SseEvent): boolean {
   if ((event.event !== undefined && event.event !== 'message') || event.id !== undefined)
     return false
   let json: unknown
