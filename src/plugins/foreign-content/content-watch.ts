@@ -12,6 +12,7 @@
  */
 import { type FingerprintKey, fingerprintOf } from './hash'
 import type { PrintParams, PromptPrint } from './prompt-print'
+import { SelectionList } from './selection-list'
 import { Shingler } from './shingler'
 import type { FingerprintLookup } from './table'
 import { MIN_UNIT_WEIGHT, WORD_WEIGHT } from './units'
@@ -237,7 +238,7 @@ export class ContentWatch {
   private readonly quietHoldBack: number
   /** The least weight a run must cover to be evidence: see {@link spanFloor}. */
   private readonly floor: number
-  private readonly selected = new Set<number>()
+  private readonly selected = new SelectionList(MAX_SELECTIONS)
   private best: Omit<ForeignContent, 'from' | 'headEnd' | 'head' | 'prints'> | undefined
   /** Runs that reached k, in the order they did. */
   private readonly reached: Reached[] = []
@@ -503,14 +504,14 @@ export class ContentWatch {
    * table.add(answersOf(model), tenant, watch.selections(), Date.now())
    */
   selections(): number[] {
-    return [...this.selected]
+    return this.selected.toArray()
   }
 
   private check(state: ChannelState, channel: string): void {
     const { key, tenant } = this.options
     const hash = state.winnow.selectedHash
     const fingerprint = fingerprintOf(key, hash)
-    if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
+    this.selected.add(fingerprint)
     // Recalled by the model from a clean cue: common text to every run.
     if (this.excused.has(fingerprint)) return
     const sources = this.sourcesOf(hash, fingerprint, state.runs.size > 0)
