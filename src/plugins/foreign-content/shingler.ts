@@ -57,6 +57,8 @@ export class Shingler {
   private weighedAt = -1
   private weighedFor = 0
   private weighedUnits = 0
+  /** The first unit of that answer (−1: none, more than are remembered). */
+  private heavyFrom = -1
   private readonly lanes = new Int32Array(2)
   private sink: ShingleSink = NO_SINK
   private readonly onUnit: UnitSink = (unit) => this.add(unit)
@@ -145,19 +147,24 @@ export class Shingler {
   unitsWeighing(weight: number): number {
     // Asked several times per event for the same weight: answered once per unit read.
     if (this.weighedAt === this.count && this.weighedFor === weight) return this.weighedUnits
-    const remembered = Math.min(this.count, this.starts.length)
     const length = this.starts.length
-    let units = remembered + 1
-    for (let k = 1; k <= remembered; k++) {
-      if (this.weighed - this.before[(this.count - k) % length]! >= weight) {
-        units = k
-        break
-      }
-    }
+    const remembered = Math.min(this.count, length)
+    const oldest = this.count - remembered
+    // The answer's first unit only moves forward for one weight (weights only add up): from where it
+    // was, not a scan of every remembered unit per unit read.
+    let first = this.weighedFor === weight ? this.heavyFrom : -1
+    if (first < oldest) first = remembered > 0 && this.heavy(oldest, weight) ? oldest : -1
+    if (first >= 0) while (first + 1 < this.count && this.heavy(first + 1, weight)) first++
+    this.heavyFrom = first
     this.weighedAt = this.count
     this.weighedFor = weight
-    this.weighedUnits = units
-    return units
+    this.weighedUnits = first < 0 ? remembered + 1 : this.count - first
+    return this.weighedUnits
+  }
+
+  /** Whether the units from the remembered unit `first` to the last weigh `weight` or more. */
+  private heavy(first: number, weight: number): boolean {
+    return this.weighed - this.before[first % this.starts.length]! >= weight
   }
 
   /**
