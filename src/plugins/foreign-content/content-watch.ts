@@ -188,7 +188,7 @@ interface Run {
   span: number
 }
 
-/** Shingles whose offsets a channel remembers: a selection is one of the last w (≤ 16). */
+/** Shingles whose offsets a channel remembers: a selection is one of the last w (≤ 16). A power of two. */
 const RECENT = 16
 
 /** Foreign matches a channel remembers for the cue of a second opinion (see `foreignMatches`). */
@@ -255,7 +255,7 @@ export class ContentWatch {
   private readonly onShingle = (hash: number, start: number, end: number, index: number): void => {
     const current = this.reading!
     current.lastEnd = end
-    const slot = (index % RECENT) * 2
+    const slot = (index & (RECENT - 1)) * 2
     current.recent[slot] = start
     current.recent[slot + 1] = end
     if (current.winnow.push(hash, index)) this.check(current, this.readingChannel)
