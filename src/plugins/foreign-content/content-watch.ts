@@ -513,7 +513,7 @@ export class ContentWatch {
     const fingerprint = fingerprintOf(key, hash)
     this.selected.add(fingerprint)
     // Recalled by the model from a clean cue: common text to every run.
-    if (this.excused.has(fingerprint)) return
+    if (this.excused.size !== 0 && this.excused.has(fingerprint)) return
     const sources = this.sourcesOf(hash, fingerprint, state.runs.size > 0)
     if (sources === COMMON) return
     // A selection that is not a given tenant's ends that tenant's run (own text, text nobody sent).
