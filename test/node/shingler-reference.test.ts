@@ -6,7 +6,6 @@
  * JSON escapes). Real text: the repository's bench prose, mixed-script samples, and where the machine
  * has them, Go, Rust and Python sources and Chinese, Japanese and Korean manual pages.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -22,6 +21,13 @@ import {
 } from '../../src/plugins/foreign-content/hash'
 import { Shingler } from '../../src/plugins/foreign-content/shingler'
 import { units } from '../../src/plugins/foreign-content/units'
+
+interface NodeFs {
+  existsSync(path: string): boolean
+  readdirSync(path: string, options: { recursive: true }): string[]
+  readFileSync(path: string): Uint8Array
+}
+const fs = (await import('node:fs' as string)) as NodeFs
 
 let key: FingerprintKey
 beforeAll(async () => {
@@ -72,21 +78,16 @@ function streamed(text: string, n: number, seed: number, most: number): Row[] {
 
 /** Up to `count` files under `dir` whose names end with `suffix`, read (gunzipped when `.gz`). */
 function files(dir: string, suffix: string, count: number): string[] {
-  if (!existsSync(dir)) return []
-  const out: string[] = []
-  const walk = (at: string): void => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      if (out.length >= count) return
-      const path = join(at, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else if (entry.name.endsWith(suffix)) {
-        const raw = readFileSync(path)
-        out.push(new TextDecoder().decode(suffix.endsWith('.gz') ? gunzipSync(raw) : raw))
-      }
-    }
-  }
-  walk(dir)
-  return out
+  if (!fs.existsSync(dir)) return []
+  const names = fs
+    .readdirSync(dir, { recursive: true })
+    .filter((name) => name.endsWith(suffix))
+    .sort()
+    .slice(0, count)
+  return names.map((name) => {
+    const raw = fs.readFileSync(join(dir, name))
+    return new TextDecoder().decode(suffix.endsWith('.gz') ? gunzipSync(raw) : raw)
+  })
 }
 
 const samples = (): [string, string][] => [
