@@ -22,6 +22,7 @@ declare module 'node:os' {
 
 declare module 'node:zlib' {
   export function gzipSync(data: string | Uint8Array): Uint8Array
+  export function gunzipSync(data: Uint8Array): Uint8Array
 }
 
 declare module 'node:path' {

@@ -150,6 +150,33 @@ describe('fingerprint shingler', () => {
     }
   })
 
+  it('should count the fewest last units that weigh a weight as a scan of every remembered unit does', () => {
+    // Words (6), Han characters (3) and Thai letters (2) mixed, pushed in pieces of 1 to 24 characters;
+    // asked after every piece, mostly for one weight (the watch's), now and then for another.
+    const rand = prng(11)
+    const mixed = english(3, 6_000).replace(/ (\w+) /g, (all, word: string) =>
+      word.length === 4 ? ' 人工知能 ' : word.length === 6 ? ' ภาษาไทย ' : all,
+    )
+    const reference = (s: Shingler, weight: number): number => {
+      const remembered = Math.min(s.units, 40)
+      for (let k = 1; k <= remembered; k++) {
+        if (s.weightBefore(s.units)! - s.weightBefore(s.units - k)! >= weight) return k
+      }
+      return remembered + 1
+    }
+    const s = new Shingler(key, { n: 7, keepStarts: 40 })
+    let asked = 0
+    for (let at = 0; at < mixed.length; ) {
+      const to = Math.min(mixed.length, at + 1 + Math.floor(rand() * 24))
+      s.push(mixed.slice(at, to), to === mixed.length)
+      at = to
+      const weight = rand() < 0.1 ? 6 * Math.floor(1 + rand() * 40) : 174
+      expect(s.unitsWeighing(weight)).toBe(reference(s, weight))
+      asked++
+    }
+    expect(asked).toBeGreaterThan(400)
+  })
+
   it('should say where the k-th last complete unit starts, and where open text starts', () => {
     const s = new Shingler(key, { n: 2, keepStarts: 3 })
     s.push('one two three fo', false)

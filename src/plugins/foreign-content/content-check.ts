@@ -30,7 +30,7 @@ export class ContentHold implements OpinionHold {
   /** Every piece by its watch key: evidence names the piece, positions are the channel's. */
   readonly #byKey = new Map<string, Piece>()
   /** Each channel's text as read, up to {@link KEEP_TEXT} characters: a second opinion's cue. */
-  readonly #texts = new Map<Channel, string>()
+  readonly #texts = new Map<Channel, KeptText>()
   #count = 0
   /** Second opinions asked for this answer (see ./second-opinion.ts). */
   opinions = 0
@@ -61,8 +61,12 @@ export class ContentHold implements OpinionHold {
     }
     this.#watch.push(piece.key, text, false)
     piece.length += text.length
-    const kept = this.#texts.get(channel) ?? ''
-    if (kept.length < KEEP_TEXT) this.#texts.set(channel, kept + text)
+    let kept = this.#texts.get(channel)
+    if (kept === undefined) {
+      kept = new KeptText()
+      this.#texts.set(channel, kept)
+    }
+    if (kept.length < KEEP_TEXT) kept.add(text)
   }
 
   /**
@@ -153,7 +157,7 @@ export class ContentHold implements OpinionHold {
    * const cue = hold.cue(found, 600)
    */
   cue(found: ForeignContent, chars: number): { text: string; head: string } | undefined {
-    const text = this.#texts.get(found.channel as Channel)
+    const text = this.#texts.get(found.channel as Channel)?.text()
     if (text === undefined || found.headEnd > text.length) return undefined
     const start = Math.max(0, found.from - chars)
     const cuts: [number, number][] = []
@@ -201,6 +205,33 @@ export class ContentHold implements OpinionHold {
 
 /** Characters of each channel kept for a second opinion's cue (an answer longer is not probed). */
 const KEEP_TEXT = 1 << 20
+
+/** Pieces joined into one string at a time (see {@link KeptText}). */
+const JOIN_PIECES = 64
+
+/**
+ * A channel's text as read, kept in blocks of {@link JOIN_PIECES} pieces: appended piece by piece
+ * (`kept + text`), a long answer was a chain of one small string per event, all alive to its end and
+ * copied through every young-generation collection of the stream.
+ */
+class KeptText {
+  readonly #blocks: string[] = []
+  readonly #pieces: string[] = []
+  length = 0
+
+  add(text: string): void {
+    this.#pieces.push(text)
+    this.length += text.length
+    if (this.#pieces.length >= JOIN_PIECES) {
+      this.#blocks.push(this.#pieces.join(''))
+      this.#pieces.length = 0
+    }
+  }
+
+  text(): string {
+    return this.#blocks.join('') + this.#pieces.join('')
+  }
+}
 
 /**
  * The foreign-content check as one of a stream's checks: each channel's last words held until they

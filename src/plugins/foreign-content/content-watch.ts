@@ -12,6 +12,7 @@
  */
 import { type FingerprintKey, fingerprintOf } from './hash'
 import type { PrintParams, PromptPrint } from './prompt-print'
+import { SelectionList } from './selection-list'
 import { Shingler } from './shingler'
 import type { FingerprintLookup } from './table'
 import { MIN_UNIT_WEIGHT, WORD_WEIGHT } from './units'
@@ -187,7 +188,7 @@ interface Run {
   span: number
 }
 
-/** Shingles whose offsets a channel remembers: a selection is one of the last w (≤ 16). */
+/** Shingles whose offsets a channel remembers: a selection is one of the last w (≤ 16). A power of two. */
 const RECENT = 16
 
 /** Foreign matches a channel remembers for the cue of a second opinion (see `foreignMatches`). */
@@ -237,7 +238,7 @@ export class ContentWatch {
   private readonly quietHoldBack: number
   /** The least weight a run must cover to be evidence: see {@link spanFloor}. */
   private readonly floor: number
-  private readonly selected = new Set<number>()
+  private readonly selected = new SelectionList(MAX_SELECTIONS)
   private best: Omit<ForeignContent, 'from' | 'headEnd' | 'head' | 'prints'> | undefined
   /** Runs that reached k, in the order they did. */
   private readonly reached: Reached[] = []
@@ -254,7 +255,7 @@ export class ContentWatch {
   private readonly onShingle = (hash: number, start: number, end: number, index: number): void => {
     const current = this.reading!
     current.lastEnd = end
-    const slot = (index % RECENT) * 2
+    const slot = (index & (RECENT - 1)) * 2
     current.recent[slot] = start
     current.recent[slot + 1] = end
     if (current.winnow.push(hash, index)) this.check(current, this.readingChannel)
@@ -503,16 +504,16 @@ export class ContentWatch {
    * table.add(answersOf(model), tenant, watch.selections(), Date.now())
    */
   selections(): number[] {
-    return [...this.selected]
+    return this.selected.toArray()
   }
 
   private check(state: ChannelState, channel: string): void {
     const { key, tenant } = this.options
     const hash = state.winnow.selectedHash
     const fingerprint = fingerprintOf(key, hash)
-    if (this.selected.size < MAX_SELECTIONS) this.selected.add(fingerprint)
+    this.selected.add(fingerprint)
     // Recalled by the model from a clean cue: common text to every run.
-    if (this.excused.has(fingerprint)) return
+    if (this.excused.size !== 0 && this.excused.has(fingerprint)) return
     const sources = this.sourcesOf(hash, fingerprint, state.runs.size > 0)
     if (sources === COMMON) return
     // A selection that is not a given tenant's ends that tenant's run (own text, text nobody sent).

@@ -4,7 +4,7 @@
  * word, a surrogate pair or a `\u00e9` escape — give the shingles of the whole text.
  */
 import { type FingerprintKey, rollPower, shingleHash, unitLanes } from './hash'
-import { UnitReader, type UnitSink, type UnitSpan, unitWeight } from './units'
+import { UnitReader, type UnitSink, type UnitSpan, unitWeight, WORD_WEIGHT } from './units'
 
 /** n consecutive units: their keyed hash and `[start, end)` in the channel's text. */
 export interface Shingle {
@@ -53,10 +53,15 @@ export class Shingler {
   private sumB = 0
   /** Units read so far. */
   private count = 0
+  /** `count` modulo n and modulo the starts' ring: the next unit's places (kept, not divided). */
+  private slot = 0
+  private ring = 0
   /** The last {@link unitsWeighing} answer: its unit count, weight and result (−1: none). */
   private weighedAt = -1
   private weighedFor = 0
   private weighedUnits = 0
+  /** The first unit of that answer (−1: none, more than are remembered). */
+  private heavyFrom = -1
   private readonly lanes = new Int32Array(2)
   private sink: ShingleSink = NO_SINK
   private readonly onUnit: UnitSink = (unit) => this.add(unit)
@@ -145,19 +150,24 @@ export class Shingler {
   unitsWeighing(weight: number): number {
     // Asked several times per event for the same weight: answered once per unit read.
     if (this.weighedAt === this.count && this.weighedFor === weight) return this.weighedUnits
-    const remembered = Math.min(this.count, this.starts.length)
     const length = this.starts.length
-    let units = remembered + 1
-    for (let k = 1; k <= remembered; k++) {
-      if (this.weighed - this.before[(this.count - k) % length]! >= weight) {
-        units = k
-        break
-      }
-    }
+    const remembered = Math.min(this.count, length)
+    const oldest = this.count - remembered
+    // The answer's first unit only moves forward for one weight (weights only add up): from where it
+    // was, not a scan of every remembered unit per unit read.
+    let first = this.weighedFor === weight ? this.heavyFrom : -1
+    if (first < oldest) first = remembered > 0 && this.heavy(oldest, weight) ? oldest : -1
+    if (first >= 0) while (first + 1 < this.count && this.heavy(first + 1, weight)) first++
+    this.heavyFrom = first
     this.weighedAt = this.count
     this.weighedFor = weight
-    this.weighedUnits = units
-    return units
+    this.weighedUnits = first < 0 ? remembered + 1 : this.count - first
+    return this.weighedUnits
+  }
+
+  /** Whether the units from the remembered unit `first` to the last weigh `weight` or more. */
+  private heavy(first: number, weight: number): boolean {
+    return this.weighed - this.before[first % this.starts.length]! >= weight
   }
 
   /**
@@ -174,7 +184,7 @@ export class Shingler {
   private add(unit: Readonly<UnitSpan>): void {
     const { text, from, start, end } = unit
     const n = this.n
-    const slot = this.count % n
+    const slot = this.slot
     const lanes = this.lanes
     unitLanes(this.key, unit, lanes)
     const a = lanes[0]!
@@ -188,13 +198,19 @@ export class Shingler {
     this.sumB = (Math.imul(this.sumB, this.key.rollB) + b) | 0
     this.lanesA[slot] = a
     this.lanesB[slot] = b
-    this.starts[this.count % this.starts.length] = start
-    this.before[this.count % this.starts.length] = this.weighed
-    this.weighed += unitWeight(text.codePointAt(from)!)
+    this.slot = slot + 1 === n ? 0 : slot + 1
+    const length = this.starts.length
+    const ring = this.ring
+    this.starts[ring] = start
+    this.before[ring] = this.weighed
+    this.ring = ring + 1 === length ? 0 : ring + 1
+    // A folded unit is plain ASCII: a word's weight, without reading its first code point.
+    this.weighed += unit.fold ? WORD_WEIGHT : unitWeight(text.codePointAt(from)!)
     this.count++
     if (this.count < n) return
     const index = this.count - n
-    const first = this.starts[index % this.starts.length]!
+    // The shingle's first unit: n places before the next ring position (the ring holds at least n).
+    const first = this.starts[this.ring >= n ? this.ring - n : this.ring - n + length]!
     this.sink(shingleHash(this.key, this.sumA, this.sumB), first, end, index)
   }
 }

@@ -38,7 +38,7 @@ export function sipHash52(key: Int32Array, lo: number, hi: number): number {
       v2l ^= 0xff
     }
     s = (v0l + v1l) | 0
-    v0h = (v0h + v1h + carry(v0l, v1l)) | 0
+    v0h = (v0h + v1h + carry(v0l, v1l, s)) | 0
     v0l = s
     t = (v1l << 13) | (v1h >>> 19)
     v1h = ((v1h << 13) | (v1l >>> 19)) ^ v0h
@@ -47,19 +47,19 @@ export function sipHash52(key: Int32Array, lo: number, hi: number): number {
     v0l = v0h
     v0h = t
     s = (v2l + v3l) | 0
-    v2h = (v2h + v3h + carry(v2l, v3l)) | 0
+    v2h = (v2h + v3h + carry(v2l, v3l, s)) | 0
     v2l = s
     t = (v3l << 16) | (v3h >>> 16)
     v3h = ((v3h << 16) | (v3l >>> 16)) ^ v2h
     v3l = t ^ v2l
     s = (v0l + v3l) | 0
-    v0h = (v0h + v3h + carry(v0l, v3l)) | 0
+    v0h = (v0h + v3h + carry(v0l, v3l, s)) | 0
     v0l = s
     t = (v3l << 21) | (v3h >>> 11)
     v3h = ((v3h << 21) | (v3l >>> 11)) ^ v0h
     v3l = t ^ v0l
     s = (v2l + v1l) | 0
-    v2h = (v2h + v1h + carry(v2l, v1l)) | 0
+    v2h = (v2h + v1h + carry(v2l, v1l, s)) | 0
     v2l = s
     t = (v1l << 17) | (v1h >>> 15)
     v1h = ((v1h << 17) | (v1l >>> 15)) ^ v2h
@@ -74,9 +74,10 @@ export function sipHash52(key: Int32Array, lo: number, hi: number): number {
 }
 
 /**
- * The carry out of adding two 32-bit words, in int32 arithmetic only: comparing them as unsigned
+ * The carry out of adding two 32-bit words whose 32-bit sum is `sum`, from their top bits alone (both
+ * set, or either set and the sum's clear), in int32 arithmetic only: comparing them as unsigned
  * (`>>> 0`) turns the halves into doubles and made each hash about twice as slow.
  */
-function carry(a: number, b: number): number {
-  return ((a >>> 1) + (b >>> 1) + (a & b & 1)) >>> 31
+function carry(a: number, b: number, sum: number): number {
+  return ((a & b) | ((a | b) & ~sum)) >>> 31
 }
