@@ -56,17 +56,25 @@ describe('held-apart honest traffic through one guard', () => {
     },
   )
 
+  // Controls per seed vary with the corpus (a quote must be private, unknown to the model and 24
+  // shingles long): each seed must replay enough to mean something, the three together ≥ 90.
+  let controls = 0
   for (const seed of [1, 2, 3]) {
     it(`should withhold ≤ 0.1% of 2,000 honest answers, break no stream and withhold every control (seed ${seed})`, async () => {
       const result = await replayHeldApart(heldApartTraffic(families, { count: 2_000, seed }))
       expect(result.recitals).toBeGreaterThan(600)
       expect(result.withheld.length).toBeLessThanOrEqual(2)
       expect(result.brokenAfterText).toBe(0)
-      expect(result.controls.total).toBeGreaterThanOrEqual(30)
+      controls += result.controls.total
+      expect(result.controls.total).toBeGreaterThanOrEqual(25)
       expect(result.controls.withheld).toBe(result.controls.total)
       expect(result.controls.quoteEscaped).toBe(0)
     }, 120_000)
   }
+
+  it('should have replayed at least 90 controls over the three seeds', () => {
+    expect(controls).toBeGreaterThanOrEqual(90)
+  })
 
   it('should withhold the recitals without the second opinion (the traffic is a real test of it)', async () => {
     const traffic = heldApartTraffic(families, { count: 500, seed: 4 })
