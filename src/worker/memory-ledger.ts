@@ -54,6 +54,24 @@ const MAX_WAITING_PER_TENANT = 8
 /** Large requests all tenants may have waiting; a tenant with fewer waiting displaces the most waiting. */
 const MAX_WAITING = 64
 
+/**
+ * How often a waiting request looks, on its own timer, whether its turn has come. In workerd a request
+ * may not settle a promise another request is awaiting: when the awaiting request is gone (its client
+ * hung up), settling it throws "Cannot perform I/O on behalf of a different request" into the request
+ * that freed the memory, and the turn's bytes stay reserved for good. So the request that frees
+ * memory only marks the next waiter's turn; the waiter takes it, in its own request, within this long.
+ */
+const TURN_POLL_MS = 25
+
+/**
+ * A turn not taken within this long after it was given is taken back: the request that waited for it
+ * is gone (its timers stopped with it). Far longer than {@link TURN_POLL_MS} and than the longest
+ * stretch one maximal prompt keeps the isolate busy (3–4 s), so a waiter that is still there is never
+ * mistaken for gone; one that is gone holds its bytes this long at most. Likewise a waiter still
+ * queued this long after its own wait ended, which its timer would have refused, is dropped.
+ */
+const TURN_LEASE_MS = 10_000
+
 /** One request's share of the ledger. `release` is idempotent: every exit path may call it. */
 export interface Reservation {
   /** Bytes reserved now. */
@@ -63,12 +81,19 @@ export interface Reservation {
   release(): void
 }
 
-/** A large request waiting for its turn. */
+/**
+ * A large request waiting for its turn. Other requests only change its fields; the waiting request
+ * reads them on its own timer (see {@link TURN_POLL_MS}).
+ */
 interface Waiter {
   tenant: string
   bytes: number
-  grant(): void
-  refuse(): void
+  /** When its wait is over (Date.now()): refused then, by its own timer. */
+  deadline: number
+  /** When its turn was given (its bytes reserved, its turn taken) by whichever request freed memory. */
+  grantedAt?: number
+  /** Refused by another request (displaced), or its turn taken back: it answers 503. */
+  refused?: boolean
 }
 
 /**
@@ -90,6 +115,8 @@ export class MemoryLedger {
   /** Waiting large requests per tenant, oldest first. */
   readonly #queues = new Map<string, Waiter[]>()
   #waiting = 0
+  /** Waiters given their turn and not yet there to take it. */
+  readonly #granted = new Set<Waiter>()
   /**
    * Per tenant with large requests in flight or waiting: how many are in flight, and when it was last
    * let in (a count of admissions). The waiting tenant with the fewest in flight, then the one let in
@@ -145,6 +172,7 @@ export class MemoryLedger {
    * when refused.
    */
   async admit(tenant: string, bodyBytes: number): Promise<Reservation> {
+    this.#takeBack()
     const bytes = this.cost(bodyBytes)
     if (bytes <= SMALL_REQUEST_BYTES || (this.#waiting === 0 && this.#fits(bytes, true))) {
       const reservation = this.#reservation(tenant, 0)
@@ -222,7 +250,10 @@ export class MemoryLedger {
     return this.#waiting > (this.#queues.get(tenant)?.length ?? 0)
   }
 
-  /** Resolves when the request's turn has come and its bytes fit; rejects with 503 otherwise. */
+  /**
+   * Resolves when the request's turn has come and its bytes fit; rejects with 503 otherwise. Only this
+   * request's own timer settles the promise (see {@link TURN_POLL_MS}).
+   */
   #wait(tenant: string, bytes: number): Promise<void> {
     const queue = this.#queues.get(tenant) ?? []
     if (this.#waitMs === 0 || queue.length >= MAX_WAITING_PER_TENANT) {
@@ -231,27 +262,27 @@ export class MemoryLedger {
     if (this.#waiting >= MAX_WAITING && !this.#displaceFor(queue.length)) {
       return Promise.reject(overBudget())
     }
+    const waiter: Waiter = { tenant, bytes, deadline: Date.now() + this.#waitMs }
+    if (!this.#queues.has(tenant)) this.#queues.set(tenant, queue)
+    queue.push(waiter)
+    this.#waiting++
+    this.#grant()
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => waiter.refuse(), this.#waitMs)
-      const waiter: Waiter = {
-        tenant,
-        bytes,
-        grant: () => {
-          clearTimeout(timer)
-          resolve()
-        },
-        refuse: () => {
-          clearTimeout(timer)
-          if (!this.#remove(waiter)) return
+      const look = () => {
+        if (waiter.refused) return reject(overBudget())
+        if (waiter.grantedAt !== undefined) {
+          this.#granted.delete(waiter)
+          return resolve()
+        }
+        if (Date.now() >= waiter.deadline) {
+          this.#remove(waiter)
           reject(overBudget())
           // The next turn may be one that fits.
-          this.#grant()
-        },
+          return this.#grant()
+        }
+        setTimeout(look, Math.min(TURN_POLL_MS, Math.max(1, waiter.deadline - Date.now())))
       }
-      if (!this.#queues.has(tenant)) this.#queues.set(tenant, queue)
-      queue.push(waiter)
-      this.#waiting++
-      this.#grant()
+      look()
     })
   }
 
@@ -261,9 +292,34 @@ export class MemoryLedger {
     for (const queue of this.#queues.values()) {
       if (!longest || queue.length > longest.length) longest = queue
     }
-    if (!longest || longest.length <= fewer + 1) return false
-    longest.at(-1)?.refuse()
+    const newest = longest?.at(-1)
+    if (!longest || !newest || longest.length <= fewer + 1) return false
+    this.#remove(newest)
+    newest.refused = true
     return true
+  }
+
+  /**
+   * Takes back what waiters that are gone hold: a turn given and not taken within
+   * {@link TURN_LEASE_MS} (its bytes and its place in flight), and a place in a queue kept that long
+   * past the wait's end. Run before every decision, so a gone request's bytes go to the next in turn.
+   */
+  #takeBack(): void {
+    const now = Date.now()
+    for (const waiter of this.#granted) {
+      if (now - waiter.grantedAt! <= TURN_LEASE_MS) continue
+      this.#granted.delete(waiter)
+      waiter.refused = true
+      this.reserved -= waiter.bytes
+      this.reservedLarge -= waiter.bytes
+      this.#leave(waiter.tenant)
+    }
+    for (const queue of [...this.#queues.values()]) {
+      for (const waiter of queue.filter((w) => now - w.deadline > TURN_LEASE_MS)) {
+        this.#remove(waiter)
+        waiter.refused = true
+      }
+    }
   }
 
   #remove(waiter: Waiter): boolean {
@@ -285,6 +341,7 @@ export class MemoryLedger {
    * never skipped for a smaller one, so a long prompt is not starved by shorter ones.
    */
   #grant(): void {
+    this.#takeBack()
     for (;;) {
       const head = this.#nextTurn()
       if (!head || !this.#fits(head.bytes, true)) return
@@ -294,7 +351,8 @@ export class MemoryLedger {
       // Reserved now, so no request arriving before the waiter runs can take its bytes.
       this.reserved += head.bytes
       this.reservedLarge += head.bytes
-      head.grant()
+      head.grantedAt = Date.now()
+      this.#granted.add(head)
     }
   }
 

@@ -5,7 +5,7 @@
  * keep a floor. A request held in its handler keeps its reservation in flight until it is let go.
  */
 import { Hono } from 'hono'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { GuardError } from '../../src/core/errors'
 import { type AdmissionVariables, admitMemory } from '../../src/worker/admission'
 import { discardBody, readJsonObject } from '../../src/worker/body'
@@ -391,7 +391,8 @@ async function letGoFirstIn(started: Started[], order: string[], served: number)
 }
 const doneSet = new WeakSet<Started>()
 
-const tick = () => new Promise((resolve) => setTimeout(resolve, 5))
+/** Long enough for a waiter whose turn came to take it: it looks on its own timer every 25 ms. */
+const tick = () => new Promise((resolve) => setTimeout(resolve, 60))
 
 describe('fair admission between tenants', () => {
   it('should let the waiting tenants take turns at freed memory, a newcomer first', async () => {
@@ -509,6 +510,65 @@ describe('fair admission between tenants', () => {
       }
     }
     expect(await nothingReserved(env)).toBe(true)
+  })
+})
+
+describe('a waiting request that is gone', () => {
+  // In workerd a request whose client hung up runs no more: its timers stop, and a promise another
+  // request settles for it throws into that other request. Here its timers simply never run: the
+  // clock moves (`setSystemTime`) without them.
+  const fake = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+
+  it('should take back a turn given to a request that never comes to take it', async () => {
+    fake()
+    try {
+      const ledger = new MemoryLedger(80 * MB, 30_000)
+      const held = await ledger.admit('tenant-a', bodyCharged(61))
+      const gone = ledger.admit('tenant-b', bodyCharged(61))
+      gone.catch(() => {})
+      // A's release gives B its turn: B's bytes are reserved for it, though B is not there.
+      held.release()
+      expect(ledger.reserved).toBe(ledger.cost(bodyCharged(61)))
+      vi.setSystemTime(Date.now() + 10_001)
+      // Ten seconds on, the next request finds B's bytes free and is let in at once.
+      const next = await ledger.admit('tenant-c', bodyCharged(61))
+      expect(ledger.reserved).toBe(next.bytes)
+      next.release()
+      expect(ledger.reserved).toBe(0)
+      // Were B still there after all, it would be told to retry, not let in over the budget.
+      vi.advanceTimersByTime(100)
+      await expect(gone).rejects.toMatchObject({ status: 503, retryAfterSeconds: 2 })
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('should give a tenant back its places in the queue that gone requests kept', async () => {
+    fake()
+    try {
+      const ledger = new MemoryLedger(80 * MB, 30_000)
+      const held = await ledger.admit('tenant-a', bodyCharged(61))
+      for (let i = 0; i < 8; i++) ledger.admit('tenant-b', bodyCharged(61)).catch(() => {})
+      // Its eight places are taken: the ninth is refused at once.
+      await expect(ledger.admit('tenant-b', bodyCharged(61))).rejects.toMatchObject({ status: 503 })
+      // Past their wait and the lease, with none of their timers run: the places are free again.
+      vi.setSystemTime(Date.now() + 30_000 + 10_001)
+      let settled = false
+      const again = ledger.admit('tenant-b', bodyCharged(61)).finally(() => {
+        settled = true
+      })
+      again.catch(() => {})
+      await Promise.resolve()
+      expect(settled).toBe(false)
+      held.release()
+      vi.advanceTimersByTime(100)
+      const admitted = await again
+      expect(ledger.reserved).toBe(admitted.bytes)
+      admitted.release()
+      expect(ledger.reserved).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
 
