@@ -26,16 +26,20 @@ function memoryLedger(env: Env): MemoryLedger {
     ledger = new MemoryLedger(
       optionalNumber(env.GUARD_MEMORY_BUDGET_BYTES),
       optionalNumber(env.GUARD_ADMISSION_WAIT_MS),
-      // The text memo fills with traffic (16 MiB by default): what it holds no request may reserve.
-      () => memoBytes(env),
+      // The text memo fills with traffic (16 MiB by default) and the fingerprint table makes a second
+      // generation at its first rotation: what they hold no request may reserve.
+      () => guardHeldBytes(env),
     )
     ledgers.set(env, ledger)
   }
   return ledger
 }
 
-/** What the guard's text memo holds; 0 for a guard that is not configured (its requests fail anyway). */
-function memoBytes(env: Env): number {
+/**
+ * What the guard holds that grows with traffic (its text memo, its fingerprint table's second
+ * generation); 0 for a guard that is not configured (its requests fail anyway).
+ */
+function guardHeldBytes(env: Env): number {
   try {
     return heldBytes(guardFor(env))
   } catch {

@@ -23,8 +23,9 @@ const REQUEST_BASE_BYTES = 1024 * 1024
  * The default budget: the platform's 128 MB per isolate less what an isolate holds with no request in
  * flight once its tables are loaded (o200k's tables, the family bound, the fingerprint table, prefix
  * records: 36–44 MB measured) and headroom for the garbage V8 has not collected yet (about 9 MB more
- * than the requests' own share, measured). The text memo, which fills with traffic, is left out of it
- * as it grows (see {@link MemoryLedger}).
+ * than the requests' own share, measured). The text memo, which fills with traffic, and the fingerprint
+ * table's second generation, made at its first rotation, are left out of it as they grow (see
+ * {@link MemoryLedger}).
  */
 const DEFAULT_MEMORY_BUDGET_BYTES = 80 * 1024 * 1024
 
@@ -126,12 +127,13 @@ export class MemoryLedger {
   #admissions = 0
   /** ms a large request may wait for its turn. */
   readonly #waitMs: number
-  /** Bytes the isolate keeps between requests that grow with traffic (the text memo): not for requests. */
+  /** Bytes the isolate keeps between requests that grow with traffic (memo, table): not for requests. */
   readonly #held: () => number
 
   /**
    * `held`: bytes the isolate keeps between requests beyond what it holds idle (the text memo, which
-   * fills with traffic up to its own budget); they come out of the budget as they grow.
+   * fills with traffic up to its own budget, and the fingerprint table's second generation); they come
+   * out of the budget as they grow.
    */
   constructor(
     budget = DEFAULT_MEMORY_BUDGET_BYTES,

@@ -18,28 +18,36 @@ interface Call {
 }
 
 /**
- * Calls the upstream and returns what it answered (an object, or a stream not yet read).
+ * Calls the upstream and returns what it answered (an object, or a stream not yet read). Not an async
+ * function on purpose: it keeps nothing of `call` while the answer is awaited, so the sent inputs
+ * (their canary-marked text, which the binding flattens into a copy as long as the prompt when it
+ * serializes it) are garbage once sent instead of held through the engine's whole prefill.
  *
  * @example
  * const output = await callUpstream(ctx, env.AI, { model, inputs, runOptions, streamed: true })
  */
-export async function callUpstream(
+export function callUpstream(
   ctx: AttemptContext,
   upstream: AiRunner,
   call: Call,
 ): Promise<unknown> {
   const { timeouts } = ctx.services.options
+  const streamed = call.streamed
+  let answer: Promise<unknown>
   try {
-    return await deadline(
-      upstream.run(call.model, call.inputs, call.runOptions),
-      call.streamed ? timeouts.firstTokenMs : timeouts.responseMs,
-      call.streamed ? 'a stream' : 'an answer',
-      (late) => {
-        if (late instanceof ReadableStream) late.cancel().catch(() => {})
-      },
-    )
+    answer = upstream.run(call.model, call.inputs, call.runOptions)
   } catch (error) {
+    return Promise.reject(upstreamError(error))
+  }
+  return deadline(
+    answer,
+    streamed ? timeouts.firstTokenMs : timeouts.responseMs,
+    streamed ? 'a stream' : 'an answer',
+    (late) => {
+      if (late instanceof ReadableStream) late.cancel().catch(() => {})
+    },
+  ).catch((error: unknown) => {
     // The engine's own error stays its `cause`: a length refusal states its count (statedPromptTokens).
     throw upstreamError(error)
-  }
+  })
 }

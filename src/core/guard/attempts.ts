@@ -60,17 +60,11 @@ const AFTER_SEND_MS = 1
  * return await runAttempts(guard, { upstream: env.AI, plan, hooks: { waitUntil } })
  */
 export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<unknown> {
-  const { upstream, plan, hooks, runOptions } = run
+  const { plan, hooks } = run
   const streamed = plan.facts.stream || plan.viaStream
   const print = hooks.unprinted ? UNPRINTED : promptPrint(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
-    const { ctx, inputs, isolated } = await prepare(host, run, attempt, print.content)
-    const calling = callUpstream(ctx, upstream, {
-      model: plan.model,
-      inputs,
-      runOptions: withAffinity(runOptions, isolated.affinity),
-      streamed,
-    })
+    const { ctx, calling } = await send(host, run, attempt, print.content)
     // The call is made, so its print is registered now (an answer checked before the work runs makes it
     // first); the work waits until the send has left, so it runs while the engine prefills instead of
     // delaying the send (AFTER_SEND_MS: a 0 ms timer fired inside a long send in workerd). Kept alive with
@@ -108,6 +102,28 @@ export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<u
         return release(host, plan, { outcome, attempt, ctx })
     }
   }
+}
+
+/**
+ * Prepares an attempt and makes its call. Apart from the attempt loop on purpose: the sent inputs (a
+ * canary-marked copy of the prompt, flattened whole when the binding serializes it) are this
+ * function's alone, so they are garbage once sent, not kept through the engine's prefill.
+ */
+async function send(
+  host: AttemptHost,
+  run: AttemptRun,
+  attempt: number,
+  content: AttemptContext['content'],
+): Promise<{ ctx: AttemptContext; calling: Promise<unknown> }> {
+  const { upstream, plan, runOptions } = run
+  const { ctx, inputs, isolated } = await prepare(host, run, attempt, content)
+  const calling = callUpstream(ctx, upstream, {
+    model: plan.model,
+    inputs,
+    runOptions: withAffinity(runOptions, isolated.affinity),
+    streamed: plan.facts.stream || plan.viaStream,
+  })
+  return { ctx, calling }
 }
 
 /**

@@ -88,14 +88,16 @@ export function createGuard(options: GuardOptions, plugins: EvidencePlugins): Ai
 const guards = new WeakMap<AiGuard, Guard>()
 
 /**
- * Bytes the guard keeps between requests that grow with traffic, up to their budget: the text memo's.
- * The Worker's memory admission leaves them out of what requests in flight may reserve.
+ * Bytes the guard keeps between requests that grow with traffic, up to their budget: the text memo's,
+ * and the fingerprint table's second generation once a rotation has made it (7.5 MiB by default). The
+ * Worker's memory admission leaves them out of what requests in flight may reserve.
  *
  * @example
  * const free = budget - heldBytes(guardFor(env))
  */
 export function heldBytes(face: AiGuard): number {
-  return guards.get(face)?.memo?.bytes ?? 0
+  const guard = guards.get(face)
+  return (guard?.memo?.bytes ?? 0) + (guard?.content?.heldBytes?.() ?? 0)
 }
 
 /** The public face of a guard (the class itself stays internal). */

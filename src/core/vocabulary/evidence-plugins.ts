@@ -42,6 +42,11 @@ export interface ContentBook {
   print(prompt: PromptToPrint): () => PrintedPrompt
   /** The second opinion of one request's answers; undefined when it is off. */
   recall(request: RecallRequest): Recall | undefined
+  /**
+   * Bytes it holds beyond what it holds once first used, grown with traffic and kept (the fingerprint
+   * table's second generation): memory admission leaves them out of what requests may reserve.
+   */
+  heldBytes?(): number
 }
 
 /** One request's prompt as the book prints it. */

@@ -34,6 +34,7 @@ export const foreignContentPlugin: ContentPlugin = {
     return {
       book,
       ready: () => book.ready(),
+      heldBytes: () => book.table.secondGenerationBytes,
       print(prompt) {
         const { model, tenant, texts, waitUntil, memo, said } = prompt
         const printed = book.print({ model, tenant, waitUntil }, { texts, memo, said })

@@ -203,6 +203,15 @@ export class FingerprintTable implements FingerprintLookup {
   }
 
   /**
+   * Bytes of the second generation's arrays: made at the first rotation and kept from then on, 0
+   * before. An isolate's idle memory holds the first only (made at the first add), so memory admission
+   * leaves these out of what requests may reserve.
+   */
+  get secondGenerationBytes(): number {
+    return this.previous === undefined ? 0 : this.previous.arrayBytes
+  }
+
+  /**
    * Memory and occupancy.
    *
    * @example
