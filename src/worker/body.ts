@@ -260,7 +260,7 @@ export async function readForm(
 
 /**
  * The body as text. Each chunk is scanned, then decoded and appended as it arrives: no bytes are
- * kept (every chunk lands in the same buffer), and the text is a rope of decoded parts until
+ * kept, and the text is a rope of decoded parts until
  * `JSON.parse` flattens it: of the readers tried in workerd this one peaks lowest (bench/results/body.json).
  */
 async function readText(
@@ -277,28 +277,31 @@ async function readText(
     shape.push(chunk)
     text += decode(decoder, chunk)
   }
-  await readChunks(request, budget, keep, true)
+  await readChunks(request, budget, keep)
   return text + decode(decoder)
 }
 
 /**
  * The one body loop every route reads through: bytes are counted as they stream, whatever the headers
  * say (a chunked body declares nothing), and reading stops at the limit (413) or when the body falls
- * behind its pace (408). On any failure the upload is cancelled, so nothing more of it is read. With
- * `reuse`, each chunk is only valid during `keep`: every read lands in the same buffer.
+ * behind its pace (408). On any failure the upload is cancelled, so nothing more of it is read.
+ *
+ * Chunks are read as the body gives them. Reading a body into one reused buffer (a BYOB reader) was
+ * tried for its lower garbage: in workerd's shared-isolate test run it left a promise that another
+ * request later settled ("Cannot perform I/O on behalf of a different request", RefcountedFulfiller),
+ * every run, and reading by the default reader removed it.
  */
 async function readChunks(
   request: Request,
   budget: BodyBudget,
   keep: (chunk: Uint8Array) => void,
-  reuse = false,
 ): Promise<void> {
   const { limit, sized } = budget
   const pace = budget.pace ?? DEFAULT_BODY_PACE
   const declared = Number(request.headers.get('content-length') ?? Number.NaN)
   if (declared > limit) throw tooLarge(limit)
   if (!request.body) return
-  const reader = reuse ? oneBufferReader(request.body) : request.body.getReader()
+  const reader = request.body.getReader()
   const started = Date.now()
   let size = 0
   // The time by which the bytes read so far were due: the grace, then the minimum rate.
@@ -372,42 +375,12 @@ class PaceTimer {
 export async function discardBody(request: Request, budget: BodyBudget): Promise<void> {
   if (!request.body || request.body.locked || request.bodyUsed) return
   const bounds = { limit: budget.limit, pace: budget.pace ?? DEFAULT_BODY_PACE }
-  await readChunks(request, bounds, () => {}, true).catch(() => {})
+  await readChunks(request, bounds, () => {}).catch(() => {})
 }
 
-/** Bytes of the one buffer a body is read into, when its stream can read into a given buffer. */
-const READ_BUFFER_BYTES = 64 * 1024
-
-/** The reader's calls {@link readChunks} makes: a default reader's, or a BYOB reader's over one buffer. */
-type ChunkReader = Pick<ReadableStreamDefaultReader<Uint8Array>, 'read' | 'cancel' | 'releaseLock'>
-
-/**
- * A reader of `body` whose every chunk lands in one 64 KiB buffer, when the stream takes a buffer to
- * read into (workerd's request bodies do): a 3 MB body then leaves no 3 MB of chunks behind for the
- * garbage collector, and neither do the bodies of refused requests read only to be dropped. Other
- * streams are read as they come.
- */
-function oneBufferReader(body: ReadableStream<Uint8Array>): ChunkReader {
-  let byob: ReadableStreamBYOBReader
-  try {
-    byob = body.getReader({ mode: 'byob' })
-  } catch {
-    return body.getReader()
-  }
-  let buffer = new ArrayBuffer(READ_BUFFER_BYTES)
-  return {
-    async read() {
-      const next = await byob.read(new Uint8Array(buffer))
-      // The buffer was handed to the stream and comes back in the view: the same memory, read again.
-      if (next.value) buffer = next.value.buffer as ArrayBuffer
-      return next.done ? { done: true, value: undefined } : { done: false, value: next.value }
-    },
-    cancel: (reason?: unknown) => byob.cancel(reason),
-    releaseLock: () => byob.releaseLock(),
-  }
-}
-
-async function read(reader: ChunkReader): Promise<ReadableStreamReadResult<Uint8Array>> {
+async function read(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<ReadableStreamReadResult<Uint8Array>> {
   try {
     return await reader.read()
   } catch (error) {
