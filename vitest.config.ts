@@ -148,6 +148,8 @@ const SLOW = [
   'test/node/fingerprint-chunks.test.ts',
   // Debian's real text (golang-1.19-src, rust-src, fortunes*, manpages-*: .ci/run installs them).
   'test/node/held-apart.test.ts',
+  // The shingler against its plain definition, over Go, Python, Rust and CJK manual pages.
+  'test/node/shingler-reference.test.ts',
 ]
 
 /** The workerd projects' plugins: the guard Worker of wrangler.dev.toml with the simulator beside it. */
