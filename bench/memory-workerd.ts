@@ -6,6 +6,7 @@
  * charges (src/worker/memory-ledger.ts; bench/results/memory-admission.json holds the runs).
  */
 import { startCappedWorker } from '../test/support/heap-capped-worker'
+import { peakDuring } from '../test/support/node-upload'
 import { cjk, english } from './texts'
 
 const MODEL = '@cf/zai-org/glm-5.3'
@@ -62,21 +63,11 @@ async function main(): Promise<void> {
     const baseline = base.heap + base.buffers
     const bodyBytes = new TextEncoder().encode(body(0, false)).byteLength
     for (const stream of [false, true]) {
-      let peak = 0
-      let sampling = true
-      const sampler = (async () => {
-        while (sampling) {
-          const now = await worker.memory()
-          if (!now) break
-          peak = Math.max(peak, now.heap + now.buffers)
-          await new Promise((resolve) => setTimeout(resolve, 5))
-        }
-      })()
-      const statuses = await Promise.all(
-        Array.from({ length: prompts }, (_, i) => post(i, body(i, stream))),
+      const [statuses, peak] = await peakDuring(
+        worker,
+        Promise.all(Array.from({ length: prompts }, (_, i) => post(i, body(i, stream)))),
+        5,
       )
-      sampling = false
-      await sampler
       console.log(
         JSON.stringify({
           script,
