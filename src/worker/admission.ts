@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from 'hono'
 import { GuardError, heldBytes } from '../core'
 import { discardBody } from './body'
-import { bodyLimit, bodyPace, guardFor } from './config'
+import { bodyLimit, bodyPace, guardIfMade } from './config'
 import type { Env } from './env'
 import { MemoryLedger, type Reservation } from './memory-ledger'
 
@@ -37,14 +37,13 @@ function memoryLedger(env: Env): MemoryLedger {
 
 /**
  * What the guard holds that grows with traffic (its text memo, its fingerprint table's second
- * generation); 0 for a guard that is not configured (its requests fail anyway).
+ * generation); 0 before a request has made it (it holds nothing yet), and for a guard that is not
+ * configured (never made: its requests fail anyway). Asked on every admission decision, so it never
+ * makes the guard itself (a bad setting would be logged each time).
  */
 function guardHeldBytes(env: Env): number {
-  try {
-    return heldBytes(guardFor(env))
-  } catch {
-    return 0
-  }
+  const guard = guardIfMade(env)
+  return guard ? heldBytes(guard) : 0
 }
 
 /** A setting's number, or undefined when unset (the ledger's default); anything else is refused there. */

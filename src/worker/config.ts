@@ -60,6 +60,17 @@ export function guardFor(env: Env): AiGuard {
   return guard
 }
 
+/**
+ * The isolate's guard for these bindings if a request has made it, without making it: for what asks
+ * often (memory admission, on every decision) and must neither build a guard nor log a bad setting.
+ *
+ * @example
+ * const guard = guardIfMade(env) // undefined until a request has made it
+ */
+export function guardIfMade(env: Env): AiGuard | undefined {
+  return guards.get(env)
+}
+
 /** The guard's options from the Worker's environment (the variables keep their names). */
 function guardOptions(env: Env): GuardOptions {
   return {
