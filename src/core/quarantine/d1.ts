@@ -10,6 +10,7 @@ import type {
   QuarantineStore,
   QuarantineSummary,
 } from '../vocabulary/quarantine'
+import { type IncidentRow, listedSummary, readSummary, readWithheld } from './d1-row'
 import { QUARANTINE_KEY_MESSAGE, type SealingKey, seal, sealingKeyring, unseal } from './seal'
 import { isKeyId, UnreadableIncidentError } from './unreadable'
 
@@ -30,32 +31,15 @@ export interface D1QuarantineOptions {
   now?: () => number
 }
 
-interface Row {
-  id: string
-  at: number
-  tenant: string
-  model: string
-  request_id: string
-  reasons: string
-  figures: string
-  canaries: string
-  source_tenants: string
-  /** The sealing key's id; null for records sealed before key ids. */
-  key_id?: string | null
-  count: number
-  last_at: number | null
-  /** 1: released under observe (migrations/0008_incident_observed.sql). */
-  observed: number
-  /** D1 returns BLOBs as arrays of bytes. */
-  withheld_iv?: number[] | ArrayBuffer
-  withheld?: number[] | ArrayBuffer
-}
-
 /**
  * Most bytes of ciphertext in one value: 1 MiB, half D1's 2,000,000-byte row limit
  * (src/worker/platform-limits.ts, `SAFE_VALUE_BYTES`; not imported, the store takes no Worker code).
  */
 const WITHHELD_PART_BYTES = 1024 * 1024
+
+/** The `reasons` column where it is a JSON array, else one `incident_unreadable` reason. */
+const READABLE_REASONS = `CASE WHEN json_valid(incidents.reasons) AND json_type(incidents.reasons) = 'array'
+  THEN incidents.reasons ELSE '["incident_unreadable"]' END`
 
 const SUMMARY_COLUMNS =
   'id, at, tenant, model, request_id, reasons, figures, canaries, source_tenants, count, last_at, key_id, observed'
@@ -143,8 +127,11 @@ export class D1QuarantineStore implements QuarantineStore {
     const row = await this.#db
       .prepare(`SELECT ${SUMMARY_COLUMNS}, withheld_iv, withheld FROM incidents WHERE id = ?`)
       .bind(id)
-      .first<Row>()
-    if (!row?.withheld_iv || !row.withheld) return undefined
+      .first<IncidentRow>()
+    if (!row) return undefined
+    // Checked before any decryption: a row that cannot be shown is refused by name, whatever its text.
+    const summary = readSummary(row)
+    if (!row.withheld_iv || !row.withheld) return undefined
     let data = new Uint8Array(row.withheld)
     if (data.byteLength === 0) {
       const { results } = await this.#db
@@ -154,7 +141,7 @@ export class D1QuarantineStore implements QuarantineStore {
       data = join(results.map((r) => new Uint8Array(r.data)))
     }
     const plain = await this.#open(row, data)
-    return { ...summary(row), withheld: JSON.parse(plain) as Record<string, string> }
+    return { ...summary, withheld: readWithheld(row.id, plain) }
   }
 
   /**
@@ -163,17 +150,20 @@ export class D1QuarantineStore implements QuarantineStore {
    * id the keyring does not hold, one of a form this store never writes, or text that does not decrypt
    * (each an {@link UnreadableIncidentError}, so a console can tell bad stored data from a failure).
    */
-  async #open(row: Row, data: Uint8Array): Promise<string> {
+  async #open(row: IncidentRow, data: Uint8Array): Promise<string> {
     const ring = await this.#ring
     const iv = new Uint8Array(row.withheld_iv!)
     if (row.key_id !== null && row.key_id !== undefined) {
       if (!isKeyId(row.key_id)) throw new UnreadableIncidentError(row.id, 'not_authentic')
       const sealer = ring.find((k) => k.id === row.key_id)
-      if (!sealer) throw new UnreadableIncidentError(row.id, 'key_not_held', row.key_id)
+      if (!sealer) throw new UnreadableIncidentError(row.id, 'key_not_held', { keyId: row.key_id })
       try {
         return await unseal(sealer.key, iv, data, row.id)
       } catch (error) {
-        throw new UnreadableIncidentError(row.id, 'not_authentic', row.key_id, error)
+        throw new UnreadableIncidentError(row.id, 'not_authentic', {
+          keyId: row.key_id,
+          cause: error,
+        })
       }
     }
     let failure: unknown
@@ -184,7 +174,7 @@ export class D1QuarantineStore implements QuarantineStore {
         failure = error
       }
     }
-    throw new UnreadableIncidentError(row.id, 'no_key_opens', undefined, failure)
+    throw new UnreadableIncidentError(row.id, 'no_key_opens', { cause: failure })
   }
 
   async list(query: QuarantineQuery = {}): Promise<QuarantineSummary[]> {
@@ -194,11 +184,15 @@ export class D1QuarantineStore implements QuarantineStore {
     const { results } = await this.#db
       .prepare(sql)
       .bind(...args)
-      .all<Row>()
-    return results.map(summary)
+      .all<IncidentRow>()
+    return results.map(listedSummary)
   }
 
-  /** Incidents per reason: an aggregated record counts `count` times. */
+  /**
+   * Incidents per reason: an aggregated record counts `count` times. A record whose `reasons` is not a
+   * JSON array (an edited row) counts under `incident_unreadable`: one such row must neither fail the
+   * query (json_each rejects malformed JSON) nor vanish from the totals.
+   */
   async counts(
     query: Pick<QuarantineQuery, 'since' | 'until' | 'tenant'> = {},
   ): Promise<Record<string, number>> {
@@ -206,7 +200,7 @@ export class D1QuarantineStore implements QuarantineStore {
     const { results } = await this.#db
       .prepare(
         `SELECT r.value AS reason, SUM(incidents.count) AS n
-         FROM incidents, json_each(incidents.reasons) AS r ${where} GROUP BY r.value`,
+         FROM incidents, json_each(${READABLE_REASONS}) AS r ${where} GROUP BY r.value`,
       )
       .bind(...args)
       .all<{ reason: string; n: number }>()
@@ -266,23 +260,4 @@ function filters(query: QuarantineQuery): { where: string; args: (string | numbe
   }
   if (query.observed !== undefined) filter('observed = ?', query.observed ? 1 : 0)
   return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
-}
-
-function summary(row: Row): QuarantineSummary {
-  return {
-    id: row.id,
-    at: row.at,
-    tenant: row.tenant,
-    model: row.model,
-    requestId: row.request_id,
-    reasons: JSON.parse(row.reasons) as string[],
-    figures: JSON.parse(row.figures) as QuarantineSummary['figures'],
-    canaries: JSON.parse(row.canaries) as QuarantineSummary['canaries'],
-    sourceTenants: JSON.parse(row.source_tenants) as string[],
-    // Absent means 1, as in every store: records that were never folded read as before.
-    ...(row.count > 1 ? { count: row.count } : {}),
-    ...(row.last_at !== null && row.last_at !== undefined ? { lastAt: row.last_at } : {}),
-    ...(row.key_id ? { keyId: row.key_id } : {}),
-    ...(row.observed === 1 ? { observed: true as const } : {}),
-  }
 }

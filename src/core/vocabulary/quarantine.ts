@@ -95,7 +95,14 @@ export interface QuarantineQuery {
 }
 
 /** The summary of a record returned by `list` (no withheld text). */
-export type QuarantineSummary = Omit<QuarantineRecord, 'withheld'>
+export type QuarantineSummary = Omit<QuarantineRecord, 'withheld'> & {
+  /**
+   * Set when the stored record cannot be read (a column edited, truncated or not JSON): why, and what
+   * to do. The record is still listed so no other is hidden; its unread fields are empty, its detail
+   * answers 409 `incident_unreadable`.
+   */
+  unreadable?: string
+}
 
 /**
  * Storage for quarantined answers. `put` must not resolve before the record is durable; if it throws,

@@ -113,7 +113,8 @@ export async function incidentPage(
     found.sort(byListOrder)
     for (const row of found) {
       if (cursor && !(row.at < cursor.at || (row.at === cursor.at && row.id > cursor.id))) continue
-      if (filters.source && !row.sourceTenants.includes(filters.source)) continue
+      // An unreadable row's source tenants are unknown, not none: it stays in view until someone looks.
+      if (filters.source && !row.unreadable && !row.sourceTenants.includes(filters.source)) continue
       if (filters.model && row.model !== filters.model) continue
       rows.push(row)
       if (rows.length > size) break

@@ -219,6 +219,7 @@ function unreadableIncident(
       incident: error.incidentId,
       reason: error.reason,
       ...(error.keyId ? { keyId: error.keyId } : {}),
+      ...(error.column ? { column: error.column } : {}),
     }),
   )
   if (wantsHtml(c)) {

@@ -230,7 +230,9 @@ export class D1Telemetry implements TelemetryReader {
       )
       .bind(...args)
       .all<SampleRow>()
-    return results.map(fromRow)
+    // A row edited into something this store never writes is left out: one bad sample must not blank
+    // every chart of the overview (the reader's caller drops the whole answer on a throw).
+    return results.flatMap((row) => fromRow(row) ?? [])
   }
 
   /**
@@ -242,8 +244,8 @@ export class D1Telemetry implements TelemetryReader {
     const { results } = await this.#db
       .prepare(
         `SELECT r.value AS reason, COALESCE(s.value, 'none') AS script, COUNT(*) AS count
-         FROM verdict_samples, json_each(verdict_samples.reasons) AS r
-           LEFT JOIN json_each(COALESCE(verdict_samples.scripts, '[]')) AS s
+         FROM verdict_samples, json_each(${jsonArray('verdict_samples.reasons')}) AS r
+           LEFT JOIN json_each(${jsonArray('verdict_samples.scripts')}) AS s
          ${where} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2`,
       )
       .bind(...args)
@@ -291,21 +293,43 @@ function filters(
   return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
 }
 
-function fromRow(row: SampleRow): VerdictSample {
+/**
+ * SQL for `column` where it is a JSON array, else `[]`: json_each fails the whole query on one
+ * malformed value, and a sample row edited into one must not take the refusal counts down.
+ */
+function jsonArray(column: string): string {
+  return `CASE WHEN json_valid(${column}) AND json_type(${column}) = 'array' THEN ${column} ELSE '[]' END`
+}
+
+/** A JSON array of strings, or undefined for anything else (an edited or truncated value). */
+function stringArray(text: unknown): string[] | undefined {
+  try {
+    const value: unknown = typeof text === 'string' ? JSON.parse(text) : undefined
+    return Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The sample a row holds, or undefined when its JSON columns are not what this store writes. */
+function fromRow(row: SampleRow): VerdictSample | undefined {
   const number = (key: keyof VerdictSample, value: number | null) =>
     value === null ? {} : { [key]: value }
+  const reasons = stringArray(row.reasons)
+  const scripts = row.scripts === null ? undefined : stringArray(row.scripts)
+  if (!reasons || (row.scripts !== null && !scripts)) return undefined
   return {
     at: row.at,
     model: row.model,
     tenant: row.tenant,
     action: row.action,
-    reasons: JSON.parse(row.reasons) as string[],
+    reasons,
     ...number('estimatedTokens', row.estimated_tokens),
     ...number('tokenBound', row.token_bound),
     ...number('ttftMs', row.ttft_ms),
     ...number('expectedMinMs', row.expected_min_ms),
     ...number('firstByteMs', row.first_byte_ms),
-    ...(row.scripts !== null ? { scripts: JSON.parse(row.scripts) as string[] } : {}),
+    ...(scripts ? { scripts } : {}),
     ...(row.incident_id !== null ? { incidentId: row.incident_id } : {}),
     weight: row.weight,
   }

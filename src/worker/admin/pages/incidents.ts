@@ -81,7 +81,7 @@ function row(r: QuarantineSummary): Html {
 <td class="mono"><a href="/admin/incidents/${encodeURIComponent(r.id)}">${when(r.at)}</a></td>
 <td>${r.tenant}</td>
 <td class="mono">${r.model}</td>
-<td>${r.reasons.map((reason) => html`<span class="tag${HARD.has(reason) ? ' hard' : ''}">${reason}</span>`)}${r.observed ? html` <span class="tag observed" title="released under observe: what enforce would have withheld">observed</span>` : ''}</td>
+<td>${r.unreadable ? html`<span class="tag hard" title="${r.unreadable}">unreadable</span>` : ''}${r.reasons.map((reason) => html`<span class="tag${HARD.has(reason) ? ' hard' : ''}">${reason}</span>`)}${r.observed ? html` <span class="tag observed" title="released under observe: what enforce would have withheld">observed</span>` : ''}</td>
 <td>${r.sourceTenants.length ? r.sourceTenants.join(', ') : html`<span class="muted">—</span>`}</td>
 <td class="num">${tokens === undefined ? '—' : tokens.toLocaleString('en-US')}</td>
 <td class="num">${r.figures.ttftMs === undefined ? '—' : `${Math.round(r.figures.ttftMs)} ms`}</td>

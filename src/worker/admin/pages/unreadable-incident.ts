@@ -34,6 +34,8 @@ function headline(error: UnreadableIncidentError): Html {
         : html`Incident ${id} names key <code>${error.keyId}</code>, but its withheld text does not decrypt under that key: the stored row was altered or is incomplete.`
     case 'no_key_opens':
       return html`Incident ${id} was sealed before records named their key, and no key this Worker holds decrypts it.`
+    case 'corrupt':
+      return html`Incident ${id} cannot be shown: its stored <code>${error.column ?? 'value'}</code> column is not what this guard writes (the row was edited, truncated or is not JSON).`
   }
 }
 
@@ -45,5 +47,7 @@ function nextStep(error: UnreadableIncidentError): Html {
       return html`No key can read it. Check who can write to the D1 database; restore the row from a backup if you need the text.`
     case 'no_key_opens':
       return html`If its key was retired, set it as QUARANTINE_KEY_PREVIOUS (${ROTATION}); otherwise the row was altered: check who can write to the D1 database.`
+    case 'corrupt':
+      return html`No key helps. Check who can write to the D1 database; restore the row from a backup, or delete it (see “Unreadable incidents” in docs/incidents.md).`
   }
 }
