@@ -5,59 +5,20 @@
  * baseline after a full GC. The rise of the peak per prompt added, per body byte, is what admission
  * charges (src/worker/memory-ledger.ts; bench/results/memory-admission.json holds the runs).
  */
-import { startCappedWorker } from '../test/support/heap-capped-worker'
 import { peakDuring } from '../test/support/node-upload'
-import { cjk, english } from './texts'
+import { maximalBody, startMemoryWorker } from './support/memory-worker'
 
-const MODEL = '@cf/zai-org/glm-5.3'
 const MB = 1024 * 1024
 const prompts = Number(process.argv[2] ?? 1)
 const script = process.argv[3] === 'zh' ? 'zh' : 'en'
 const heapMb = Number(process.argv[4] ?? 128)
-const keys = Object.fromEntries(
-  Array.from({ length: 40 }, (_, i) => [`memory-key-${i}`, `tenant-${i}`]),
-)
-
-/** Client `i`'s maximal prompt (the sizes of test/node/memory-admission.test.ts). */
-function body(i: number, stream: boolean): string {
-  const text = script === 'en' ? english(i + 1, 3_000_000) : cjk(i + 1, 650_000)
-  return JSON.stringify({
-    model: MODEL,
-    max_tokens: 512,
-    stream,
-    messages: [{ role: 'user', content: `MARK-${i} ${text}` }],
-  })
-}
+const body = (i: number, stream: boolean) => maximalBody(i, script, stream)
 
 async function main(): Promise<void> {
-  const worker = await startCappedWorker(
-    heapMb,
-    {
-      GUARD_SECRET: 'memory-admission-canary-secret-0123456789abcdef',
-      TENANT_KEYS: JSON.stringify(keys),
-      GUARD_MODELS: JSON.stringify({ [MODEL]: { maxPrefillTokensPerSecond: 1_000_000 } }),
-      GUARD_MEMORY_BUDGET_BYTES: String(2000 * MB),
-    },
-    {
-      mode: 'fixed',
-      poolTokens: 40_000_000,
-      prefillTokensPerSecond: 900_000,
-      decodeTokensPerSecond: 100_000,
-      queueTimeoutMs: 120_000,
-    },
-  )
-  const post = async (i: number, payload: string) => {
-    const response = await fetch(`${worker.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer memory-key-${i}`, 'content-type': 'application/json' },
-      body: payload,
-    })
-    await response.text()
-    return response.status
-  }
+  const worker = await startMemoryWorker(heapMb, 900_000)
   try {
     // Tables loaded by a prompt none of the measured ones repeats (the memo would skip its print).
-    await post(39, body(39, false))
+    await worker.post(39, body(39, false))
     const base = await worker.memory(true)
     if (!base) throw new Error('no memory figure from the inspector')
     const baseline = base.heap + base.buffers
@@ -65,7 +26,7 @@ async function main(): Promise<void> {
     for (const stream of [false, true]) {
       const [statuses, peak] = await peakDuring(
         worker,
-        Promise.all(Array.from({ length: prompts }, (_, i) => post(i, body(i, stream)))),
+        Promise.all(Array.from({ length: prompts }, (_, i) => worker.post(i, body(i, stream)))),
         5,
       )
       console.log(
