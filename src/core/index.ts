@@ -108,6 +108,7 @@ export type {
   StandInFinding,
   StoreGap,
 } from './vocabulary/evidence-plugins'
+export { integerOption } from './vocabulary/option-checks'
 export {
   BUILTIN_PROFILES,
   type CacheIsolation,

@@ -6,6 +6,7 @@ import type { CalibrationStore } from '../calibration/learned'
 import { assertSecret } from '../crypto/secret'
 import type { FingerprintStore, SecretsOptions } from './evidence-options'
 import { refuseMoved } from './moved-options'
+import { integerOption } from './option-checks'
 import type { QuarantineStore } from './quarantine'
 import type { ObservableCheck, Observe } from './verdict-types'
 
@@ -447,11 +448,17 @@ export function resolveOptions(options: GuardOptions): ResolvedOptions {
     overflow: oneOf('ceiling.overflow', ceiling.overflow, ['reject', 'clamp-output']),
     now: hooks.now ?? (() => Date.now()),
     requestId: hooks.requestId ?? (() => crypto.randomUUID()),
-    echoRetries: integer('canary.echoRetries', canary.echoRetries ?? 2, 0, 3),
-    maxHeldBytes: integer('stream.maxHeldBytes', stream.maxHeldBytes ?? 8 * 1024 * 1024, 1024),
+    echoRetries: integerOption('canary.echoRetries', canary.echoRetries ?? 2, 0, 3),
+    maxHeldBytes: integerOption(
+      'stream.maxHeldBytes',
+      stream.maxHeldBytes ?? 8 * 1024 * 1024,
+      1024,
+    ),
     streamRelease: oneOf('stream.release', stream.release, ['verified', 'async']),
     heartbeatMs:
-      stream.heartbeatMs === undefined ? 0 : integer('stream.heartbeatMs', stream.heartbeatMs, 100),
+      stream.heartbeatMs === undefined
+        ? 0
+        : integerOption('stream.heartbeatMs', stream.heartbeatMs, 100),
     minTimingEvidenceMs: atLeastZero('timing.minEvidenceMs', timing.minEvidenceMs ?? 200, ''),
     timeouts: resolveTimeouts(timing.timeouts),
     wholeAnswers: oneOf('timing.wholeAnswers', timing.wholeAnswers, ['via-stream', 'as-is']),
@@ -498,7 +505,7 @@ function resolveTextMemo(options: Group<'ceiling'>['textMemo']): ResolvedOptions
     throw new Error('option "ceiling.textMemo" must be an object or false')
   }
   const budget = options?.budgetBytes ?? 16 * 1024 * 1024
-  return { budgetBytes: integer('ceiling.textMemo.budgetBytes', budget, 65_536) }
+  return { budgetBytes: integerOption('ceiling.textMemo.budgetBytes', budget, 65_536) }
 }
 
 /** The built-in profiles with the `models` overrides, and the profile for unknown models if any. */
@@ -565,17 +572,6 @@ function oneOf<T extends string>(name: string, value: T | undefined, allowed: re
     throw new Error(`option "${name}" must be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}`)
   }
   return chosen
-}
-
-function integer(name: string, value: number, min: number, max?: number): number {
-  if (!Number.isInteger(value) || value < min || (max !== undefined && value > max)) {
-    throw new Error(
-      max === undefined
-        ? `option "${name}" must be an integer of at least ${min}`
-        : `option "${name}" must be an integer from ${min} to ${max}`,
-    )
-  }
-  return value
 }
 
 function atLeastZero(name: string, value: number, unit: string): number {

@@ -2,7 +2,12 @@
  * @module The `content` option group resolved: measured defaults (docs/fingerprints.md); a run
  * may be raised, never lowered below them. Throws a plain `Error` that names the bad option.
  */
-import type { FingerprintStore, ForeignContentOptions, RecallOptions } from '../../core'
+import {
+  type FingerprintStore,
+  type ForeignContentOptions,
+  integerOption,
+  type RecallOptions,
+} from '../../core'
 import { FINGERPRINT_DEFAULTS } from './'
 import { PUBLIC_BACKGROUND } from './public-background'
 
@@ -49,12 +54,12 @@ export function resolveForeignContent(
     // The built-in background first: licences are public whoever pastes them.
     publicTexts: [...PUBLIC_BACKGROUND, ...resolvePublicTexts(o.publicTexts)],
     table: {
-      budgetBytes: integer('content.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
-      ttlMs: integer('content.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),
-      commonAt: integer('content.commonAt', o.commonAt ?? d.commonAt, 2, 4),
+      budgetBytes: integerOption('content.budgetBytes', o.budgetBytes ?? d.budgetBytes, 65_536),
+      ttlMs: integerOption('content.ttlMs', o.ttlMs ?? d.ttlMs, 1_000),
+      commonAt: integerOption('content.commonAt', o.commonAt ?? d.commonAt, 2, 4),
       tenantShare: d.tenantShare,
     },
-    params: { n: d.n, w: d.w, k: integer('content.run', o.run ?? d.k, d.k, 64) },
+    params: { n: d.n, w: d.w, k: integerOption('content.run', o.run ?? d.k, d.k, 64) },
     recall: resolveRecall(o.recall),
   }
 }
@@ -69,24 +74,13 @@ function resolveRecall(
   }
   const o = options ?? {}
   return {
-    perSourcePerHour: integer(
+    perSourcePerHour: integerOption(
       'content.recall.perSourcePerHour',
       o.perSourcePerHour ?? 60,
       1,
       100_000,
     ),
-    maxTokens: integer('content.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
-    cueChars: integer('content.recall.cueChars', o.cueChars ?? 160, 0, 2_000),
+    maxTokens: integerOption('content.recall.maxTokens', o.maxTokens ?? 512, 32, 8_192),
+    cueChars: integerOption('content.recall.cueChars', o.cueChars ?? 160, 0, 2_000),
   }
-}
-
-function integer(name: string, value: number, min: number, max?: number): number {
-  if (!Number.isInteger(value) || value < min || (max !== undefined && value > max)) {
-    throw new Error(
-      max === undefined
-        ? `option "${name}" must be an integer of at least ${min}`
-        : `option "${name}" must be an integer from ${min} to ${max}`,
-    )
-  }
-  return value
 }
