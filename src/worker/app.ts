@@ -197,8 +197,12 @@ function runnerFor(c: AppContext): AiRunner {
   if (!env.AI || typeof env.AI.run !== 'function') {
     throw new GuardError('guard_unavailable', 'No Workers AI binding named AI is configured.')
   }
+  const admission = c.get('admission')
   return guardFor(env).wrap(env.AI, {
     tenant: c.get('tenant'),
     waitUntil: (p) => executionCtx.waitUntil(p),
+    // Once the engine has the prompt, the request holds far less than while it read and counted it.
+    prefilling: () => admission.settle(),
+    retrying: () => admission.resume(),
   })
 }

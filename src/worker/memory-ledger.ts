@@ -20,6 +20,16 @@ const BYTES_PER_BODY_BYTE = 11
 const REQUEST_BASE_BYTES = 1024 * 1024
 
 /**
+ * Bytes per body byte a maximal prompt still holds once the engine has it and the guard's work on it is
+ * done (its print, its count), until its answer: what stays alive after a full GC in a workerd isolate
+ * capped at 128 MB (bench/memory-live.ts, two prompts; bench/results/memory-admission.json `held`):
+ * English 9.18 MiB a prompt, Chinese 7.78 — of which the text memo's facts of the prompt, which stay
+ * after the request and already come out of the budget as the memo grows, are 4.4 and 4.66. Without
+ * them, 1.6 per body byte in both scripts; 3 is nearly twice that, and covers English even with them.
+ */
+const HELD_BYTES_PER_BODY_BYTE = 3
+
+/**
  * The default budget: the platform's 128 MB per isolate less what an isolate holds with no request in
  * flight once its tables are loaded (o200k's tables, the family bound, the fingerprint table, prefix
  * records: 36–44 MB measured) and headroom for the garbage V8 has not collected yet (about 9 MB more
@@ -79,6 +89,17 @@ export interface Reservation {
   readonly bytes: number
   /** Raises the reservation to cover a body of `bodyBytes` (seen so far); throws 503 over budget. */
   cover(bodyBytes: number): void
+  /**
+   * The engine has the request and the guard's work on its prompt is done: lowers the reservation to
+   * what the request holds until its answer ({@link HELD_BYTES_PER_BODY_BYTE} of the body covered), and
+   * hands what it frees to the next turn. Never raises.
+   */
+  settle(): void
+  /**
+   * Raises a settled reservation back to its body's full charge before the request builds and sends
+   * its prompt again (a retry); throws 503 when that no longer fits. Nothing else takes the place.
+   */
+  resume(): void
   release(): void
 }
 
@@ -167,6 +188,12 @@ export class MemoryLedger {
     return Math.min(full, this.#available - SMALL_FLOOR_BYTES)
   }
 
+  /** What a request with a body of `bodyBytes` holds once the engine has it (never over {@link cost}). */
+  heldCost(bodyBytes: number): number {
+    const held = REQUEST_BASE_BYTES + HELD_BYTES_PER_BODY_BYTE * Math.max(0, bodyBytes)
+    return Math.min(held, this.cost(bodyBytes))
+  }
+
   /**
    * Reserves for `tenant`'s body of `bodyBytes` (0 when unknown yet). A small request is admitted or
    * refused at once; a large one that does not fit now, or would jump other tenants' turns, waits in
@@ -192,23 +219,44 @@ export class MemoryLedger {
     let bytes = held
     let large = held > SMALL_REQUEST_BYTES
     let open = true
+    /** The most body bytes covered: what settle and resume charge for. */
+    let body = 0
     const ledger = this
+    /** Moves the reservation to `wanted` bytes (up or down), keeping the large tally in step. */
+    const move = (wanted: number, nowLarge: boolean) => {
+      if (nowLarge && !large) ledger.#takeTurn(tenant)
+      ledger.reserved += wanted - bytes
+      if (nowLarge) ledger.reservedLarge += wanted - (large ? bytes : 0)
+      bytes = wanted
+      large = nowLarge
+    }
     return {
       get bytes() {
         return bytes
       },
-      cover(body) {
-        const wanted = ledger.cost(body)
+      cover(bodyBytes) {
+        body = Math.max(body, bodyBytes)
+        const wanted = ledger.cost(bodyBytes)
         if (!open || wanted <= bytes) return
         const nowLarge = wanted > SMALL_REQUEST_BYTES
         // Growing while another tenant waits would take its turn: a chunked body is no way round.
         if (nowLarge && ledger.#othersWait(tenant)) throw overBudget()
         if (!ledger.#fits(wanted - bytes, nowLarge)) throw overBudget()
-        if (nowLarge && !large) ledger.#takeTurn(tenant)
-        ledger.reserved += wanted - bytes
-        if (nowLarge) ledger.reservedLarge += wanted - (large ? bytes : 0)
-        bytes = wanted
-        large = nowLarge
+        move(wanted, nowLarge)
+      },
+      settle() {
+        const wanted = Math.min(bytes, ledger.heldCost(body))
+        if (!open || wanted >= bytes) return
+        // Still a long prompt in flight for the turns (`large` kept): only its bytes are lowered.
+        move(wanted, large)
+        ledger.#grant()
+      },
+      resume() {
+        const wanted = ledger.cost(body)
+        if (!open || wanted <= bytes) return
+        // Its own memory back, not a new place: waiting tenants keep their turn order, but it must fit.
+        if (!ledger.#fits(wanted - bytes, large || wanted > SMALL_REQUEST_BYTES)) throw overBudget()
+        move(wanted, large || wanted > SMALL_REQUEST_BYTES)
       },
       release() {
         if (!open) return

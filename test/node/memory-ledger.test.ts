@@ -626,3 +626,82 @@ describe('a refused request’s body', () => {
     expect(seen.pulled * 64 * 1024).toBeLessThanOrEqual(1 * MB + 2 * 64 * 1024)
   })
 })
+
+describe('a prompt the engine has', () => {
+  /** A ledger of 80 MiB (72 for large requests) whose long prompts wait up to 10 s for a turn. */
+  const ledger = () => new MemoryLedger(80 * MB, 10_000)
+  /** A body charged 40 MiB: two do not fit together until one is with the engine. */
+  const BODY = bodyCharged(40)
+
+  it('should lower what it holds once settled and let a waiting prompt in', async () => {
+    const l = ledger()
+    const first = await l.admit('tenant-a', BODY)
+    expect(first.bytes).toBe(l.cost(BODY))
+    let second: Awaited<ReturnType<MemoryLedger['admit']>> | undefined
+    const waiting = l.admit('tenant-b', BODY).then((r) => {
+      second = r
+    })
+    await new Promise((r) => setTimeout(r, 60))
+    expect(second).toBeUndefined()
+    first.settle()
+    expect(first.bytes).toBe(l.heldCost(BODY))
+    expect(first.bytes).toBeLessThan((40 * MB) / 2)
+    await waiting
+    expect(l.reserved).toBe(first.bytes + l.cost(BODY))
+    second!.release()
+    first.release()
+    expect(l.reserved).toBe(0)
+    expect(l.reservedLarge).toBe(0)
+  })
+
+  it('should never raise a reservation by settling, nor after its release', async () => {
+    const l = ledger()
+    const small = await l.admit('tenant-a', 1000)
+    const before = small.bytes
+    small.settle()
+    expect(small.bytes).toBe(l.heldCost(1000))
+    expect(small.bytes).toBeLessThanOrEqual(before)
+    small.settle()
+    expect(small.bytes).toBe(l.heldCost(1000))
+    const large = await l.admit('tenant-a', BODY)
+    large.settle()
+    const settled = large.bytes
+    large.settle()
+    expect(large.bytes).toBe(settled)
+    large.release()
+    large.settle()
+    large.resume()
+    small.release()
+    expect(l.reserved).toBe(0)
+  })
+
+  it('should take its full charge back for a retry, or refuse the retry with 503 when it no longer fits', async () => {
+    const l = ledger()
+    const first = await l.admit('tenant-a', BODY)
+    first.settle()
+    first.resume()
+    expect(first.bytes).toBe(l.cost(BODY))
+    // Settled again, its freed memory taken by another prompt: the retry no longer fits.
+    first.settle()
+    const other = await l.admit('tenant-b', BODY)
+    expect(() => first.resume()).toThrow(expect.objectContaining({ status: 503 }))
+    // Refused, it keeps what it held, and gives exactly that back.
+    expect(first.bytes).toBe(l.heldCost(BODY))
+    first.release()
+    other.release()
+    expect(l.reserved).toBe(0)
+    expect(l.reservedLarge).toBe(0)
+  })
+
+  it('should not let a body covered after settling slip in at the held charge', async () => {
+    const l = ledger()
+    const first = await l.admit('tenant-a', bodyCharged(10))
+    first.settle()
+    // A request that settles before its body is all read (it cannot in the Worker, whose guard reads
+    // the body first) is still charged in full for what it reads after.
+    first.cover(BODY)
+    expect(first.bytes).toBe(l.cost(BODY))
+    first.release()
+    expect(l.reserved).toBe(0)
+  })
+})

@@ -31,6 +31,16 @@ export interface UpstreamCalls {
   most: number
 }
 
+/**
+ * How the engine admits calls: until `calls` of them are in it together (once), each waits there, its
+ * body read, at most `ms` — so how many the guard has in the engine at once is counted whatever the
+ * machine's speed, not only while one call happens to outlast the guard's work on the next.
+ */
+export interface EngineGate {
+  calls: number
+  ms: number
+}
+
 /** A guard Worker in a heap-capped workerd. */
 export interface CappedWorker {
   url: string
@@ -39,6 +49,24 @@ export interface CappedWorker {
   /** The guard isolate's memory now (after a full GC when `gc` is set), or undefined once it died. */
   memory(gc?: boolean): Promise<IsolateMemory | undefined>
   dispose(): Promise<void>
+}
+
+/** Resolves once `gate.calls` calls are in flight together (ever), or after `gate.ms`. */
+function gated(upstream: UpstreamCalls, gate: EngineGate | undefined): () => Promise<void> {
+  const waiting: (() => void)[] = []
+  let open = gate === undefined
+  return () => {
+    if (open || !gate) return Promise.resolve()
+    if (upstream.inFlight >= gate.calls) {
+      open = true
+      for (const resolve of waiting.splice(0)) resolve()
+      return Promise.resolve()
+    }
+    return new Promise<void>((resolve) => {
+      waiting.push(resolve)
+      setTimeout(resolve, gate.ms)
+    })
+  }
 }
 
 async function bundle(name: string, entry: string): Promise<string> {
@@ -63,6 +91,7 @@ export async function startCappedWorker(
   heapMb: number,
   bindings: Record<string, string>,
   sim: Partial<SimConfig>,
+  gate?: EngineGate,
 ): Promise<CappedWorker> {
   const [guard, httpAi] = await Promise.all([
     bundle('guard', 'src/worker/index.ts'),
@@ -70,10 +99,17 @@ export async function startCappedWorker(
   ])
   const engine = simFetchHandler(new SimEngine(sim))
   const upstream: UpstreamCalls = { inFlight: 0, most: 0 }
+  const admitted = gated(upstream, gate)
   const simulator = async (request: Request): Promise<Response> => {
     upstream.most = Math.max(upstream.most, ++upstream.inFlight)
     try {
-      return await engine(request)
+      if (!gate) return await engine(request)
+      // Read first, as an engine that has the request has: the guard's copy of it is then sent.
+      const body = await request.arrayBuffer()
+      await admitted()
+      return await engine(
+        new Request(request.url, { method: request.method, headers: request.headers, body }),
+      )
     } finally {
       upstream.inFlight--
     }

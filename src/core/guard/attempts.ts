@@ -31,6 +31,17 @@ export interface AttemptHost extends AttemptServices {
 /** Per-request hooks from the host (the Worker passes its `ExecutionContext.waitUntil`). */
 export interface RunnerHooks {
   waitUntil?: (promise: Promise<unknown>) => void
+  /**
+   * Told when an attempt's prompt is with the engine and the guard's work on it (its print, its count)
+   * is done: until the answer, the request holds only what it keeps of its prompt. The Worker lowers
+   * the request's memory reservation here (src/worker/admission.ts).
+   */
+  prefilling?: () => void
+  /**
+   * Told before a retry builds its prompt again (a fresh canary-marked copy, sent whole); a throw
+   * refuses the retry (the Worker raises the reservation back, or answers 503 when it no longer fits).
+   */
+  retrying?: () => void
 }
 
 /** What the guard itself adds to a request's hooks (never the host's to set). */
@@ -64,6 +75,7 @@ export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<u
   const streamed = plan.facts.stream || plan.viaStream
   const print = hooks.unprinted ? UNPRINTED : promptPrint(host, plan, hooks)
   for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) hooks.retrying?.()
     const { ctx, calling } = await send(host, run, attempt, print.content)
     // The call is made, so its print is registered now (an answer checked before the work runs makes it
     // first); the work waits until the send has left, so it runs while the engine prefills instead of
@@ -78,7 +90,10 @@ export async function runAttempts(host: AttemptHost, run: AttemptRun): Promise<u
           print.content(),
           plan.needsEstimate ? plan.figures.estimate() : undefined,
           plan.needsPrefix && attempt === 1 ? plan.figures.prefix() : undefined,
-        ]).then(() => resolve())
+        ]).then(() => {
+          hooks.prefilling?.()
+          resolve()
+        })
       }, AFTER_SEND_MS),
     )
     hooks.waitUntil?.(afterSend)

@@ -196,7 +196,7 @@ export class Guard implements AttemptHost, PlanServices {
     }
   }
 
-  /** The request's attempts, with the second opinion of its answers (the host's hooks: only waitUntil). */
+  /** The request's attempts, with the second opinion of its answers (which gets only the host's waitUntil). */
   #attempts(
     upstream: AiRunner,
     plan: RequestPlan,
@@ -204,7 +204,12 @@ export class Guard implements AttemptHost, PlanServices {
     runOptions: Record<string, unknown> | undefined,
   ): Promise<unknown> {
     const recall = this.#recall(upstream, plan, hooks)
-    const own: AttemptHooks = { waitUntil: hooks.waitUntil, ...(recall ? { recall } : {}) }
+    const own: AttemptHooks = {
+      waitUntil: hooks.waitUntil,
+      ...(hooks.prefilling ? { prefilling: hooks.prefilling } : {}),
+      ...(hooks.retrying ? { retrying: hooks.retrying } : {}),
+      ...(recall ? { recall } : {}),
+    }
     return runAttempts(this, { upstream, plan, hooks: own, runOptions })
   }
 
