@@ -4,6 +4,7 @@
  * chunk. Backpressure holds: nothing is read from the upstream until the client asks for more.
  */
 import type { UpstreamEvents } from '../call/upstream-events'
+import { ChunkWriter } from './chunk-writer'
 import type { Release, Released } from './release-stream'
 
 /** What the client stream reports about its own delivery. */
@@ -37,7 +38,7 @@ export function clientStream(
   release: Release,
   hooks: DeliveryHooks = {},
 ): ReadableStream<Uint8Array> {
-  const utf8 = new TextEncoder()
+  const writer = new ChunkWriter()
   let begun = false
   // A stream that ends (closed, errored or cancelled) without a byte says so, once.
   const first = new FirstByte(hooks.onFirstByte)
@@ -76,7 +77,7 @@ export function clientStream(
         failure = error
       }
       if (out.length > 0) {
-        controller.enqueue(typeof out === 'string' ? utf8.encode(out) : out)
+        controller.enqueue(typeof out === 'string' ? writer.write(out) : out)
         first.say(true)
       }
       if (ended && failure === undefined) {
