@@ -207,18 +207,18 @@ export class Release {
 
   /** A released event's text: as it came unless something was cut from it. */
   #emit(held: Held): string {
-    const replaced: Partial<Record<Channel, string>> = {}
-    let changed = false
+    // Made only for an event something is cut from: one object per released event was garbage.
+    let replaced: Partial<Record<Channel, string>> | undefined
     for (const { channel, text, start } of held.spans) {
       const strips = this.#judge.edits(channel)
       if (strips.length === 0) continue
       const cut = applyEdits(text, start, strips)
       if (cut !== text) {
+        replaced ??= {}
         replaced[channel] = cut
-        changed = true
       }
     }
-    if (!changed) return held.frame.raw ?? encodeSseEvent(held.frame.event)
+    if (replaced === undefined) return held.frame.raw ?? encodeSseEvent(held.frame.event)
     const event = cutEvent(held.frame, replaced)
     // An event the cut left saying nothing is not sent (its spans still advance the channel).
     return event === undefined ? '' : encodeSseEvent(event)
