@@ -47,7 +47,8 @@ export function clientStream(
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (failure !== undefined) throw failure
-      let out: Released = ''
+      // The held head's text comes in pieces (see `Release.begin`).
+      let out: Released | readonly string[] = ''
       let ended = false
       try {
         // Until something may leave or the upstream ends; inline, as a helper costs a promise a pull.
@@ -77,7 +78,9 @@ export function clientStream(
         failure = error
       }
       if (out.length > 0) {
-        controller.enqueue(typeof out === 'string' ? writer.write(out) : out)
+        if (typeof out === 'string') controller.enqueue(writer.write(out))
+        else if (out instanceof Uint8Array) controller.enqueue(out)
+        else for (const piece of out) controller.enqueue(writer.write(piece))
         first.say(true)
       }
       if (ended && failure === undefined) {
