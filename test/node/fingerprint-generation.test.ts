@@ -71,9 +71,23 @@ describe('fingerprint generation filter', () => {
     expect(passing(generation, after)).toBe(1)
   })
 
-  it('should count its bitmap in the bytes it reports', () => {
+  it('should count its bitmap and the bitmap’s summary in the bytes it reports', () => {
     const generation = new Generation(CAPACITY, 1, 0)
-    // Key 8, seen 4, one owner 4, and FILTER_BITS bits a slot.
-    expect(generation.arrayBytes).toBe(CAPACITY * (16 + FILTER_BITS / 8))
+    // Key 8, seen 4, one owner 4, FILTER_BITS bits a slot, and a summary bit per 8 of those.
+    expect(generation.arrayBytes).toBe(CAPACITY * (16 + (FILTER_BITS * 9) / 8 / 8))
+  })
+
+  it('should answer exactly as its bitmap alone would, whatever the load', () => {
+    // The bitmap alone: the bit `mayHold` reads, recomputed here for every key put.
+    const bitOf = (stored: number) =>
+      Math.floor(((Math.imul(stored | 0, 0x9e3779b1) >>> 0) * CAPACITY * FILTER_BITS) / 2 ** 32)
+    const absent = storedKeys(98, 20_000)
+    for (const load of [0.001, 0.05, 0.7]) {
+      const generation = new Generation(CAPACITY, 1, 0)
+      const held = storedKeys(5, Math.floor(CAPACITY * load))
+      fill(generation, held)
+      const bits = new Set(held.map(bitOf))
+      for (const key of absent) expect(generation.mayHold(key)).toBe(bits.has(bitOf(key)))
+    }
   })
 })

@@ -361,4 +361,18 @@ describe('the release stage’s judge', () => {
     expect(granted.paused).toEqual([['content']])
     expect(granted.asked).toEqual(['reasoning', 'content', 'reasoning', 'content'])
   })
+  it('should release a long held head in pieces that join to its events, in order', async () => {
+    const head = Array.from({ length: 600 }, (_, i) =>
+      parseFrame(event(i % 3 === 0 ? 'reasoning' : 'content', `w${i} é `)),
+    )
+    const pieces = await new Release(head, recordingJudge({}, false).judge).begin()
+    // A piece per batch of 256 frames, none empty.
+    expect(pieces).toHaveLength(3)
+    expect(pieces.join('')).toBe(head.map((frame) => encodeSseEvent(frame.event)).join(''))
+
+    // The content held (a pause refused): only the reasoning before it leaves, and no empty piece.
+    expect(await new Release(head, recordingJudge({ content: 0 }, false).judge).begin()).toEqual([
+      encodeSseEvent(head[0]!.event),
+    ])
+  })
 })

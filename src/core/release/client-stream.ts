@@ -4,6 +4,7 @@
  * chunk. Backpressure holds: nothing is read from the upstream until the client asks for more.
  */
 import type { UpstreamEvents } from '../call/upstream-events'
+import { ChunkWriter } from './chunk-writer'
 import type { Release, Released } from './release-stream'
 
 /** What the client stream reports about its own delivery. */
@@ -37,7 +38,7 @@ export function clientStream(
   release: Release,
   hooks: DeliveryHooks = {},
 ): ReadableStream<Uint8Array> {
-  const utf8 = new TextEncoder()
+  const writer = new ChunkWriter()
   let begun = false
   // A stream that ends (closed, errored or cancelled) without a byte says so, once.
   const first = new FirstByte(hooks.onFirstByte)
@@ -46,7 +47,8 @@ export function clientStream(
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (failure !== undefined) throw failure
-      let out: Released = ''
+      // The held head's text comes in pieces (see `Release.begin`).
+      let out: Released | readonly string[] = ''
       let ended = false
       try {
         // Until something may leave or the upstream ends; inline, as a helper costs a promise a pull.
@@ -76,7 +78,9 @@ export function clientStream(
         failure = error
       }
       if (out.length > 0) {
-        controller.enqueue(typeof out === 'string' ? utf8.encode(out) : out)
+        if (typeof out === 'string') controller.enqueue(writer.write(out))
+        else if (out instanceof Uint8Array) controller.enqueue(out)
+        else for (const piece of out) controller.enqueue(writer.write(piece))
         first.say(true)
       }
       if (ended && failure === undefined) {

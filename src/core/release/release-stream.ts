@@ -76,11 +76,16 @@ export class Release {
     this.#onEnd = hooks.onEnd
   }
 
-  /** The frames held while the answer was verified, as far as they may leave now. */
-  async begin(): Promise<Released> {
+  /**
+   * The frames held while the answer was verified, as far as they may leave now: a piece of text per
+   * batch, each its own chunk. Why not one string: a head of 12,000 events joined is megabytes that V8
+   * copies flat and that a chunk of its own takes in fresh pages of memory (Node profile of a
+   * 24k-token stream: writing the client's chunks 8.9% of its CPU as one string, 2.5% in pieces).
+   */
+  async begin(): Promise<string[]> {
     const held = this.#held
     await this.#judge.start()
-    let out = ''
+    const out: string[] = []
     // In batches, as if they came so: a head of 15,000 events queued at once kept every one of them
     // (and what the stage makes of it) alive through the young generation's collections.
     let from = 0
@@ -89,7 +94,8 @@ export class Release {
       // Already read by the checks that judged the held head: read again for release.
       for (let i = from; i < to; i++) this.#add(held.at(i)!, false)
       await this.#judge.judge(to === held.length ? this.#sawDone : false)
-      out += this.#flush(false)
+      const piece = this.#flush(false)
+      if (piece !== '') out.push(piece)
       from = to
     } while (from < held.length)
     return out
@@ -207,18 +213,18 @@ export class Release {
 
   /** A released event's text: as it came unless something was cut from it. */
   #emit(held: Held): string {
-    const replaced: Partial<Record<Channel, string>> = {}
-    let changed = false
+    // Made only for an event something is cut from: one object per released event was garbage.
+    let replaced: Partial<Record<Channel, string>> | undefined
     for (const { channel, text, start } of held.spans) {
       const strips = this.#judge.edits(channel)
       if (strips.length === 0) continue
       const cut = applyEdits(text, start, strips)
       if (cut !== text) {
+        replaced ??= {}
         replaced[channel] = cut
-        changed = true
       }
     }
-    if (!changed) return held.frame.raw ?? encodeSseEvent(held.frame.event)
+    if (replaced === undefined) return held.frame.raw ?? encodeSseEvent(held.frame.event)
     const event = cutEvent(held.frame, replaced)
     // An event the cut left saying nothing is not sent (its spans still advance the channel).
     return event === undefined ? '' : encodeSseEvent(event)

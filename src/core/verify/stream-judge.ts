@@ -12,7 +12,7 @@ import type { AnswerContent, ContentFinding } from '../vocabulary/evidence-plugi
 import type { Edit, StreamJudge, TextSpan } from '../vocabulary/release-judge'
 import { CanaryCheck } from './canary-check'
 import { redactCanaries } from './canary-evidence'
-import type { AnswerView, Check } from './check'
+import type { AnswerView, Check, FrameReading } from './check'
 import type { EchoWatch } from './echo-watch'
 import { type OwedProof, ProofCheck } from './proof-check'
 
@@ -57,6 +57,11 @@ export interface JudgeStart {
 
 /** How much of each channel is kept for the quarantine record. */
 const SEEN_LIMIT = 65_536
+
+/** The four readings of a frame, made once: a fresh object per frame read was garbage. */
+const READINGS: readonly FrameReading[] = [false, true].flatMap((fresh) =>
+  [false, true].map((done) => Object.freeze({ fresh, done })),
+)
 
 /**
  * The judge of one released stream.
@@ -122,7 +127,7 @@ export class AnswerJudge implements StreamJudge, AnswerView {
 
   read(frame: Frame, spans: readonly TextSpan[], fresh: boolean): void {
     if (frame.finishReason !== undefined) this.finishReason = frame.finishReason
-    const reading = { fresh, done: frame.done === true }
+    const reading = READINGS[(fresh ? 2 : 0) + (frame.done === true ? 1 : 0)]!
     for (const { channel, text, start } of spans) {
       // Spans carry text only, every frame's from the answer's start: a channel's first is at 0.
       if (start === 0) this.#channels.push(channel)

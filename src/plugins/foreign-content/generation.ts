@@ -6,7 +6,10 @@
  * In front of the slots, a bitmap of the keys held (a one-hash Bloom filter, {@link FILTER_BITS} bits a
  * slot): most lookups are of fingerprints nobody sent — an answer's own words — and the slots of a
  * 16 MiB table are megabytes of arrays, so a probe is a cache miss even in a table with nothing in
- * it; the bitmap is a thirty-second of their size and answers most of those lookups by itself.
+ * it; the bitmap is a thirty-second of their size and answers most of those lookups by itself. In
+ * front of the bitmap, its summary: a bit per {@link SUMMARY_SPAN} of its bits, set when any of them is
+ * (a 16 MiB table's is 29 KiB, the bitmap's 235 KiB): a lightly filled table answers from the summary,
+ * which stays in a core's cache, and it never answers otherwise than the bitmap would.
  */
 
 /** Owner slot value: the fingerprint was sent by `commonAt` or more distinct tenants. */
@@ -22,12 +25,15 @@ const TWO_32 = 0x100000000
  */
 const FILTER_BITS = 4
 
+/** Filter bits per summary bit: a summary bit is the or of these (aligned) bits of the bitmap. */
+const SUMMARY_SPAN = 8
+
 /**
  * What one slot costs: the key (8 bytes), last-seen second (4), `owners` tenant ids (4 each) and its
- * share of the filter.
+ * share of the filter and of its summary.
  */
 export function slotBytes(owners: number): number {
-  return 12 + 4 * owners + FILTER_BITS / 8
+  return 12 + 4 * owners + (FILTER_BITS + FILTER_BITS / SUMMARY_SPAN) / 8
 }
 
 /**
@@ -46,6 +52,8 @@ export class Generation {
   /** One bit set per key held, at a position of its own hash (see {@link mayHold}). */
   readonly #filter: Int32Array
   readonly #filterBits: number
+  /** Bit `i` set when any of the filter's bits `[8i, 8i + 8)` is (see {@link mayHold}). */
+  readonly #summary: Int32Array
   size = 0
   readonly names: string[] = []
   readonly ids = new Map<string, number>()
@@ -63,6 +71,7 @@ export class Generation {
     this.owners = new Int32Array(capacity * ownerSlots).fill(NO_OWNER)
     this.#filterBits = Math.max(32, Math.ceil((capacity * FILTER_BITS) / 32) * 32)
     this.#filter = new Int32Array(this.#filterBits / 32)
+    this.#summary = new Int32Array(Math.ceil(this.#filterBits / SUMMARY_SPAN / 32))
   }
 
   /** Empties it for reuse (the arrays are kept: no allocation on rotation). */
@@ -70,6 +79,7 @@ export class Generation {
     this.keys.fill(0)
     this.owners.fill(NO_OWNER)
     this.#filter.fill(0)
+    this.#summary.fill(0)
     this.size = 0
     this.names.length = 0
     this.ids.clear()
@@ -81,7 +91,11 @@ export class Generation {
   /** Bytes of its typed arrays. */
   get arrayBytes(): number {
     return (
-      this.keys.byteLength + this.seen.byteLength + this.owners.byteLength + this.#filter.byteLength
+      this.keys.byteLength +
+      this.seen.byteLength +
+      this.owners.byteLength +
+      this.#filter.byteLength +
+      this.#summary.byteLength
     )
   }
 
@@ -93,6 +107,8 @@ export class Generation {
    */
   mayHold(stored: number): boolean {
     const bit = this.#bit(stored)
+    // Summary bit `bit >>> 3`: word `bit >>> 8`. Clear, so is every filter bit it sums, this one too.
+    if ((this.#summary[bit >>> 8]! & (1 << ((bit >>> 3) & 31))) === 0) return false
     return (this.#filter[bit >>> 5]! & (1 << (bit & 31))) !== 0
   }
 
@@ -107,6 +123,7 @@ export class Generation {
     this.size++
     const bit = this.#bit(stored)
     this.#filter[bit >>> 5]! |= 1 << (bit & 31)
+    this.#summary[bit >>> 8]! |= 1 << ((bit >>> 3) & 31)
   }
 
   /**
