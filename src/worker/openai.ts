@@ -3,7 +3,6 @@
  * Worker's own refusals, and errors inside streams).
  */
 import {
-  ChunkWriter,
   DEFAULT_MAX_EVENT_BYTES,
   type ErrorBody,
   encodeSseEvent,
@@ -214,8 +213,7 @@ class LegacyRewriter {
       this.#out += raw
     },
   })
-  /** This stream's chunks, written into one buffer of its own (see `ChunkWriter`). */
-  readonly #writer = new ChunkWriter()
+  readonly #utf8 = new TextEncoder()
   readonly #id = `chatcmpl-${crypto.randomUUID()}`
   readonly #created: number
   readonly #model: string
@@ -238,7 +236,7 @@ class LegacyRewriter {
   push(bytes: Uint8Array): Uint8Array | undefined {
     this.#out = ''
     this.#parser.push(bytes, this.#emit)
-    return this.#out === '' ? undefined : this.#writer.write(this.#out)
+    return this.#out === '' ? undefined : this.#utf8.encode(this.#out)
   }
 
   /** The input ended; an unfinished trailing event is dropped, as an SSE client drops it. */

@@ -4,7 +4,6 @@
  * chunk. Backpressure holds: nothing is read from the upstream until the client asks for more.
  */
 import type { UpstreamEvents } from '../call/upstream-events'
-import { ChunkWriter } from './chunk-writer'
 import type { Release, Released } from './release-stream'
 
 /** What the client stream reports about its own delivery. */
@@ -38,7 +37,7 @@ export function clientStream(
   release: Release,
   hooks: DeliveryHooks = {},
 ): ReadableStream<Uint8Array> {
-  const writer = new ChunkWriter()
+  const utf8 = new TextEncoder()
   let begun = false
   // A stream that ends (closed, errored or cancelled) without a byte says so, once.
   const first = new FirstByte(hooks.onFirstByte)
@@ -78,9 +77,9 @@ export function clientStream(
         failure = error
       }
       if (out.length > 0) {
-        if (typeof out === 'string') controller.enqueue(writer.write(out))
+        if (typeof out === 'string') controller.enqueue(utf8.encode(out))
         else if (out instanceof Uint8Array) controller.enqueue(out)
-        else for (const piece of out) controller.enqueue(writer.write(piece))
+        else for (const piece of out) controller.enqueue(utf8.encode(piece))
         first.say(true)
       }
       if (ended && failure === undefined) {
