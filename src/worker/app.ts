@@ -204,5 +204,7 @@ function runnerFor(c: AppContext): AiRunner {
     // Once the engine has the prompt, the request holds far less than while it read and counted it.
     prefilling: () => admission.settle(),
     retrying: () => admission.resume(),
+    // What the answer held until its verdict costs is charged as it grows.
+    holding: (bytes) => admission.hold(bytes),
   })
 }

@@ -30,6 +30,14 @@ const REQUEST_BASE_BYTES = 1024 * 1024
 const HELD_BYTES_PER_BODY_BYTE = 3
 
 /**
+ * Bytes per byte of a streamed answer held until its verdict (up to `stream.maxHeldBytes`, 8 MiB by
+ * default), charged on top of what the request holds: the held head keeps its events' text (217 bytes
+ * of heap a held event of about 200, src/core/verify/held-head.ts) and the verdict a copy of what they
+ * say (a fraction of each event); 2 is half again over both.
+ */
+const ANSWER_BYTES_PER_HELD_BYTE = 2
+
+/**
  * The default budget: the platform's 128 MB per isolate less what an isolate holds with no request in
  * flight once its tables are loaded (o200k's tables, the family bound, the fingerprint table, prefix
  * records: 36–44 MB measured) and headroom for the garbage V8 has not collected yet (about 9 MB more
@@ -100,6 +108,11 @@ export interface Reservation {
    * its prompt again (a retry); throws 503 when that no longer fits. Nothing else takes the place.
    */
   resume(): void
+  /**
+   * Raises the reservation to cover a streamed answer of `heldBytes` held until its verdict, on top of
+   * what the request keeps of its prompt; throws 503 when that does not fit (the answer is withheld).
+   */
+  hold(heldBytes: number): void
   release(): void
 }
 
@@ -221,6 +234,10 @@ export class MemoryLedger {
     let open = true
     /** The most body bytes covered: what settle and resume charge for. */
     let body = 0
+    /** Bytes of the answer held until its verdict (this attempt's). */
+    let answer = 0
+    /** What the request keeps once the engine has its prompt, with the answer it holds. */
+    const kept = () => ledger.heldCost(body) + ANSWER_BYTES_PER_HELD_BYTE * answer
     const ledger = this
     /** Moves the reservation to `wanted` bytes (up or down), keeping the large tally in step. */
     const move = (wanted: number, nowLarge: boolean) => {
@@ -245,18 +262,28 @@ export class MemoryLedger {
         move(wanted, nowLarge)
       },
       settle() {
-        const wanted = Math.min(bytes, ledger.heldCost(body))
+        const wanted = Math.min(bytes, kept())
         if (!open || wanted >= bytes) return
         // Still a long prompt in flight for the turns (`large` kept): only its bytes are lowered.
         move(wanted, large)
         ledger.#grant()
       },
       resume() {
+        // A new attempt: the last one's held answer is dropped.
+        answer = 0
         const wanted = ledger.cost(body)
         if (!open || wanted <= bytes) return
         // Its own memory back, not a new place: waiting tenants keep their turn order, but it must fit.
         if (!ledger.#fits(wanted - bytes, large || wanted > SMALL_REQUEST_BYTES)) throw overBudget()
         move(wanted, large || wanted > SMALL_REQUEST_BYTES)
+      },
+      hold(heldBytes) {
+        answer = Math.max(answer, heldBytes)
+        const wanted = kept()
+        if (!open || wanted <= bytes) return
+        const nowLarge = large || wanted > SMALL_REQUEST_BYTES
+        if (!ledger.#fits(wanted - bytes, nowLarge)) throw overBudget()
+        move(wanted, nowLarge)
       },
       release() {
         if (!open) return

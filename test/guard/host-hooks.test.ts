@@ -80,3 +80,69 @@ describe('the host’s memory hooks', () => {
     expect(log.filter((e) => e !== 'prefilling')).toEqual(['call', 'retrying'])
   })
 })
+
+describe('the host’s hook on a held answer', () => {
+  /** A streamed answer that thinks `reasoning` tokens before its reply, through hooks that log `holding`. */
+  async function held(reasoning: number, refuseAt?: number) {
+    const told: number[] = []
+    const engine = new SimEngine({
+      ...FAST,
+      decodeTokensPerSecond: Number.POSITIVE_INFINITY,
+      extraReasoningTokens: reasoning,
+      tokensPerEvent: 1,
+    }).binding()
+    const calls: string[] = []
+    const counted: AiRunner = {
+      run(model, inputs, options) {
+        calls.push('call')
+        return engine.run(model, inputs, options)
+      },
+    }
+    const guard = createGuard({ secret: SECRET })
+    const ai = guard.wrap(counted, {
+      tenant: 'a',
+      holding: (bytes) => {
+        told.push(bytes)
+        if (refuseAt !== undefined && bytes >= refuseAt) {
+          throw new GuardError('guard_unavailable', 'No memory for this answer.', {
+            retryAfterSeconds: 2,
+          })
+        }
+      },
+    })
+    const outcome = await ai
+      .run(MODEL, { ...chat('Think it through, then name three rivers.'), stream: true })
+      .then(
+        async (out) => ({ text: await new Response(out as ReadableStream).text() }),
+        (error: unknown) => ({ error }),
+      )
+    return { outcome, told, calls }
+  }
+
+  it('should tell the host as a long held answer grows, a step at a time', async () => {
+    const { outcome, told } = await held(8000)
+    expect(outcome).toHaveProperty('text')
+    expect((outcome as { text: string }).text).not.toMatch(/cnry_/)
+    expect(told.length).toBeGreaterThanOrEqual(2)
+    // Growing, a step (256 KiB) or more apart.
+    for (let i = 1; i < told.length; i++)
+      expect(told[i]! - told[i - 1]!).toBeGreaterThanOrEqual(256 * 1024)
+  })
+
+  it('should not bother the host for a short answer', async () => {
+    const { outcome, told } = await held(0)
+    expect(outcome).toHaveProperty('text')
+    expect(told).toEqual([])
+  })
+
+  it('should withhold the answer, releasing nothing, when the host refuses what it holds', async () => {
+    const { outcome, told, calls } = await held(8000, 256 * 1024)
+    expect(outcome).toHaveProperty('error')
+    expect((outcome as { error: GuardError }).error).toMatchObject({
+      code: 'guard_unavailable',
+      status: 503,
+    })
+    expect(told).toHaveLength(1)
+    expect(calls).toEqual(['call'])
+  })
+})

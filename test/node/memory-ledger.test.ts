@@ -704,4 +704,36 @@ describe('a prompt the engine has', () => {
     first.release()
     expect(l.reserved).toBe(0)
   })
+
+  it('should charge a held answer on top of what a settled prompt keeps, and refuse one that does not fit', async () => {
+    const l = ledger()
+    const first = await l.admit('tenant-a', BODY)
+    // Within the full charge, before the engine has the prompt: nothing to add.
+    first.hold(MB)
+    expect(first.bytes).toBe(l.cost(BODY))
+    first.settle()
+    const settled = first.bytes
+    expect(settled).toBeGreaterThanOrEqual(l.heldCost(BODY) + MB)
+    first.hold(4 * MB)
+    expect(first.bytes).toBeGreaterThan(settled)
+    expect(l.reserved).toBe(first.bytes)
+    // Another prompt takes what is left; the answer can grow no further.
+    const other = await l.admit('tenant-b', BODY)
+    expect(() => first.hold(40 * MB)).toThrow(expect.objectContaining({ status: 503 }))
+    first.release()
+    other.release()
+    expect(l.reserved).toBe(0)
+    expect(l.reservedLarge).toBe(0)
+  })
+
+  it('should charge a small request’s long held answer as a large one, within the floor rules', async () => {
+    const l = ledger()
+    const chat = await l.admit('tenant-a', 2000)
+    chat.hold(3 * MB)
+    expect(chat.bytes).toBeGreaterThan(2 * MB)
+    expect(l.reservedLarge).toBe(chat.bytes)
+    chat.release()
+    expect(l.reserved).toBe(0)
+    expect(l.reservedLarge).toBe(0)
+  })
 })

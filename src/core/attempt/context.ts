@@ -91,6 +91,8 @@ export interface AttemptContext {
   recall?: Recall
   /** Keeps background work (calibration reports) alive past the response, where the host allows. */
   waitUntil: ((promise: Promise<unknown>) => void) | undefined
+  /** The host's hook on an answer held until its verdict, each {@link HOLDING_STEP_BYTES} it grows. */
+  holding?: (bytes: number) => void
   /** When the upstream call was made, by the guard's clock. */
   startedAt: number
   attempt: number
@@ -157,3 +159,6 @@ export function ownTokens(ctx: AttemptContext): string[] {
   if (ctx.marker !== undefined) own.push(ctx.marker)
   return own
 }
+
+/** How often, in held bytes, the host hears an answer held until its verdict grow (RunnerHooks.holding). */
+export const HOLDING_STEP_BYTES = 256 * 1024

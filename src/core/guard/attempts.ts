@@ -42,6 +42,12 @@ export interface RunnerHooks {
    * refuses the retry (the Worker raises the reservation back, or answers 503 when it no longer fits).
    */
   retrying?: () => void
+  /**
+   * Told each time a streamed answer held until its verdict has grown by another 256 KiB
+   * (`HOLDING_STEP_BYTES`; the argument: its event bytes held so far); a throw withholds it with that error before
+   * any byte of it is released. The Worker charges it to the request's memory reservation.
+   */
+  holding?: (bytes: number) => void
 }
 
 /** What the guard itself adds to a request's hooks (never the host's to set). */
@@ -210,6 +216,7 @@ async function prepare(
     content,
     ...(hooks.recall ? { recall: hooks.recall } : {}),
     waitUntil: hooks.waitUntil,
+    ...(hooks.holding ? { holding: hooks.holding } : {}),
     startedAt: host.options.now(),
     attempt,
   }

@@ -208,6 +208,7 @@ export class Guard implements AttemptHost, PlanServices {
       waitUntil: hooks.waitUntil,
       ...(hooks.prefilling ? { prefilling: hooks.prefilling } : {}),
       ...(hooks.retrying ? { retrying: hooks.retrying } : {}),
+      ...(hooks.holding ? { holding: hooks.holding } : {}),
       ...(recall ? { recall } : {}),
     }
     return runAttempts(this, { upstream, plan, hooks: own, runOptions })

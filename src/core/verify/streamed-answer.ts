@@ -12,7 +12,12 @@
  * record cannot foresee. Such a stream is held to its end, where the upstream reports its cached tokens,
  * and judged again with them — the same evidence a whole answer gets.
  */
-import type { AttemptContext, AttemptOutcome, Lesson } from '../attempt/context'
+import {
+  type AttemptContext,
+  type AttemptOutcome,
+  HOLDING_STEP_BYTES,
+  type Lesson,
+} from '../attempt/context'
 import { FirstByte } from '../attempt/first-byte'
 import { UpstreamEvents } from '../call/upstream-events'
 import { GuardError } from '../errors'
@@ -90,6 +95,8 @@ class HeldStream {
   readonly held: HeldHead
   readonly raw: Partial<Record<Channel, string>> = {}
   readonly #ctx: AttemptContext
+  /** Held bytes the host was last told of (see RunnerHooks.holding). */
+  #toldHeld = 0
   readonly #upstream: UpstreamEvents
   readonly #echo: EchoWatch
   readonly #content: AnswerContent | undefined
@@ -162,6 +169,11 @@ class HeldStream {
         'upstream_error',
         `The answer grew past ${maxHeldBytes} bytes before it could be verified; it was withheld.`,
       )
+    }
+    // The host charges what the held answer costs its memory (the Worker's admission), a step at a time.
+    if (this.#ctx.holding && this.#heldBytes >= this.#toldHeld + HOLDING_STEP_BYTES) {
+      this.#toldHeld = this.#heldBytes
+      this.#ctx.holding(this.#heldBytes)
     }
     let hasText = false
     for (const key in frame.texts) {
