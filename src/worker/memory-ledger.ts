@@ -31,9 +31,9 @@ const HELD_BYTES_PER_BODY_BYTE = 3
 
 /**
  * Bytes per byte of a streamed answer held until its verdict (up to `stream.maxHeldBytes`, 8 MiB by
- * default), charged on top of what the request holds: the held head keeps its events' text (217 bytes
- * of heap a held event of about 200, src/core/verify/held-head.ts) and the verdict a copy of what they
- * say (a fraction of each event); 2 is half again over both.
+ * default), charged on top of what the request keeps: measured 1.34–1.35 in a workerd isolate capped at
+ * 128 MB, 2 and 4 streams held to the bound at once (bench/memory-held.ts, the highest of GC'd samples
+ * over idle; bench/results/memory-admission.json `heldAnswer`). 2 is half again over it.
  */
 const ANSWER_BYTES_PER_HELD_BYTE = 2
 
