@@ -116,6 +116,15 @@ export interface Reservation {
   release(): void
 }
 
+/** What one reservation holds now. */
+interface Held {
+  tenant: string
+  bytes: number
+  /** Counted as a large request (in `reservedLarge`, a turn taken). */
+  large: boolean
+  open: boolean
+}
+
 /**
  * A large request waiting for its turn. Other requests only change its fields; the waiting request
  * reads them on its own timer (see {@link TURN_POLL_MS}).
@@ -229,73 +238,69 @@ export class MemoryLedger {
 
   /** A reservation of `tenant` already holding `held` bytes (large when over the small size). */
   #reservation(tenant: string, held: number): Reservation {
-    let bytes = held
-    let large = held > SMALL_REQUEST_BYTES
-    let open = true
-    /** The most body bytes covered: what settle and resume charge for. */
+    const r: Held = { tenant, bytes: held, large: held > SMALL_REQUEST_BYTES, open: true }
+    // The most body bytes covered, and this attempt's answer held until its verdict: what is kept
+    // once the engine has the prompt.
     let body = 0
-    /** Bytes of the answer held until its verdict (this attempt's). */
     let answer = 0
-    /** What the request keeps once the engine has its prompt, with the answer it holds. */
-    const kept = () => ledger.heldCost(body) + ANSWER_BYTES_PER_HELD_BYTE * answer
-    const ledger = this
-    /** Moves the reservation to `wanted` bytes (up or down), keeping the large tally in step. */
-    const move = (wanted: number, nowLarge: boolean) => {
-      if (nowLarge && !large) ledger.#takeTurn(tenant)
-      ledger.reserved += wanted - bytes
-      if (nowLarge) ledger.reservedLarge += wanted - (large ? bytes : 0)
-      bytes = wanted
-      large = nowLarge
-    }
+    const kept = () => this.heldCost(body) + ANSWER_BYTES_PER_HELD_BYTE * answer
     return {
       get bytes() {
-        return bytes
+        return r.bytes
       },
-      cover(bodyBytes) {
+      cover: (bodyBytes) => {
         body = Math.max(body, bodyBytes)
-        const wanted = ledger.cost(bodyBytes)
-        if (!open || wanted <= bytes) return
-        const nowLarge = wanted > SMALL_REQUEST_BYTES
+        const wanted = this.cost(bodyBytes)
         // Growing while another tenant waits would take its turn: a chunked body is no way round.
-        if (nowLarge && ledger.#othersWait(tenant)) throw overBudget()
-        if (!ledger.#fits(wanted - bytes, nowLarge)) throw overBudget()
-        move(wanted, nowLarge)
+        const growsLarge = wanted > SMALL_REQUEST_BYTES && wanted > r.bytes
+        if (r.open && growsLarge && this.#othersWait(tenant)) throw overBudget()
+        this.#grow(r, wanted)
       },
-      settle() {
-        const wanted = Math.min(bytes, kept())
-        if (!open || wanted >= bytes) return
+      settle: () => {
+        const wanted = Math.min(r.bytes, kept())
+        if (!r.open || wanted >= r.bytes) return
         // Still a long prompt in flight for the turns (`large` kept): only its bytes are lowered.
-        move(wanted, large)
-        ledger.#grant()
+        this.#move(r, wanted, r.large)
+        this.#grant()
       },
-      resume() {
-        // A new attempt: the last one's held answer is dropped.
+      resume: () => {
+        // A new attempt (the last one's held answer dropped) takes its own memory back, not a new
+        // place: waiting tenants keep their turn order, but it must fit.
         answer = 0
-        const wanted = ledger.cost(body)
-        if (!open || wanted <= bytes) return
-        // Its own memory back, not a new place: waiting tenants keep their turn order, but it must fit.
-        if (!ledger.#fits(wanted - bytes, large || wanted > SMALL_REQUEST_BYTES)) throw overBudget()
-        move(wanted, large || wanted > SMALL_REQUEST_BYTES)
+        this.#grow(r, this.cost(body))
       },
-      hold(heldBytes) {
+      hold: (heldBytes) => {
         answer = Math.max(answer, heldBytes)
-        const wanted = kept()
-        if (!open || wanted <= bytes) return
-        const nowLarge = large || wanted > SMALL_REQUEST_BYTES
-        if (!ledger.#fits(wanted - bytes, nowLarge)) throw overBudget()
-        move(wanted, nowLarge)
+        this.#grow(r, kept())
       },
-      release() {
-        if (!open) return
-        open = false
-        ledger.reserved -= bytes
-        if (large) {
-          ledger.reservedLarge -= bytes
-          ledger.#leave(tenant)
+      release: () => {
+        if (!r.open) return
+        r.open = false
+        this.reserved -= r.bytes
+        if (r.large) {
+          this.reservedLarge -= r.bytes
+          this.#leave(tenant)
         }
-        ledger.#grant()
+        this.#grant()
       },
     }
+  }
+
+  /** Raises `r` to `wanted` bytes when that is more; 503 when it does not fit. */
+  #grow(r: Held, wanted: number): void {
+    if (!r.open || wanted <= r.bytes) return
+    const nowLarge = r.large || wanted > SMALL_REQUEST_BYTES
+    if (!this.#fits(wanted - r.bytes, nowLarge)) throw overBudget()
+    this.#move(r, wanted, nowLarge)
+  }
+
+  /** Moves `r` to `wanted` bytes (up or down), keeping the large tally and turns in step. */
+  #move(r: Held, wanted: number, nowLarge: boolean): void {
+    if (nowLarge && !r.large) this.#takeTurn(r.tenant)
+    this.reserved += wanted - r.bytes
+    if (nowLarge) this.reservedLarge += wanted - (r.large ? r.bytes : 0)
+    r.bytes = wanted
+    r.large = nowLarge
   }
 
   /** Whether `more` bytes fit, for a request that is (or becomes) large when `large`. */

@@ -37,7 +37,6 @@ export function clientStream(
   release: Release,
   hooks: DeliveryHooks = {},
 ): ReadableStream<Uint8Array> {
-  const utf8 = new TextEncoder()
   let begun = false
   // A stream that ends (closed, errored or cancelled) without a byte says so, once.
   const first = new FirstByte(hooks.onFirstByte)
@@ -77,9 +76,7 @@ export function clientStream(
         failure = error
       }
       if (out.length > 0) {
-        if (typeof out === 'string') controller.enqueue(utf8.encode(out))
-        else if (out instanceof Uint8Array) controller.enqueue(out)
-        else for (const piece of out) controller.enqueue(utf8.encode(piece))
+        enqueue(controller, out)
         first.say(true)
       }
       if (ended && failure === undefined) {
@@ -93,4 +90,19 @@ export function clientStream(
       return upstream.cancel(reason)
     },
   })
+}
+
+const utf8 = new TextEncoder()
+
+/**
+ * Released text or bytes as the client's chunks, each in a buffer of its own: a client may take a
+ * chunk's buffer over (re-enqueued into a byte stream), which must not empty any other chunk.
+ */
+function enqueue(
+  controller: ReadableStreamDefaultController<Uint8Array>,
+  out: Released | readonly string[],
+): void {
+  if (typeof out === 'string') controller.enqueue(utf8.encode(out))
+  else if (out instanceof Uint8Array) controller.enqueue(out)
+  else for (const piece of out) controller.enqueue(utf8.encode(piece))
 }
